@@ -1,0 +1,37 @@
+// Package discovery finds the accelerator chips of a node. Each vendor has
+// a backend in its own sub-package (ascend, cambricon) reading device files
+// and sysfs under a root directory plus vendor tool output; the simulated
+// backend builds the same inventory from a hardware profile.
+package discovery
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// Backend discovers the chips of one source (a vendor, or a profile).
+type Backend interface {
+	// Name says which backend this is, for logs and errors.
+	Name() string
+	// Discover returns what the backend found. A backend whose vendor has no
+	// device files on the node returns an empty inventory and no error.
+	Discover(ctx context.Context) (inventory.Inventory, error)
+}
+
+// DiscoverAll runs the backends in order and merges their inventories.
+func DiscoverAll(ctx context.Context, backends ...Backend) (inventory.Inventory, error) {
+	var inv inventory.Inventory
+	for _, b := range backends {
+		part, err := b.Discover(ctx)
+		if err != nil {
+			return inventory.Inventory{}, fmt.Errorf("discovering %s chips: %w", b.Name(), err)
+		}
+		inv.Merge(part)
+	}
+	if err := inv.Validate(); err != nil {
+		return inventory.Inventory{}, fmt.Errorf("checking discovered inventory: %w", err)
+	}
+	return inv, nil
+}

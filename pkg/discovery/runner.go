@@ -1,0 +1,74 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// CommandRunner runs a vendor tool (npu-smi, cnmon) and returns its standard
+// output. It is an interface so tests and fixture nodes can feed recorded
+// output instead of running the tool.
+type CommandRunner interface {
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+}
+
+// ExecRunner runs the real tools. Tools maps a command name to the path of
+// the binary; names not in it are looked up in PATH.
+type ExecRunner struct {
+	Tools map[string]string
+}
+
+// Run implements CommandRunner.
+func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	path := name
+	if p, ok := r.Tools[name]; ok {
+		path = p
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("running %s: %w: %s", CommandLine(name, args...), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// RecordedRunner answers each command with a file recorded earlier in Dir,
+// named by RecordingName (e.g. "npu-smi info -t topo" → npu-smi_info_-t_topo.txt).
+// A command without a recording fails like a missing tool would.
+type RecordedRunner struct {
+	Dir string
+}
+
+// ErrNoRecording is wrapped by RecordedRunner when a command has no file.
+var ErrNoRecording = errors.New("no recorded output")
+
+// Run implements CommandRunner.
+func (r RecordedRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	path := filepath.Join(r.Dir, RecordingName(name, args...))
+	out, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("running %s: %w in %s", CommandLine(name, args...), ErrNoRecording, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("running %s: reading recorded output: %w", CommandLine(name, args...), err)
+	}
+	return out, nil
+}
+
+// CommandLine renders a command for messages.
+func CommandLine(name string, args ...string) string {
+	return strings.Join(append([]string{name}, args...), " ")
+}
+
+// RecordingName is the file name RecordedRunner reads for a command.
+func RecordingName(name string, args ...string) string {
+	return strings.Join(append([]string{name}, args...), "_") + ".txt"
+}

@@ -1,0 +1,165 @@
+// Package inventory holds the vendor-neutral description of the accelerator
+// chips found on one node. Discovery backends produce it; the ResourceSlice
+// builder, the CLI and the kubelet plugin consume it.
+package inventory
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Vendor is the value of the shared accel-dra.dev/vendor attribute.
+type Vendor string
+
+const (
+	VendorHuawei    Vendor = "huawei"
+	VendorCambricon Vendor = "cambricon"
+)
+
+// Family is the value of the shared accel-dra.dev/family attribute.
+type Family string
+
+const (
+	FamilyAscend Family = "ascend"
+	FamilyMLU    Family = "mlu"
+)
+
+// LinkType is the value of the shared accel-dra.dev/linkType attribute.
+type LinkType string
+
+const (
+	LinkHCCS    LinkType = "hccs"
+	LinkMLULink LinkType = "mlulink"
+	LinkPCIe    LinkType = "pcie"
+)
+
+// FamilyOf returns the chip family a vendor makes.
+func (v Vendor) Family() Family {
+	switch v {
+	case VendorHuawei:
+		return FamilyAscend
+	case VendorCambricon:
+		return FamilyMLU
+	}
+	return ""
+}
+
+// Chip is one whole accelerator chip, the unit that gets a device node
+// (/dev/davinciN, /dev/cambricon_devN) and becomes one DRA device.
+type Chip struct {
+	Vendor Vendor
+	// Model is the marketing model, e.g. Ascend910B3, MLU370-X8.
+	Model string
+	// Index is the N of the chip's device node.
+	Index int
+	// UUID is a stable serial number or UUID of the chip.
+	UUID string
+	// MemoryBytes is the device memory (HBM / DDR) in bytes.
+	MemoryBytes int64
+	// Cores is the number of AI cores (Ascend) or MLU cores (Cambricon).
+	Cores int
+	// LinkType and LinkGroup describe the high-speed interconnect. A chip
+	// with no such link has LinkType pcie and a group of its own.
+	LinkType  LinkType
+	LinkGroup string
+	// NUMANode is nil when the platform reports no NUMA affinity.
+	NUMANode *int
+	// PCIBusID is the extended BDF address, e.g. 0000:c1:00.0; empty if unknown.
+	PCIBusID string
+	// PCIeRoot is the PCIe root complex, e.g. pci0000:00; empty if unknown.
+	PCIeRoot string
+	// DriverVersion is the semver of the vendor driver.
+	DriverVersion string
+	Healthy       bool
+	// DeviceNodes are the chip's own device files, absolute paths as seen on
+	// the host (e.g. /dev/davinci0, /dev/cambricon_ipcm0).
+	DeviceNodes []string
+	// Extra holds vendor-specific attributes, published unqualified in the
+	// driver's own domain (e.g. chipName, logicId, mluLinkPorts).
+	Extra map[string]Value
+}
+
+// Value is a vendor-specific attribute value; exactly one field is set.
+type Value struct {
+	String *string
+	Int    *int64
+	Bool   *bool
+}
+
+// StringValue, IntValue and BoolValue build a Value.
+func StringValue(s string) Value { return Value{String: &s} }
+func IntValue(i int64) Value     { return Value{Int: &i} }
+func BoolValue(b bool) Value     { return Value{Bool: &b} }
+
+// Inventory is everything discovery found on one node.
+type Inventory struct {
+	Chips []Chip
+	// SharedDeviceNodes are device files every container using a vendor's
+	// chips needs (e.g. /dev/davinci_manager, /dev/cambricon_ctl), per vendor.
+	SharedDeviceNodes map[Vendor][]string
+}
+
+// Merge adds the chips and shared nodes of other to inv.
+func (inv *Inventory) Merge(other Inventory) {
+	inv.Chips = append(inv.Chips, other.Chips...)
+	for v, nodes := range other.SharedDeviceNodes {
+		if inv.SharedDeviceNodes == nil {
+			inv.SharedDeviceNodes = map[Vendor][]string{}
+		}
+		inv.SharedDeviceNodes[v] = append(inv.SharedDeviceNodes[v], nodes...)
+	}
+}
+
+// Vendors returns the vendors that have at least one chip, sorted.
+func (inv Inventory) Vendors() []Vendor {
+	seen := map[Vendor]bool{}
+	var out []Vendor
+	for _, c := range inv.Chips {
+		if !seen[c.Vendor] {
+			seen[c.Vendor] = true
+			out = append(out, c.Vendor)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// ChipsOf returns the chips of one vendor ordered by index.
+func (inv Inventory) ChipsOf(v Vendor) []Chip {
+	var out []Chip
+	for _, c := range inv.Chips {
+		if c.Vendor == v {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out
+}
+
+// Validate checks the invariants the slice builder relies on: known vendors,
+// unique indices per vendor, and the fields every device must publish.
+func (inv Inventory) Validate() error {
+	seen := map[Vendor]map[int]bool{}
+	for _, c := range inv.Chips {
+		if c.Vendor.Family() == "" {
+			return fmt.Errorf("chip %d: unknown vendor %q", c.Index, c.Vendor)
+		}
+		if c.Index < 0 {
+			return fmt.Errorf("%s chip: negative index %d", c.Vendor, c.Index)
+		}
+		if seen[c.Vendor] == nil {
+			seen[c.Vendor] = map[int]bool{}
+		}
+		if seen[c.Vendor][c.Index] {
+			return fmt.Errorf("%s chip %d: index appears twice", c.Vendor, c.Index)
+		}
+		seen[c.Vendor][c.Index] = true
+		if c.Model == "" {
+			return fmt.Errorf("%s chip %d: model is empty", c.Vendor, c.Index)
+		}
+		if c.LinkGroup == "" || c.LinkType == "" {
+			return fmt.Errorf("%s chip %d: link group or link type is empty", c.Vendor, c.Index)
+		}
+	}
+	return nil
+}
