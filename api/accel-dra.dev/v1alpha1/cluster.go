@@ -1,0 +1,84 @@
+package v1alpha1
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// SimulatedClusterKind is the kind of a cluster file.
+const SimulatedClusterKind = "SimulatedCluster"
+
+// SimulatedCluster describes the nodes `accel-dra simulate` allocates on.
+type SimulatedCluster struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Nodes      []SimulatedNode `json:"nodes"`
+}
+
+// SimulatedNode is one node, or with Count > 0 a group of identical nodes
+// named <name>-0 … <name>-(count-1).
+type SimulatedNode struct {
+	Name    string `json:"name"`
+	Profile string `json:"profile"`
+	Count   int    `json:"count,omitempty"`
+	// Labels are added to the Node objects (for DeviceClass or claim
+	// selectors that look at nodes).
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// NodeNames expands Count into the node names, in order.
+func (n SimulatedNode) NodeNames() []string {
+	if n.Count == 0 {
+		return []string{n.Name}
+	}
+	names := make([]string, n.Count)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", n.Name, i)
+	}
+	return names
+}
+
+// ParseSimulatedCluster decodes a cluster file strictly (unknown fields are
+// errors) and validates it. source names the file in errors.
+func ParseSimulatedCluster(source string, data []byte) (*SimulatedCluster, error) {
+	var c SimulatedCluster
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: decoding %s: %w", source, SimulatedClusterKind, err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return &c, nil
+}
+
+// Validate checks the fields; errors name the field path.
+func (c *SimulatedCluster) Validate() error {
+	if c.APIVersion != GroupVersion || c.Kind != SimulatedClusterKind {
+		return fmt.Errorf("apiVersion/kind: got %q/%q, want %s/%s", c.APIVersion, c.Kind, GroupVersion, SimulatedClusterKind)
+	}
+	if len(c.Nodes) == 0 {
+		return fmt.Errorf("nodes: at least one node is required")
+	}
+	seen := map[string]string{}
+	for i, n := range c.Nodes {
+		field := fmt.Sprintf("nodes[%d]", i)
+		if n.Profile == "" {
+			return fmt.Errorf("%s.profile: required", field)
+		}
+		if n.Count < 0 {
+			return fmt.Errorf("%s.count: must not be negative, got %d", field, n.Count)
+		}
+		for _, name := range n.NodeNames() {
+			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+				return fmt.Errorf("%s.name: node name %q is not valid: %s", field, name, errs[0])
+			}
+			if prev, ok := seen[name]; ok {
+				return fmt.Errorf("%s.name: node %q is also defined by %s", field, name, prev)
+			}
+			seen[name] = field
+		}
+	}
+	return nil
+}

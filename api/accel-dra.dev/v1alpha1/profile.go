@@ -1,0 +1,119 @@
+package v1alpha1
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+)
+
+// HardwareProfileKind is the kind of a hardware profile file.
+const HardwareProfileKind = "HardwareProfile"
+
+// HardwareProfile describes the accelerators of one kind of server, for the
+// simulated discovery backend. Numbers come from vendor data sheets, cited
+// in each profile file.
+type HardwareProfile struct {
+	APIVersion  string `json:"apiVersion"`
+	Kind        string `json:"kind"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// NUMANodes spreads the chips of each group evenly over this many NUMA
+	// nodes (chips 0..k-1 on node 0, and so on). 0 means no NUMA affinity.
+	NUMANodes int         `json:"numaNodes,omitempty"`
+	Chips     []ChipGroup `json:"chips"`
+}
+
+// ChipGroup is a run of identical chips of one vendor. Indices continue
+// across groups of the same vendor.
+type ChipGroup struct {
+	Vendor string `json:"vendor"`
+	Model  string `json:"model"`
+	Count  int    `json:"count"`
+	// Memory is the device memory of one chip.
+	Memory resource.Quantity `json:"memory"`
+	Cores  int               `json:"cores"`
+	// LinkType is hccs, mlulink or pcie. LinkGroupSize chips in index order
+	// share one interconnect group; ignored for pcie, where every chip is a
+	// group of its own.
+	LinkType      string `json:"linkType"`
+	LinkGroupSize int    `json:"linkGroupSize,omitempty"`
+	DriverVersion string `json:"driverVersion"`
+	// PCIDeviceID is the PCI device id of the chip (e.g. 0xd802 for 910B).
+	PCIDeviceID string `json:"pciDeviceID,omitempty"`
+	// ChipName is the Ascend chip name as npu-smi prints it (e.g. 910B3).
+	ChipName string `json:"chipName,omitempty"`
+	// MLULinkPorts is the number of MLU-Link ports of a Cambricon chip.
+	MLULinkPorts int `json:"mluLinkPorts,omitempty"`
+	// Unhealthy lists chip indices (within the vendor) reported unhealthy.
+	Unhealthy []int `json:"unhealthy,omitempty"`
+}
+
+// ParseHardwareProfile decodes a profile strictly and validates it.
+func ParseHardwareProfile(source string, data []byte) (*HardwareProfile, error) {
+	var p HardwareProfile
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		return nil, fmt.Errorf("%s: decoding %s: %w", source, HardwareProfileKind, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %s %q: %w", source, HardwareProfileKind, p.Name, err)
+	}
+	return &p, nil
+}
+
+// Validate checks the fields; errors name the field path.
+func (p *HardwareProfile) Validate() error {
+	if p.APIVersion != GroupVersion || p.Kind != HardwareProfileKind {
+		return fmt.Errorf("apiVersion/kind: got %q/%q, want %s/%s", p.APIVersion, p.Kind, GroupVersion, HardwareProfileKind)
+	}
+	if p.Name == "" {
+		return fmt.Errorf("name: required")
+	}
+	if p.NUMANodes < 0 {
+		return fmt.Errorf("numaNodes: must not be negative")
+	}
+	if len(p.Chips) == 0 {
+		return fmt.Errorf("chips: at least one chip group is required")
+	}
+	for i, g := range p.Chips {
+		field := fmt.Sprintf("chips[%d]", i)
+		switch g.Vendor {
+		case "huawei", "cambricon":
+		default:
+			return fmt.Errorf("%s.vendor: %q is not one of huawei, cambricon", field, g.Vendor)
+		}
+		if g.Model == "" {
+			return fmt.Errorf("%s.model: required", field)
+		}
+		if g.Count <= 0 {
+			return fmt.Errorf("%s.count: must be positive, got %d", field, g.Count)
+		}
+		if g.Memory.Sign() <= 0 {
+			return fmt.Errorf("%s.memory: must be positive", field)
+		}
+		if g.Cores <= 0 {
+			return fmt.Errorf("%s.cores: must be positive, got %d", field, g.Cores)
+		}
+		switch g.LinkType {
+		case "hccs", "mlulink":
+			if g.LinkGroupSize <= 0 || g.Count%g.LinkGroupSize != 0 {
+				return fmt.Errorf("%s.linkGroupSize: must divide count %d, got %d", field, g.Count, g.LinkGroupSize)
+			}
+		case "pcie":
+		default:
+			return fmt.Errorf("%s.linkType: %q is not one of hccs, mlulink, pcie", field, g.LinkType)
+		}
+		if g.LinkType == "hccs" && g.Vendor != "huawei" || g.LinkType == "mlulink" && g.Vendor != "cambricon" {
+			return fmt.Errorf("%s.linkType: %s chips have no %s links", field, g.Vendor, g.LinkType)
+		}
+		if g.DriverVersion == "" {
+			return fmt.Errorf("%s.driverVersion: required", field)
+		}
+		for _, u := range g.Unhealthy {
+			if u < 0 {
+				return fmt.Errorf("%s.unhealthy: index %d is negative", field, u)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,281 @@
+package cambricon
+
+// Parser for `cnmon info`, which prints one block per MLU chip ("Card N",
+// one card per /dev/cambricon_devN, so an MLU370-X8 board shows as two
+// cards) with indented "Key : Value" lines; a key with an empty value opens
+// a section whose entries are indented deeper.
+//
+// Format sources (testdata/README.md has the full list and what is
+// assumed):
+//   - a recorded CNMON v5.10.22 `cnmon info` (MLU370-X4: "Product Name",
+//     "UUID", "Driver", "Health State" with "Device : Good" and
+//     "Driver : Running", "Physical Memory Usage" with "Total : 23308 MiB",
+//     "PCI" with "Domain ID", "Bus num", "Device", "Function") and a
+//     CNMON v4.20.18 one (MLU370-S4, no UUID, Health State or PCI), kept as
+//     fixtures in the tests of a public GPL-3.0 Rust GPU/NPU monitor
+//     (© 2026 AnalyseDeCircuit, "Cambricon MLU sampling protocol and
+//     `cnmon info` key-value parser");
+//   - an excerpt of `cnmon info` on an MLU370-X8 pasted in a public BANG C
+//     sample README ("Product Name : MLU370-X8", "Firmware : v1.1.6",
+//     "Driver : v5.10.26", "Compute Mode : Default");
+//   - public shell scripts run on MLU hosts that count chips with
+//     `cnmon info | grep "Card" | wc -l` and build the bus id from the
+//     "Domain ID", "Bus num", "Device" and "Function" lines of
+//     `cnmon info -c N`, and an awk script that also accepts "PCI" as a
+//     bare section line without a colon.
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+)
+
+// CardInfo is what `cnmon info` says about one chip ("Card N").
+type CardInfo struct {
+	// Card is cnmon's card number, the N of /dev/cambricon_devN.
+	Card int
+	// ProductName is the model as cnmon prints it, e.g. MLU370-X8, MLU590-M9.
+	ProductName string
+	// UUID is cnmon's UUID line (CNMON v5); empty on tools that do not print it.
+	UUID string
+	// SerialNumber is the "Serial Number" line where printed.
+	SerialNumber string
+	Firmware     string
+	// DriverVersion is the "Driver" line as semver (v5.10.26 → 5.10.26).
+	DriverVersion string
+	// MemoryBytes is "Physical Memory Usage / Total".
+	MemoryBytes int64
+	// PCIBusID is built from the PCI section, normalized (0000:1a:00.0).
+	PCIBusID string
+	// DeviceHealth and DriverState are "Health State / Device" and
+	// "Health State / Driver" (e.g. Good, Running); empty when cnmon prints
+	// no Health State section (CNMON v4).
+	DeviceHealth string
+	DriverState  string
+	// Line is the line of the "Card N" header, for messages.
+	Line int
+}
+
+var (
+	cardHeader  = regexp.MustCompile(`^Card\s+(\S+?):?$`)
+	bareSection = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9 ()/_-]*$`)
+)
+
+type cardBuilder struct {
+	info                     CardInfo
+	domain, bus, dev, fn     uint64
+	hasDom, hasBus, hasDev   bool
+	hasFn, hasMem, hasDriver bool
+}
+
+// ParseInfo parses the output of `cnmon info` (all cards). source is the
+// command line, used in errors. Every card must name its product, driver,
+// memory, PCI address and a UUID or serial number; a card without them is
+// reported as truncated output.
+func ParseInfo(source string, data []byte) ([]CardInfo, error) {
+	var (
+		cards []CardInfo
+		cur   *cardBuilder
+		stack []section
+		seen  = map[int]bool{}
+	)
+	perr := func(line int, text, format string, args ...any) error {
+		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
+	}
+	finish := func() error {
+		if cur == nil {
+			return nil
+		}
+		c, err := cur.build(source)
+		if err != nil {
+			return err
+		}
+		cards = append(cards, c)
+		return nil
+	}
+
+	for i, raw := range strings.Split(string(data), "\n") {
+		lineNo := i + 1
+		text := strings.TrimRight(raw, " \t\r")
+		trimmed := strings.TrimSpace(text)
+		if trimmed == "" || strings.HasPrefix(trimmed, "=") {
+			continue // blank line or the "=====CNMON vX=====" banner
+		}
+		indent := len(text) - len(strings.TrimLeft(text, " \t"))
+		if indent == 0 {
+			m := cardHeader.FindStringSubmatch(trimmed)
+			if m == nil {
+				return nil, perr(lineNo, trimmed, `expected a "Card N" line`)
+			}
+			n, err := strconv.Atoi(m[1])
+			if err != nil || n < 0 {
+				return nil, perr(lineNo, trimmed, "card number %q is not a non-negative integer", m[1])
+			}
+			if seen[n] {
+				return nil, perr(lineNo, trimmed, "card %d is listed twice", n)
+			}
+			seen[n] = true
+			if err := finish(); err != nil {
+				return nil, err
+			}
+			cur = &cardBuilder{info: CardInfo{Card: n, Line: lineNo}}
+			stack = stack[:0]
+			continue
+		}
+		if cur == nil {
+			return nil, perr(lineNo, trimmed, `card detail before the first "Card N" line`)
+		}
+		key, value, hasColon := strings.Cut(trimmed, ":")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if !hasColon && !bareSection.MatchString(trimmed) {
+			return nil, perr(lineNo, trimmed, `expected "Key : Value" or a section name`)
+		}
+		if key == "" {
+			return nil, perr(lineNo, trimmed, "line has a value but no key")
+		}
+		for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
+			stack = stack[:len(stack)-1]
+		}
+		if value == "" {
+			stack = append(stack, section{indent: indent, name: key})
+			continue
+		}
+		path := key
+		if len(stack) > 0 {
+			names := make([]string, 0, len(stack)+1)
+			for _, s := range stack {
+				names = append(names, s.name)
+			}
+			path = strings.Join(append(names, key), "/")
+		}
+		if err := cur.set(path, value, func(format string, args ...any) error {
+			return perr(lineNo, trimmed, format, args...)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := finish(); err != nil {
+		return nil, err
+	}
+	if len(cards) == 0 {
+		return nil, &discovery.ParseError{Source: source, Msg: `no "Card N" block in the output`}
+	}
+	return cards, nil
+}
+
+type section struct {
+	indent int
+	name   string
+}
+
+func (b *cardBuilder) set(path, value string, fail func(string, ...any) error) error {
+	hex := func(max uint64, what string) (uint64, error) {
+		v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(value), "0x"), 16, 32)
+		if err != nil || v > max {
+			return 0, fail("PCI %s %q is not a hex number up to %#x", what, value, max)
+		}
+		return v, nil
+	}
+	var err error
+	switch path {
+	case "Product Name":
+		b.info.ProductName = value
+	case "UUID":
+		b.info.UUID = usable(value)
+	case "Serial Number", "SN":
+		b.info.SerialNumber = usable(value)
+	case "Firmware":
+		b.info.Firmware = value
+	case "Driver":
+		v, verr := discovery.SemverFromVendor(value)
+		if verr != nil {
+			return fail("%v", verr)
+		}
+		b.info.DriverVersion, b.hasDriver = v, true
+	case "Health State/Device":
+		b.info.DeviceHealth = value
+	case "Health State/Driver":
+		b.info.DriverState = value
+	case "Physical Memory Usage/Total":
+		n, merr := parseSize(value)
+		if merr != nil {
+			return fail("%v", merr)
+		}
+		b.info.MemoryBytes, b.hasMem = n, true
+	case "PCI/Domain ID":
+		b.domain, err = hex(0xffff, "domain")
+		b.hasDom = err == nil
+	case "PCI/Bus num":
+		b.bus, err = hex(0xff, "bus number")
+		b.hasBus = err == nil
+	case "PCI/Device":
+		b.dev, err = hex(0x1f, "device number")
+		b.hasDev = err == nil
+	case "PCI/Function":
+		b.fn, err = hex(0x7, "function number")
+		b.hasFn = err == nil
+	}
+	return err
+}
+
+func (b *cardBuilder) build(source string) (CardInfo, error) {
+	c := b.info
+	var missing []string
+	if c.ProductName == "" {
+		missing = append(missing, "Product Name")
+	}
+	if !b.hasDriver {
+		missing = append(missing, "Driver")
+	}
+	if !b.hasMem {
+		missing = append(missing, "Physical Memory Usage/Total")
+	}
+	if !(b.hasDom && b.hasBus && b.hasDev && b.hasFn) {
+		missing = append(missing, "PCI (Domain ID, Bus num, Device, Function)")
+	}
+	if c.UUID == "" && c.SerialNumber == "" {
+		missing = append(missing, "UUID or Serial Number")
+	}
+	if len(missing) > 0 {
+		return CardInfo{}, &discovery.ParseError{
+			Source: source, Line: c.Line, Text: fmt.Sprintf("Card %d", c.Card),
+			Msg: fmt.Sprintf("card %d has no %s (truncated output?)", c.Card, strings.Join(missing, ", ")),
+		}
+	}
+	c.PCIBusID = fmt.Sprintf("%04x:%02x:%02x.%x", b.domain, b.bus, b.dev, b.fn)
+	return c, nil
+}
+
+// usable drops the placeholders cnmon prints for unknown values.
+func usable(s string) string {
+	switch strings.ToLower(s) {
+	case "n/a", "na", "unknown", "none":
+		return ""
+	}
+	return s
+}
+
+var sizeUnits = map[string]int64{
+	"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30,
+	"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, // cnmon prints MiB; accept the loose spellings too
+}
+
+// parseSize reads "23308 MiB".
+func parseSize(s string) (int64, error) {
+	f := strings.Fields(s)
+	if len(f) != 2 {
+		return 0, fmt.Errorf("memory size %q is not \"<number> <unit>\"", s)
+	}
+	n, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("memory size %q: %q is not a non-negative integer", s, f[0])
+	}
+	unit, ok := sizeUnits[f[1]]
+	if !ok {
+		return 0, fmt.Errorf("memory size %q: unknown unit %q", s, f[1])
+	}
+	return n * unit, nil
+}

@@ -1,0 +1,42 @@
+package cambricon
+
+// mluCoresPerChip is the number of MLU cores of one chip (one
+// /dev/cambricon_devN) by the product name cnmon prints, because cnmon info
+// does not print a core count. Each number is clusters × 4 MLU cores per
+// cluster, from the Cambricon MLU driver source as published in
+// github.com/jklincn/cambricon-mlu-driver:
+//   - clusters: the MAX_CLUSTER_NUM column of the per-board attribute tables
+//     attr/cndrv_attr_mlu270.c, attr/cndrv_attr_mlu370.c,
+//     attr/cndrv_attr_mlu590.c (board names from mcu/cndrv_mcu_info.c);
+//   - 4 MLU cores per cluster: ipu_core_num = 4 in mcu/cndrv_mcu_mlu270.c,
+//     mcu/cndrv_mcu_mlu370.c, mcu/cndrv_mcu_mlu590.c.
+//
+// The numbers agree with the data sheets' peak rates: an MLU370-X8 board
+// (2 chips × 16 cores) and an MLU370-X4 (1 chip × 32 cores) both quote 256
+// TOPS INT8, an MLU370-S4 (24 cores) 192 TOPS. A model missing here gets 0
+// cores (unknown) rather than a guess.
+var mluCoresPerChip = map[string]int{
+	"MLU270-S4":  16, // 4 clusters
+	"MLU270-S4a": 16,
+	"MLU270-F4":  16,
+	"MLU270-FD4": 16,
+	"MLU270-V4":  16,
+	"MLU270-V4K": 16,
+	"MLU270-X5K": 16,
+	"MLU270-A4K": 16,
+	"MLU270-D4":  8,  // 2 clusters
+	"MLU365-D2":  8,  // 2 clusters
+	"MLU370-S4":  24, // 6 clusters
+	"MLU370-X4":  32, // 8 clusters
+	"MLU370-X4L": 32,
+	"MLU370-X4K": 32,
+	"MLU370-M8":  32,
+	"MLU370-X8":  16, // 4 clusters per chip, 2 chips per board
+	"MLU590":     48, // 12 clusters (what cnmon prints on a VF)
+	"MLU590-H8":  48,
+	"MLU590-M9":  48,
+	"MLU590-M9U": 48,
+	"MLU590-M9L": 48,
+	"MLU590-M9B": 48,
+	"MLU590-M9C": 40, // 10 clusters
+}

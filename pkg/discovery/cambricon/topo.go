@@ -1,0 +1,163 @@
+package cambricon
+
+// Parser for `cnmon topo -m`, the connection matrix between the MLU cards of
+// a node: a header row "MLU0 MLU1 … CPU Affinity", one row per card with one
+// code per column and the card's CPU affinity, then a legend. Codes, as in
+// cnmon's legend:
+//
+//	X      = Self
+//	SGL    = all devices that only need traverse a single PCIe switch
+//	MUL    = all devices that need not traverse a host bridge
+//	H_B    = all devices that are connected to the same host bridge
+//	CPU    = all devices that are connected to the same CPU but possibly multiple host bridges
+//	SYS    = all devices in the system
+//	MLK#   = all devices in a bonded set of # MLU-Links
+//	MLK[S] = all devices that are connected to the same switch
+//
+// Sources: the legend as KubeSphere's GPU topology panel reproduces it for
+// Cambricon nodes (GPU_TOPOLOGY_LEGEND.cambricon: X, SGL, MUL, H_B, CPU,
+// SYS, MLK#, MLK[S]); a write-up of `cnmon topo -m` on 16-chip MLU370-X8
+// servers ("软件方法获取单机互联拓扑": a CPU Affinity column, rows and columns
+// named MLU0…MLU15, MUL/CPU between switches, MLK between chips joined by
+// MLU-Link). The layout of rows and columns follows `nvidia-smi topo -m`,
+// which cnmon's matrix mirrors.
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+)
+
+// Topology is the parsed `cnmon topo -m` matrix.
+type Topology struct {
+	// Cards are the card numbers in column order.
+	Cards []int
+	// Codes[a][b] is the connection code between cards a and b (X on the
+	// diagonal).
+	Codes map[int]map[int]string
+	// CPUAffinity is the CPU list printed at the end of a card's row.
+	CPUAffinity map[int]string
+}
+
+var (
+	mluLabel = regexp.MustCompile(`^MLU(\d+)$`)
+	topoCode = regexp.MustCompile(`^(X|SGL|MUL|H_B|CPU|SYS|MLK\[S\]|MLK\d+)$`)
+)
+
+// MLULink tells whether cards a and b share an MLU-Link (MLK# or MLK[S])
+// and over how many bonded links (0 when cnmon does not say, MLK[S]).
+func (t Topology) MLULink(a, b int) (linked bool, links int) {
+	code := t.Codes[a][b]
+	switch {
+	case code == "MLK[S]":
+		return true, 0
+	case strings.HasPrefix(code, "MLK"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(code, "MLK")) // validated by ParseTopo
+		return n > 0, n
+	}
+	return false, 0
+}
+
+// MLULinkPorts is the number of MLU-Link ports of card a that connect to
+// other cards of the node: the sum of the bonded links in its row.
+func (t Topology) MLULinkPorts(a int) int {
+	total := 0
+	for _, b := range t.Cards {
+		if b == a {
+			continue
+		}
+		_, n := t.MLULink(a, b)
+		total += n
+	}
+	return total
+}
+
+// ParseTopo parses the output of `cnmon topo -m`. source is the command
+// line, used in errors.
+func ParseTopo(source string, data []byte) (Topology, error) {
+	perr := func(line int, text, format string, args ...any) error {
+		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
+	}
+	t := Topology{Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{}}
+	column := map[int]bool{}
+	haveHeader := false
+
+	for i, raw := range strings.Split(string(data), "\n") {
+		lineNo := i + 1
+		trimmed := strings.TrimSpace(raw)
+		if trimmed == "" || strings.HasPrefix(trimmed, "=") {
+			continue
+		}
+		if strings.HasPrefix(trimmed, "Legend") {
+			break
+		}
+		fields := strings.Fields(trimmed)
+		if !haveHeader {
+			for _, f := range fields {
+				m := mluLabel.FindStringSubmatch(f)
+				if m == nil {
+					break // the CPU Affinity (and any later) column titles
+				}
+				n, _ := strconv.Atoi(m[1])
+				if column[n] {
+					return Topology{}, perr(lineNo, trimmed, "MLU%d appears twice in the header", n)
+				}
+				column[n] = true
+				t.Cards = append(t.Cards, n)
+			}
+			if len(t.Cards) == 0 {
+				return Topology{}, perr(lineNo, trimmed, `expected a header row "MLU0 MLU1 …"`)
+			}
+			haveHeader = true
+			continue
+		}
+		m := mluLabel.FindStringSubmatch(fields[0])
+		if m == nil {
+			return Topology{}, perr(lineNo, trimmed, "row label %q is not MLU<N>", fields[0])
+		}
+		row, _ := strconv.Atoi(m[1])
+		if !column[row] {
+			return Topology{}, perr(lineNo, trimmed, "row MLU%d has no column in the header", row)
+		}
+		if t.Codes[row] != nil {
+			return Topology{}, perr(lineNo, trimmed, "row MLU%d appears twice", row)
+		}
+		if len(fields)-1 < len(t.Cards) {
+			return Topology{}, perr(lineNo, trimmed, "row MLU%d has %d entries, the header has %d cards", row, len(fields)-1, len(t.Cards))
+		}
+		codes := map[int]string{}
+		for j, col := range t.Cards {
+			code := fields[1+j]
+			if !topoCode.MatchString(code) {
+				if strings.HasPrefix(code, "MLK") {
+					return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: MLU-Link count in %q is not a number", row, col, code)
+				}
+				return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: unknown connection code %q", row, col, code)
+			}
+			if (col == row) != (code == "X") {
+				return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: %q on the wrong side of the diagonal", row, col, code)
+			}
+			codes[col] = code
+		}
+		t.Codes[row] = codes
+		t.CPUAffinity[row] = strings.Join(fields[1+len(t.Cards):], " ")
+	}
+	if !haveHeader {
+		return Topology{}, &discovery.ParseError{Source: source, Msg: "no connection matrix in the output"}
+	}
+	var missing []string
+	for _, c := range t.Cards {
+		if t.Codes[c] == nil {
+			missing = append(missing, fmt.Sprintf("MLU%d", c))
+		}
+	}
+	if len(missing) > 0 {
+		return Topology{}, &discovery.ParseError{Source: source, Msg: fmt.Sprintf("no row for %s (truncated output?)", strings.Join(missing, ", "))}
+	}
+	sort.Ints(t.Cards)
+	return t, nil
+}

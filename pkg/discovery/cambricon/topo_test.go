@@ -1,0 +1,82 @@
+package cambricon
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+)
+
+func TestParseTopoReadsTheMatrixOfAnMLU370X8Server(t *testing.T) {
+	topo, err := ParseTopo("cnmon topo -m", []byte(readRecording(t, "mlu370-x8", "topo", "-m")))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, topo.Cards)
+	require.Equal(t, "MLK1", topo.Codes[0][1])
+	require.Equal(t, "CPU", topo.Codes[0][2])
+	require.Equal(t, "SYS", topo.Codes[3][4])
+	require.Equal(t, "32-63,96-127", topo.CPUAffinity[6])
+	linked, links := topo.MLULink(6, 7)
+	require.True(t, linked)
+	require.Equal(t, 1, links)
+	linked, _ = topo.MLULink(1, 2)
+	require.False(t, linked)
+	require.Equal(t, 1, topo.MLULinkPorts(5))
+}
+
+func TestParseTopoCountsBondedAndSwitchedMLULinks(t *testing.T) {
+	text := "" +
+		"        MLU0    MLU1    MLU2    MLU3    CPU Affinity\n" +
+		"MLU0    X       MLK2    MLK[S]  SYS     0-15\n" +
+		"MLU1    MLK2    X       MLK4    SGL     0-15\n" +
+		"MLU2    MLK[S]  MLK4    X       MUL     16-31\n" +
+		"MLU3    SYS     SGL     MUL     X\n" +
+		"\nLegend:\n\n  X    = Self\n  MLK# = all devices in a bonded set of # MLU-Links\n"
+	topo, err := ParseTopo("cnmon topo -m", []byte(text))
+	require.NoError(t, err)
+	require.Equal(t, 2, topo.MLULinkPorts(0), "MLK[S] says linked but not over how many ports")
+	require.Equal(t, 6, topo.MLULinkPorts(1))
+	require.Equal(t, 4, topo.MLULinkPorts(2))
+	require.Equal(t, 0, topo.MLULinkPorts(3))
+	linked, links := topo.MLULink(0, 2)
+	require.True(t, linked)
+	require.Zero(t, links)
+	require.Equal(t, "", topo.CPUAffinity[3])
+}
+
+func TestParseTopoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
+	const header = "        MLU0    MLU1    CPU Affinity\n"
+	for _, tc := range []struct {
+		name string
+		text string
+		line int
+		msg  string
+	}{
+		{name: "an MLU-Link count that is not a number", text: header + "MLU0    X       MLKx    0-15\n", line: 2, msg: `MLU0→MLU1: MLU-Link count in "MLKx" is not a number`},
+		{name: "an unknown connection code", text: header + "MLU0    X       NV1     0-15\n", line: 2, msg: `MLU0→MLU1: unknown connection code "NV1"`},
+		{name: "a row label that is not MLU<N>", text: header + "GPU0    X       SYS     0-15\n", line: 2, msg: `row label "GPU0" is not MLU<N>`},
+		{name: "a row for a card the header lacks", text: header + "MLU5    X       SYS     0-15\n", line: 2, msg: "row MLU5 has no column in the header"},
+		{name: "a row with too few entries", text: header + "MLU0    X\n", line: 2, msg: "row MLU0 has 1 entries, the header has 2 cards"},
+		{name: "a self entry off the diagonal", text: header + "MLU0    SYS     X       0-15\n", line: 2, msg: `MLU0→MLU0: "SYS" on the wrong side of the diagonal`},
+		{name: "a row listed twice", text: header + "MLU0    X       SYS\nMLU0    X       SYS\n", line: 3, msg: "row MLU0 appears twice"},
+		{name: "a header listing a card twice", text: "    MLU0    MLU0\n", line: 1, msg: "MLU0 appears twice in the header"},
+		{name: "a first line that is no header", text: "Topology of MLU cards\n", line: 1, msg: `expected a header row "MLU0 MLU1 …"`},
+		{name: "output truncated before the last row", text: header + "MLU0    X       SYS     0-15\n", line: 0, msg: "no row for MLU1 (truncated output?)"},
+		{name: "empty output", text: "", line: 0, msg: "no connection matrix in the output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTopo("cnmon topo -m", []byte(tc.text))
+			var perr *discovery.ParseError
+			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
+			require.Equal(t, "cnmon topo -m", perr.Source)
+			require.Equal(t, tc.line, perr.Line)
+			require.ErrorContains(t, err, "parsing cnmon topo -m: ")
+			if tc.line > 0 {
+				require.ErrorContains(t, err, fmt.Sprintf("line %d: ", tc.line))
+			}
+			require.ErrorContains(t, err, tc.msg)
+		})
+	}
+}

@@ -1,0 +1,120 @@
+// Package simulated is the discovery backend for nodes without real chips:
+// it builds the inventory a node with a given hardware profile would report,
+// deterministically from the node name, so every node of a simulated
+// cluster has its own stable chip UUIDs.
+package simulated
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// Backend implements discovery.Backend for one node and profile.
+type Backend struct {
+	NodeName string
+	Profile  *v1alpha1.HardwareProfile
+}
+
+var _ discovery.Backend = &Backend{}
+
+// New returns a backend that reports profile's chips for nodeName.
+func New(nodeName string, profile *v1alpha1.HardwareProfile) *Backend {
+	return &Backend{NodeName: nodeName, Profile: profile}
+}
+
+// Name implements discovery.Backend.
+func (b *Backend) Name() string { return "simulated profile " + b.Profile.Name }
+
+// sharedNodes are the device files every container of a vendor gets, as the
+// vendors' container runtimes inject them (DESIGN.md hardware facts).
+var sharedNodes = map[inventory.Vendor][]string{
+	inventory.VendorHuawei:    {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"},
+	inventory.VendorCambricon: {"/dev/cambricon_ctl"},
+}
+
+// Discover implements discovery.Backend.
+func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
+	p := b.Profile
+	inv := inventory.Inventory{SharedDeviceNodes: map[inventory.Vendor][]string{}}
+	next := map[inventory.Vendor]int{}   // next chip index per vendor
+	groups := map[inventory.Vendor]int{} // next link group number per vendor
+	for gi, g := range p.Chips {
+		vendor := inventory.Vendor(g.Vendor)
+		version, err := discovery.SemverFromVendor(g.DriverVersion)
+		if err != nil {
+			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].driverVersion: %w", p.Name, gi, err)
+		}
+		unhealthy := map[int]bool{}
+		for _, u := range g.Unhealthy {
+			unhealthy[u] = true
+		}
+		for i := 0; i < g.Count; i++ {
+			idx := next[vendor]
+			next[vendor]++
+			c := inventory.Chip{
+				Vendor:        vendor,
+				Model:         g.Model,
+				Index:         idx,
+				UUID:          chipUUID(b.NodeName, vendor, idx),
+				MemoryBytes:   g.Memory.Value(),
+				Cores:         g.Cores,
+				LinkType:      inventory.LinkType(g.LinkType),
+				DriverVersion: version,
+				Healthy:       !unhealthy[idx],
+				Extra:         map[string]inventory.Value{},
+			}
+			if c.LinkType == inventory.LinkPCIe {
+				c.LinkGroup = fmt.Sprintf("pcie-%d", idx)
+			} else {
+				c.LinkGroup = fmt.Sprintf("%s-%d", g.LinkType, groups[vendor]+i/g.LinkGroupSize)
+			}
+			if p.NUMANodes > 0 {
+				numa := i * p.NUMANodes / g.Count
+				c.NUMANode = &numa
+			}
+			// One root complex per NUMA node and a bus per chip: simulated,
+			// but shaped like the sysfs of a real server.
+			root := 0
+			if c.NUMANode != nil {
+				root = *c.NUMANode
+			}
+			bus := 0x10*(root+1) + idx
+			if vendor == inventory.VendorCambricon {
+				bus += 0x80
+			}
+			c.PCIeRoot = fmt.Sprintf("pci0000:%02x", 0x10*root)
+			c.PCIBusID = fmt.Sprintf("0000:%02x:00.0", bus)
+			switch vendor {
+			case inventory.VendorHuawei:
+				c.DeviceNodes = []string{fmt.Sprintf("/dev/davinci%d", idx)}
+				if g.ChipName != "" {
+					c.Extra["chipName"] = inventory.StringValue(g.ChipName)
+				}
+				c.Extra["logicId"] = inventory.IntValue(int64(idx))
+			case inventory.VendorCambricon:
+				c.DeviceNodes = []string{
+					fmt.Sprintf("/dev/cambricon_dev%d", idx),
+					fmt.Sprintf("/dev/cambricon_ipcm%d", idx),
+				}
+				c.Extra["mluLinkPorts"] = inventory.IntValue(int64(g.MLULinkPorts))
+			}
+			inv.Chips = append(inv.Chips, c)
+		}
+		if g.LinkType != "pcie" {
+			groups[vendor] += g.Count / g.LinkGroupSize
+		}
+		inv.SharedDeviceNodes[vendor] = sharedNodes[vendor]
+	}
+	return inv, nil
+}
+
+// chipUUID derives a stable UUID-shaped id from node, vendor and index.
+func chipUUID(node string, v inventory.Vendor, idx int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%s/%d", node, v, idx)))
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}

@@ -1,0 +1,55 @@
+// Package profile finds hardware profiles: the ones bundled in the binary
+// (demo/profiles) by name, or a user's file by path.
+package profile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/demo/profiles"
+)
+
+// Names lists the bundled profiles, sorted.
+func Names() []string {
+	entries, _ := fs.ReadDir(profiles.FS, ".")
+	var names []string
+	for _, e := range entries {
+		if n, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Load returns a bundled profile by name, or reads ref as a file when it
+// contains a path separator or ends in .yaml/.yml.
+func Load(ref string) (*v1alpha1.HardwareProfile, error) {
+	if strings.ContainsRune(ref, os.PathSeparator) || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml") {
+		data, err := os.ReadFile(ref)
+		if err != nil {
+			return nil, fmt.Errorf("reading hardware profile: %w", err)
+		}
+		return v1alpha1.ParseHardwareProfile(ref, data)
+	}
+	data, err := fs.ReadFile(profiles.FS, ref+".yaml")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("unknown hardware profile %q: bundled profiles are %s (or give a path to a profile file)", ref, strings.Join(Names(), ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading bundled profile %q: %w", ref, err)
+	}
+	p, err := v1alpha1.ParseHardwareProfile("profile "+ref, data)
+	if err != nil {
+		return nil, err
+	}
+	if p.Name != ref {
+		return nil, fmt.Errorf("bundled profile file %s.yaml names itself %q", ref, p.Name)
+	}
+	return p, nil
+}

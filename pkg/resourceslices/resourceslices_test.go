@@ -1,0 +1,193 @@
+package resourceslices_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func inventoryOf(t testing.TB, node, profileName string) inventory.Inventory {
+	t.Helper()
+	p, err := profile.Load(profileName)
+	require.NoError(t, err)
+	inv, err := simulated.New(node, p).Discover(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, inv.Validate())
+	return inv
+}
+
+func TestSlicesOfEveryProfileMatchTheGoldenYAML(t *testing.T) {
+	require.NotEmpty(t, profile.Names())
+	for _, name := range profile.Names() {
+		t.Run(name, func(t *testing.T) {
+			slices := resourceslices.Slices("node-0", inventoryOf(t, "node-0", name))
+			var out []byte
+			for _, s := range slices {
+				b, err := yaml.Marshal(s)
+				require.NoError(t, err)
+				out = append(append(out, "---\n"...), b...)
+			}
+			golden := filepath.Join("testdata", "golden", name+".yaml")
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+				require.NoError(t, os.WriteFile(golden, out, 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test ./pkg/resourceslices -update to create it")
+			require.Equal(t, string(want), string(out))
+		})
+	}
+}
+
+func TestSlicesAreDeterministic(t *testing.T) {
+	inv := inventoryOf(t, "n", "mixed-910b-mlu370")
+	a, err := yaml.Marshal(resourceslices.Slices("n", inv))
+	require.NoError(t, err)
+	for i := 0; i < 5; i++ {
+		b, err := yaml.Marshal(resourceslices.Slices("n", inv))
+		require.NoError(t, err)
+		require.Equal(t, string(a), string(b))
+	}
+}
+
+func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) {
+	shared := []resourceapi.QualifiedName{
+		names.AttrVendor, names.AttrFamily, names.AttrModel, names.AttrType, names.AttrIndex,
+		names.AttrUUID, names.AttrLinkGroup, names.AttrLinkType, names.AttrNUMANode,
+		names.AttrDriverVersion, names.AttrHealthy,
+	}
+	for _, name := range profile.Names() {
+		t.Run(name, func(t *testing.T) {
+			for _, s := range resourceslices.Slices("node-0", inventoryOf(t, "node-0", name)) {
+				require.Equal(t, "node-0", s.Spec.Pool.Name, "one pool per node and driver")
+				require.Contains(t, []string{names.AscendDriver, names.CambriconDriver}, s.Spec.Driver)
+				for _, d := range s.Spec.Devices {
+					require.Empty(t, validation.IsDNS1123Label(d.Name), d.Name)
+					for _, k := range shared {
+						require.Contains(t, d.Attributes, k, "device %s", d.Name)
+					}
+					require.Contains(t, d.Attributes, resourceapi.QualifiedName("resource.kubernetes.io/pcieRoot"))
+					require.Contains(t, d.Capacity, names.CapMemory)
+					require.Contains(t, d.Capacity, names.CapCores)
+					require.LessOrEqual(t, len(d.Attributes)+len(d.Capacity), resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice)
+					if s.Spec.Driver == names.AscendDriver {
+						require.Regexp(t, `^npu-\d+$`, d.Name)
+					} else {
+						require.Regexp(t, `^mlu-\d+$`, d.Name)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestDevicesCarryTheProfilesFacts(t *testing.T) {
+	tests := []struct {
+		profile   string
+		device    string
+		model     string
+		linkGroup string
+		memory    string
+	}{
+		{"atlas-800-910a", "npu-3", "Ascend910A", "hccs-0", "32Gi"},
+		{"atlas-800-910a", "npu-4", "Ascend910A", "hccs-1", "32Gi"},
+		{"atlas-800t-a2", "npu-7", "Ascend910B3", "hccs-0", "64Gi"},
+		{"atlas-300i-duo", "npu-1", "Ascend310P3", "pcie-1", "24Gi"},
+		{"mlu370-x8", "mlu-2", "MLU370-X8", "mlulink-1", "23308Mi"},
+		{"mlu590", "mlu-7", "MLU590", "mlulink-0", "96Gi"},
+		{"mlu270", "mlu-0", "MLU270-S4", "pcie-0", "16Gi"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.profile+"/"+tc.device, func(t *testing.T) {
+			var found *resourceapi.Device
+			for _, s := range resourceslices.Slices("n", inventoryOf(t, "n", tc.profile)) {
+				for i := range s.Spec.Devices {
+					if s.Spec.Devices[i].Name == tc.device {
+						found = &s.Spec.Devices[i]
+					}
+				}
+			}
+			require.NotNil(t, found)
+			require.Equal(t, tc.model, *found.Attributes[names.AttrModel].StringValue)
+			require.Equal(t, tc.linkGroup, *found.Attributes[names.AttrLinkGroup].StringValue)
+			want := resource.MustParse(tc.memory)
+			require.Zero(t, want.Cmp(found.Capacity[names.CapMemory].Value), "memory of %s", tc.device)
+		})
+	}
+}
+
+func bigInventory(n int, unhealthy bool) inventory.Inventory {
+	var inv inventory.Inventory
+	for i := 0; i < n; i++ {
+		inv.Chips = append(inv.Chips, inventory.Chip{
+			Vendor: inventory.VendorHuawei, Model: "Ascend910B3", Index: i, MemoryBytes: 64 << 30, Cores: 20,
+			LinkType: inventory.LinkHCCS, LinkGroup: fmt.Sprintf("hccs-%d", i/8), Healthy: !unhealthy,
+		})
+	}
+	return inv
+}
+
+func TestSlicesSplitAtThePerSliceDeviceLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		chips     int
+		unhealthy bool
+		want      []int
+	}{
+		{"within the limit", 128, false, []int{128}},
+		{"one over the limit", 129, false, []int{128, 1}},
+		{"tainted devices use the lower limit", 130, true, []int{64, 64, 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			slices := resourceslices.Slices("big", bigInventory(tc.chips, tc.unhealthy))
+			var sizes []int
+			seen := map[string]bool{}
+			for _, s := range slices {
+				sizes = append(sizes, len(s.Spec.Devices))
+				require.Equal(t, int64(len(tc.want)), s.Spec.Pool.ResourceSliceCount)
+				for _, d := range s.Spec.Devices {
+					require.False(t, seen[d.Name], "device %s in two slices", d.Name)
+					seen[d.Name] = true
+				}
+			}
+			require.Equal(t, tc.want, sizes)
+			require.Len(t, seen, tc.chips)
+		})
+	}
+}
+
+func TestUnhealthyChipsAreTaintedNoSchedule(t *testing.T) {
+	d := resourceslices.Device(inventory.Chip{Vendor: inventory.VendorCambricon, Model: "MLU590", Index: 2,
+		LinkType: inventory.LinkMLULink, LinkGroup: "mlulink-0", Healthy: false})
+	require.Equal(t, "mlu-2", d.Name)
+	require.False(t, *d.Attributes[names.AttrHealthy].BoolValue)
+	require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: "true", Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints)
+}
+
+func BenchmarkSlicesFor1000Nodes(b *testing.B) {
+	inv := inventoryOf(b, "n", "mixed-910b-mlu370")
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := 0; i < 1000; i++ {
+			_ = resourceslices.Slices(fmt.Sprintf("node-%d", i), inv)
+		}
+	}
+}
