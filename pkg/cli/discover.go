@@ -1,0 +1,114 @@
+// Package cli implements the accel-dra command line: discover shows the
+// chips of a node (real root or simulated profile) and the ResourceSlices
+// the node agent would publish for them.
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/cambricon"
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+)
+
+// NewRootCommand returns the accel-dra command with its subcommands.
+func NewRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "accel-dra",
+		Short:         "Inspect Ascend and Cambricon accelerators as Kubernetes DRA devices",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newDiscoverCommand())
+	return root
+}
+
+func newDiscoverCommand() *cobra.Command {
+	var rootDir, profileName, nodeName, output, toolOutput string
+	cmd := &cobra.Command{
+		Use:   "discover [--root DIR | --profile NAME] [-o table|yaml|json]",
+		Short: "Show the node's chips, or the ResourceSlices the node agent would publish",
+		Long: `discover finds the accelerator chips of this node and prints them.
+
+With --root (default /) it reads device files, sysfs and vendor tool output
+under that directory; with --profile it simulates a node with a bundled
+hardware profile (` + strings.Join(profile.Names(), ", ") + `) or a profile file.
+
+-o table prints one chip per line; -o yaml and -o json print the
+resource.k8s.io/v1 ResourceSlices the node agent publishes for them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var backends []discovery.Backend
+			if profileName != "" {
+				p, err := profile.Load(profileName)
+				if err != nil {
+					return err
+				}
+				backends = append(backends, simulated.New(nodeName, p))
+			} else {
+				var runner discovery.CommandRunner = discovery.ExecRunner{}
+				if toolOutput != "" {
+					runner = discovery.RecordedRunner{Dir: toolOutput}
+				}
+				backends = append(backends, cambricon.New(cambricon.Config{Root: rootDir, Runner: runner}))
+			}
+			inv, err := discovery.DiscoverAll(cmd.Context(), backends...)
+			if err != nil {
+				return err
+			}
+			return printInventory(cmd.OutOrStdout(), output, nodeName, inv)
+		},
+	}
+	host, _ := os.Hostname()
+	cmd.Flags().StringVar(&rootDir, "root", "/", "host root directory to read /dev, /sys and driver files from")
+	cmd.Flags().StringVar(&profileName, "profile", "", "simulate a node with this hardware profile (bundled name or file path) instead of reading --root")
+	cmd.Flags().StringVar(&toolOutput, "tool-output", "", "read recorded npu-smi/cnmon output from this directory instead of running the tools")
+	cmd.Flags().StringVar(&nodeName, "node-name", host, "node name used for the pool and slice names")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
+	cmd.MarkFlagsMutuallyExclusive("root", "profile")
+	return cmd
+}
+
+func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventory) error {
+	switch format {
+	case "table":
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "DEVICE\tVENDOR\tMODEL\tMEMORY\tCORES\tLINK GROUP\tNUMA\tPCI\tHEALTHY")
+		for _, v := range inv.Vendors() {
+			for _, c := range inv.ChipsOf(v) {
+				numa := "-"
+				if c.NUMANode != nil {
+					numa = fmt.Sprint(*c.NUMANode)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%dMi\t%d\t%s\t%s\t%s\t%t\n", resourceslices.DeviceName(c), c.Vendor, c.Model,
+					c.MemoryBytes>>20, c.Cores, c.LinkGroup, numa, c.PCIBusID, c.Healthy)
+			}
+		}
+		return tw.Flush()
+	case "yaml":
+		for _, s := range resourceslices.Slices(nodeName, inv) {
+			b, err := yaml.Marshal(s)
+			if err != nil {
+				return fmt.Errorf("encoding ResourceSlice %s: %w", s.Name, err)
+			}
+			fmt.Fprintf(w, "---\n%s", b)
+		}
+		return nil
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": resourceslices.Slices(nodeName, inv)})
+	}
+	return fmt.Errorf("--output %q: must be table, yaml or json", format)
+}
