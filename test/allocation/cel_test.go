@@ -1,0 +1,66 @@
+package allocation
+
+import (
+	"context"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/dynamic-resource-allocation/cel"
+
+	"github.com/accel-dra/accel-dra/pkg/profile"
+)
+
+// matching returns "<node>/<device>" of every device, across one node per
+// bundled profile, that the expression selects.
+func matching(t *testing.T, expr string) []string {
+	t.Helper()
+	c := cel.NewCache(10, cel.Features{EnableConsumableCapacity: true}).GetOrCompile(expr)
+	require.Nil(t, c.Error, "compiling %s", expr)
+	var out []string
+	for _, p := range profile.Names() {
+		for _, s := range slicesFor(t, p, p) {
+			for _, d := range s.Spec.Devices {
+				ok, _, err := c.DeviceMatches(context.Background(), cel.Device{Driver: s.Spec.Driver, Attributes: d.Attributes, Capacity: d.Capacity})
+				require.NoError(t, err)
+				if ok {
+					out = append(out, p+"/"+d.Name)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func devices(node, prefix string, n int) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		out = append(out, node+"/"+prefix+"-"+string(rune('0'+i)))
+	}
+	return out
+}
+
+func TestDesignCELExamplesSelectExactlyTheExpectedChips(t *testing.T) {
+	all := matching(t, `true`)
+	require.Len(t, all, 8+8+4+8+8+4+8)
+	tests := []struct {
+		name string
+		expr string
+		want []string
+	}{
+		{"model equals Ascend910B3", `device.attributes["accel-dra.dev"].model == "Ascend910B3"`,
+			append(devices("atlas-800t-a2", "npu", 8), devices("mixed-910b-mlu370", "npu", 4)...)},
+		{"memory at least 32Gi", `device.capacity["accel-dra.dev"].memory.compareTo(quantity("32Gi")) >= 0`,
+			append(append(append(devices("atlas-800-910a", "npu", 8), devices("atlas-800t-a2", "npu", 8)...), devices("mixed-910b-mlu370", "npu", 4)...), devices("mlu590", "mlu", 8)...)},
+		{"vendor in huawei or cambricon", `device.attributes["accel-dra.dev"].vendor in ["huawei", "cambricon"]`, all},
+		{"PCIe-only MLU270", `device.attributes["accel-dra.dev"].linkType == "pcie" && device.attributes["accel-dra.dev"].family == "mlu"`,
+			devices("mlu270", "mlu", 4)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sort.Strings(tc.want)
+			require.Equal(t, tc.want, matching(t, tc.expr))
+		})
+	}
+}
