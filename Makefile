@@ -19,8 +19,7 @@ test: lint
 
 # The embedded default: a simulated node, no cluster needed.
 demo: build
-	$(BIN)/accel-dra discover --profile mixed-910b-mlu370 --node-name mixed-0
-	$(BIN)/accel-dra discover --root pkg/discovery/cambricon/testdata/mlu590/root --tool-output pkg/discovery/cambricon/testdata/mlu590/cnmon --node-name mlu590-0
+	$(BIN)/accel-dra simulate --cluster demo/cluster.yaml -f deployments/deviceclasses -f demo/workloads
 
 clean:
 	rm -rf $(BIN)

@@ -30,7 +30,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDiscoverCommand())
+	root.AddCommand(newDiscoverCommand(), newSimulateCommand())
 	return root
 }
 

@@ -1,0 +1,354 @@
+// Package simulate allocates ResourceClaims over a simulated cluster with
+// the upstream structured allocator, the same code the kube-scheduler runs,
+// over the ResourceSlices the node agents would publish.
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+)
+
+// Features are the DRA features on by default in Kubernetes 1.37.
+var Features = structured.Features{AdminAccess: true, PrioritizedList: true, PartitionableDevices: true,
+	DeviceTaints: true, DeviceBindingAndStatus: true, ConsumableCapacity: true}
+
+// Cluster is the simulated cluster: nodes and their slices, in order.
+type Cluster struct {
+	Nodes  []*v1.Node
+	Slices []*resourceapi.ResourceSlice
+}
+
+// BuildCluster generates the slices of every node of a cluster file.
+func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster) (*Cluster, error) {
+	out := &Cluster{}
+	for i, n := range c.Nodes {
+		p, err := profile.Load(n.Profile)
+		if err != nil {
+			return nil, fmt.Errorf("nodes[%d].profile: %w", i, err)
+		}
+		for _, name := range n.NodeNames() {
+			inv, err := simulated.New(name, p).Discover(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: %w", name, err)
+			}
+			labels := map[string]string{"kubernetes.io/hostname": name}
+			for k, v := range n.Labels {
+				labels[k] = v
+			}
+			out.Nodes = append(out.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+			out.Slices = append(out.Slices, resourceslices.Slices(name, inv)...)
+		}
+	}
+	return out, nil
+}
+
+// Inputs are the user's objects, claims in file order.
+type Inputs struct {
+	Classes map[string]*resourceapi.DeviceClass
+	Claims  []*resourceapi.ResourceClaim
+	// Sources names the file each claim came from, for errors.
+	Sources map[*resourceapi.ResourceClaim]string
+}
+
+// List implements structured.DeviceClassLister.
+func (in *Inputs) List() ([]*resourceapi.DeviceClass, error) {
+	var out []*resourceapi.DeviceClass
+	for _, c := range in.Classes {
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Get implements structured.DeviceClassLister.
+func (in *Inputs) Get(name string) (*resourceapi.DeviceClass, error) {
+	if c, ok := in.Classes[name]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("DeviceClass %q not found", name)
+}
+
+var decoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+
+// Load reads DeviceClasses, ResourceClaims and ResourceClaimTemplates from
+// files or directories (*.yaml, *.yml, *.json, sorted). Other kinds are
+// skipped; each template becomes one claim named after it.
+func Load(paths []string) (*Inputs, error) {
+	in := &Inputs{Classes: map[string]*resourceapi.DeviceClass{}, Sources: map[*resourceapi.ResourceClaim]string{}}
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading input: %w", err)
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading input directory: %w", err)
+		}
+		var names []string
+		for _, e := range entries {
+			ext := filepath.Ext(e.Name())
+			if !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+				names = append(names, filepath.Join(p, e.Name()))
+			}
+		}
+		sort.Strings(names)
+		files = append(files, names...)
+	}
+	for _, f := range files {
+		if err := in.loadFile(f); err != nil {
+			return nil, err
+		}
+	}
+	return in, in.validate()
+}
+
+func (in *Inputs) loadFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading input: %w", err)
+	}
+	reader := utilyaml.NewYAMLReader(bufioReader(data))
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, errEOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", path, doc, err)
+		}
+		if strings.TrimSpace(stripComments(string(raw))) == "" {
+			continue
+		}
+		obj, gvk, err := decoder.Decode(raw, nil, nil)
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", path, doc, err)
+		}
+		switch o := obj.(type) {
+		case *resourceapi.DeviceClass:
+			in.Classes[o.Name] = o
+		case *resourceapi.ResourceClaim:
+			in.addClaim(path, o.Namespace, o.Name, o.Spec)
+		case *resourceapi.ResourceClaimTemplate:
+			in.addClaim(path, o.Namespace, o.Name, o.Spec.Spec)
+		default:
+			_ = gvk // workloads (Pods, Jobs) are not simulated yet
+		}
+	}
+}
+
+func (in *Inputs) addClaim(source, namespace, name string, spec resourceapi.ResourceClaimSpec) {
+	if namespace == "" {
+		namespace = "default"
+	}
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("sim-" + namespace + "-" + name)}, Spec: *spec.DeepCopy()}
+	defaultClaim(c)
+	in.Claims = append(in.Claims, c)
+	in.Sources[c] = source
+}
+
+// defaultClaim applies the API server's defaulting the allocator relies on.
+func defaultClaim(c *resourceapi.ResourceClaim) {
+	for i := range c.Spec.Devices.Requests {
+		if e := c.Spec.Devices.Requests[i].Exactly; e != nil {
+			if e.AllocationMode == "" {
+				e.AllocationMode = resourceapi.DeviceAllocationModeExactCount
+			}
+			if e.AllocationMode == resourceapi.DeviceAllocationModeExactCount && e.Count == 0 {
+				e.Count = 1
+			}
+		}
+		for j := range c.Spec.Devices.Requests[i].FirstAvailable {
+			s := &c.Spec.Devices.Requests[i].FirstAvailable[j]
+			if s.AllocationMode == "" {
+				s.AllocationMode = resourceapi.DeviceAllocationModeExactCount
+			}
+			if s.AllocationMode == resourceapi.DeviceAllocationModeExactCount && s.Count == 0 {
+				s.Count = 1
+			}
+		}
+	}
+}
+
+// validate rejects unknown classes and CEL that does not compile, naming
+// the file, object and field.
+func (in *Inputs) validate() error {
+	cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: true})
+	check := func(where string, sels []resourceapi.DeviceSelector) error {
+		for i, s := range sels {
+			if s.CEL == nil {
+				continue
+			}
+			if r := cache.GetOrCompile(s.CEL.Expression); r.Error != nil {
+				return fmt.Errorf("%s.selectors[%d].cel.expression: %s", where, i, r.Error.Detail)
+			}
+		}
+		return nil
+	}
+	for _, dc := range in.Classes {
+		if err := check("DeviceClass "+dc.Name+": spec", dc.Spec.Selectors); err != nil {
+			return err
+		}
+	}
+	for _, c := range in.Claims {
+		obj := fmt.Sprintf("%s: claim %s/%s: spec.devices", in.Sources[c], c.Namespace, c.Name)
+		for i, r := range c.Spec.Devices.Requests {
+			field := fmt.Sprintf("%s.requests[%d]", obj, i)
+			type sub struct {
+				field, class string
+				sels         []resourceapi.DeviceSelector
+			}
+			var subs []sub
+			if r.Exactly != nil {
+				subs = append(subs, sub{field + ".exactly", r.Exactly.DeviceClassName, r.Exactly.Selectors})
+			}
+			for j, s := range r.FirstAvailable {
+				subs = append(subs, sub{fmt.Sprintf("%s.firstAvailable[%d]", field, j), s.DeviceClassName, s.Selectors})
+			}
+			if len(subs) == 0 {
+				return fmt.Errorf("%s: one of exactly or firstAvailable is required", field)
+			}
+			for _, s := range subs {
+				if _, ok := in.Classes[s.class]; !ok {
+					return fmt.Errorf("%s.deviceClassName: unknown DeviceClass %q (load it with -f)", s.field, s.class)
+				}
+				if err := check(s.field, s.sels); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// DeviceResult is one allocated device.
+type DeviceResult struct {
+	Request    string         `json:"request"`
+	Driver     string         `json:"driver"`
+	Pool       string         `json:"pool"`
+	Device     string         `json:"device"`
+	Attributes map[string]any `json:"attributes"`
+}
+
+// ClaimResult is the outcome for one claim.
+type ClaimResult struct {
+	Namespace string         `json:"namespace"`
+	Name      string         `json:"name"`
+	Allocated bool           `json:"allocated"`
+	Node      string         `json:"node"`
+	Devices   []DeviceResult `json:"devices"`
+	Reason    string         `json:"reason"`
+}
+
+// Result is what simulate prints.
+type Result struct {
+	Claims []ClaimResult `json:"claims"`
+}
+
+// Run allocates the claims in order; later claims see what earlier ones
+// took. Nodes are tried in cluster order and the first that fits wins.
+func Run(ctx context.Context, cluster *Cluster, in *Inputs) (*Result, error) {
+	allocated := sets.New[structured.DeviceID]()
+	attrs := map[structured.DeviceID]resourceapi.Device{}
+	for _, s := range cluster.Slices {
+		for _, d := range s.Spec.Devices {
+			attrs[structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)] = d
+		}
+	}
+	cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: true})
+	res := &Result{Claims: []ClaimResult{}}
+	for _, claim := range in.Claims {
+		state := structured.AllocatedState{AllocatedDevices: allocated, AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
+		a, err := structured.NewAllocator(ctx, Features, state, in, cluster.Slices, cache)
+		if err != nil {
+			return nil, fmt.Errorf("creating allocator: %w", err)
+		}
+		cr := ClaimResult{Namespace: claim.Namespace, Name: claim.Name, Devices: []DeviceResult{}}
+		// Like the scheduler's scoring of prioritized lists: a node where an
+		// earlier firstAvailable subrequest fits beats one that needs a
+		// fallback; otherwise the first node in cluster order wins.
+		var best []resourceapi.DeviceRequestAllocationResult
+		bestNode, bestRank := "", -1
+		for _, node := range cluster.Nodes {
+			out, err := a.Allocate(ctx, node, []*resourceapi.ResourceClaim{claim})
+			if err != nil && !errors.Is(err, structured.ErrFailedAllocationOnNode) {
+				return nil, fmt.Errorf("%s: claim %s/%s: allocating: %w", in.Sources[claim], claim.Namespace, claim.Name, err)
+			}
+			if err != nil || out == nil {
+				continue
+			}
+			if r := rank(claim, out[0].Devices.Results); bestRank < 0 || r < bestRank {
+				best, bestNode, bestRank = out[0].Devices.Results, node.Name, r
+			}
+			if bestRank == 0 {
+				break
+			}
+		}
+		if bestRank >= 0 {
+			cr.Allocated, cr.Node = true, bestNode
+			for _, r := range best {
+				id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+				allocated.Insert(id)
+				d := attrs[id]
+				cr.Devices = append(cr.Devices, DeviceResult{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device,
+					Attributes: map[string]any{
+						string(names.AttrModel):     *d.Attributes[names.AttrModel].StringValue,
+						string(names.AttrLinkGroup): *d.Attributes[names.AttrLinkGroup].StringValue,
+					}})
+			}
+		}
+		if !cr.Allocated {
+			cr.Reason = fmt.Sprintf("no node of the %d in the cluster has free devices that satisfy every request and constraint of the claim", len(cluster.Nodes))
+		}
+		res.Claims = append(res.Claims, cr)
+	}
+	return res, nil
+}
+
+// rank sums the positions of the firstAvailable subrequests an allocation
+// used: 0 when every request got its first choice.
+func rank(claim *resourceapi.ResourceClaim, results []resourceapi.DeviceRequestAllocationResult) int {
+	total := 0
+	for _, r := range results {
+		parent, sub, ok := strings.Cut(r.Request, "/")
+		if !ok {
+			continue
+		}
+		for _, req := range claim.Spec.Devices.Requests {
+			if req.Name != parent {
+				continue
+			}
+			for i, s := range req.FirstAvailable {
+				if s.Name == sub {
+					total += i
+				}
+			}
+		}
+	}
+	return total
+}

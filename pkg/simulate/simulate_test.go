@@ -1,0 +1,68 @@
+package simulate_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/simulate"
+)
+
+func demoCluster(t *testing.T) *simulate.Cluster {
+	data, err := os.ReadFile("../../demo/cluster.yaml")
+	require.NoError(t, err)
+	c, err := v1alpha1.ParseSimulatedCluster("cluster.yaml", data)
+	require.NoError(t, err)
+	cl, err := simulate.BuildCluster(context.Background(), c)
+	require.NoError(t, err)
+	return cl
+}
+
+func TestEveryDemoClaimIsAllocatedOnTheExpectedNode(t *testing.T) {
+	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "../../demo/workloads"})
+	require.NoError(t, err)
+	res, err := simulate.Run(context.Background(), demoCluster(t), in)
+	require.NoError(t, err)
+	nodes := map[string]string{}
+	for _, c := range res.Claims {
+		require.True(t, c.Allocated, "%s: %s", c.Name, c.Reason)
+		nodes[c.Name] = c.Node
+	}
+	require.Equal(t, "a2-0", nodes["mindspore-train"], "8 in one HCCS domain only fits the 910B mesh")
+	require.Equal(t, "mixed", nodes["ascend-plus-mlu"], "one claim with both vendors needs the mixed node")
+	require.Equal(t, "mixed", nodes["b3-else-mlu370"], "the first choice (910B) is preferred over a fallback node")
+}
+
+func TestAnImpossibleClaimIsReportedNotAllocated(t *testing.T) {
+	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "testdata/five-in-a-ring.yaml"})
+	require.NoError(t, err)
+	res, err := simulate.Run(context.Background(), demoCluster(t), in)
+	require.NoError(t, err)
+	require.Len(t, res.Claims, 1)
+	require.False(t, res.Claims[0].Allocated)
+	require.Empty(t, res.Claims[0].Devices)
+	require.NotEmpty(t, res.Claims[0].Reason)
+}
+
+func TestInvalidInputNamesTheFileObjectAndField(t *testing.T) {
+	tests := []struct {
+		name  string
+		paths []string
+		want  string
+	}{
+		{"CEL that does not compile", []string{"../../deployments/deviceclasses", "testdata/bad-cel.yaml"},
+			"testdata/bad-cel.yaml: claim default/broken: spec.devices.requests[0].exactly.selectors[0].cel.expression"},
+		{"unknown DeviceClass", []string{"testdata/five-in-a-ring.yaml"},
+			`claim default/five-in-a-ring: spec.devices.requests[0].exactly.deviceClassName: unknown DeviceClass "ascend.accel-dra.dev"`},
+		{"missing file", []string{"testdata/nope.yaml"}, "nope.yaml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := simulate.Load(tc.paths)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
