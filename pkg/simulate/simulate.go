@@ -323,7 +323,7 @@ func Run(ctx context.Context, cluster *Cluster, in *Inputs) (*Result, error) {
 			}
 		}
 		if !cr.Allocated {
-			cr.Reason = fmt.Sprintf("no node of the %d in the cluster has free devices that satisfy every request and constraint of the claim", len(cluster.Nodes))
+			cr.Reason = fmt.Sprintf("no node of %d has free devices for every request and constraint: %s", len(cluster.Nodes), explain(ctx, cluster, in, cache, allocated, claim))
 		}
 		res.Claims = append(res.Claims, cr)
 	}
