@@ -1,0 +1,44 @@
+package v1alpha1
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseSimulatedClusterExpandsCountsIntoNodeNames(t *testing.T) {
+	c, err := ParseSimulatedCluster("c.yaml", []byte(`apiVersion: accel-dra.dev/v1alpha1
+kind: SimulatedCluster
+nodes:
+- name: train
+  profile: atlas-800-910a
+  count: 2
+- name: infer
+  profile: mlu370-x8
+`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"train-0", "train-1"}, c.Nodes[0].NodeNames())
+	require.Equal(t, []string{"infer"}, c.Nodes[1].NodeNames())
+}
+
+func TestParseSimulatedClusterRejectsBadFilesNamingTheField(t *testing.T) {
+	head := "apiVersion: accel-dra.dev/v1alpha1\nkind: SimulatedCluster\n"
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"unknown field", head + "nodes:\n- name: a\n  profile: p\n  gpus: 3\n", `c.yaml: decoding SimulatedCluster: error unmarshaling JSON: while decoding JSON: json: unknown field "gpus"`},
+		{"wrong kind", "apiVersion: accel-dra.dev/v1alpha1\nkind: Cluster\nnodes: []\n", "c.yaml: apiVersion/kind"},
+		{"no nodes", head + "nodes: []\n", "c.yaml: nodes: at least one node is required"},
+		{"missing profile", head + "nodes:\n- name: a\n", "c.yaml: nodes[0].profile: required"},
+		{"negative count", head + "nodes:\n- name: a\n  profile: p\n  count: -1\n", "c.yaml: nodes[0].count: must not be negative"},
+		{"duplicate node", head + "nodes:\n- name: a-0\n  profile: p\n- name: a\n  profile: p\n  count: 1\n", `c.yaml: nodes[1].name: node "a-0" is also defined by nodes[0]`},
+		{"invalid name", head + "nodes:\n- name: Bad_Name\n  profile: p\n", `c.yaml: nodes[0].name: node name "Bad_Name" is not valid`},
+		{"not YAML", "nodes: [", "c.yaml: decoding SimulatedCluster"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSimulatedCluster("c.yaml", []byte(tc.doc))
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
