@@ -3,7 +3,6 @@ package simulate
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -11,11 +10,13 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 )
 
-// explain says why a claim found no node: per request, how many devices
-// its class matched, how many passed its selectors, how many were free,
-// and for matchAttribute constraints the largest free group on one node.
-// It evaluates the same CEL with the upstream library as the allocator.
-func explain(ctx context.Context, cluster *Cluster, in *Inputs, cache *cel.Cache, allocated sets.Set[structured.DeviceID], claim *resourceapi.ResourceClaim) string {
+// explain says, per request (and per firstAvailable subrequest), how many
+// devices its class matched, how many passed its selectors, how many were
+// free before the claim was allocated, and for matchAttribute constraints
+// the largest free group on one node. It evaluates the same CEL with the
+// upstream library as the allocator. For a claim that found no node this
+// is the reason; with --explain it is shown for every claim.
+func explain(ctx context.Context, cluster *Cluster, in *Inputs, cache *cel.Cache, allocated sets.Set[structured.DeviceID], claim *resourceapi.ResourceClaim) []string {
 	matches := func(sels []resourceapi.DeviceSelector, driver string, d resourceapi.Device) bool {
 		for _, s := range sels {
 			if s.CEL == nil {
@@ -81,7 +82,7 @@ func explain(ctx context.Context, cluster *Cluster, in *Inputs, cache *cel.Cache
 			parts = append(parts, msg)
 		}
 	}
-	return strings.Join(parts, "; ")
+	return parts
 }
 
 // constraintAttr returns the matchAttribute of a constraint covering the

@@ -263,6 +263,16 @@ type ClaimResult struct {
 	Node      string         `json:"node"`
 	Devices   []DeviceResult `json:"devices"`
 	Reason    string         `json:"reason"`
+	// Explanation is set with Options.Explain: per request, the candidate
+	// counts the allocator had before this claim.
+	Explanation []string `json:"explanation,omitempty"`
+}
+
+// Options tune Run.
+type Options struct {
+	// Explain adds the per-request candidate counts to every claim, not
+	// only to the ones that could not be allocated.
+	Explain bool
 }
 
 // Result is what simulate prints.
@@ -272,7 +282,7 @@ type Result struct {
 
 // Run allocates the claims in order; later claims see what earlier ones
 // took. Nodes are tried in cluster order and the first that fits wins.
-func Run(ctx context.Context, cluster *Cluster, in *Inputs) (*Result, error) {
+func Run(ctx context.Context, cluster *Cluster, in *Inputs, opts Options) (*Result, error) {
 	allocated := sets.New[structured.DeviceID]()
 	attrs := map[structured.DeviceID]resourceapi.Device{}
 	for _, s := range cluster.Slices {
@@ -289,6 +299,12 @@ func Run(ctx context.Context, cluster *Cluster, in *Inputs) (*Result, error) {
 			return nil, fmt.Errorf("creating allocator: %w", err)
 		}
 		cr := ClaimResult{Namespace: claim.Namespace, Name: claim.Name, Devices: []DeviceResult{}}
+		var why []string
+		if opts.Explain {
+			// Before the allocation, so counts show what the claim chose from.
+			why = explain(ctx, cluster, in, cache, allocated, claim)
+			cr.Explanation = why
+		}
 		// Like the scheduler's scoring of prioritized lists: a node where an
 		// earlier firstAvailable subrequest fits beats one that needs a
 		// fallback; otherwise the first node in cluster order wins.
@@ -323,7 +339,10 @@ func Run(ctx context.Context, cluster *Cluster, in *Inputs) (*Result, error) {
 			}
 		}
 		if !cr.Allocated {
-			cr.Reason = fmt.Sprintf("no node of %d has free devices for every request and constraint: %s", len(cluster.Nodes), explain(ctx, cluster, in, cache, allocated, claim))
+			if why == nil {
+				why = explain(ctx, cluster, in, cache, allocated, claim)
+			}
+			cr.Reason = fmt.Sprintf("no node of %d has free devices for every request and constraint: %s", len(cluster.Nodes), strings.Join(why, "; "))
 		}
 		res.Claims = append(res.Claims, cr)
 	}

@@ -24,7 +24,7 @@ func demoCluster(t *testing.T) *simulate.Cluster {
 func TestEveryDemoClaimIsAllocatedOnTheExpectedNode(t *testing.T) {
 	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "../../demo/workloads"})
 	require.NoError(t, err)
-	res, err := simulate.Run(context.Background(), demoCluster(t), in)
+	res, err := simulate.Run(context.Background(), demoCluster(t), in, simulate.Options{})
 	require.NoError(t, err)
 	nodes := map[string]string{}
 	for _, c := range res.Claims {
@@ -39,7 +39,7 @@ func TestEveryDemoClaimIsAllocatedOnTheExpectedNode(t *testing.T) {
 func TestAnImpossibleClaimIsReportedNotAllocated(t *testing.T) {
 	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "testdata/five-in-a-ring.yaml"})
 	require.NoError(t, err)
-	res, err := simulate.Run(context.Background(), demoCluster(t), in)
+	res, err := simulate.Run(context.Background(), demoCluster(t), in, simulate.Options{})
 	require.NoError(t, err)
 	require.Len(t, res.Claims, 1)
 	require.False(t, res.Claims[0].Allocated)
@@ -64,5 +64,29 @@ func TestInvalidInputNamesTheFileObjectAndField(t *testing.T) {
 			_, err := simulate.Load(tc.paths)
 			require.ErrorContains(t, err, tc.want)
 		})
+	}
+}
+
+func TestExplainShowsCandidatesBeforeEachClaimWasAllocated(t *testing.T) {
+	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "../../demo/workloads"})
+	require.NoError(t, err)
+	res, err := simulate.Run(context.Background(), demoCluster(t), in, simulate.Options{Explain: true})
+	require.NoError(t, err)
+	byName := map[string]simulate.ClaimResult{}
+	for _, c := range res.Claims {
+		require.True(t, c.Allocated, "%s: %s", c.Name, c.Reason)
+		require.NotEmpty(t, c.Explanation, "claim %s", c.Name)
+		byName[c.Name] = c
+	}
+	// The firstAvailable claim explains each alternative separately.
+	why := byName["b3-else-mlu370"].Explanation
+	require.Len(t, why, 2)
+	require.Contains(t, why[0], `request "accel/ascend910b"`)
+	require.Contains(t, why[1], `request "accel/mlu370"`)
+
+	plain, err := simulate.Run(context.Background(), demoCluster(t), in, simulate.Options{})
+	require.NoError(t, err)
+	for _, c := range plain.Claims {
+		require.Nil(t, c.Explanation, "without Explain, claim %s has no explanation", c.Name)
 	}
 }

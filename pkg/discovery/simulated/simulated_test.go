@@ -1,0 +1,112 @@
+package simulated_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+)
+
+func discover(t *testing.T, node, name string) inventory.Inventory {
+	t.Helper()
+	p, err := profile.Load(name)
+	require.NoError(t, err)
+	inv, err := simulated.New(node, p).Discover(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, inv.Validate())
+	return inv
+}
+
+func linkGroups(inv inventory.Inventory, v inventory.Vendor) []string {
+	var out []string
+	for _, c := range inv.ChipsOf(v) {
+		out = append(out, c.LinkGroup)
+	}
+	return out
+}
+
+func TestProfilesGiveTheTopologyOfTheRealServers(t *testing.T) {
+	tests := []struct {
+		profile string
+		vendor  inventory.Vendor
+		model   string
+		memory  int64
+		cores   int
+		groups  []string
+	}{
+		{"atlas-800-910a", inventory.VendorHuawei, "Ascend910A", 32 << 30, 30,
+			[]string{"hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-1", "hccs-1", "hccs-1", "hccs-1"}},
+		{"atlas-800t-a2", inventory.VendorHuawei, "Ascend910B3", 64 << 30, 20,
+			[]string{"hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0"}},
+		{"atlas-300i-duo", inventory.VendorHuawei, "Ascend310P3", 24 << 30, 8,
+			[]string{"pcie-0", "pcie-1", "pcie-2", "pcie-3"}},
+		{"mlu370-x8", inventory.VendorCambricon, "MLU370-X8", 23308 << 20, 16,
+			[]string{"mlulink-0", "mlulink-0", "mlulink-1", "mlulink-1", "mlulink-2", "mlulink-2", "mlulink-3", "mlulink-3"}},
+		{"mlu270", inventory.VendorCambricon, "MLU270-S4", 16 << 30, 16,
+			[]string{"pcie-0", "pcie-1", "pcie-2", "pcie-3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.profile, func(t *testing.T) {
+			inv := discover(t, "node-a", tt.profile)
+			require.Equal(t, []inventory.Vendor{tt.vendor}, inv.Vendors())
+			require.Equal(t, tt.groups, linkGroups(inv, tt.vendor))
+			for i, c := range inv.Chips {
+				require.Equal(t, i, c.Index)
+				require.Equal(t, tt.model, c.Model)
+				require.Equal(t, tt.memory, c.MemoryBytes)
+				require.Equal(t, tt.cores, c.Cores)
+				require.True(t, c.Healthy)
+				require.NotEmpty(t, c.PCIeRoot)
+				require.NotNil(t, c.NUMANode)
+			}
+		})
+	}
+}
+
+func TestAMixedNodeNumbersEachVendorFromZero(t *testing.T) {
+	inv := discover(t, "mixed", "mixed-910b-mlu370")
+	npus, mlus := inv.ChipsOf(inventory.VendorHuawei), inv.ChipsOf(inventory.VendorCambricon)
+	require.Len(t, npus, 4)
+	require.Len(t, mlus, 4)
+	require.Equal(t, 0, npus[0].Index)
+	require.Equal(t, 0, mlus[0].Index)
+	require.Equal(t, []string{"/dev/davinci0"}, npus[0].DeviceNodes)
+	require.Equal(t, []string{"/dev/cambricon_dev0", "/dev/cambricon_ipcm0"}, mlus[0].DeviceNodes)
+	require.Equal(t, []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}, inv.SharedDeviceNodes[inventory.VendorHuawei])
+	require.Equal(t, []string{"/dev/cambricon_ctl"}, inv.SharedDeviceNodes[inventory.VendorCambricon])
+	require.NotEqual(t, npus[0].PCIBusID, mlus[0].PCIBusID, "bus ids must not collide across vendors")
+}
+
+func TestUUIDsAreStablePerNodeAndDifferAcrossNodes(t *testing.T) {
+	a1, a2, b := discover(t, "train-0", "atlas-800-910a"), discover(t, "train-0", "atlas-800-910a"), discover(t, "train-1", "atlas-800-910a")
+	seen := map[string]bool{}
+	for i := range a1.Chips {
+		require.Equal(t, a1.Chips[i].UUID, a2.Chips[i].UUID)
+		require.NotEqual(t, a1.Chips[i].UUID, b.Chips[i].UUID)
+		require.False(t, seen[a1.Chips[i].UUID], "duplicate UUID")
+		seen[a1.Chips[i].UUID] = true
+	}
+}
+
+func TestUnhealthyChipsOfAProfileAreReportedUnhealthy(t *testing.T) {
+	p, err := profile.Load("mlu590")
+	require.NoError(t, err)
+	p.Chips[0].Unhealthy = []int{2, 5}
+	inv, err := simulated.New("n", p).Discover(context.Background())
+	require.NoError(t, err)
+	for _, c := range inv.Chips {
+		require.Equal(t, c.Index != 2 && c.Index != 5, c.Healthy, "chip %d", c.Index)
+	}
+}
+
+func TestABadDriverVersionNamesTheProfileField(t *testing.T) {
+	p, err := profile.Load("mlu270")
+	require.NoError(t, err)
+	p.Chips[0].DriverVersion = "not a version"
+	_, err = simulated.New("n", p).Discover(context.Background())
+	require.ErrorContains(t, err, "profile mlu270: chips[0].driverVersion")
+}
