@@ -90,3 +90,28 @@ func TestExplainShowsCandidatesBeforeEachClaimWasAllocated(t *testing.T) {
 		require.Nil(t, c.Explanation, "without Explain, claim %s has no explanation", c.Name)
 	}
 }
+
+// BenchmarkAllocateDemoClaimsOn1000Nodes allocates the demo claims over a
+// 1000-node cluster (half 910B servers, half MLU370-X8 servers), the
+// scale DESIGN.md asks allocation time for. ns/op covers all claims.
+func BenchmarkAllocateDemoClaimsOn1000Nodes(b *testing.B) {
+	c, err := v1alpha1.ParseSimulatedCluster("bench", []byte(`apiVersion: accel-dra.dev/v1alpha1
+kind: SimulatedCluster
+nodes:
+- {name: a2, profile: atlas-800t-a2, count: 499}
+- {name: x8, profile: mlu370-x8, count: 500}
+- {name: mixed, profile: mixed-910b-mlu370}
+`))
+	require.NoError(b, err)
+	cluster, err := simulate.BuildCluster(context.Background(), c)
+	require.NoError(b, err)
+	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "../../demo/workloads"})
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := simulate.Run(context.Background(), cluster, in, simulate.Options{})
+		require.NoError(b, err)
+		require.True(b, res.Claims[0].Allocated)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(in.Claims)), "ns/claim")
+}
