@@ -1,0 +1,60 @@
+package v1alpha1_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+)
+
+func TestDecodeConfigIsStrictAndNamesTheField(t *testing.T) {
+	tests := []struct {
+		name, raw, kind, want string
+		env                   map[string]string
+	}{
+		{name: "ascend env", kind: v1alpha1.AscendConfigKind,
+			raw: `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"HCCL_CONNECT_TIMEOUT":"1200"}}`,
+			env: map[string]string{"HCCL_CONNECT_TIMEOUT": "1200"}},
+		{name: "cambricon without env", kind: v1alpha1.CambriconConfigKind,
+			raw: `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig"}`},
+		{name: "unknown field", kind: v1alpha1.AscendConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","envs":{"A":"1"}}`,
+			want: `strict decoding error: unknown field "envs"`},
+		{name: "wrong kind for the driver", kind: v1alpha1.CambriconConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig"}`,
+			want: "parameters: kind AscendConfig is not for this driver: want CambriconConfig"},
+		{name: "unknown kind", kind: v1alpha1.AscendConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"GpuConfig"}`,
+			want: `no kind "GpuConfig" is registered`},
+		{name: "wrong version", kind: v1alpha1.AscendConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v2","kind":"AscendConfig"}`,
+			want: `want apiVersion accel-dra.dev/v1alpha1, kind AscendConfig`},
+		{name: "not JSON", kind: v1alpha1.AscendConfigKind, raw: `{"apiVersion":`, want: "decoding parameters"},
+		{name: "wrong type", kind: v1alpha1.AscendConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":["A=1"]}`,
+			want: "decoding parameters"},
+		{name: "reserved variable", kind: v1alpha1.AscendConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"ASCEND_VISIBLE_DEVICES":"0-7"}}`,
+			want: "parameters: AscendConfig: env[ASCEND_VISIBLE_DEVICES]: Forbidden: ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver"},
+		{name: "DRA variable", kind: v1alpha1.CambriconConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig","env":{"DRA_CLAIM_UID":"x"}}`,
+			want: "env[DRA_CLAIM_UID]: Forbidden"},
+		{name: "bad variable name", kind: v1alpha1.CambriconConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig","env":{"1X":"x"}}`,
+			want: `env[1X]: Invalid value: "1X": a valid environment variable name must consist of`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := v1alpha1.DecodeConfig([]byte(tt.raw), tt.kind)
+			if tt.want != "" {
+				require.ErrorContains(t, err, tt.want)
+				require.Nil(t, cfg)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.env, cfg.EnvVars())
+			require.Equal(t, tt.kind, cfg.GetObjectKind().GroupVersionKind().Kind)
+		})
+	}
+}
