@@ -1,0 +1,168 @@
+// Package checkpoint persists which claims a kubelet plugin has prepared,
+// so Unprepare works after a restart (kubelet does not resend the claim)
+// and a device is never handed to two claims. The file is written
+// atomically (temporary file, fsync, rename, fsync of the directory) and
+// carries a checksum, so a torn or edited file is detected instead of
+// silently forgetting prepared claims.
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Version is the checkpoint format written; Load refuses others.
+const Version = "accel-dra.dev/checkpoint/v1"
+
+// Device is one prepared device of a claim.
+type Device struct {
+	// Request is the request (or request/subrequest) the device was allocated for.
+	Request      string   `json:"request"`
+	Pool         string   `json:"pool"`
+	Device       string   `json:"device"`
+	CDIDeviceIDs []string `json:"cdiDeviceIDs"`
+}
+
+// Claim is a prepared claim.
+type Claim struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Devices   []Device `json:"devices"`
+}
+
+// Data is the checkpoint content: prepared claims by UID.
+type Data struct {
+	Claims map[types.UID]Claim `json:"claims"`
+}
+
+// file is the on-disk envelope.
+type file struct {
+	Version  string          `json:"version"`
+	Checksum string          `json:"checksum"`
+	Data     json.RawMessage `json:"data"`
+}
+
+// CorruptError says the checkpoint exists but cannot be trusted.
+type CorruptError struct {
+	Path   string
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("checkpoint %s is corrupt: %s", e.Path, e.Reason)
+}
+
+// Store reads and writes one checkpoint file.
+type Store struct {
+	path string
+}
+
+// New returns the store of the checkpoint file name in dir.
+func New(dir, name string) *Store {
+	return &Store{path: filepath.Join(dir, name)}
+}
+
+// Path is the checkpoint file.
+func (s *Store) Path() string { return s.path }
+
+// Load reads the checkpoint. A missing file is an empty checkpoint; a file
+// that does not parse, has another version or a wrong checksum is a
+// *CorruptError.
+func (s *Store) Load() (Data, error) {
+	raw, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Data{Claims: map[types.UID]Claim{}}, nil
+	}
+	if err != nil {
+		return Data{}, fmt.Errorf("reading checkpoint: %w", err)
+	}
+	var f file
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return Data{}, &CorruptError{Path: s.path, Reason: err.Error()}
+	}
+	if f.Version != Version {
+		return Data{}, &CorruptError{Path: s.path, Reason: fmt.Sprintf("version %q, want %q", f.Version, Version)}
+	}
+	// The file is indented for people to read; the checksum is of the
+	// compact form.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, f.Data); err != nil {
+		return Data{}, &CorruptError{Path: s.path, Reason: err.Error()}
+	}
+	if sum := checksum(compact.Bytes()); sum != f.Checksum {
+		return Data{}, &CorruptError{Path: s.path, Reason: fmt.Sprintf("checksum %s does not match the content (%s)", f.Checksum, sum)}
+	}
+	d := Data{}
+	if err := json.Unmarshal(f.Data, &d); err != nil {
+		return Data{}, &CorruptError{Path: s.path, Reason: err.Error()}
+	}
+	if d.Claims == nil {
+		d.Claims = map[types.UID]Claim{}
+	}
+	return d, nil
+}
+
+// Save replaces the checkpoint atomically: a crash leaves either the old
+// or the new file, never a mix.
+func (s *Store) Save(d Data) error {
+	data, err := json.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("encoding checkpoint: %w", err)
+	}
+	raw, err := json.MarshalIndent(file{Version: Version, Checksum: checksum(data), Data: data}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding checkpoint: %w", err)
+	}
+	dir := filepath.Dir(s.path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("creating checkpoint directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, filepath.Base(s.path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing checkpoint: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := tmp.Write(raw); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing checkpoint %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("syncing checkpoint %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing checkpoint %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), s.path); err != nil {
+		return fmt.Errorf("replacing checkpoint: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		// Make the rename durable; not all filesystems support it.
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// SetAside renames a corrupt checkpoint to <name>.corrupt so an operator
+// can inspect it, and returns the new path.
+func (s *Store) SetAside() (string, error) {
+	to := s.path + ".corrupt"
+	if err := os.Rename(s.path, to); err != nil {
+		return "", fmt.Errorf("setting aside corrupt checkpoint: %w", err)
+	}
+	return to, nil
+}
+
+func checksum(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}

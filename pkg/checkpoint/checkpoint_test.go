@@ -1,0 +1,75 @@
+package checkpoint_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+)
+
+var sample = checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{
+	"uid-1": {Namespace: "default", Name: "train", Devices: []checkpoint.Device{
+		{Request: "npus", Pool: "node-a", Device: "npu-0", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-1-npu-0"}},
+	}},
+}}
+
+func TestAMissingCheckpointIsEmpty(t *testing.T) {
+	d, err := checkpoint.New(t.TempDir(), "checkpoint.json").Load()
+	require.NoError(t, err)
+	require.Empty(t, d.Claims)
+	require.NotNil(t, d.Claims)
+}
+
+func TestSaveThenLoadRoundTripsAndLeavesNoTemporaryFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	s := checkpoint.New(dir, "checkpoint.json")
+	require.NoError(t, s.Save(sample))
+	require.NoError(t, s.Save(sample))
+	d, err := s.Load()
+	require.NoError(t, err)
+	require.Equal(t, sample, d)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+}
+
+func TestACorruptCheckpointIsDetectedAndCanBeSetAside(t *testing.T) {
+	tests := []struct {
+		name   string
+		mangle func(string) string
+		want   string
+	}{
+		{"truncated", func(s string) string { return s[:len(s)/2] }, "unexpected end of JSON input"},
+		{"edited content", func(s string) string { return strings.Replace(s, "npu-0", "npu-1", 1) }, "does not match the content"},
+		{"other version", func(s string) string { return strings.Replace(s, checkpoint.Version, "v0", 1) }, `version "v0"`},
+		{"not JSON", func(string) string { return "\x00\x01garbage" }, "invalid character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := checkpoint.New(dir, "checkpoint.json")
+			require.NoError(t, s.Save(sample))
+			raw, err := os.ReadFile(s.Path())
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(s.Path(), []byte(tt.mangle(string(raw))), 0o600))
+
+			_, err = s.Load()
+			var corrupt *checkpoint.CorruptError
+			require.ErrorAs(t, err, &corrupt)
+			require.ErrorContains(t, err, "checkpoint "+s.Path()+" is corrupt: ")
+			require.ErrorContains(t, err, tt.want)
+
+			aside, err := s.SetAside()
+			require.NoError(t, err)
+			require.FileExists(t, aside)
+			d, err := s.Load()
+			require.NoError(t, err)
+			require.Empty(t, d.Claims)
+		})
+	}
+}
