@@ -128,17 +128,17 @@ func init() {
 func DecodeConfig(raw []byte, wantKind string) (DeviceConfig, error) {
 	obj, gvk, err := decoder.Decode(raw, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("decoding parameters: %w (want apiVersion %s, kind %s)", err, GroupVersion, wantKind)
+		return nil, fmt.Errorf("decoding: %w (want apiVersion %s, kind %s)", err, GroupVersion, wantKind)
 	}
 	if gvk.Kind != wantKind {
-		return nil, fmt.Errorf("parameters: kind %s is not for this driver: want %s", gvk.Kind, wantKind)
+		return nil, fmt.Errorf("kind %s is not for this driver: want %s", gvk.Kind, wantKind)
 	}
 	cfg, ok := obj.(DeviceConfig)
 	if !ok {
-		return nil, fmt.Errorf("parameters: kind %s is not a device config", gvk.Kind)
+		return nil, fmt.Errorf("kind %s is not a device config", gvk.Kind)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("parameters: %s: %w", gvk.Kind, err)
+		return nil, fmt.Errorf("%s: %w", gvk.Kind, err)
 	}
 	return cfg, nil
 }

@@ -1,0 +1,136 @@
+package cdi_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	oci "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/devicefaker"
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+)
+
+// node is a simulated node of a profile with its fake host root.
+type node struct {
+	inv  inventory.Inventory
+	root string
+}
+
+// newNode discovers profileName's chips with the simulated backend,
+// lets adjust change them (nil: as discovered) and fakes their device and
+// driver files under a temporary root.
+func newNode(t *testing.T, profileName string, adjust func(*inventory.Inventory)) node {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("faking device nodes needs root (mknod)")
+	}
+	p, err := profile.Load(profileName)
+	require.NoError(t, err)
+	inv, err := simulated.New("node-0", p).Discover(context.Background())
+	require.NoError(t, err)
+	if adjust != nil {
+		adjust(&inv)
+	}
+	root := t.TempDir()
+	require.NoError(t, devicefaker.Create(context.Background(), root, inv))
+	return node{inv: inv, root: root}
+}
+
+// withMLU590Nodes gives every Cambricon chip the IPC, communication and
+// message nodes the Cambricon backend finds on an MLU590 host
+// (pkg/discovery/cambricon/testdata/mlu590/root/dev), which the simulated
+// backend leaves out.
+func withMLU590Nodes(inv *inventory.Inventory) {
+	for i, c := range inv.Chips {
+		if c.Vendor == inventory.VendorCambricon {
+			inv.Chips[i].DeviceNodes = []string{
+				fmt.Sprintf("/dev/cambricon_dev%d", c.Index),
+				fmt.Sprintf("/dev/cambricon_ipcm%d", c.Index),
+				fmt.Sprintf("/dev/commu%d", c.Index),
+				fmt.Sprintf("/dev/cmsg_ctrl%d", c.Index),
+			}
+		}
+	}
+}
+
+// claim is a claim for the chips of vendor with the given indices, as
+// DRA devices npu-N / mlu-N.
+func (n node) claim(uid types.UID, vendor inventory.Vendor, indices ...int) cdi.Claim {
+	c := cdi.Claim{
+		UID: uid, Namespace: "default", Name: "claim-" + string(uid)[:8], Vendor: vendor,
+		SharedDeviceNodes: n.inv.SharedDeviceNodes[vendor],
+	}
+	chips := n.inv.ChipsOf(vendor)
+	for _, i := range indices {
+		c.Devices = append(c.Devices, cdi.Device{Name: fmt.Sprintf("%s-%d", names.DevicePrefix(vendor), i), Chip: chips[i]})
+	}
+	return c
+}
+
+func (n node) writer(t *testing.T) (*cdi.Writer, string) {
+	t.Helper()
+	specDir := t.TempDir()
+	w, err := cdi.NewWriter(cdi.Config{SpecDir: specDir, HostRoot: n.root})
+	require.NoError(t, err)
+	return w, specDir
+}
+
+// flatten returns the IDs of the devices in the claim's order, which is
+// the order kubelet passes them.
+func flatten(c cdi.Claim, ids map[string][]string) []string {
+	var out []string
+	for _, d := range c.Devices {
+		out = append(out, ids[d.Name]...)
+	}
+	return out
+}
+
+// specFiles lists the files of the spec directory.
+func specFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// requireValidSpecs checks that every file of the directory parses and
+// validates with the CDI library, and that the library's cache loads the
+// directory without errors or conflicts.
+func requireValidSpecs(t *testing.T, dir string) *cdiapi.Cache {
+	t.Helper()
+	for _, f := range specFiles(t, dir) {
+		_, err := cdiapi.ReadSpec(filepath.Join(dir, f), 0)
+		require.NoError(t, err, f)
+	}
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(dir), cdiapi.WithAutoRefresh(false))
+	require.NoError(t, err)
+	require.Empty(t, cache.GetErrors())
+	return cache
+}
+
+// inject lets the CDI library, as a container runtime does, resolve ids
+// from the spec directory into an OCI spec of a container.
+func inject(t *testing.T, dir string, ids ...string) *oci.Spec {
+	t.Helper()
+	spec := &oci.Spec{Process: &oci.Process{Env: []string{"PATH=/usr/bin:/bin"}}, Linux: &oci.Linux{}}
+	unresolved, err := requireValidSpecs(t, dir).InjectDevices(spec, ids...)
+	require.NoError(t, err)
+	require.Empty(t, unresolved)
+	return spec
+}

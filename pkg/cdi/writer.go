@@ -1,0 +1,384 @@
+// Package cdi writes one CDI spec per prepared ResourceClaim, with the
+// device nodes, driver mounts and environment that the vendors' own
+// container runtimes (ascend-docker-runtime, cambricon-k8s-device-plugin)
+// give a container, so kubelet can hand the container runtime plain CDI
+// device IDs and no vendor runtime is needed on the node.
+//
+// Layout of a claim's spec (kind accel-dra.dev/ascend or
+// accel-dra.dev/cambricon, file <vendor>-<class>_<claimUID>.yaml):
+//
+//   - one CDI device per DRA device, named <claimUID>-<device> so a stale
+//     entry in a runtime's cache can never match a later claim; it carries
+//     the chip's own device nodes and per-device environment;
+//   - spec-level containerEdits for what the whole claim needs: the
+//     vendor's shared device nodes, the read-only driver mounts, the
+//     visible-devices list and the DRA_* claim variables. The CDI spec
+//     requires runtimes to apply these once to every container that gets
+//     any device of the spec, so no extra "claim" device is needed.
+package cdi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+	cdiparser "tags.cncf.io/container-device-interface/pkg/parser"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+)
+
+// specExt is the extension WriteSpec gives a name without one.
+const specExt = ".yaml"
+
+// Config says where specs go and where the host's files are.
+type Config struct {
+	// SpecDir is the CDI spec directory the container runtime reads;
+	// default /var/run/cdi, the directory for generated specs.
+	SpecDir string
+	// HostRoot is the node's root as the container runtime sees it, "/" in
+	// production, a fixture tree in tests. A device node's or mount's host
+	// path is HostRoot joined with its container path, and driver files are
+	// mounted only if they exist there. Default "/".
+	HostRoot string
+}
+
+// Writer writes and removes the CDI specs of claims. It is safe for
+// concurrent use; claims are independent files.
+type Writer struct {
+	cfg   Config
+	cache *cdiapi.Cache
+}
+
+// NewWriter returns a Writer for cfg and creates the spec directory.
+func NewWriter(cfg Config) (*Writer, error) {
+	if cfg.SpecDir == "" {
+		cfg.SpecDir = cdiapi.DefaultDynamicDir
+	}
+	if cfg.HostRoot == "" {
+		cfg.HostRoot = "/"
+	}
+	if err := os.MkdirAll(cfg.SpecDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating CDI spec directory: %w", err)
+	}
+	// The cache is only used to write and remove specs (validated, atomic:
+	// temporary file plus renameat2), never to resolve devices, so it needs
+	// no directory watch.
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(cfg.SpecDir), cdiapi.WithAutoRefresh(false))
+	if err != nil {
+		return nil, fmt.Errorf("creating CDI cache for %s: %w", cfg.SpecDir, err)
+	}
+	return &Writer{cfg: cfg, cache: cache}, nil
+}
+
+// Device is one allocated DRA device of a claim.
+type Device struct {
+	// Name is the DRA device name, e.g. npu-3.
+	Name string
+	// Chip is the chip behind the device.
+	Chip inventory.Chip
+	// Env is extra environment from the user's opaque configuration, set
+	// only in containers that get this device. It may not set DRA_*
+	// variables nor a vendor's visible-devices variable: Write rejects that.
+	Env map[string]string
+}
+
+// Claim is a prepared ResourceClaim's share of one vendor's devices.
+type Claim struct {
+	UID             types.UID
+	Namespace, Name string
+	Vendor          inventory.Vendor
+	Devices         []Device
+	// SharedDeviceNodes are the vendor's device files every container of
+	// the claim needs (inventory.Inventory.SharedDeviceNodes[Vendor]).
+	SharedDeviceNodes []string
+}
+
+// Write writes the claim's spec, replacing any earlier spec of that claim
+// atomically, and returns per DRA device name the fully-qualified CDI
+// device IDs kubelet must pass to the runtime. Writing the same claim again
+// writes the same file and returns the same IDs.
+func (w *Writer) Write(ctx context.Context, c Claim) (map[string][]string, error) {
+	logger := klog.FromContext(ctx)
+	v, ok := vendorTable[c.Vendor]
+	if !ok {
+		return nil, fmt.Errorf("writing CDI spec of claim %s/%s: unknown vendor %q", c.Namespace, c.Name, c.Vendor)
+	}
+	spec, ids, err := w.spec(c, v)
+	if err != nil {
+		return nil, fmt.Errorf("building CDI spec of claim %s/%s (%s): %w", c.Namespace, c.Name, c.UID, err)
+	}
+	name := specName(v, c.UID)
+	if err := w.cache.WriteSpec(spec, name); err != nil {
+		return nil, fmt.Errorf("writing CDI spec of claim %s/%s (%s): %w", c.Namespace, c.Name, c.UID, err)
+	}
+	logger.V(4).Info("Wrote CDI spec", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", c.UID,
+		"path", filepath.Join(w.cfg.SpecDir, name+specExt), "devices", len(c.Devices))
+	return ids, nil
+}
+
+// Delete removes the spec of a claim's devices of vendor. A missing spec
+// is not an error, so unprepare can be retried.
+func (w *Writer) Delete(ctx context.Context, vendor inventory.Vendor, uid types.UID) error {
+	v, ok := vendorTable[vendor]
+	if !ok {
+		return fmt.Errorf("deleting CDI spec of claim %s: unknown vendor %q", uid, vendor)
+	}
+	name := specName(v, uid)
+	if err := w.cache.RemoveSpec(name); err != nil {
+		return fmt.Errorf("deleting CDI spec of claim %s: %w", uid, err)
+	}
+	klog.FromContext(ctx).V(4).Info("Deleted CDI spec", "claimUID", uid, "path", filepath.Join(w.cfg.SpecDir, name+specExt))
+	return nil
+}
+
+// ClaimUIDs returns, sorted, the claims that have a spec of vendor in the
+// spec directory, so the plugin can remove specs of claims it no longer
+// knows at startup.
+func (w *Writer) ClaimUIDs(vendor inventory.Vendor) ([]types.UID, error) {
+	v, ok := vendorTable[vendor]
+	if !ok {
+		return nil, fmt.Errorf("listing CDI specs: unknown vendor %q", vendor)
+	}
+	entries, err := os.ReadDir(w.cfg.SpecDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing CDI specs of %s: %w", v.kind, err)
+	}
+	prefix := specName(v, "")
+	var uids []types.UID
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if uid, ok := strings.CutSuffix(rest, specExt); ok && uid != "" {
+			uids = append(uids, types.UID(uid))
+		}
+	}
+	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
+	return uids, nil
+}
+
+// specName is the transient spec name of a claim, without extension:
+// accel-dra.dev-ascend_<uid>. The same claim UID can have a spec of each
+// vendor (one claim with an Ascend and a Cambricon request).
+func specName(v vendorEdits, uid types.UID) string {
+	vendor, class := cdiparser.ParseQualifier(v.kind)
+	return cdiapi.GenerateTransientSpecName(vendor, class, string(uid))
+}
+
+// spec builds the claim's CDI spec and the IDs of its devices.
+func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]string, error) {
+	if c.UID == "" {
+		return nil, nil, errors.New("claim UID is empty")
+	}
+	if len(c.Devices) == 0 {
+		return nil, nil, errors.New("claim has no devices")
+	}
+	vendor, class := cdiparser.ParseQualifier(v.kind)
+	spec := &cdispec.Spec{Kind: v.kind}
+	ids := make(map[string][]string, len(c.Devices))
+	var indices []int
+	for _, d := range c.Devices {
+		if _, dup := ids[d.Name]; dup {
+			return nil, nil, fmt.Errorf("device %q appears twice", d.Name)
+		}
+		dev, err := w.device(c, d, v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("device %q: %w", d.Name, err)
+		}
+		spec.Devices = append(spec.Devices, dev)
+		ids[d.Name] = []string{cdiparser.QualifiedName(vendor, class, dev.Name)}
+		indices = append(indices, d.Chip.Index)
+	}
+
+	shared, err := w.deviceNodes(c.SharedDeviceNodes, v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("shared device nodes: %w", err)
+	}
+	spec.ContainerEdits = cdispec.ContainerEdits{
+		Env: []string{
+			EnvDriver + "=" + names.DriverFor(c.Vendor),
+			EnvClaimUID + "=" + string(c.UID),
+			EnvClaim + "=" + c.Namespace + "/" + c.Name,
+			v.visibleEnv + "=" + joinIndices(indices),
+		},
+		DeviceNodes: shared,
+		Mounts:      w.mounts(v),
+	}
+	// The oldest spec version that has every field used, so older
+	// runtimes read the spec too.
+	if spec.Version, err = cdispec.MinimumRequiredVersion(spec); err != nil {
+		return nil, nil, fmt.Errorf("determining CDI spec version: %w", err)
+	}
+	return spec, ids, nil
+}
+
+// device is the CDI device of one DRA device: the chip's own nodes and
+// the per-device environment.
+func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error) {
+	if d.Name == "" {
+		return cdispec.Device{}, errors.New("device name is empty")
+	}
+	if d.Chip.Vendor != c.Vendor {
+		return cdispec.Device{}, fmt.Errorf("chip %d is a %s chip, not %s", d.Chip.Index, d.Chip.Vendor, c.Vendor)
+	}
+	if len(d.Chip.DeviceNodes) == 0 {
+		return cdispec.Device{}, fmt.Errorf("chip %d has no device nodes", d.Chip.Index)
+	}
+	nodes, err := w.deviceNodes(d.Chip.DeviceNodes, v)
+	if err != nil {
+		return cdispec.Device{}, err
+	}
+	env, err := deviceEnv(d)
+	if err != nil {
+		return cdispec.Device{}, err
+	}
+	return cdispec.Device{
+		Name:           string(c.UID) + "-" + d.Name,
+		ContainerEdits: cdispec.ContainerEdits{Env: env, DeviceNodes: nodes},
+	}, nil
+}
+
+// deviceNodes maps container paths of device files to CDI device nodes.
+// Type and numbers are left out: the CDI library fills them in from the
+// host node when it injects the device (DeviceNode.fillMissingInfo), so
+// the runtime sees the node as it is when the container starts, and a
+// host path that is not a device fails that container's creation.
+func (w *Writer) deviceNodes(paths []string, v vendorEdits) ([]*cdispec.DeviceNode, error) {
+	nodes := make([]*cdispec.DeviceNode, 0, len(paths))
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return nil, fmt.Errorf("device node path %q is not an absolute, clean path", p)
+		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		nodes = append(nodes, &cdispec.DeviceNode{Path: p, HostPath: w.hostPath(p), Permissions: v.permissions})
+	}
+	return nodes, nil
+}
+
+// mounts are the vendor's driver files that exist on the host. Checked on
+// every Write, so a driver installed or removed later is seen by the next
+// claim.
+func (w *Writer) mounts(v vendorEdits) []*cdispec.Mount {
+	var mounts []*cdispec.Mount
+	for _, p := range v.mounts {
+		host := w.hostPath(p)
+		if _, err := os.Stat(host); err != nil {
+			continue
+		}
+		mounts = append(mounts, &cdispec.Mount{HostPath: host, ContainerPath: p, Options: mountOptions})
+	}
+	return mounts
+}
+
+func (w *Writer) hostPath(p string) string {
+	return filepath.Join(w.cfg.HostRoot, p)
+}
+
+// deviceEnv is DRA_DEVICE_<NAME>_UUID and _MODEL, then the user's
+// variables sorted by name. User variables that would override the
+// driver's own are an error naming the variable, not silently dropped: a
+// workload that depends on them would otherwise run with a surprise.
+func deviceEnv(d Device) ([]string, error) {
+	key := DeviceEnvKey(d.Name)
+	var env []string
+	if d.Chip.UUID != "" {
+		env = append(env, key+"_UUID="+d.Chip.UUID)
+	}
+	env = append(env, key+"_MODEL="+d.Chip.Model)
+
+	userKeys := make([]string, 0, len(d.Env))
+	for k := range d.Env {
+		userKeys = append(userKeys, k)
+	}
+	sort.Strings(userKeys)
+	for _, k := range userKeys {
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			return nil, fmt.Errorf("environment variable name %q is not valid: it must be non-empty without '=' or NUL", k)
+		case strings.HasPrefix(k, envReservedPrefix) || reservedEnv[k]:
+			return nil, fmt.Errorf("environment variable %s is set by the driver; configuration may not set it (nor any %s* variable, %s or %s)",
+				k, envReservedPrefix, EnvAscendVisibleDevices, EnvCambriconVisibleDevices)
+		case strings.ContainsRune(d.Env[k], 0):
+			return nil, fmt.Errorf("environment variable %s: value contains NUL", k)
+		}
+		env = append(env, k+"="+d.Env[k])
+	}
+	return env, nil
+}
+
+var nonAlphanumeric = regexp.MustCompile(`[^A-Za-z0-9]+`)
+
+// DeviceEnvKey is the stem of a device's variables: DRA_DEVICE_ and the
+// device name upper-cased with runs of other characters as "_".
+func DeviceEnvKey(device string) string {
+	return EnvDevicePrefix + strings.ToUpper(nonAlphanumeric.ReplaceAllString(device, "_"))
+}
+
+// joinIndices is the sorted, de-duplicated comma list of chip indices.
+func joinIndices(indices []int) string {
+	sort.Ints(indices)
+	parts := make([]string, 0, len(indices))
+	for i, n := range indices {
+		if i > 0 && indices[i-1] == n {
+			continue
+		}
+		parts = append(parts, strconv.Itoa(n))
+	}
+	return strings.Join(parts, ",")
+}
+
+// SpecClaim is what a written spec tells about its claim: enough to
+// rebuild the plugin's state when its checkpoint is lost.
+type SpecClaim struct {
+	Namespace, Name string
+	// Devices maps DRA device names to their CDI device IDs.
+	Devices map[string][]string
+}
+
+// ReadClaim reads back the spec of a claim's devices of vendor.
+func (w *Writer) ReadClaim(vendor inventory.Vendor, uid types.UID) (SpecClaim, error) {
+	v, ok := vendorTable[vendor]
+	if !ok {
+		return SpecClaim{}, fmt.Errorf("reading CDI spec: unknown vendor %q", vendor)
+	}
+	path := filepath.Join(w.cfg.SpecDir, specName(v, uid)+specExt)
+	spec, err := cdiapi.ReadSpec(path, 0)
+	if err != nil {
+		return SpecClaim{}, fmt.Errorf("reading CDI spec of claim %s: %w", uid, err)
+	}
+	vendorName, class := cdiparser.ParseQualifier(v.kind)
+	out := SpecClaim{Devices: map[string][]string{}}
+	for _, e := range spec.ContainerEdits.Env {
+		if claim, ok := strings.CutPrefix(e, EnvClaim+"="); ok {
+			out.Namespace, out.Name, _ = strings.Cut(claim, "/")
+		}
+	}
+	for _, d := range spec.Devices {
+		name, ok := strings.CutPrefix(d.Name, string(uid)+"-")
+		if !ok {
+			return SpecClaim{}, fmt.Errorf("reading CDI spec %s: device %q is not named after claim %s", path, d.Name, uid)
+		}
+		out.Devices[name] = []string{cdiparser.QualifiedName(vendorName, class, d.Name)}
+	}
+	return out, nil
+}

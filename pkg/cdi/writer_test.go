@@ -1,0 +1,497 @@
+package cdi_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	oci "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+const uid = types.UID("9d6c1b2a-5e4f-4a3b-9c8d-7e6f5a4b3c2d")
+
+var roBind = []string{"ro", "nosuid", "nodev", "rbind", "rprivate"}
+
+// nullDev is how an injected fake node (devicefaker: 1:3, 0666) looks.
+func nullDev(path string) oci.LinuxDevice {
+	mode := os.FileMode(0o666)
+	return oci.LinuxDevice{Path: path, Type: "c", Major: 1, Minor: 3, FileMode: &mode}
+}
+
+func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.T) {
+	tests := []struct {
+		name        string
+		profile     string
+		adjust      func(*inventory.Inventory)
+		vendor      inventory.Vendor
+		indices     []int
+		wantDevices []string
+		wantMounts  []string
+		wantEnv     func(n node) []string
+	}{
+		{
+			name:    "two 910B chips get their davinci nodes, the shared nodes and the driver mounts",
+			profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{3, 1},
+			wantDevices: []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/davinci3", "/dev/davinci1"},
+			// Sorted by depth by the CDI library, as runtimes mount them.
+			wantMounts: []string{
+				"/etc/ascend_install.info",
+				"/usr/local/dcmi",
+				"/usr/local/bin/npu-smi",
+				"/usr/local/Ascend/driver/lib64",
+				"/usr/local/Ascend/driver/include",
+				"/usr/local/Ascend/driver/version.info",
+			},
+			wantEnv: func(n node) []string {
+				chips := n.inv.ChipsOf(inventory.VendorHuawei)
+				return []string{
+					"PATH=/usr/bin:/bin",
+					"DRA_DRIVER=ascend.accel-dra.dev",
+					"DRA_CLAIM_UID=" + string(uid),
+					"DRA_CLAIM=default/claim-9d6c1b2a",
+					"ASCEND_VISIBLE_DEVICES=1,3",
+					"DRA_DEVICE_NPU_3_UUID=" + chips[3].UUID,
+					"DRA_DEVICE_NPU_3_MODEL=Ascend910B3",
+					"DRA_DEVICE_NPU_1_UUID=" + chips[1].UUID,
+					"DRA_DEVICE_NPU_1_MODEL=Ascend910B3",
+				}
+			},
+		},
+		{
+			name:    "an MLU590 chip gets its dev, ipcm, commu and cmsg nodes, cambricon_ctl and cnmon",
+			profile: "mlu590", adjust: withMLU590Nodes, vendor: inventory.VendorCambricon, indices: []int{5},
+			wantDevices: []string{"/dev/cambricon_ctl", "/dev/cambricon_dev5", "/dev/cambricon_ipcm5", "/dev/commu5", "/dev/cmsg_ctrl5"},
+			wantMounts:  []string{"/usr/bin/cnmon"},
+			wantEnv: func(n node) []string {
+				return []string{
+					"PATH=/usr/bin:/bin",
+					"DRA_DRIVER=cambricon.accel-dra.dev",
+					"DRA_CLAIM_UID=" + string(uid),
+					"DRA_CLAIM=default/claim-9d6c1b2a",
+					"CAMBRICON_VISIBLE_DEVICES=5",
+					"DRA_DEVICE_MLU_5_UUID=" + n.inv.ChipsOf(inventory.VendorCambricon)[5].UUID,
+					"DRA_DEVICE_MLU_5_MODEL=MLU590",
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newNode(t, tt.profile, tt.adjust)
+			w, dir := n.writer(t)
+			c := n.claim(uid, tt.vendor, tt.indices...)
+			ids, err := w.Write(context.Background(), c)
+			require.NoError(t, err)
+
+			got := inject(t, dir, flatten(c, ids)...)
+
+			var wantDevices []oci.LinuxDevice
+			var wantCgroup []oci.LinuxDeviceCgroup
+			access := map[inventory.Vendor]string{inventory.VendorHuawei: "rwm", inventory.VendorCambricon: "rw"}[tt.vendor]
+			for _, p := range tt.wantDevices {
+				wantDevices = append(wantDevices, nullDev(p))
+				major, minor := int64(1), int64(3)
+				wantCgroup = append(wantCgroup, oci.LinuxDeviceCgroup{Allow: true, Type: "c", Major: &major, Minor: &minor, Access: access})
+			}
+			require.Equal(t, wantDevices, got.Linux.Devices)
+			require.Equal(t, wantCgroup, got.Linux.Resources.Devices)
+
+			var wantMounts []oci.Mount
+			for _, p := range tt.wantMounts {
+				wantMounts = append(wantMounts, oci.Mount{Source: filepath.Join(n.root, p), Destination: p, Options: roBind})
+			}
+			require.Equal(t, wantMounts, got.Mounts)
+			require.Equal(t, tt.wantEnv(n), got.Process.Env)
+		})
+	}
+}
+
+func TestEachDeviceGetsOneIDNamedAfterTheClaimAndDevice(t *testing.T) {
+	n := newNode(t, "atlas-800-910a", nil)
+	w, _ := n.writer(t)
+	ids, err := w.Write(context.Background(), n.claim(uid, inventory.VendorHuawei, 0, 2))
+	require.NoError(t, err)
+	require.Equal(t, map[string][]string{
+		"npu-0": {"accel-dra.dev/ascend=" + string(uid) + "-npu-0"},
+		"npu-2": {"accel-dra.dev/ascend=" + string(uid) + "-npu-2"},
+	}, ids)
+}
+
+func TestAContainerGetsOnlyTheNodesOfTheDevicesItWasGiven(t *testing.T) {
+	// A container that references one request of a claim gets only that
+	// request's IDs; the claim-wide edits still come with them.
+	n := newNode(t, "atlas-800t-a2", nil)
+	w, dir := n.writer(t)
+	c := n.claim(uid, inventory.VendorHuawei, 0, 1)
+	ids, err := w.Write(context.Background(), c)
+	require.NoError(t, err)
+
+	got := inject(t, dir, ids["npu-1"]...)
+	var paths []string
+	for _, d := range got.Linux.Devices {
+		paths = append(paths, d.Path)
+	}
+	require.Equal(t, []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/davinci1"}, paths)
+	require.Contains(t, got.Process.Env, "ASCEND_VISIBLE_DEVICES=0,1", "the visible list is claim-wide")
+}
+
+func TestInjectingTheSameIDTwiceGivesTheSameContainer(t *testing.T) {
+	// kubelet does not de-duplicate CDI IDs (cdiDevicesAsList appends every
+	// device's IDs). The CDI library replaces device nodes by path, mounts
+	// by destination and env by name, so repeats only add duplicate,
+	// identical cgroup allow rules.
+	n := newNode(t, "mlu370-x8", nil)
+	w, dir := n.writer(t)
+	c := n.claim(uid, inventory.VendorCambricon, 0, 1)
+	ids, err := w.Write(context.Background(), c)
+	require.NoError(t, err)
+	once := inject(t, dir, flatten(c, ids)...)
+	twice := inject(t, dir, append(flatten(c, ids), flatten(c, ids)...)...)
+
+	require.Equal(t, once.Linux.Devices, twice.Linux.Devices)
+	require.Equal(t, once.Mounts, twice.Mounts)
+	require.Equal(t, once.Process.Env, twice.Process.Env)
+	require.Len(t, twice.Linux.Resources.Devices, len(once.Linux.Resources.Devices)+4, "the two chips' nodes are allowed twice")
+}
+
+func TestOneClaimWithAnAscendAndACambriconRequestGivesBothVisibleLists(t *testing.T) {
+	n := newNode(t, "mixed-910b-mlu370", nil)
+	w, dir := n.writer(t)
+	ascend := n.claim(uid, inventory.VendorHuawei, 2)
+	cambricon := n.claim(uid, inventory.VendorCambricon, 1)
+	aIDs, err := w.Write(context.Background(), ascend)
+	require.NoError(t, err)
+	cIDs, err := w.Write(context.Background(), cambricon)
+	require.NoError(t, err)
+
+	got := inject(t, dir, append(flatten(ascend, aIDs), flatten(cambricon, cIDs)...)...)
+	require.Contains(t, got.Process.Env, "ASCEND_VISIBLE_DEVICES=2")
+	require.Contains(t, got.Process.Env, "CAMBRICON_VISIBLE_DEVICES=1")
+	require.Contains(t, got.Process.Env, "DRA_CLAIM_UID="+string(uid))
+	var paths []string
+	for _, d := range got.Linux.Devices {
+		paths = append(paths, d.Path)
+	}
+	require.Subset(t, paths, []string{"/dev/davinci2", "/dev/davinci_manager", "/dev/cambricon_dev1", "/dev/cambricon_ctl"})
+
+	require.NoError(t, w.Delete(context.Background(), inventory.VendorHuawei, uid))
+	require.Equal(t, []string{"accel-dra.dev-cambricon_" + string(uid) + ".yaml"}, specFiles(t, dir),
+		"deleting one vendor's spec leaves the other's")
+}
+
+func TestWritingTheSameClaimTwiceLeavesTheSameSingleSpec(t *testing.T) {
+	n := newNode(t, "atlas-800t-a2", nil)
+	w, dir := n.writer(t)
+	c := n.claim(uid, inventory.VendorHuawei, 0, 1, 2, 3)
+
+	first, err := w.Write(context.Background(), c)
+	require.NoError(t, err)
+	files := specFiles(t, dir)
+	require.Len(t, files, 1)
+	before, err := os.ReadFile(filepath.Join(dir, files[0]))
+	require.NoError(t, err)
+
+	second, err := w.Write(context.Background(), c)
+	require.NoError(t, err)
+	require.Equal(t, first, second)
+	require.Equal(t, files, specFiles(t, dir), "no temporary file is left behind")
+	after, err := os.ReadFile(filepath.Join(dir, files[0]))
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after))
+}
+
+func TestRewritingAClaimReplacesItsSpec(t *testing.T) {
+	n := newNode(t, "atlas-800t-a2", nil)
+	w, dir := n.writer(t)
+	_, err := w.Write(context.Background(), n.claim(uid, inventory.VendorHuawei, 0, 1))
+	require.NoError(t, err)
+	ids, err := w.Write(context.Background(), n.claim(uid, inventory.VendorHuawei, 5))
+	require.NoError(t, err)
+
+	require.Len(t, specFiles(t, dir), 1)
+	cache := requireValidSpecs(t, dir)
+	require.Equal(t, ids["npu-5"], cache.ListDevices())
+}
+
+func TestDeleteRemovesTheSpecAndASecondDeleteIsFine(t *testing.T) {
+	n := newNode(t, "mlu590", nil)
+	w, dir := n.writer(t)
+	_, err := w.Write(context.Background(), n.claim(uid, inventory.VendorCambricon, 0))
+	require.NoError(t, err)
+
+	require.NoError(t, w.Delete(context.Background(), inventory.VendorCambricon, uid))
+	require.Empty(t, specFiles(t, dir))
+	require.NoError(t, w.Delete(context.Background(), inventory.VendorCambricon, uid))
+	uids, err := w.ClaimUIDs(inventory.VendorCambricon)
+	require.NoError(t, err)
+	require.Empty(t, uids)
+}
+
+func TestClaimUIDsListsTheVendorsClaimsWithSpecs(t *testing.T) {
+	n := newNode(t, "mixed-910b-mlu370", nil)
+	w, dir := n.writer(t)
+	ascend := []types.UID{"c0000000-0000-4000-8000-000000000003", "a0000000-0000-4000-8000-000000000001", "b0000000-0000-4000-8000-000000000002"}
+	for _, u := range ascend {
+		_, err := w.Write(context.Background(), n.claim(u, inventory.VendorHuawei, 0))
+		require.NoError(t, err)
+	}
+	cambricon := types.UID("d0000000-0000-4000-8000-000000000004")
+	_, err := w.Write(context.Background(), n.claim(cambricon, inventory.VendorCambricon, 0))
+	require.NoError(t, err)
+	// Other vendors' specs and leftovers share the directory.
+	for _, f := range []string{"nvidia.com-gpu.yaml", "k8s.gpu.nvidia.com-claim_e0000000.yaml", "spec.123.tmp"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
+	}
+
+	uids, err := w.ClaimUIDs(inventory.VendorHuawei)
+	require.NoError(t, err)
+	require.Equal(t, []types.UID{ascend[1], ascend[2], ascend[0]}, uids)
+	uids, err = w.ClaimUIDs(inventory.VendorCambricon)
+	require.NoError(t, err)
+	require.Equal(t, []types.UID{cambricon}, uids)
+}
+
+func TestDriverFilesAreMountedOnlyWhereTheyExistOnTheHost(t *testing.T) {
+	tests := []struct {
+		name       string
+		profile    string
+		vendor     inventory.Vendor
+		remove     []string
+		add        []string
+		wantMounts []string
+	}{
+		{
+			name: "a host without dcmi and version.info but with sbin/npu-smi", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
+			remove: []string{"/usr/local/dcmi", "/usr/local/Ascend/driver/version.info", "/usr/local/bin/npu-smi"},
+			add:    []string{"/usr/local/sbin/npu-smi"},
+			wantMounts: []string{
+				"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include",
+				"/usr/local/sbin/npu-smi", "/etc/ascend_install.info",
+			},
+		},
+		{
+			name: "an Ascend host without any driver files", profile: "atlas-800-910a", vendor: inventory.VendorHuawei,
+			remove: []string{"/usr/local/Ascend", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/ascend_install.info"},
+		},
+		{
+			name: "a Cambricon host without cnmon", profile: "mlu370-x8", vendor: inventory.VendorCambricon,
+			remove: []string{"/usr/bin/cnmon"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newNode(t, tt.profile, nil)
+			for _, p := range tt.remove {
+				require.NoError(t, os.RemoveAll(filepath.Join(n.root, p)))
+			}
+			for _, p := range tt.add {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(n.root, p)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(n.root, p), []byte("#!/bin/sh\n"), 0o755))
+			}
+			w, dir := n.writer(t)
+			_, err := w.Write(context.Background(), n.claim(uid, tt.vendor, 0))
+			require.NoError(t, err)
+
+			specs := requireValidSpecs(t, dir).GetVendorSpecs("accel-dra.dev")
+			require.Len(t, specs, 1)
+			var mounts []string
+			for _, m := range specs[0].ContainerEdits.Mounts {
+				require.Equal(t, filepath.Join(n.root, m.ContainerPath), m.HostPath)
+				mounts = append(mounts, m.ContainerPath)
+			}
+			require.Equal(t, tt.wantMounts, mounts)
+		})
+	}
+}
+
+func TestWithTheDefaultHostRootHostPathsAreTheContainerPaths(t *testing.T) {
+	n := newNode(t, "mlu270", nil)
+	dir := t.TempDir()
+	w, err := cdi.NewWriter(cdi.Config{SpecDir: dir})
+	require.NoError(t, err)
+	_, err = w.Write(context.Background(), n.claim(uid, inventory.VendorCambricon, 1))
+	require.NoError(t, err)
+
+	specs := requireValidSpecs(t, dir).GetVendorSpecs("accel-dra.dev")
+	require.Len(t, specs, 1)
+	for _, d := range specs[0].Devices {
+		for _, dn := range d.ContainerEdits.DeviceNodes {
+			require.Equal(t, dn.Path, dn.HostPath)
+		}
+	}
+}
+
+func TestUserEnvironmentIsSetPerDeviceButCannotOverrideTheDriversVariables(t *testing.T) {
+	tests := []struct {
+		name    string
+		vendor  inventory.Vendor
+		env     map[string]string
+		wantErr string
+	}{
+		{
+			name: "ordinary variables are accepted", vendor: inventory.VendorHuawei,
+			env: map[string]string{"HCCL_CONNECT_TIMEOUT": "1200", "ASCEND_GLOBAL_LOG_LEVEL": "3"},
+		},
+		{
+			name: "the claim variable is refused", vendor: inventory.VendorHuawei, env: map[string]string{"DRA_CLAIM": "other/claim"},
+			wantErr: `building CDI spec of claim default/claim-9d6c1b2a (` + string(uid) + `): device "npu-0": environment variable DRA_CLAIM is set by the driver; ` +
+				`configuration may not set it (nor any DRA_* variable, ASCEND_VISIBLE_DEVICES or CAMBRICON_VISIBLE_DEVICES)`,
+		},
+		{
+			name: "any DRA_ variable is refused", vendor: inventory.VendorCambricon, env: map[string]string{"DRA_DEVICE_MLU_0_UUID": "x"},
+			wantErr: `environment variable DRA_DEVICE_MLU_0_UUID is set by the driver`,
+		},
+		{
+			name: "the vendor's visible devices are refused", vendor: inventory.VendorHuawei, env: map[string]string{"ASCEND_VISIBLE_DEVICES": "0-7"},
+			wantErr: `environment variable ASCEND_VISIBLE_DEVICES is set by the driver`,
+		},
+		{
+			name: "the other vendor's visible devices are refused too", vendor: inventory.VendorHuawei, env: map[string]string{"CAMBRICON_VISIBLE_DEVICES": "0"},
+			wantErr: `environment variable CAMBRICON_VISIBLE_DEVICES is set by the driver`,
+		},
+		{
+			name: "a name with '=' is refused", vendor: inventory.VendorCambricon, env: map[string]string{"A=B": "c"},
+			wantErr: `environment variable name "A=B" is not valid`,
+		},
+		{
+			name: "an empty name is refused", vendor: inventory.VendorCambricon, env: map[string]string{"": "c"},
+			wantErr: `environment variable name "" is not valid`,
+		},
+	}
+	n := newNode(t, "mixed-910b-mlu370", nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, dir := n.writer(t)
+			c := n.claim(uid, tt.vendor, 0, 1)
+			c.Devices[0].Env = tt.env
+			ids, err := w.Write(context.Background(), c)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				require.Empty(t, specFiles(t, dir), "nothing is written")
+				return
+			}
+			require.NoError(t, err)
+			withEnv := inject(t, dir, ids[c.Devices[0].Name]...)
+			without := inject(t, dir, ids[c.Devices[1].Name]...)
+			for k, v := range tt.env {
+				require.Contains(t, withEnv.Process.Env, k+"="+v)
+				require.NotContains(t, without.Process.Env, k+"="+v, "user env is per device")
+			}
+		})
+	}
+}
+
+func TestInvalidClaimsAreRefusedWithoutWritingAnything(t *testing.T) {
+	n := newNode(t, "mixed-910b-mlu370", nil)
+	tests := []struct {
+		name    string
+		claim   func() cdi.Claim
+		wantErr string
+	}{
+		{name: "an empty UID", claim: func() cdi.Claim { c := n.claim(uid, inventory.VendorHuawei, 0); c.UID = ""; return c }, wantErr: "claim UID is empty"},
+		{name: "no devices", claim: func() cdi.Claim { c := n.claim(uid, inventory.VendorHuawei); return c }, wantErr: "claim has no devices"},
+		{name: "an unknown vendor", claim: func() cdi.Claim { c := n.claim(uid, inventory.VendorHuawei, 0); c.Vendor = "nvidia"; return c }, wantErr: `unknown vendor "nvidia"`},
+		{
+			name: "a device listed twice",
+			claim: func() cdi.Claim {
+				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c.Devices = append(c.Devices, c.Devices[0])
+				return c
+			},
+			wantErr: `device "npu-0" appears twice`,
+		},
+		{
+			name: "a Cambricon chip in an Ascend claim",
+			claim: func() cdi.Claim {
+				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c.Devices[0].Chip = n.inv.ChipsOf(inventory.VendorCambricon)[0]
+				return c
+			},
+			wantErr: `device "npu-0": chip 0 is a cambricon chip, not huawei`,
+		},
+		{
+			name: "a chip without device nodes",
+			claim: func() cdi.Claim {
+				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c.Devices[0].Chip.DeviceNodes = nil
+				return c
+			},
+			wantErr: `device "npu-0": chip 0 has no device nodes`,
+		},
+		{
+			name: "a relative device node path",
+			claim: func() cdi.Claim {
+				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c.SharedDeviceNodes = []string{"dev/davinci_manager"}
+				return c
+			},
+			wantErr: `shared device nodes: device node path "dev/davinci_manager" is not an absolute, clean path`,
+		},
+		{
+			name: "a device name CDI does not allow",
+			claim: func() cdi.Claim {
+				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c.Devices[0].Name = "npu/0"
+				return c
+			},
+			wantErr: `invalid character '/' in device name`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, dir := n.writer(t)
+			_, err := w.Write(context.Background(), tt.claim())
+			require.ErrorContains(t, err, tt.wantErr)
+			require.Empty(t, specFiles(t, dir))
+		})
+	}
+}
+
+func TestFiftyClaimsWrittenAndDeletedConcurrentlyLeaveExactlyTheirSpecs(t *testing.T) {
+	n := newNode(t, "mixed-910b-mlu370", nil)
+	w, dir := n.writer(t)
+	const count = 50
+	claims := make([]cdi.Claim, count)
+	for i := range claims {
+		vendor := []inventory.Vendor{inventory.VendorHuawei, inventory.VendorCambricon}[i%2]
+		claims[i] = n.claim(types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)), vendor, i%4, (i+1)%4)
+	}
+
+	parallel := func(f func(c cdi.Claim) error) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make([]error, count)
+		for i, c := range claims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = f(c)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+	}
+
+	parallel(func(c cdi.Claim) error { _, err := w.Write(context.Background(), c); return err })
+	require.Len(t, specFiles(t, dir), count, "one spec per claim and no temporary files")
+	cache := requireValidSpecs(t, dir)
+	require.Len(t, cache.ListDevices(), 2*count)
+	ascend, err := w.ClaimUIDs(inventory.VendorHuawei)
+	require.NoError(t, err)
+	cambricon, err := w.ClaimUIDs(inventory.VendorCambricon)
+	require.NoError(t, err)
+	require.Len(t, append(ascend, cambricon...), count)
+
+	parallel(func(c cdi.Claim) error { return w.Delete(context.Background(), c.Vendor, c.UID) })
+	require.Empty(t, specFiles(t, dir))
+}

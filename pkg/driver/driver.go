@@ -1,0 +1,246 @@
+// Package driver is the kubelet plugin of one accel-dra driver
+// (ascend.accel-dra.dev or cambricon.accel-dra.dev) on one node: it
+// publishes the node's chips of that vendor as ResourceSlices and prepares
+// allocated chips for containers through CDI, remembering what it prepared
+// in a checkpoint so restarts lose nothing.
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+)
+
+// CheckpointFile is the checkpoint's name inside the driver's state directory.
+const CheckpointFile = "checkpoint.json"
+
+// Config configures one driver instance.
+type Config struct {
+	Vendor   inventory.Vendor
+	NodeName string
+	// Inventory is the node's discovered chips; only Vendor's are served.
+	Inventory inventory.Inventory
+	// CDI writes the per-claim CDI specs.
+	CDI *cdi.Writer
+	// StateDir holds the checkpoint; one directory per driver.
+	StateDir string
+	// KubeClient reads ResourceClaims and writes ResourceSlices.
+	KubeClient kubernetes.Interface
+	// RegistrarDir is the kubelet's plugin registration directory
+	// (default kubeletplugin.KubeletRegistryDir).
+	RegistrarDir string
+	// PluginDataDir holds this driver's DRA socket (default
+	// kubeletplugin.KubeletPluginsDir/<driver name>).
+	PluginDataDir string
+	// PluginOptions are passed to kubeletplugin.Start after the ones the
+	// driver sets itself.
+	PluginOptions []kubeletplugin.Option
+	// OnFatal is called when the helper reports an error that retrying
+	// will not fix; the binary cancels its context there.
+	OnFatal func(error)
+}
+
+// Driver implements kubeletplugin.DRAPlugin for one vendor.
+type Driver struct {
+	name   string
+	vendor inventory.Vendor
+	node   string
+	inv    inventory.Inventory
+	chips  map[string]inventory.Chip // by DRA device name
+	cdi    *cdi.Writer
+	store  *checkpoint.Store
+	fatal  func(error)
+
+	mu       sync.Mutex
+	prepared checkpoint.Data
+
+	helper *kubeletplugin.Helper
+}
+
+var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
+
+// Start loads the checkpoint, cleans up CDI specs of claims it does not
+// know, registers with the kubelet and publishes the node's ResourceSlices.
+func Start(ctx context.Context, cfg Config) (*Driver, error) {
+	logger := klog.FromContext(ctx)
+	d := &Driver{
+		name:   names.DriverFor(cfg.Vendor),
+		vendor: cfg.Vendor,
+		node:   cfg.NodeName,
+		inv:    inventory.Inventory{Chips: cfg.Inventory.ChipsOf(cfg.Vendor), SharedDeviceNodes: map[inventory.Vendor][]string{cfg.Vendor: cfg.Inventory.SharedDeviceNodes[cfg.Vendor]}},
+		chips:  map[string]inventory.Chip{},
+		cdi:    cfg.CDI,
+		store:  checkpoint.New(cfg.StateDir, CheckpointFile),
+		fatal:  cfg.OnFatal,
+	}
+	if d.name == "" {
+		return nil, fmt.Errorf("starting driver: unknown vendor %q", cfg.Vendor)
+	}
+	for _, c := range d.inv.Chips {
+		d.chips[resourceslices.DeviceName(c)] = c
+	}
+	if err := d.loadState(ctx); err != nil {
+		return nil, err
+	}
+
+	regDir, dataDir := cfg.RegistrarDir, cfg.PluginDataDir
+	if regDir == "" {
+		regDir = kubeletplugin.KubeletRegistryDir
+	}
+	if dataDir == "" {
+		dataDir = filepath.Join(kubeletplugin.KubeletPluginsDir, d.name)
+	}
+	// The kubelet creates its registry directory, but not our plugin's
+	// directory; a DaemonSet mounting the parents cannot either.
+	for _, dir := range []string{regDir, dataDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
+		}
+	}
+	opts := append([]kubeletplugin.Option{
+		kubeletplugin.DriverName(d.name),
+		kubeletplugin.NodeName(cfg.NodeName),
+		kubeletplugin.KubeClient(cfg.KubeClient),
+		kubeletplugin.RegistrarDirectoryPath(regDir),
+		kubeletplugin.PluginDataDirectoryPath(dataDir),
+	}, cfg.PluginOptions...)
+	helper, err := kubeletplugin.Start(ctx, d, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
+	}
+	d.helper = helper
+	res := resourceslices.DriverResources(cfg.NodeName, d.inv)[d.name]
+	if err := helper.PublishResources(ctx, res); err != nil {
+		helper.Stop()
+		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
+	}
+	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "preparedClaims", len(d.prepared.Claims))
+	return d, nil
+}
+
+// Name is the DRA driver name.
+func (d *Driver) Name() string { return d.name }
+
+// Stop unregisters from the kubelet and stops the slice controller. The
+// slices stay: a restarting plugin takes them over.
+func (d *Driver) Stop() {
+	if d.helper != nil {
+		d.helper.Stop()
+	}
+}
+
+// loadState reads the checkpoint and removes CDI specs of claims that it
+// does not list (left by a crash between writing the spec and the
+// checkpoint: kubelet got no answer and will ask again). A corrupt
+// checkpoint is set aside and the prepared claims are rebuilt from the CDI
+// specs, so devices in use stay protected.
+func (d *Driver) loadState(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	data, err := d.store.Load()
+	var corrupt *checkpoint.CorruptError
+	if errors.As(err, &corrupt) {
+		aside, err := d.store.SetAside()
+		if err != nil {
+			return err
+		}
+		logger.Error(corrupt, "Checkpoint is corrupt; set it aside and rebuilding the prepared claims from the CDI specs", "setAside", aside)
+		data, err = d.rebuildFromCDI(ctx)
+		if err != nil {
+			return fmt.Errorf("rebuilding state after corrupt checkpoint %s: %w", corrupt.Path, err)
+		}
+		if err := d.store.Save(data); err != nil {
+			return err
+		}
+		d.prepared = data
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("loading state of %s: %w", d.name, err)
+	}
+	d.prepared = data
+	uids, err := d.cdi.ClaimUIDs(d.vendor)
+	if err != nil {
+		return fmt.Errorf("listing CDI specs of %s: %w", d.name, err)
+	}
+	for _, uid := range uids {
+		if _, ok := data.Claims[uid]; ok {
+			continue
+		}
+		logger.Info("Removing CDI spec of a claim the checkpoint does not list", "claimUID", uid)
+		if err := d.cdi.Delete(ctx, d.vendor, uid); err != nil {
+			return fmt.Errorf("removing stale CDI spec of claim %s: %w", uid, err)
+		}
+	}
+	return nil
+}
+
+// HandleError implements kubeletplugin.DRAPlugin.
+func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
+	utilruntime.HandleErrorWithContext(ctx, err, msg, "driver", d.name)
+	if !errors.Is(err, kubeletplugin.ErrRecoverable) && d.fatal != nil {
+		d.fatal(fmt.Errorf("%s: %s: %w", d.name, msg, err))
+	}
+}
+
+// preparedDevices returns which claim holds each device, except claim skip.
+func (d *Driver) holders(skip types.UID) map[string]types.UID {
+	out := map[string]types.UID{}
+	for uid, c := range d.prepared.Claims {
+		if uid == skip {
+			continue
+		}
+		for _, dev := range c.Devices {
+			out[dev.Device] = uid
+		}
+	}
+	return out
+}
+
+// rebuildFromCDI recovers the prepared claims from the CDI specs on disk,
+// which the plugin writes before the checkpoint. Request names are not in
+// the specs; they are only informational in the checkpoint.
+func (d *Driver) rebuildFromCDI(ctx context.Context) (checkpoint.Data, error) {
+	logger := klog.FromContext(ctx)
+	data := checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{}}
+	uids, err := d.cdi.ClaimUIDs(d.vendor)
+	if err != nil {
+		return data, err
+	}
+	for _, uid := range uids {
+		sc, err := d.cdi.ReadClaim(d.vendor, uid)
+		if err != nil {
+			// Keep the file for the operator; kubelet re-prepares the claim
+			// if a pod still needs it.
+			logger.Error(err, "Cannot recover a claim from its CDI spec", "claimUID", uid)
+			continue
+		}
+		c := checkpoint.Claim{Namespace: sc.Namespace, Name: sc.Name}
+		devs := make([]string, 0, len(sc.Devices))
+		for dev := range sc.Devices {
+			devs = append(devs, dev)
+		}
+		sort.Strings(devs)
+		for _, dev := range devs {
+			c.Devices = append(c.Devices, checkpoint.Device{Pool: d.node, Device: dev, CDIDeviceIDs: sc.Devices[dev]})
+		}
+		data.Claims[uid] = c
+		logger.Info("Recovered prepared claim from its CDI spec", "claim", klog.KRef(sc.Namespace, sc.Name), "claimUID", uid, "devices", devs)
+	}
+	return data, nil
+}

@@ -1,0 +1,263 @@
+// Package plugin_test is tier 3 of DESIGN.md: the real kubelet plugin,
+// started in-process on temporary unix sockets against a fake clientset,
+// driven by a test that speaks the kubelet's plugin registration and DRA
+// v1 gRPC APIs, with CDI specs checked by injecting them into OCI specs
+// with the CDI library.
+package plugin_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	oci "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2/ktesting"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/devicefaker"
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/driver"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+)
+
+const nodeName = "node-0"
+
+// node is one simulated node: its chips, a fake host root with real
+// (null) device nodes, and the plugin's directories.
+type node struct {
+	t                                         *testing.T
+	vendor                                    inventory.Vendor
+	driverName                                string
+	inv                                       inventory.Inventory
+	root, cdiDir, stateDir, regDir, pluginDir string
+	client                                    *fake.Clientset
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	driver  *driver.Driver
+	kubelet drapb.DRAPluginClient
+	conns   []*grpc.ClientConn
+	uids    atomic.Int64
+}
+
+func newNode(t *testing.T, profileName string, vendor inventory.Vendor) *node {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the plugin tests fake device nodes with mknod and must run as root")
+	}
+	p, err := profile.Load(profileName)
+	require.NoError(t, err)
+	inv, err := simulated.New(nodeName, p).Discover(context.Background())
+	require.NoError(t, err)
+	// Unix socket paths are limited to 108 bytes: keep them short.
+	sockets, err := os.MkdirTemp("", "adra-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(sockets) })
+	dir := t.TempDir()
+	n := &node{
+		t: t, vendor: vendor, driverName: names.DriverFor(vendor), inv: inv,
+		root: filepath.Join(dir, "root"), cdiDir: filepath.Join(dir, "cdi"), stateDir: filepath.Join(dir, "state"),
+		regDir: filepath.Join(sockets, "reg"), pluginDir: filepath.Join(sockets, "plugins"),
+		client: fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}),
+	}
+	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
+	n.start()
+	t.Cleanup(n.stop)
+	return n
+}
+
+// start runs the plugin and registers it the way the kubelet does: find
+// the registration socket, GetInfo, connect to the endpoint it names and
+// confirm with NotifyRegistrationStatus.
+func (n *node) start() {
+	t := n.t
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	n.ctx, n.cancel = context.WithCancel(ctx)
+	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
+	require.NoError(t, err)
+	n.driver, err = driver.Start(n.ctx, driver.Config{
+		Vendor: n.vendor, NodeName: nodeName, Inventory: n.inv, CDI: writer,
+		StateDir: n.stateDir, KubeClient: n.client,
+		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },
+		RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName),
+	})
+	require.NoError(t, err)
+
+	reg := n.dial(filepath.Join(n.regDir, n.driverName+"-reg.sock"))
+	info, err := registerapi.NewRegistrationClient(reg).GetInfo(n.ctx, &registerapi.InfoRequest{})
+	require.NoError(t, err)
+	require.Equal(t, registerapi.DRAPlugin, info.Type)
+	require.Equal(t, n.driverName, info.Name)
+	require.Contains(t, info.SupportedVersions, drapb.DRAPluginService)
+	n.kubelet = drapb.NewDRAPluginClient(n.dial(info.Endpoint))
+	_, err = registerapi.NewRegistrationClient(reg).NotifyRegistrationStatus(n.ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
+	require.NoError(t, err)
+}
+
+func (n *node) dial(path string) *grpc.ClientConn {
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(n.t, err)
+	n.conns = append(n.conns, conn)
+	return conn
+}
+
+func (n *node) stop() {
+	for _, c := range n.conns {
+		c.Close()
+	}
+	n.conns = nil
+	if n.driver != nil {
+		n.driver.Stop()
+		n.driver = nil
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+}
+
+// restart stops the plugin process and starts a new one on the same
+// directories, as after a crash or an upgrade.
+func (n *node) restart() {
+	n.stop()
+	n.start()
+}
+
+// claim creates a ResourceClaim allocated to devices of this node's
+// driver in the fake API server, as the scheduler would leave it.
+func (n *node) claim(name string, devices []string, configs ...resourceapi.DeviceAllocationConfiguration) *resourceapi.ResourceClaim {
+	n.t.Helper()
+	c := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(fmt.Sprintf("uid-%s-%d", name, n.uids.Add(1)))},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{
+			Devices: resourceapi.DeviceAllocationResult{Config: configs},
+		}},
+	}
+	for _, d := range devices {
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
+			resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: n.driverName, Pool: nodeName, Device: d})
+	}
+	c, err := n.client.ResourceV1().ResourceClaims(c.Namespace).Create(n.ctx, c, metav1.CreateOptions{})
+	require.NoError(n.t, err)
+	return c
+}
+
+// opaque is an allocation config for this node's driver.
+func (n *node) opaque(source resourceapi.AllocationConfigSource, params string, requests ...string) resourceapi.DeviceAllocationConfiguration {
+	return resourceapi.DeviceAllocationConfiguration{Source: source, Requests: requests, DeviceConfiguration: resourceapi.DeviceConfiguration{
+		Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: n.driverName, Parameters: runtime.RawExtension{Raw: []byte(params)}},
+	}}
+}
+
+func pbClaims(claims ...*resourceapi.ResourceClaim) []*drapb.Claim {
+	out := make([]*drapb.Claim, 0, len(claims))
+	for _, c := range claims {
+		out = append(out, &drapb.Claim{Namespace: c.Namespace, Name: c.Name, Uid: string(c.UID)})
+	}
+	return out
+}
+
+// prepare calls NodePrepareResources like the kubelet and returns the
+// per-claim responses.
+func (n *node) prepare(claims ...*resourceapi.ResourceClaim) map[string]*drapb.NodePrepareResourceResponse {
+	n.t.Helper()
+	resp, err := n.kubelet.NodePrepareResources(n.ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claims...)})
+	require.NoError(n.t, err)
+	require.Len(n.t, resp.Claims, len(claims))
+	return resp.Claims
+}
+
+// mustPrepare prepares one claim and returns its CDI device IDs.
+func (n *node) mustPrepare(c *resourceapi.ResourceClaim) []string {
+	n.t.Helper()
+	r := n.prepare(c)[string(c.UID)]
+	require.Empty(n.t, r.Error)
+	var ids []string
+	for _, d := range r.Devices {
+		require.Equal(n.t, nodeName, d.PoolName)
+		require.Equal(n.t, []string{"accel"}, d.RequestNames)
+		ids = append(ids, d.CdiDeviceIds...)
+	}
+	return ids
+}
+
+func (n *node) unprepare(claims ...*resourceapi.ResourceClaim) {
+	n.t.Helper()
+	resp, err := n.kubelet.NodeUnprepareResources(n.ctx, &drapb.NodeUnprepareResourcesRequest{Claims: pbClaims(claims...)})
+	require.NoError(n.t, err)
+	for _, c := range claims {
+		require.Empty(n.t, resp.Claims[string(c.UID)].Error, "unprepare %s", c.Name)
+	}
+}
+
+// cdiFiles lists the spec files in the CDI directory.
+func (n *node) cdiFiles() []string {
+	n.t.Helper()
+	entries, err := os.ReadDir(n.cdiDir)
+	require.NoError(n.t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// container injects CDI device IDs into an empty OCI spec the way a
+// container runtime does, from the specs on disk.
+func (n *node) container(ids []string) *oci.Spec {
+	n.t.Helper()
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(n.cdiDir), cdiapi.WithAutoRefresh(false))
+	require.NoError(n.t, err)
+	require.Empty(n.t, cache.GetErrors(), "every spec in the CDI directory must be valid")
+	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
+	unresolved, err := cache.InjectDevices(spec, ids...)
+	require.NoError(n.t, err)
+	require.Empty(n.t, unresolved)
+	return spec
+}
+
+func devicePaths(s *oci.Spec) []string {
+	var out []string
+	for _, d := range s.Linux.Devices {
+		out = append(out, d.Path)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func mountPaths(s *oci.Spec, root string) []string {
+	var out []string
+	for _, m := range s.Mounts {
+		out = append(out, m.Destination+" <- "+strings.TrimPrefix(m.Source, root)+" "+strings.Join(m.Options, ","))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func envMap(s *oci.Spec) map[string]string {
+	out := map[string]string{}
+	for _, e := range s.Process.Env {
+		k, v, _ := strings.Cut(e, "=")
+		out[k] = v
+	}
+	return out
+}
