@@ -73,6 +73,16 @@ func TestDiscoverReadsAFixtureRootWithRecordedToolOutput(t *testing.T) {
 	require.Regexp(t, `^mlu-0\s+cambricon\s+MLU370-X8\s`, lines[1])
 }
 
+func TestDiscoverFindsAscendChipsUnderARoot(t *testing.T) {
+	out, err := run(t, "discover", "--root", "../discovery/ascend/testdata/atlas-800-910a/root",
+		"--tool-output", "../discovery/ascend/testdata/atlas-800-910a/npu-smi", "--node-name", "train-0")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 9, out)
+	require.Regexp(t, `^npu-3\s+huawei\s+Ascend910A\s+32768Mi\s+30\s+hccs-0\s`, lines[4])
+	require.Regexp(t, `^npu-4\s+huawei\s+Ascend910A\s+32768Mi\s+30\s+hccs-1\s`, lines[5])
+}
+
 func TestSimulateTheDemoAllocatesEveryClaim(t *testing.T) {
 	out, err := run(t, "simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/deviceclasses", "-f", "../../demo/workloads", "-o", "json")
 	require.NoError(t, err)

@@ -14,9 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/cambricon"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
@@ -42,28 +40,15 @@ func newDiscoverCommand() *cobra.Command {
 		Long: `discover finds the accelerator chips of this node and prints them.
 
 With --root (default /) it reads device files, sysfs and vendor tool output
-under that directory; with --profile it simulates a node with a bundled
+(npu-smi for Ascend, cnmon for Cambricon; --tool-output replays recorded
+output instead) under that directory, detecting which vendors are present; with --profile it simulates a node with a bundled
 hardware profile (` + strings.Join(profile.Names(), ", ") + `) or a profile file.
 
 -o table prints one chip per line; -o yaml and -o json print the
 resource.k8s.io/v1 ResourceSlices the node agent publishes for them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var backends []discovery.Backend
-			if profileName != "" {
-				p, err := profile.Load(profileName)
-				if err != nil {
-					return err
-				}
-				backends = append(backends, simulated.New(nodeName, p))
-			} else {
-				var runner discovery.CommandRunner = discovery.ExecRunner{}
-				if toolOutput != "" {
-					runner = discovery.RecordedRunner{Dir: toolOutput}
-				}
-				backends = append(backends, cambricon.New(cambricon.Config{Root: rootDir, Runner: runner}))
-			}
-			inv, err := discovery.DiscoverAll(cmd.Context(), backends...)
+			inv, err := source.Discover(cmd.Context(), source.Options{Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,349 @@
+package ascend
+
+// Parser for the main table of `npu-smi info`. After a title row
+// ("| npu-smi 24.1.0   Version: 24.1.0 |") and two header rows the table
+// has, per chip, a pair of rows between "+---" / "+===" separators:
+//
+//	| NPU   Name        | Health   | Power(W)   Temp(C)   Hugepages-Usage(page) |
+//	| Chip [Phy-ID]     | Bus-Id   | AICore(%)  Memory-Usage(MB)  HBM-Usage(MB) |
+//
+// and then, after another header, the process table, which is not read.
+// The variants the parser accepts, each from a published recording
+// (testdata/README.md lists them with what is assumed):
+//   - Atlas training servers (910A, 910B3, 910B4): a second header row
+//     "Chip | Bus-Id | AICore(%) Memory-Usage(MB) HBM-Usage(MB)", chip rows
+//     "0 | 0000:C1:00.0 | 0  0 / 0  3318 / 65536" (the gpustack npu-smi
+//     detector fixtures for Atlas 800 model 9010, npu-smi 22.0.3.1 and
+//     24.1.RC2; ms-swift's NPU best-practice page, 8 × 910B3, npu-smi
+//     24.1.rc1.b030; 1Panel issue #9472, 910B4, "26838/ 32768");
+//   - npu-smi 25.x on 910B / A3 servers prints "Chip  Phy-ID" and repeats the
+//     NPU row for each chip of a two-die card (vllm-ascend issues #2534 and
+//     #12980, "| 0  Ascend910 |" with chips "0  0" and "1  1");
+//   - Atlas inference cards (310, 310P3, Atlas 300I Duo) print "Chip  Device"
+//     and only "Memory-Usage(MB)", no HBM column (gpustack's Atlas 800
+//     model 3000 fixture, npu-smi 21.0.4; vllm-ascend issue #2712 and nvtop
+//     issue #421, 310P3 on npu-smi 25.2.0); SoC boards print Bus-Id "NA".
+//
+// Health is one of OK, Warning, Alarm, Critical or UNKNOWN (Huawei, Atlas
+// 300I Pro user guide, "npu-smi info" field table: "芯片的健康状态。可取值为:
+// OK、Warning、Alarm、Critical或UNKNOWN").
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
+)
+
+// ChipInfo is what the `npu-smi info` table says about one chip.
+type ChipInfo struct {
+	// NPU is the NPU ID (npu-smi's card id, the -i of other npu-smi
+	// commands); Chip is the chip id on that NPU (the -c).
+	NPU  int
+	Chip int
+	// PhysicalID is the "Phy-ID" or "Device" column, -1 when the table has
+	// neither.
+	PhysicalID int
+	// Name is the chip name as printed, e.g. 910B3, 310P3.
+	Name string
+	// Health is OK, Warning, Alarm, Critical or UNKNOWN.
+	Health string
+	// BusID is the normalized PCI address (0000:c1:00.0); empty where
+	// npu-smi prints NA (SoC boards without PCIe).
+	BusID string
+	// MemoryMB is the HBM total where the table has an HBM column and it is
+	// not zero, else the Memory-Usage total; HBM tells which.
+	MemoryMB int64
+	HBM      bool
+	// Line is the 1-based line of the chip's NPU row, for messages.
+	Line int
+}
+
+// Health values npu-smi prints, spelled as npu-smi spells them.
+const (
+	HealthOK       = "OK"
+	HealthWarning  = "Warning"
+	HealthAlarm    = "Alarm"
+	HealthCritical = "Critical"
+	HealthUnknown  = "UNKNOWN"
+)
+
+var healthValues = map[string]string{
+	"ok": HealthOK, "warning": HealthWarning, "alarm": HealthAlarm,
+	"critical": HealthCritical, "unknown": HealthUnknown,
+}
+
+// usagePair matches "3318 / 65536", "26838/ 32768" and garbled pairs
+// alike; the numbers are checked after matching.
+var usagePair = regexp.MustCompile(`(\S+?)\s*/\s*(\S+)`)
+
+type infoState int
+
+const (
+	wantHeader infoState = iota
+	wantChipHeader
+	wantNPURow
+	wantChipRow
+	wantSeparator
+)
+
+// infoLayout is what the header rows say about the columns.
+type infoLayout struct {
+	// idColumn is "Phy-ID" or "Device" when the chip rows carry a second id.
+	idColumn string
+	hasHBM   bool
+}
+
+// ParseInfo parses the output of `npu-smi info`. source is the command line,
+// used in errors. Every chip must have its NPU row and its chip row; the
+// process table after the chip table is not read.
+func ParseInfo(source string, data []byte) ([]ChipInfo, error) {
+	perr := func(line int, text, format string, args ...any) error {
+		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
+	}
+	var (
+		chips   []ChipInfo
+		layout  infoLayout
+		state   = wantHeader
+		pending ChipInfo
+		seen    = map[[2]int]bool{}
+	)
+
+lines:
+	for i, raw := range strings.Split(string(data), "\n") {
+		lineNo := i + 1
+		trimmed := strings.TrimSpace(raw)
+		if trimmed == "" {
+			continue
+		}
+		if state == wantHeader {
+			if cells, ok := tableCells(trimmed); ok && isInfoHeader(cells) {
+				state = wantChipHeader
+			}
+			continue // title row, banner lines, driver log noise
+		}
+		if strings.HasPrefix(trimmed, "+") {
+			switch state {
+			case wantChipHeader:
+				return nil, perr(lineNo, trimmed, `expected the second header row "Chip | Bus-Id | AICore(%%) …"`)
+			case wantChipRow:
+				return nil, perr(pending.Line, fmt.Sprintf("NPU %d", pending.NPU), "NPU %d has no chip row under it", pending.NPU)
+			}
+			state = wantNPURow
+			continue
+		}
+		cells, ok := tableCells(trimmed)
+		if !ok {
+			return nil, perr(lineNo, trimmed, `expected a table row "| … |" or a separator "+---"`)
+		}
+		if len(cells) >= 2 && cells[1] == "Process id" {
+			if state == wantChipRow {
+				return nil, perr(pending.Line, fmt.Sprintf("NPU %d", pending.NPU), "NPU %d has no chip row under it", pending.NPU)
+			}
+			break lines // the process table
+		}
+		switch state {
+		case wantChipHeader:
+			l, err := parseChipHeader(cells)
+			if err != nil {
+				return nil, perr(lineNo, trimmed, "%v", err)
+			}
+			layout, state = l, wantSeparator
+		case wantNPURow:
+			c, err := parseNPURow(cells)
+			if err != nil {
+				return nil, perr(lineNo, trimmed, "%v", err)
+			}
+			c.Line = lineNo
+			pending, state = c, wantChipRow
+		case wantChipRow:
+			c, err := parseChipRow(cells, layout, pending)
+			if err != nil {
+				return nil, perr(lineNo, trimmed, "%v", err)
+			}
+			key := [2]int{c.NPU, c.Chip}
+			if seen[key] {
+				return nil, perr(lineNo, trimmed, "NPU %d chip %d is listed twice", c.NPU, c.Chip)
+			}
+			seen[key] = true
+			chips = append(chips, c)
+			state = wantSeparator
+		case wantSeparator:
+			return nil, perr(lineNo, trimmed, "expected a separator line before the next NPU row")
+		}
+	}
+
+	switch {
+	case state == wantHeader:
+		return nil, &discovery.ParseError{Source: source, Msg: `no NPU table in the output (no "| NPU Name | Health | …" header row)`}
+	case state == wantChipRow:
+		return nil, perr(pending.Line, fmt.Sprintf("NPU %d", pending.NPU), "NPU %d has no chip row under it (truncated output?)", pending.NPU)
+	case len(chips) == 0:
+		return nil, &discovery.ParseError{Source: source, Msg: "the NPU table lists no chip"}
+	}
+	return chips, nil
+}
+
+// tableCells splits "| a | b | c |" into trimmed cells. A row whose closing
+// bar is missing still splits, so its cell count shows what is wrong.
+func tableCells(line string) ([]string, bool) {
+	if !strings.HasPrefix(line, "|") {
+		return nil, false
+	}
+	inner := strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|")
+	cells := strings.Split(inner, "|")
+	for i := range cells {
+		cells[i] = strings.TrimSpace(cells[i])
+	}
+	return cells, true
+}
+
+func isInfoHeader(cells []string) bool {
+	if len(cells) != 3 {
+		return false
+	}
+	f := strings.Fields(cells[0])
+	return len(f) == 2 && f[0] == "NPU" && f[1] == "Name" && cells[1] == "Health"
+}
+
+func parseChipHeader(cells []string) (infoLayout, error) {
+	var l infoLayout
+	if len(cells) != 3 {
+		return l, fmt.Errorf("second header row has %d columns, expected 3", len(cells))
+	}
+	first := strings.Fields(cells[0])
+	switch {
+	case len(first) == 1 && first[0] == "Chip":
+	case len(first) == 2 && first[0] == "Chip" && (first[1] == "Phy-ID" || first[1] == "Device"):
+		l.idColumn = first[1]
+	default:
+		return l, fmt.Errorf(`second header row starts with %q, expected "Chip", "Chip Phy-ID" or "Chip Device"`, cells[0])
+	}
+	if cells[1] != "Bus-Id" {
+		return l, fmt.Errorf(`second header column is %q, expected "Bus-Id"`, cells[1])
+	}
+	usage := strings.Fields(cells[2])
+	switch {
+	case len(usage) == 2 && usage[0] == "AICore(%)" && usage[1] == "Memory-Usage(MB)":
+	case len(usage) == 3 && usage[0] == "AICore(%)" && usage[1] == "Memory-Usage(MB)" && usage[2] == "HBM-Usage(MB)":
+		l.hasHBM = true
+	default:
+		return l, fmt.Errorf(`usage columns are %q, expected "AICore(%%) Memory-Usage(MB)" and optionally "HBM-Usage(MB)"`, cells[2])
+	}
+	return l, nil
+}
+
+func parseNPURow(cells []string) (ChipInfo, error) {
+	if len(cells) != 3 {
+		return ChipInfo{}, fmt.Errorf("NPU row has %d columns, expected 3 (NPU Name | Health | Power Temp Hugepages)", len(cells))
+	}
+	f := strings.Fields(cells[0])
+	if len(f) != 2 {
+		return ChipInfo{}, fmt.Errorf(`NPU row starts with %q, expected "<NPU ID> <Name>"`, cells[0])
+	}
+	npu, err := strconv.Atoi(f[0])
+	if err != nil || npu < 0 {
+		return ChipInfo{}, fmt.Errorf("NPU ID %q is not a non-negative integer", f[0])
+	}
+	health, ok := healthValues[strings.ToLower(cells[1])]
+	if !ok {
+		return ChipInfo{}, fmt.Errorf("NPU %d: health %q is none of OK, Warning, Alarm, Critical, UNKNOWN", npu, cells[1])
+	}
+	if cells[2] == "" {
+		return ChipInfo{}, fmt.Errorf("NPU %d: the Power/Temp/Hugepages column is empty", npu)
+	}
+	return ChipInfo{NPU: npu, Name: f[1], Health: health, PhysicalID: -1}, nil
+}
+
+func parseChipRow(cells []string, l infoLayout, c ChipInfo) (ChipInfo, error) {
+	if len(cells) != 3 {
+		return ChipInfo{}, fmt.Errorf("NPU %d: chip row has %d columns, expected 3 (Chip | Bus-Id | AICore Memory)", c.NPU, len(cells))
+	}
+	ids := strings.Fields(cells[0])
+	want := 1
+	if l.idColumn != "" {
+		want = 2
+	}
+	if len(ids) != want {
+		if want == 2 {
+			return ChipInfo{}, fmt.Errorf("NPU %d: chip row starts with %q, expected \"<Chip> <%s>\"", c.NPU, cells[0], l.idColumn)
+		}
+		return ChipInfo{}, fmt.Errorf(`NPU %d: chip row starts with %q, expected "<Chip>"`, c.NPU, cells[0])
+	}
+	chip, err := strconv.Atoi(ids[0])
+	if err != nil || chip < 0 {
+		return ChipInfo{}, fmt.Errorf("NPU %d: chip id %q is not a non-negative integer", c.NPU, ids[0])
+	}
+	c.Chip = chip
+	if want == 2 {
+		phy, err := strconv.Atoi(ids[1])
+		if err != nil || phy < 0 {
+			return ChipInfo{}, fmt.Errorf("NPU %d chip %d: %s %q is not a non-negative integer", c.NPU, chip, l.idColumn, ids[1])
+		}
+		c.PhysicalID = phy
+	}
+	if !strings.EqualFold(cells[1], "NA") {
+		bus, err := pci.NormalizeBusID(cells[1])
+		if err != nil {
+			return ChipInfo{}, fmt.Errorf("NPU %d chip %d: %w", c.NPU, chip, err)
+		}
+		c.BusID = bus
+	}
+	mem, hbm, err := parseUsage(cells[2], l.hasHBM)
+	if err != nil {
+		return ChipInfo{}, fmt.Errorf("NPU %d chip %d: %w", c.NPU, chip, err)
+	}
+	c.MemoryMB, c.HBM = mem, false
+	if l.hasHBM && hbm > 0 {
+		c.MemoryMB, c.HBM = hbm, true
+	}
+	return c, nil
+}
+
+// parseUsage reads "AICore  used / total  [used / total]" and returns the
+// Memory-Usage and HBM-Usage totals in MB.
+func parseUsage(cell string, hasHBM bool) (memTotal, hbmTotal int64, err error) {
+	f := strings.Fields(cell)
+	if len(f) == 0 {
+		return 0, 0, fmt.Errorf("the AICore/memory column is empty")
+	}
+	rest := strings.TrimSpace(cell[strings.Index(cell, f[0])+len(f[0]):])
+	names := []string{"Memory-Usage(MB)"}
+	if hasHBM {
+		names = append(names, "HBM-Usage(MB)")
+	}
+	matches := usagePair.FindAllStringSubmatchIndex(rest, -1)
+	gapsClean := true
+	end := 0
+	for _, m := range matches {
+		if strings.TrimSpace(rest[end:m[0]]) != "" {
+			gapsClean = false
+		}
+		end = m[1]
+	}
+	if strings.TrimSpace(rest[end:]) != "" {
+		gapsClean = false
+	}
+	if len(matches) != len(names) || !gapsClean {
+		return 0, 0, fmt.Errorf("usage %q is not AICore(%%) followed by %s as \"<used> / <total>\"", cell, strings.Join(names, " and "))
+	}
+	totals := make([]int64, len(names))
+	for i, m := range matches {
+		pair := rest[m[0]:m[1]]
+		for _, part := range []string{rest[m[2]:m[3]], rest[m[4]:m[5]]} {
+			n, perr := strconv.ParseInt(part, 10, 64)
+			if perr != nil || n < 0 {
+				return 0, 0, fmt.Errorf("%s %q: %q is not a non-negative number of MB", names[i], pair, part)
+			}
+			totals[i] = n // the second (total) wins
+		}
+	}
+	memTotal = totals[0]
+	if hasHBM {
+		hbmTotal = totals[1]
+	}
+	return memTotal, hbmTotal, nil
+}

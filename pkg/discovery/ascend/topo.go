@@ -1,0 +1,179 @@
+package ascend
+
+// Parser for `npu-smi info -t topo`, the connection matrix between the chips
+// of a node: a header row "NPU0 NPU1 … CPU Affinity", one row per chip with
+// one code per column and the chip's CPU affinity, then a legend:
+//
+//	X       = Self
+//	SYS     = Path traversing PCIe and NUMA nodes. Nodes are connected through SMP, such as QPI, UPI.
+//	PHB     = Path traversing PCIe and the PCIe host bridge of a CPU.
+//	PIX     = Path traversing a single PCIe switch
+//	PXB     = Path traversing multiple PCIe switches
+//	HCCS    = Connection traversing HCCS.
+//	SIO     = Path traversing the SIO bus
+//	HCCS_SW = Connection traversing HCCS through a switch
+//	NA      = Unknown relationship.
+//
+// Sources: the matrix and legend of an 8 × 910B3 server in ms-swift's NPU
+// best-practice page (docs/source/BestPractices/NPU支持.md: every pair HCCS,
+// CPU affinity 144-167, 96-119, 0-23, 48-71); the same layout with PXB/SYS
+// entries in the tests of Huawei's openyuanrong/runtime function system
+// (system_xpu_collector test: topoInfo), which also records the answer of
+// devices without a matrix, "This device does not support querying topo.";
+// an A3 node's matrix with "Phy-ID12 Phy-ID13" labels, SIO between the two
+// dies of a card and the SIO / HCCS_SW legend lines (an sglang environment
+// dump); the same codes as ACL_RT_DEVS_TOPOLOGY_{HCCS,PIX,PHB,SYS,SIO,HCCS_SW}
+// of aclrtGetDevicesTopo in the CANN API reference.
+//
+// Row and column labels NPU<k> count chips by logic id: vllm-ascend's
+// cpu_binding (parse_topo_affinity) reads the k-th NPU row as the chip with
+// logic id k, on A2 and 310P servers alike. Phy-ID<k> labels name physical
+// ids.
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+)
+
+// Topology is the parsed `npu-smi info -t topo` matrix.
+type Topology struct {
+	// Supported is false when npu-smi answers that the device does not
+	// support the query; then nothing is known about links.
+	Supported bool
+	// ByPhysicalID tells that the labels are Phy-ID<k> (physical ids);
+	// otherwise they are NPU<k> (logic ids).
+	ByPhysicalID bool
+	// IDs are the chip ids of the columns, sorted.
+	IDs []int
+	// Codes[a][b] is the connection code between chips a and b (X on the
+	// diagonal).
+	Codes map[int]map[int]string
+	// CPUAffinity is the CPU list printed at the end of a chip's row.
+	CPUAffinity map[int]string
+}
+
+var (
+	topoLabel = regexp.MustCompile(`^(NPU|Phy-ID)(\d+)$`)
+	topoCodes = map[string]bool{
+		"X": true, "HCCS": true, "HCCS_SW": true, "SIO": true,
+		"PIX": true, "PXB": true, "PHB": true, "SYS": true, "NA": true,
+	}
+)
+
+// HCCS tells whether chips a and b talk over HCCS without PCIe: directly
+// (HCCS), through an HCCS switch (HCCS_SW) or as the two dies of one card
+// (SIO, whose dies share the card's HCCS ports).
+func (t Topology) HCCS(a, b int) bool {
+	switch t.Codes[a][b] {
+	case "HCCS", "HCCS_SW", "SIO":
+		return true
+	}
+	return false
+}
+
+// ParseTopo parses the output of `npu-smi info -t topo`. source is the
+// command line, used in errors.
+func ParseTopo(source string, data []byte) (Topology, error) {
+	perr := func(line int, text, format string, args ...any) error {
+		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
+	}
+	t := Topology{Supported: true, Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{}}
+	column := map[int]bool{}
+	prefix := ""
+	haveHeader := false
+
+	for i, raw := range strings.Split(string(data), "\n") {
+		lineNo := i + 1
+		trimmed := strings.TrimSpace(raw)
+		if trimmed == "" {
+			continue
+		}
+		if !haveHeader && strings.Contains(strings.ToLower(trimmed), "does not support querying topo") {
+			return Topology{}, nil
+		}
+		if strings.HasPrefix(trimmed, "Legend") {
+			break
+		}
+		fields := strings.Fields(trimmed)
+		if !haveHeader {
+			for _, f := range fields {
+				m := topoLabel.FindStringSubmatch(f)
+				if m == nil {
+					break // "CPU Affinity" and any later column titles
+				}
+				if prefix == "" {
+					prefix = m[1]
+				} else if m[1] != prefix {
+					return Topology{}, perr(lineNo, trimmed, "header mixes %s and %s labels", prefix, m[1])
+				}
+				n, err := strconv.Atoi(m[2])
+				if err != nil {
+					return Topology{}, perr(lineNo, trimmed, "label %q has no usable number", f)
+				}
+				if column[n] {
+					return Topology{}, perr(lineNo, trimmed, "%s appears twice in the header", f)
+				}
+				column[n] = true
+				t.IDs = append(t.IDs, n)
+			}
+			if len(t.IDs) == 0 {
+				return Topology{}, perr(lineNo, trimmed, `expected a header row "NPU0 NPU1 … CPU Affinity"`)
+			}
+			t.ByPhysicalID = prefix == "Phy-ID"
+			haveHeader = true
+			continue
+		}
+		m := topoLabel.FindStringSubmatch(fields[0])
+		if m == nil || m[1] != prefix {
+			return Topology{}, perr(lineNo, trimmed, "row label %q is not %s<N>", fields[0], prefix)
+		}
+		row, err := strconv.Atoi(m[2])
+		if err != nil || !column[row] {
+			return Topology{}, perr(lineNo, trimmed, "row %s has no column in the header", fields[0])
+		}
+		if t.Codes[row] != nil {
+			return Topology{}, perr(lineNo, trimmed, "row %s appears twice", fields[0])
+		}
+		if len(fields)-1 < len(t.IDs) {
+			return Topology{}, perr(lineNo, trimmed, "row %s has %d entries, the header has %d chips", fields[0], len(fields)-1, len(t.IDs))
+		}
+		codes := map[int]string{}
+		for j, col := range t.IDs {
+			code := fields[1+j]
+			if !topoCodes[code] {
+				return Topology{}, perr(lineNo, trimmed, "%s%d→%s%d: unknown connection code %q", prefix, row, prefix, col, code)
+			}
+			if (col == row) != (code == "X") {
+				return Topology{}, perr(lineNo, trimmed, "%s%d→%s%d: %q on the wrong side of the diagonal", prefix, row, prefix, col, code)
+			}
+			codes[col] = code
+		}
+		affinity := fields[1+len(t.IDs):]
+		// A code where the CPU list belongs means a row wider than the
+		// header; NA is let through, as it may also stand for "no affinity".
+		if len(affinity) > 0 && topoCodes[affinity[0]] && affinity[0] != "NA" {
+			return Topology{}, perr(lineNo, trimmed, "row %s has %d entries, the header has %d chips", fields[0], len(fields)-1, len(t.IDs))
+		}
+		t.Codes[row] = codes
+		t.CPUAffinity[row] = strings.Join(affinity, " ")
+	}
+	if !haveHeader {
+		return Topology{}, &discovery.ParseError{Source: source, Msg: "no connection matrix in the output"}
+	}
+	var missing []string
+	for _, id := range t.IDs {
+		if t.Codes[id] == nil {
+			missing = append(missing, fmt.Sprintf("%s%d", prefix, id))
+		}
+	}
+	if len(missing) > 0 {
+		return Topology{}, &discovery.ParseError{Source: source, Msg: fmt.Sprintf("no row for %s (truncated output?)", strings.Join(missing, ", "))}
+	}
+	sort.Ints(t.IDs)
+	return t, nil
+}

@@ -1,0 +1,101 @@
+package ascend
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+)
+
+func TestParseTopoReadsTheTwoRingsOfAn910AServer(t *testing.T) {
+	topo, err := ParseTopo(cmdTopo, []byte(readRecording(t, "atlas-800-910a", "info", "-t", "topo")))
+	require.NoError(t, err)
+	require.True(t, topo.Supported)
+	require.False(t, topo.ByPhysicalID)
+	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, topo.IDs)
+	require.True(t, topo.HCCS(0, 3))
+	require.True(t, topo.HCCS(5, 7))
+	require.False(t, topo.HCCS(3, 4), "no HCCS between the rings")
+	require.False(t, topo.HCCS(2, 2))
+	require.Equal(t, "PIX", topo.Codes[0][4])
+	require.Equal(t, "PHB", topo.Codes[0][7])
+	require.Equal(t, "SYS", topo.Codes[1][4])
+	require.Equal(t, "24-47,72-95", topo.CPUAffinity[6])
+}
+
+func TestParseTopoReadsTheMeshOfAn910B3Server(t *testing.T) {
+	topo, err := ParseTopo(cmdTopo, []byte(readRecording(t, "atlas-800t-a2", "info", "-t", "topo")))
+	require.NoError(t, err)
+	for _, a := range topo.IDs {
+		for _, b := range topo.IDs {
+			require.Equal(t, a != b, topo.HCCS(a, b), "NPU%d→NPU%d", a, b)
+		}
+	}
+	require.Equal(t, "144-167", topo.CPUAffinity[0])
+}
+
+func TestParseTopoReadsPhysicalIDLabelsAndSwitchedLinks(t *testing.T) {
+	text := "           Phy-ID12   Phy-ID13   Phy-ID14\n" +
+		"Phy-ID12   X          SIO        HCCS_SW\n" +
+		"Phy-ID13   SIO        X          NA\n" +
+		"Phy-ID14   HCCS_SW    NA         X          NA\n" +
+		"\nLegend:\n\n  SIO  = Path traversing the SIO bus\n  HCCS_SW = Connection traversing HCCS through a switch\n"
+	topo, err := ParseTopo(cmdTopo, []byte(text))
+	require.NoError(t, err)
+	require.True(t, topo.ByPhysicalID)
+	require.Equal(t, []int{12, 13, 14}, topo.IDs)
+	require.True(t, topo.HCCS(12, 13), "SIO joins the two dies of a card")
+	require.True(t, topo.HCCS(12, 14), "HCCS_SW goes through a switch")
+	require.False(t, topo.HCCS(13, 14))
+	require.Equal(t, "", topo.CPUAffinity[12])
+	require.Equal(t, "NA", topo.CPUAffinity[14], "NA where the CPU list belongs is not a matrix entry")
+}
+
+func TestParseTopoAcceptsDevicesThatCannotReportTopology(t *testing.T) {
+	topo, err := ParseTopo(cmdTopo, []byte("\nThis device does not support querying topo.\n"))
+	require.NoError(t, err)
+	require.False(t, topo.Supported)
+	require.False(t, topo.HCCS(0, 1))
+}
+
+func TestParseTopoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
+	const header = "\t   NPU0       NPU1       CPU Affinity\n"
+	for _, tc := range []struct {
+		name string
+		text string
+		line int
+		msg  string
+	}{
+		{name: "an unknown link code", text: header + "NPU0       X          NV1        0-23\n", line: 2, msg: `NPU0→NPU1: unknown connection code "NV1"`},
+		{name: "a row too narrow", text: header + "NPU0       X          0-23\n", line: 2, msg: `NPU0→NPU1: unknown connection code "0-23"`},
+		{name: "a row with too few entries", text: header + "NPU0       X\n", line: 2, msg: "row NPU0 has 1 entries, the header has 2 chips"},
+		{name: "a row too wide", text: header + "NPU0       X          HCCS       HCCS       0-23\n", line: 2, msg: "row NPU0 has 4 entries, the header has 2 chips"},
+		{name: "a row label that is not NPU<N>", text: header + "GPU0       X          HCCS       0-23\n", line: 2, msg: `row label "GPU0" is not NPU<N>`},
+		{name: "a row labelled by physical id under logic-id columns", text: header + "Phy-ID0    X          HCCS       0-23\n", line: 2, msg: `row label "Phy-ID0" is not NPU<N>`},
+		{name: "a row for a chip the header lacks", text: header + "NPU5       X          HCCS       0-23\n", line: 2, msg: "row NPU5 has no column in the header"},
+		{name: "a row listed twice", text: header + "NPU0       X          HCCS\nNPU0       X          HCCS\n", line: 3, msg: "row NPU0 appears twice"},
+		{name: "a self entry off the diagonal", text: header + "NPU0       HCCS       X          0-23\n", line: 2, msg: `NPU0→NPU0: "HCCS" on the wrong side of the diagonal`},
+		{name: "a header listing a chip twice", text: "   NPU0   NPU0\n", line: 1, msg: "NPU0 appears twice in the header"},
+		{name: "a header mixing label kinds", text: "   NPU0   Phy-ID1\n", line: 1, msg: "header mixes NPU and Phy-ID labels"},
+		{name: "a label with a number too large", text: "   NPU0   NPU99999999999999999999\n", line: 1, msg: `label "NPU99999999999999999999" has no usable number`},
+		{name: "a first line that is no header", text: "Topology of the NPUs\n", line: 1, msg: `expected a header row "NPU0 NPU1 … CPU Affinity"`},
+		{name: "output truncated before the last row", text: header + "NPU0       X          HCCS       0-23\n", line: 0, msg: "no row for NPU1 (truncated output?)"},
+		{name: "empty output", text: "", line: 0, msg: "no connection matrix in the output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTopo(cmdTopo, []byte(tc.text))
+			var perr *discovery.ParseError
+			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
+			require.Equal(t, cmdTopo, perr.Source)
+			require.Equal(t, tc.line, perr.Line)
+			require.ErrorContains(t, err, "parsing npu-smi info -t topo: ")
+			if tc.line > 0 {
+				require.ErrorContains(t, err, fmt.Sprintf("line %d: ", tc.line))
+			}
+			require.ErrorContains(t, err, tc.msg)
+		})
+	}
+}

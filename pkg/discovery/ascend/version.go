@@ -1,0 +1,65 @@
+package ascend
+
+// The driver version comes from the driver package's version file,
+// /usr/local/Ascend/driver/version.info, "key=value" lines led by the
+// driver's own version:
+//
+//	Version=24.1.rc2.2
+//	ascendhal_version=7.35.23
+//	…
+//	Innerversion=V100R001C18SPC001B233
+//	compatible_version=[V100R001C30],[V100R001C13],…
+//
+// Sources: the MindCluster Ascend FaultDiag log-collection guide
+// (Ascend/mind-cluster docs, "cat /usr/local/Ascend/driver/version.info",
+// Version=24.1.rc1 … compatible_version_fw=[7.0.0,7.2.99]); a MindIE 800I A2
+// deployment note printing Version=24.1.rc2.2 and package_version; and the
+// container runs in vllm-ascend's docs, which mount exactly this file read-
+// only into every Ascend container (DESIGN.md's driver mounts list it too).
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+)
+
+// VersionInfoPath is where the driver package records its version, relative
+// to the host root.
+const VersionInfoPath = "/usr/local/Ascend/driver/version.info"
+
+// ParseVersionInfo returns the "Version=" entry of a driver version.info in
+// semantic-version form (23.0.rc3 → 23.0.0-rc3). source names the file, for
+// errors.
+func ParseVersionInfo(source string, data []byte) (string, error) {
+	perr := func(line int, text, format string, args ...any) error {
+		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
+	}
+	version, versionLine := "", 0
+	for i, raw := range strings.Split(string(data), "\n") {
+		lineNo := i + 1
+		trimmed := strings.TrimSpace(raw)
+		if trimmed == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(trimmed, "=")
+		if !ok {
+			return "", perr(lineNo, trimmed, `expected a "key=value" line`)
+		}
+		if strings.TrimSpace(key) != "Version" {
+			continue
+		}
+		if versionLine > 0 {
+			return "", perr(lineNo, trimmed, "Version is given twice (first on line %d)", versionLine)
+		}
+		v, err := discovery.SemverFromVendor(value)
+		if err != nil {
+			return "", perr(lineNo, trimmed, "%v", err)
+		}
+		version, versionLine = v, lineNo
+	}
+	if versionLine == 0 {
+		return "", &discovery.ParseError{Source: source, Msg: `no "Version=" line`}
+	}
+	return version, nil
+}

@@ -1,0 +1,52 @@
+package ascend
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+)
+
+func TestParseVersionInfoReadsTheDriverVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{name: "a release", text: "Version=23.0.3\nascendhal_version=7.35.19\nInnerversion=V100R001C15SPC003B220\n", want: "23.0.3"},
+		{name: "a release candidate", text: "Version=24.1.rc1\nascendhal_version=7.35.19\n", want: "24.1.0-rc1"},
+		{name: "a patched release candidate, CRLF and blank lines", text: "\r\nVersion=24.1.rc2.2\r\n\r\npackage_version=24.1.rc2.2\r\n", want: "24.1.0-rc2+2"},
+		{name: "a Version line after the others", text: "aicpu_version=1.0\n Version = 25.2.0 \n", want: "25.2.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseVersionInfo("version.info", []byte(tc.text))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestParseVersionInfoRejectsGarbledFilesNamingFileAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		text string
+		line int
+		msg  string
+	}{
+		{name: "a line without key and value", text: "Version=23.0.3\nascendhal 7.35.19\n", line: 2, msg: `expected a "key=value" line`},
+		{name: "a version that is not a version", text: "Version=unknown\n", line: 1, msg: `driver version "unknown" is not a version accel-dra understands`},
+		{name: "two versions", text: "Version=23.0.3\nVersion=24.1.0\n", line: 2, msg: "Version is given twice (first on line 1)"},
+		{name: "no version", text: "package_version=23.0.3\n", line: 0, msg: `no "Version=" line`},
+		{name: "an empty file", text: "", line: 0, msg: `no "Version=" line`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseVersionInfo("/usr/local/Ascend/driver/version.info", []byte(tc.text))
+			var perr *discovery.ParseError
+			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
+			require.Equal(t, "/usr/local/Ascend/driver/version.info", perr.Source)
+			require.Equal(t, tc.line, perr.Line)
+			require.ErrorContains(t, err, "parsing /usr/local/Ascend/driver/version.info: ")
+			require.ErrorContains(t, err, tc.msg)
+		})
+	}
+}

@@ -1,0 +1,58 @@
+package source_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// mixedRoot combines the Ascend 910B3 and Cambricon MLU370-X8 fixture
+// nodes into one host root with both vendors' recorded tool output, as a
+// real mixed node would look.
+func mixedRoot(t *testing.T) (root, tools string) {
+	t.Helper()
+	dir := t.TempDir()
+	root, tools = filepath.Join(dir, "root"), filepath.Join(dir, "tools")
+	require.NoError(t, os.CopyFS(root, os.DirFS("../ascend/testdata/atlas-800t-a2/root")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../cambricon/testdata/mlu370-x8/root")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../ascend/testdata/atlas-800t-a2/npu-smi")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../cambricon/testdata/mlu370-x8/cnmon")))
+	return root, tools
+}
+
+func TestARootWithBothVendorsFindsBothWithoutConfiguration(t *testing.T) {
+	root, tools := mixedRoot(t)
+	inv, err := source.Discover(context.Background(), source.Options{Root: root, ToolOutput: tools, NodeName: "mixed"})
+	require.NoError(t, err)
+	require.Equal(t, []inventory.Vendor{inventory.VendorCambricon, inventory.VendorHuawei}, inv.Vendors())
+	require.Len(t, inv.ChipsOf(inventory.VendorHuawei), 8)
+	require.Len(t, inv.ChipsOf(inventory.VendorCambricon), 8)
+}
+
+func TestARootWithoutChipsRunsNoToolAndFindsNothing(t *testing.T) {
+	// No recorded output at all: running a tool would fail.
+	inv, err := source.Discover(context.Background(), source.Options{Root: t.TempDir(), ToolOutput: t.TempDir()})
+	require.NoError(t, err)
+	require.Empty(t, inv.Chips)
+}
+
+func TestAProfileSimulatesTheNode(t *testing.T) {
+	inv, err := source.Discover(context.Background(), source.Options{Profile: "mixed-910b-mlu370", NodeName: "m"})
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 8)
+	_, err = source.Discover(context.Background(), source.Options{Profile: "nope"})
+	require.ErrorContains(t, err, `unknown hardware profile "nope"`)
+}
+
+func TestAToolFailureNamesTheBackend(t *testing.T) {
+	root, _ := mixedRoot(t)
+	_, err := source.Discover(context.Background(), source.Options{Root: root, ToolOutput: t.TempDir()})
+	require.ErrorContains(t, err, "discovering ascend chips: ")
+	require.ErrorContains(t, err, "npu-smi info")
+}
