@@ -52,6 +52,10 @@ type Config struct {
 	// path is HostRoot joined with its container path, and driver files are
 	// mounted only if they exist there. Default "/".
 	HostRoot string
+	// VisibleRoot is where the plugin itself sees HostRoot, to check which
+	// driver files exist: "/host" when a DaemonSet mounts the node's / at
+	// /host. Default HostRoot.
+	VisibleRoot string
 }
 
 // Writer writes and removes the CDI specs of claims. It is safe for
@@ -68,6 +72,9 @@ func NewWriter(cfg Config) (*Writer, error) {
 	}
 	if cfg.HostRoot == "" {
 		cfg.HostRoot = "/"
+	}
+	if cfg.VisibleRoot == "" {
+		cfg.VisibleRoot = cfg.HostRoot
 	}
 	if err := os.MkdirAll(cfg.SpecDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating CDI spec directory: %w", err)
@@ -281,11 +288,10 @@ func (w *Writer) deviceNodes(paths []string, v vendorEdits) ([]*cdispec.DeviceNo
 func (w *Writer) mounts(v vendorEdits) []*cdispec.Mount {
 	var mounts []*cdispec.Mount
 	for _, p := range v.mounts {
-		host := w.hostPath(p)
-		if _, err := os.Stat(host); err != nil {
+		if _, err := os.Stat(filepath.Join(w.cfg.VisibleRoot, p)); err != nil {
 			continue
 		}
-		mounts = append(mounts, &cdispec.Mount{HostPath: host, ContainerPath: p, Options: mountOptions})
+		mounts = append(mounts, &cdispec.Mount{HostPath: w.hostPath(p), ContainerPath: p, Options: mountOptions})
 	}
 	return mounts
 }

@@ -329,6 +329,28 @@ func TestWithTheDefaultHostRootHostPathsAreTheContainerPaths(t *testing.T) {
 	}
 }
 
+func TestAPluginInAContainerChecksFilesUnderItsMountButWritesNodePaths(t *testing.T) {
+	// As in the DaemonSet: the node's / is mounted at n.root in the
+	// plugin's container, the runtime sees it at /.
+	n := newNode(t, "atlas-800t-a2", nil)
+	dir := t.TempDir()
+	w, err := cdi.NewWriter(cdi.Config{SpecDir: dir, HostRoot: "/", VisibleRoot: n.root})
+	require.NoError(t, err)
+	_, err = w.Write(context.Background(), n.claim(uid, inventory.VendorHuawei, 0))
+	require.NoError(t, err)
+
+	specs := requireValidSpecs(t, dir).GetVendorSpecs("accel-dra.dev")
+	require.Len(t, specs, 1)
+	var mounts []string
+	for _, m := range specs[0].ContainerEdits.Mounts {
+		require.Equal(t, m.ContainerPath, m.HostPath)
+		mounts = append(mounts, m.HostPath)
+	}
+	require.Contains(t, mounts, "/usr/local/Ascend/driver/lib64", "driver files that exist under the visible root are mounted")
+	require.NotContains(t, mounts, "/usr/local/sbin/npu-smi", "files missing there are not")
+	require.Equal(t, "/dev/davinci0", specs[0].Devices[0].ContainerEdits.DeviceNodes[0].HostPath)
+}
+
 func TestUserEnvironmentIsSetPerDeviceButCannotOverrideTheDriversVariables(t *testing.T) {
 	tests := []struct {
 		name    string

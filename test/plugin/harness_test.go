@@ -44,7 +44,7 @@ const nodeName = "node-0"
 // node is one simulated node: its chips, a fake host root with real
 // (null) device nodes, and the plugin's directories.
 type node struct {
-	t                                         *testing.T
+	t                                         testing.TB
 	vendor                                    inventory.Vendor
 	driverName                                string
 	inv                                       inventory.Inventory
@@ -55,11 +55,12 @@ type node struct {
 	cancel  context.CancelFunc
 	driver  *driver.Driver
 	kubelet drapb.DRAPluginClient
+	draConn *grpc.ClientConn
 	conns   []*grpc.ClientConn
 	uids    atomic.Int64
 }
 
-func newNode(t *testing.T, profileName string, vendor inventory.Vendor) *node {
+func newNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the plugin tests fake device nodes with mknod and must run as root")
@@ -77,7 +78,7 @@ func newNode(t *testing.T, profileName string, vendor inventory.Vendor) *node {
 		t: t, vendor: vendor, driverName: names.DriverFor(vendor), inv: inv,
 		root: filepath.Join(dir, "root"), cdiDir: filepath.Join(dir, "cdi"), stateDir: filepath.Join(dir, "state"),
 		regDir: filepath.Join(sockets, "reg"), pluginDir: filepath.Join(sockets, "plugins"),
-		client: fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}),
+		client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}),
 	}
 	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
 	n.start()
@@ -109,7 +110,8 @@ func (n *node) start() {
 	require.Equal(t, registerapi.DRAPlugin, info.Type)
 	require.Equal(t, n.driverName, info.Name)
 	require.Contains(t, info.SupportedVersions, drapb.DRAPluginService)
-	n.kubelet = drapb.NewDRAPluginClient(n.dial(info.Endpoint))
+	n.draConn = n.dial(info.Endpoint)
+	n.kubelet = drapb.NewDRAPluginClient(n.draConn)
 	_, err = registerapi.NewRegistrationClient(reg).NotifyRegistrationStatus(n.ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
 	require.NoError(t, err)
 }

@@ -1,0 +1,111 @@
+// Command accel-dra-kubeletplugin is the accel-dra node agent: it discovers
+// the node's Ascend and Cambricon chips, publishes them as ResourceSlices
+// and prepares allocated chips for containers through CDI, as the kubelet
+// DRA plugin of ascend.accel-dra.dev and cambricon.accel-dra.dev.
+package main
+
+import (
+	"context"
+	goflag "flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "accel-dra-kubeletplugin:", err)
+		os.Exit(1)
+	}
+}
+
+// envOr lets every flag be set from the environment too, as a DaemonSet does.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func newCommand() *cobra.Command {
+	var o nodeagent.Options
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "accel-dra-kubeletplugin",
+		Short: "accel-dra node agent: publish Ascend and Cambricon chips as DRA devices and prepare them through CDI",
+		Long: `accel-dra-kubeletplugin runs on every accelerator node (as a DaemonSet).
+
+It discovers the chips under --root (device files, sysfs, npu-smi and cnmon
+output) or simulates a node with --profile, then serves each vendor found
+as its own DRA driver (ascend.accel-dra.dev, cambricon.accel-dra.dev):
+it registers with the kubelet, publishes the node's ResourceSlices, and on
+NodePrepareResources writes one CDI spec per claim (device nodes, driver
+mounts, visible-devices env) and records it in a checkpoint under
+--state-dir, so a restart loses nothing. SIGTERM stops it cleanly.
+
+Every flag can also be set by the environment variable in brackets.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, err := clientConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			o.KubeClient, err = kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return fmt.Errorf("creating Kubernetes client: %w", err)
+			}
+			return nodeagent.Run(ctx, o)
+		},
+	}
+	host, _ := os.Hostname()
+	f := cmd.Flags()
+	f.StringVar(&o.Discovery.NodeName, "node-name", envOr("NODE_NAME", host), "name of this node: pool and slice owner [NODE_NAME]")
+	f.StringVar(&kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account [KUBECONFIG]")
+	f.StringVar(&o.Discovery.Root, "root", envOr("ACCEL_DRA_ROOT", "/"), "host root to discover chips under (/dev, /sys, driver files) [ACCEL_DRA_ROOT]")
+	f.StringVar(&o.CDIHostRoot, "cdi-host-root", envOr("ACCEL_DRA_CDI_HOST_ROOT", ""), "the node's root as the container runtime sees it, prefix of host paths in CDI specs; set / when --root is the node's / mounted into the plugin's container; default: --root [ACCEL_DRA_CDI_HOST_ROOT]")
+	f.StringVar(&o.Discovery.Profile, "profile", envOr("ACCEL_DRA_PROFILE", ""), "simulate a node with this hardware profile (bundled name or file) instead of discovering real chips [ACCEL_DRA_PROFILE]")
+	f.StringVar(&o.Discovery.ToolOutput, "tool-output", envOr("ACCEL_DRA_TOOL_OUTPUT", ""), "read recorded npu-smi/cnmon output from this directory instead of running the tools [ACCEL_DRA_TOOL_OUTPUT]")
+	f.BoolVar(&o.FakeDevices, "fake-devices", envOr("ACCEL_DRA_FAKE_DEVICES", "") == "true", "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
+	f.StringVar(&o.RegistrarDir, "registrar-dir", envOr("ACCEL_DRA_REGISTRAR_DIR", kubeletplugin.KubeletRegistryDir), "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")
+	f.StringVar(&o.PluginDir, "plugin-dir", envOr("ACCEL_DRA_PLUGIN_DIR", kubeletplugin.KubeletPluginsDir), "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")
+	f.StringVar(&o.CDIDir, "cdi-dir", envOr("ACCEL_DRA_CDI_DIR", "/var/run/cdi"), "directory the container runtime reads CDI specs from [ACCEL_DRA_CDI_DIR]")
+	f.StringVar(&o.StateDir, "state-dir", envOr("ACCEL_DRA_STATE_DIR", "/var/lib/accel-dra"), "directory for the checkpoint of prepared claims, one subdirectory per driver [ACCEL_DRA_STATE_DIR]")
+	// Of klog's flags only the verbosity ones: logs go to stderr.
+	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	for _, name := range []string{"v", "vmodule"} {
+		f.AddGoFlag(klogFlags.Lookup(name))
+	}
+	cmd.MarkFlagsMutuallyExclusive("profile", "tool-output")
+	return cmd
+}
+
+func clientConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,122 @@
+// Package nodeagent runs accel-dra on one node: it discovers the node's
+// chips and serves each vendor found as its own DRA driver through the
+// kubelet plugin helper, until its context ends.
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/devicefaker"
+	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/driver"
+	"github.com/accel-dra/accel-dra/pkg/names"
+)
+
+// Options configure the node agent.
+type Options struct {
+	Discovery source.Options
+	// FakeDevices creates the simulated chips' device nodes and driver
+	// files under Discovery.Root, so containers can start on a node
+	// without the hardware. Only with a profile.
+	FakeDevices bool
+	// RegistrarDir is the kubelet's plugin registration directory.
+	RegistrarDir string
+	// PluginDir holds one directory per driver with its DRA socket.
+	PluginDir string
+	// CDIDir is where CDI specs are written.
+	CDIDir string
+	// CDIHostRoot is the node's root as the container runtime sees it,
+	// the prefix of host paths in CDI specs: "/" when the plugin runs in a
+	// container with the node's / mounted at Discovery.Root. Default
+	// Discovery.Root (a plugin running on the host, or fake devices).
+	CDIHostRoot string
+	// StateDir holds one directory per driver with its checkpoint.
+	StateDir   string
+	KubeClient kubernetes.Interface
+}
+
+// Run discovers the chips and serves them until ctx is done. It returns
+// an error if nothing could be started, or a fatal error of a driver.
+func Run(ctx context.Context, o Options) error {
+	logger := klog.FromContext(ctx)
+	if o.Discovery.NodeName == "" {
+		return errors.New("node name is required (--node-name or NODE_NAME)")
+	}
+	if o.FakeDevices && o.Discovery.Profile == "" {
+		return errors.New("--fake-devices needs --profile: it creates device files for simulated chips only")
+	}
+	inv, err := source.Discover(ctx, o.Discovery)
+	if err != nil {
+		return err
+	}
+	vendors := inv.Vendors()
+	if len(vendors) == 0 {
+		return fmt.Errorf("no Ascend or Cambricon chips found under %s: nothing to serve", rootOf(o))
+	}
+	hostRoot := rootOf(o)
+	if o.FakeDevices {
+		if err := devicefaker.Create(ctx, hostRoot, inv); err != nil {
+			return fmt.Errorf("creating fake devices under %s: %w", hostRoot, err)
+		}
+	}
+	cdiHostRoot := o.CDIHostRoot
+	if cdiHostRoot == "" {
+		cdiHostRoot = hostRoot
+	}
+	writer, err := cdi.NewWriter(cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot})
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var drivers []*driver.Driver
+	defer func() {
+		for _, d := range drivers {
+			d.Stop()
+		}
+	}()
+	for _, v := range vendors {
+		name := names.DriverFor(v)
+		d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", name)), driver.Config{
+			Vendor:        v,
+			NodeName:      o.Discovery.NodeName,
+			Inventory:     inv,
+			CDI:           writer,
+			StateDir:      filepath.Join(o.StateDir, name),
+			KubeClient:    o.KubeClient,
+			OnFatal:       cancel,
+			RegistrarDir:  o.RegistrarDir,
+			PluginDataDir: filepath.Join(o.PluginDir, name),
+		})
+		if err != nil {
+			if ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
+				logger.Info("Stopped while starting", "driver", name)
+				return nil
+			}
+			return err
+		}
+		drivers = append(drivers, d)
+	}
+	logger.Info("Serving", "node", o.Discovery.NodeName, "drivers", len(drivers))
+	<-ctx.Done()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	logger.Info("Shutting down")
+	return nil
+}
+
+func rootOf(o Options) string {
+	if o.Discovery.Root == "" {
+		return "/"
+	}
+	return o.Discovery.Root
+}

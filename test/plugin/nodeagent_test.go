@@ -1,0 +1,119 @@
+package plugin_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	oci "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// TestTheNodeAgentServesBothVendorsOfAMixedNode runs the node agent as the
+// binary does on the mixed profile with fake devices: both drivers
+// register, one claim with an Ascend and a Cambricon device is prepared by
+// each driver for its own device, and cancelling (SIGTERM) stops it cleanly.
+func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sockets, err := os.MkdirTemp("", "adra-")
+	require.NoError(t, err)
+	defer os.RemoveAll(sockets)
+	dir := t.TempDir()
+	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
+	o := nodeagent.Options{
+		Discovery:    source.Options{Profile: "mixed-910b-mlu370", NodeName: nodeName, Root: filepath.Join(dir, "root")},
+		FakeDevices:  true,
+		RegistrarDir: filepath.Join(sockets, "reg"),
+		PluginDir:    filepath.Join(sockets, "plugins"),
+		CDIDir:       filepath.Join(dir, "cdi"),
+		StateDir:     filepath.Join(dir, "state"),
+		KubeClient:   client,
+	}
+	done := make(chan error)
+	go func() { done <- nodeagent.Run(ctx, o) }()
+
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ascend-plus-mlu", UID: "uid-mixed"},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{
+				{Request: "npu", Driver: names.AscendDriver, Pool: nodeName, Device: "npu-2"},
+				{Request: "mlu", Driver: names.CambriconDriver, Pool: nodeName, Device: "mlu-1"},
+			},
+		}}},
+	}
+	_, err = client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// Serving means: both drivers published their slices.
+	require.Eventually(t, func() bool {
+		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		return len(list.Items) == 2
+	}, 30*time.Second, 20*time.Millisecond, "both drivers publish their slices")
+
+	var ids []string
+	for _, driverName := range []string{names.AscendDriver, names.CambriconDriver} {
+		regSock := filepath.Join(o.RegistrarDir, driverName+"-reg.sock")
+		require.Eventually(t, func() bool { _, err := os.Stat(regSock); return err == nil }, 30*time.Second, 20*time.Millisecond, "%s registers", driverName)
+		reg, err := grpc.NewClient("unix://"+regSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		defer reg.Close()
+		info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{})
+		require.NoError(t, err)
+		conn, err := grpc.NewClient("unix://"+info.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		defer conn.Close()
+		resp, err := drapb.NewDRAPluginClient(conn).NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claim)})
+		require.NoError(t, err)
+		r := resp.Claims[string(claim.UID)]
+		require.Empty(t, r.Error)
+		require.Len(t, r.Devices, 1, "%s prepares only its own device of the claim", driverName)
+		ids = append(ids, r.Devices[0].CdiDeviceIds...)
+	}
+
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(o.CDIDir), cdiapi.WithAutoRefresh(false))
+	require.NoError(t, err)
+	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
+	_, err = cache.InjectDevices(spec, ids...)
+	require.NoError(t, err)
+	require.Equal(t, []string{"/dev/cambricon_ctl", "/dev/cambricon_dev1", "/dev/cambricon_ipcm1",
+		"/dev/davinci2", "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}, devicePaths(spec))
+	env := envMap(spec)
+	require.Equal(t, "2", env["ASCEND_VISIBLE_DEVICES"])
+	require.Equal(t, "1", env["CAMBRICON_VISIBLE_DEVICES"])
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "a cancelled (SIGTERM) node agent stops without error")
+	case <-time.After(time.Minute):
+		t.Fatal("node agent did not stop")
+	}
+}
+
+func TestTheNodeAgentRefusesToStartWithoutChipsOrANodeName(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Root: t.TempDir(), NodeName: "n"}})
+	require.ErrorContains(t, err, "no Ascend or Cambricon chips found under")
+	err = nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Profile: "mlu270"}})
+	require.ErrorContains(t, err, "node name is required (--node-name or NODE_NAME)")
+	err = nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{NodeName: "n", Root: t.TempDir()}, FakeDevices: true})
+	require.ErrorContains(t, err, "--fake-devices needs --profile")
+}
