@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,7 +42,7 @@ func envOr(name, def string) string {
 
 func newCommand() *cobra.Command {
 	var o nodeagent.Options
-	var kubeconfig string
+	var kubeconfig, podUID string
 	cmd := &cobra.Command{
 		Use:   "accel-dra-kubeletplugin",
 		Short: "accel-dra node agent: publish Ascend and Cambricon chips as DRA devices and prepare them through CDI",
@@ -69,6 +70,7 @@ Every flag can also be set by the environment variable in brackets.`,
 			if err != nil {
 				return fmt.Errorf("creating Kubernetes client: %w", err)
 			}
+			o.PodUID = types.UID(podUID)
 			return nodeagent.Run(ctx, o)
 		},
 	}
@@ -81,6 +83,10 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.Discovery.Profile, "profile", envOr("ACCEL_DRA_PROFILE", ""), "simulate a node with this hardware profile (bundled name or file) instead of discovering real chips [ACCEL_DRA_PROFILE]")
 	f.StringVar(&o.Discovery.ToolOutput, "tool-output", envOr("ACCEL_DRA_TOOL_OUTPUT", ""), "read recorded npu-smi/cnmon output from this directory instead of running the tools [ACCEL_DRA_TOOL_OUTPUT]")
 	f.BoolVar(&o.FakeDevices, "fake-devices", envOr("ACCEL_DRA_FAKE_DEVICES", "") == "true", "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
+	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", envOr("ACCEL_DRA_NPU_SMI", ""), "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
+	f.StringVar(&o.Discovery.Cnmon, "cnmon", envOr("ACCEL_DRA_CNMON", ""), "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
+	f.StringVar(&podUID, "pod-uid", envOr("POD_UID", ""), "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
+	f.StringVar(&o.HealthAddr, "healthz-addr", envOr("ACCEL_DRA_HEALTHZ_ADDR", ""), "address for HTTP /livez and /readyz (ready once every driver is registered with the kubelet), e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
 	f.StringVar(&o.RegistrarDir, "registrar-dir", envOr("ACCEL_DRA_REGISTRAR_DIR", kubeletplugin.KubeletRegistryDir), "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")
 	f.StringVar(&o.PluginDir, "plugin-dir", envOr("ACCEL_DRA_PLUGIN_DIR", kubeletplugin.KubeletPluginsDir), "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")
 	f.StringVar(&o.CDIDir, "cdi-dir", envOr("ACCEL_DRA_CDI_DIR", "/var/run/cdi"), "directory the container runtime reads CDI specs from [ACCEL_DRA_CDI_DIR]")

@@ -72,3 +72,21 @@ func CommandLine(name string, args ...string) string {
 func RecordingName(name string, args ...string) string {
 	return strings.Join(append([]string{name}, args...), "_") + ".txt"
 }
+
+// Query runs a vendor tool query through runner and parses its output with
+// parse, which is given the command line as the source to name in its
+// errors. Either failure is wrapped with what the query is for (e.g.
+// "listing MLU cards: running cnmon info: …").
+func Query[T any](ctx context.Context, runner CommandRunner, what string, parse func(source string, data []byte) (T, error), name string, args ...string) (T, error) {
+	out, err := runner.Run(ctx, name, args...)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", what, err)
+	}
+	v, err := parse(CommandLine(name, args...), out)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
+}

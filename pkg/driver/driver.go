@@ -48,6 +48,11 @@ type Config struct {
 	// PluginDataDir holds this driver's DRA socket (default
 	// kubeletplugin.KubeletPluginsDir/<driver name>).
 	PluginDataDir string
+	// PodUID, when set, enables the kubeletplugin helper's rolling update:
+	// a new pod of the DaemonSet serves beside the old one until it stops.
+	// Both then share the checkpoint; gRPC calls are serialized across
+	// them by the helper's file lock and each call re-reads the checkpoint.
+	PodUID types.UID
 	// PluginOptions are passed to kubeletplugin.Start after the ones the
 	// driver sets itself.
 	PluginOptions []kubeletplugin.Option
@@ -120,6 +125,9 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		kubeletplugin.RegistrarDirectoryPath(regDir),
 		kubeletplugin.PluginDataDirectoryPath(dataDir),
 	}, cfg.PluginOptions...)
+	if cfg.PodUID != "" {
+		opts = append(opts, kubeletplugin.RollingUpdate(cfg.PodUID))
+	}
 	helper, err := kubeletplugin.Start(ctx, d, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
@@ -132,6 +140,26 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "preparedClaims", len(d.prepared.Claims))
 	return d, nil
+}
+
+// Registered reports whether the kubelet has confirmed the registration.
+func (d *Driver) Registered() bool {
+	if d.helper == nil {
+		return false
+	}
+	st := d.helper.RegistrationStatus()
+	return st != nil && st.PluginRegistered
+}
+
+// reload re-reads the checkpoint, which another instance of the plugin
+// (during a rolling update) may have changed since. Callers hold d.mu.
+func (d *Driver) reload() error {
+	data, err := d.store.Load()
+	if err != nil {
+		return fmt.Errorf("reloading state of %s: %w", d.name, err)
+	}
+	d.prepared = data
+	return nil
 }
 
 // Name is the DRA driver name.

@@ -24,6 +24,9 @@ import (
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.reload(); err != nil {
+		return nil, err
+	}
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
 		devices, err := d.prepare(ctx, claim)
@@ -192,6 +195,9 @@ func appliesTo(requests []string, request string) bool {
 func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.reload(); err != nil {
+		return nil, err
+	}
 	logger := klog.FromContext(ctx)
 	out := make(map[types.UID]error, len(claims))
 	for _, c := range claims {

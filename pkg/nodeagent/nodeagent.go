@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -38,8 +40,15 @@ type Options struct {
 	// Discovery.Root (a plugin running on the host, or fake devices).
 	CDIHostRoot string
 	// StateDir holds one directory per driver with its checkpoint.
-	StateDir   string
-	KubeClient kubernetes.Interface
+	StateDir string
+	// PodUID enables rolling updates (see driver.Config.PodUID).
+	PodUID types.UID
+	// HealthAddr, when set, serves /livez and /readyz over HTTP there.
+	HealthAddr string
+	// OnHealthServing, if set, is told the probe server's address (tests
+	// listen on port 0).
+	OnHealthServing func(net.Addr)
+	KubeClient      kubernetes.Interface
 }
 
 // Run discovers the chips and serves them until ctx is done. It returns
@@ -77,6 +86,17 @@ func Run(ctx context.Context, o Options) error {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	health := &probes{want: len(vendors)}
+	if o.HealthAddr != "" {
+		addr, err := health.serve(ctx, o.HealthAddr)
+		if err != nil {
+			return err
+		}
+		logger.Info("Serving health probes", "address", addr.String())
+		if o.OnHealthServing != nil {
+			o.OnHealthServing(addr)
+		}
+	}
 	var drivers []*driver.Driver
 	defer func() {
 		for _, d := range drivers {
@@ -95,6 +115,7 @@ func Run(ctx context.Context, o Options) error {
 			OnFatal:       cancel,
 			RegistrarDir:  o.RegistrarDir,
 			PluginDataDir: filepath.Join(o.PluginDir, name),
+			PodUID:        o.PodUID,
 		})
 		if err != nil {
 			if ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
@@ -104,6 +125,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		drivers = append(drivers, d)
+		health.add(d)
 	}
 	logger.Info("Serving", "node", o.Discovery.NodeName, "drivers", len(drivers))
 	<-ctx.Done()

@@ -2,6 +2,9 @@ package plugin_test
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,7 +48,10 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 		CDIDir:       filepath.Join(dir, "cdi"),
 		StateDir:     filepath.Join(dir, "state"),
 		KubeClient:   client,
+		HealthAddr:   "127.0.0.1:0",
 	}
+	healthAddr := make(chan net.Addr, 1)
+	o.OnHealthServing = func(a net.Addr) { healthAddr <- a }
 	done := make(chan error)
 	go func() { done <- nodeagent.Run(ctx, o) }()
 
@@ -68,6 +74,21 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 		return len(list.Items) == 2
 	}, 30*time.Second, 20*time.Millisecond, "both drivers publish their slices")
 
+	addr := <-healthAddr
+	probe := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr.String() + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	code, _ := probe("/livez")
+	require.Equal(t, http.StatusOK, code)
+	code, body := probe("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code, "not ready before the kubelet confirms the registration")
+	require.Contains(t, body, "not yet registered with the kubelet: cambricon.accel-dra.dev, ascend.accel-dra.dev")
+
 	var ids []string
 	for _, driverName := range []string{names.AscendDriver, names.CambriconDriver} {
 		regSock := filepath.Join(o.RegistrarDir, driverName+"-reg.sock")
@@ -76,6 +97,8 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 		require.NoError(t, err)
 		defer reg.Close()
 		info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{})
+		require.NoError(t, err)
+		_, err = registerapi.NewRegistrationClient(reg).NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
 		require.NoError(t, err)
 		conn, err := grpc.NewClient("unix://"+info.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
@@ -87,6 +110,9 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 		require.Len(t, r.Devices, 1, "%s prepares only its own device of the claim", driverName)
 		ids = append(ids, r.Devices[0].CdiDeviceIds...)
 	}
+
+	code, _ = probe("/readyz")
+	require.Equal(t, http.StatusOK, code, "ready once both drivers are registered")
 
 	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(o.CDIDir), cdiapi.WithAutoRefresh(false))
 	require.NoError(t, err)

@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 
@@ -63,8 +62,6 @@ const (
 	// number the Ascend runtime uses.
 	ExtraLogicID = "logicId"
 )
-
-var devNode = regexp.MustCompile(`^` + devPrefix + `(\d+)$`)
 
 // Config configures the backend.
 type Config struct {
@@ -321,82 +318,31 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 
 // linkGroups returns "hccs-K" for the index of every chip in an HCCS
 // connected component of two or more chips, K counting the components in
-// the order of their lowest chip index. chips is sorted by index.
+// the order of their lowest chip index.
 func linkGroups(chips []found, topo Topology) map[int]string {
-	parent := map[int]int{}
-	var find func(int) int
-	find = func(x int) int {
-		if parent[x] != x {
-			parent[x] = find(parent[x])
-		}
-		return parent[x]
-	}
+	byIndex := make(map[int]found, len(chips))
+	indices := make([]int, 0, len(chips))
 	for _, c := range chips {
-		parent[c.index] = c.index
+		byIndex[c.index] = c
+		indices = append(indices, c.index)
 	}
-	for _, a := range chips {
-		for _, b := range chips {
-			if a.index != b.index && topo.HCCS(a.topoID(topo), b.topoID(topo)) {
-				ra, rb := find(a.index), find(b.index)
-				if ra != rb {
-					parent[max(ra, rb)] = min(ra, rb) // the root is the lowest index
-				}
-			}
-		}
-	}
-	members := map[int][]int{}
-	for _, c := range chips {
-		r := find(c.index)
-		members[r] = append(members[r], c.index)
-	}
-	var roots []int
-	for r, m := range members {
-		if len(m) >= 2 {
-			roots = append(roots, r)
-		}
-	}
-	sort.Ints(roots)
-	out := map[int]string{}
-	for k, r := range roots {
-		for _, idx := range members[r] {
-			out[idx] = fmt.Sprintf("hccs-%d", k)
-		}
-	}
-	return out
+	return discovery.LinkGroups(indices, func(a, b int) bool {
+		return topo.HCCS(byIndex[a].topoID(topo), byIndex[b].topoID(topo))
+	}, "hccs")
 }
 
 func (b *Backend) info(ctx context.Context) ([]ChipInfo, error) {
-	out, err := b.runner.Run(ctx, b.npuSmi, "info")
-	if err != nil {
-		return nil, fmt.Errorf("listing Ascend chips: %w", err)
-	}
-	chips, err := ParseInfo(b.command("info"), out)
-	if err != nil {
-		return nil, fmt.Errorf("listing Ascend chips: %w", err)
-	}
-	return chips, nil
+	return discovery.Query(ctx, b.runner, "listing Ascend chips", ParseInfo, b.npuSmi, "info")
 }
 
 func (b *Backend) mapping(ctx context.Context) ([]ChipMapping, error) {
-	out, err := b.runner.Run(ctx, b.npuSmi, "info", "-m")
-	if err != nil {
-		return nil, fmt.Errorf("reading Ascend chip logic ids: %w", err)
-	}
-	m, err := ParseMapping(b.command("info", "-m"), out)
-	if err != nil {
-		return nil, fmt.Errorf("reading Ascend chip logic ids: %w", err)
-	}
-	return m, nil
+	return discovery.Query(ctx, b.runner, "reading Ascend chip logic ids", ParseMapping, b.npuSmi, "info", "-m")
 }
 
 func (b *Backend) topo(ctx context.Context) (Topology, error) {
-	out, err := b.runner.Run(ctx, b.npuSmi, "info", "-t", "topo")
+	t, err := discovery.Query(ctx, b.runner, "reading HCCS topology", ParseTopo, b.npuSmi, "info", "-t", "topo")
 	if err != nil {
-		return Topology{}, fmt.Errorf("reading HCCS topology: %w", err)
-	}
-	t, err := ParseTopo(b.command("info", "-t", "topo"), out)
-	if err != nil {
-		return Topology{}, fmt.Errorf("reading HCCS topology: %w", err)
+		return Topology{}, err
 	}
 	if !t.Supported {
 		klog.FromContext(ctx).Info("npu-smi cannot report the topology of these chips, treating every chip as PCIe-only")
@@ -428,35 +374,16 @@ func (b *Backend) command(args ...string) string { return discovery.CommandLine(
 
 // deviceIndices returns the N of every /dev/davinciN under the root.
 func (b *Backend) deviceIndices() ([]int, error) {
-	dir := b.hostPath("/dev")
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	devs, err := discovery.DeviceIndices(b.root, devPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("looking for Ascend device files: %w", err)
 	}
-	var out []int
-	for _, e := range entries {
-		if m := devNode.FindStringSubmatch(e.Name()); m != nil {
-			n, err := strconv.Atoi(m[1])
-			if err != nil {
-				continue // too many digits to be a device index
-			}
-			out = append(out, n)
-		}
-	}
-	sort.Ints(out)
-	return out, nil
+	return devs, nil
 }
 
 func devPath(n int) string { return fmt.Sprintf("/dev/%s%d", devPrefix, n) }
 
 func (b *Backend) hostPath(p string) string { return filepath.Join(b.root, p) }
 
-// exists reports whether a device file exists under the root (regular files
-// in fixtures, character devices on hosts: only existence counts).
-func (b *Backend) exists(p string) bool {
-	_, err := os.Stat(b.hostPath(p))
-	return err == nil
-}
+// exists reports whether a device file exists under the root.
+func (b *Backend) exists(p string) bool { return discovery.DeviceFileExists(b.root, p) }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
@@ -118,11 +119,8 @@ func TestDiscoverWithoutAscendDeviceFilesReturnsNothingAndNeverRunsNpuSmi(t *tes
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			root := t.TempDir()
-			for _, f := range tc.files {
-				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755))
-				require.NoError(t, os.WriteFile(filepath.Join(root, f), nil, 0o644))
-			}
-			inv, err := New(Config{Root: root, Runner: failingRunner{t}}).Discover(ctx)
+			discoverytest.WriteFiles(t, root, tc.files...)
+			inv, err := New(Config{Root: root, Runner: discoverytest.FailingRunner{T: t}}).Discover(ctx)
 			require.NoError(t, err)
 			require.Equal(t, inventory.Inventory{}, inv)
 		})
@@ -130,9 +128,9 @@ func TestDiscoverWithoutAscendDeviceFilesReturnsNothingAndNeverRunsNpuSmi(t *tes
 }
 
 func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFiles(t *testing.T) {
-	ctx, logs := bufferedContext(t)
+	ctx, logs := discoverytest.BufferedContext(t)
 	src, runner := fixture("atlas-300i-duo")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.Remove(filepath.Join(root, "dev", "davinci3")))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "dev", "davinci9"), nil, 0o644))
 
@@ -154,10 +152,10 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 func TestDiscoverReportsChipsNpuSmiCallsUnhealthyUnhealthy(t *testing.T) {
 	for _, health := range []string{"Warning", "Alarm", "Critical", "UNKNOWN"} {
 		t.Run(health, func(t *testing.T) {
-			ctx, logs := bufferedContext(t)
+			ctx, logs := discoverytest.BufferedContext(t)
 			root, _ := fixture("atlas-800t-a2")
 			runner := recordings(t, "atlas-800t-a2")
-			runner[cmdInfo] = replaceOnce(t, runner[cmdInfo], "| OK            | 92.0", "| "+fmt.Sprintf("%-14s", health)+"| 92.0")
+			runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| OK            | 92.0", "| "+fmt.Sprintf("%-14s", health)+"| 92.0")
 			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 			require.NoError(t, err)
 			for _, c := range inv.Chips {
@@ -182,9 +180,9 @@ func TestDiscoverReadsTheDriverVersionFile(t *testing.T) {
 		{name: "a garbled version is a parse error naming the file and line", content: ptr("ascendhal_version=7.35.19\nVersion=twenty-three\n"), errText: `version.info: line 2: driver version "twenty-three" is not a version`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, logs := bufferedContext(t)
+			ctx, logs := discoverytest.BufferedContext(t)
 			src, runner := fixture("atlas-800t-a2")
-			root := copyTree(t, src)
+			root := discoverytest.CopyTree(t, src)
 			path := filepath.Join(root, "usr", "local", "Ascend", "driver", "version.info")
 			if tc.content == nil {
 				require.NoError(t, os.Remove(path))
@@ -214,7 +212,7 @@ func TestDiscoverReadsTheDriverVersionFile(t *testing.T) {
 func TestDiscoverFailsWhenTheDriverVersionFileCannotBeRead(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, runner := fixture("atlas-800t-a2")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	path := filepath.Join(root, "usr", "local", "Ascend", "driver", "version.info")
 	require.NoError(t, os.Remove(path))
 	require.NoError(t, os.Mkdir(path, 0o755)) // a directory where the file belongs
@@ -228,7 +226,7 @@ func ptr(s string) *string { return &s }
 func TestDiscoverRejectsAChipWhosePCIVendorIsNotHuawei(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, runner := fixture("atlas-800-910a")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "sys", "devices", "pci0000:d7", "0000:db:00.0", "vendor"), []byte("0x10de\n"), 0o644))
 
 	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
@@ -238,7 +236,7 @@ func TestDiscoverRejectsAChipWhosePCIVendorIsNotHuawei(t *testing.T) {
 func TestDiscoverRejectsAChipMissingFromSysfs(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, runner := fixture("atlas-300i-duo")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", "0000:82:00.0")))
 
 	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
@@ -257,14 +255,16 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 		{
 			name: "a non-numeric HBM size in npu-smi info",
 			node: "atlas-800t-a2", cmd: cmdInfo,
-			edit:    func(t *testing.T, s string) string { return replaceOnce(t, s, "3318 / 65536", "lots / 65536") },
+			edit: func(t *testing.T, s string) string {
+				return discoverytest.ReplaceOnce(t, s, "3318 / 65536", "lots / 65536")
+			},
 			line:    8,
 			message: `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB`,
 		},
 		{
 			name: "an unknown link code in npu-smi info -t topo",
 			node: "atlas-800-910a", cmd: cmdTopo,
-			edit:    func(t *testing.T, s string) string { return replaceOnce(t, s, "PIX", "NV1") },
+			edit:    func(t *testing.T, s string) string { return discoverytest.ReplaceOnce(t, s, "PIX", "NV1") },
 			line:    2,
 			message: `parsing npu-smi info -t topo: line 2: NPU0→NPU4: unknown connection code "NV1"`,
 		},
@@ -282,7 +282,7 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			node: "atlas-300i-duo", cmd: cmdMap,
 			edit: func(t *testing.T, s string) string {
 				col := strings.Repeat(" ", 30)
-				return replaceOnce(t, s, "1"+col+"1"+col+"1 ", "1"+col+"1"+col+"one ")
+				return discoverytest.ReplaceOnce(t, s, "1"+col+"1"+col+"1 ", "1"+col+"1"+col+"one ")
 			},
 			line:    3,
 			message: `parsing npu-smi info -m: line 3: NPU 1 chip 1: logic id "one" is neither a non-negative integer nor "-"`,
@@ -294,11 +294,7 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			runner := recordings(t, tc.node)
 			runner[tc.cmd] = tc.edit(t, runner[tc.cmd])
 			_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
-			var perr *discovery.ParseError
-			require.True(t, errors.As(err, &perr), "%v", err)
-			require.Equal(t, tc.cmd, perr.Source)
-			require.Equal(t, tc.line, perr.Line)
-			require.ErrorContains(t, err, tc.message)
+			discoverytest.RequireParseError(t, err, tc.cmd, tc.line, tc.message)
 		})
 	}
 }
@@ -346,7 +342,7 @@ func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
 			name: "two chips on one device file",
 			node: "atlas-300i-duo", cmd: cmdInfo,
 			edit: func(t *testing.T, s string) string {
-				return replaceOnce(t, s, "| 1       1                     |", "| 1       0                     |")
+				return discoverytest.ReplaceOnce(t, s, "| 1       1                     |", "| 1       0                     |")
 			},
 			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 and NPU 1 chip 1 both map to /dev/davinci0",
 		},
@@ -354,7 +350,7 @@ func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
 			name: "physical ids that contradict each other",
 			node: "atlas-300i-duo", cmd: cmdMap,
 			edit: func(t *testing.T, s string) string {
-				s = replaceOnce(t, s, "Chip Name", "Chip Phy-ID    Chip Name")
+				s = discoverytest.ReplaceOnce(t, s, "Chip Name", "Chip Phy-ID    Chip Name")
 				s = strings.ReplaceAll(s, "Ascend 310P3", "7    Ascend 310P3")
 				return strings.ReplaceAll(s, "Mcu", "-    Mcu")
 			},
@@ -377,7 +373,7 @@ func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
 	// the runtime counts, the physical ids name the device files.
 	_, ctx := ktesting.NewTestContext(t)
 	src, _ := fixture("atlas-300i-duo")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	for _, n := range []string{"davinci0", "davinci1", "davinci2", "davinci3"} {
 		require.NoError(t, os.Remove(filepath.Join(root, "dev", n)))
 	}
@@ -387,7 +383,7 @@ func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
 	runner := recordings(t, "atlas-300i-duo")
 	info := runner[cmdInfo]
 	for chip, phy := range map[string]string{"0       0 ": "0       7 ", "1       1 ": "1       6 ", "0       2 ": "0       5 ", "1       3 ": "1       4 "} {
-		info = replaceOnce(t, info, chip, phy)
+		info = discoverytest.ReplaceOnce(t, info, chip, phy)
 	}
 	runner[cmdInfo] = info
 
@@ -407,10 +403,10 @@ func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
 func TestDiscoverTakesThePhysicalIDFromTheMappingWhenTheTableHasNone(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, _ := fixture("atlas-800t-a2")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.Rename(filepath.Join(root, "dev", "davinci7"), filepath.Join(root, "dev", "davinci15")))
 	runner := recordings(t, "atlas-800t-a2")
-	m := replaceOnce(t, runner[cmdMap], "Chip Name", "Chip Phy-ID  Chip Name")
+	m := discoverytest.ReplaceOnce(t, runner[cmdMap], "Chip Name", "Chip Phy-ID  Chip Name")
 	m = strings.ReplaceAll(m, "Mcu", "-  Mcu")
 	lines := strings.Split(m, "\n")
 	for i := 1; i < len(lines); i++ {
@@ -452,7 +448,7 @@ func TestDiscoverReadsAnA3MatrixLabelledByPhysicalID(t *testing.T) {
 }
 
 func TestDiscoverTreatsEveryChipAsPCIeOnlyWhenNpuSmiCannotReportTopology(t *testing.T) {
-	ctx, logs := bufferedContext(t)
+	ctx, logs := discoverytest.BufferedContext(t)
 	root, _ := fixture("atlas-800t-a2")
 	runner := recordings(t, "atlas-800t-a2")
 	runner[cmdTopo] = "This device does not support querying topo.\n"
@@ -491,7 +487,7 @@ func TestDiscoverGivesChipsThatShareABusIDDistinctUUIDs(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	root, _ := fixture("atlas-300i-duo")
 	runner := recordings(t, "atlas-300i-duo")
-	runner[cmdInfo] = replaceOnce(t, runner[cmdInfo], "0000:02:00.0", "0000:01:00.0")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "0000:02:00.0", "0000:01:00.0")
 	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 	require.NoError(t, err)
 	var uuids []string
@@ -503,10 +499,10 @@ func TestDiscoverGivesChipsThatShareABusIDDistinctUUIDs(t *testing.T) {
 }
 
 func TestDiscoverPublishesNoPCIFactsForAChipWithoutBusID(t *testing.T) {
-	ctx, logs := bufferedContext(t)
+	ctx, logs := discoverytest.BufferedContext(t)
 	root, _ := fixture("atlas-300i-duo")
 	runner := recordings(t, "atlas-300i-duo")
-	runner[cmdInfo] = replaceOnce(t, runner[cmdInfo], "0000:81:00.0", "NA          ")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "0000:81:00.0", "NA          ")
 	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 	require.NoError(t, err)
 	c := inv.Chips[2]
@@ -518,7 +514,7 @@ func TestDiscoverPublishesNoPCIFactsForAChipWithoutBusID(t *testing.T) {
 }
 
 func TestDiscoverPublishesZeroCoresAndWarnsForAnUnknownChipName(t *testing.T) {
-	ctx, logs := bufferedContext(t)
+	ctx, logs := discoverytest.BufferedContext(t)
 	root, _ := fixture("atlas-800t-a2")
 	runner := recordings(t, "atlas-800t-a2")
 	runner[cmdInfo] = strings.ReplaceAll(runner[cmdInfo], "910B3 ", "910B9 ")
@@ -544,7 +540,7 @@ func TestDiscoverPublishesOnlyTheSharedDeviceNodesThatExist(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			src, runner := fixture("atlas-300i-duo")
-			root := copyTree(t, src)
+			root := discoverytest.CopyTree(t, src)
 			for _, n := range tc.remove {
 				require.NoError(t, os.Remove(filepath.Join(root, "dev", n)))
 			}
@@ -587,7 +583,7 @@ func TestDiscoverUsesTheConfiguredNpuSmiCommand(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	root, _ := fixture("atlas-300i-duo")
 	rec := recordings(t, "atlas-300i-duo")
-	runner := mapRunner{}
+	runner := discoverytest.MapRunner{}
 	for cmd, out := range rec {
 		runner["/usr/local/bin/"+cmd] = out
 	}
@@ -600,7 +596,7 @@ func TestDiscoverFailsWhenDevCannotBeListed(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "dev"), nil, 0o644)) // a file where /dev belongs
-	_, err := New(Config{Root: root, Runner: failingRunner{t}}).Discover(ctx)
+	_, err := New(Config{Root: root, Runner: discoverytest.FailingRunner{T: t}}).Discover(ctx)
 	require.ErrorContains(t, err, "looking for Ascend device files")
 }
 

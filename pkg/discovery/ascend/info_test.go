@@ -1,14 +1,12 @@
 package ascend
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 )
 
 func TestParseInfoReadsEveryChipOfATrainingServerTable(t *testing.T) {
@@ -189,15 +187,7 @@ func TestParseInfoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseInfo(cmdInfo, []byte(tc.text))
-			var perr *discovery.ParseError
-			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
-			require.Equal(t, cmdInfo, perr.Source)
-			require.Equal(t, tc.line, perr.Line)
-			require.ErrorContains(t, err, "parsing npu-smi info: ")
-			if tc.line > 0 {
-				require.ErrorContains(t, err, fmt.Sprintf("line %d: ", tc.line))
-			}
-			require.ErrorContains(t, err, tc.msg)
+			discoverytest.RequireParseError(t, err, cmdInfo, tc.line, tc.msg)
 		})
 	}
 }
@@ -215,9 +205,6 @@ func TestParseInfoRejectsAChipRowWithoutThePhysicalIDItsHeaderPromises(t *testin
 		{row: "| 0     x                   | 0000:9D:00.0  | 0           0    / 0          3131 / 65536         |", msg: `NPU 0 chip 0: Phy-ID "x" is not a non-negative integer`},
 	} {
 		_, err := ParseInfo(cmdInfo, []byte(text+tc.row+"\n"))
-		var perr *discovery.ParseError
-		require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
-		require.Equal(t, 5, perr.Line)
-		require.ErrorContains(t, err, tc.msg)
+		discoverytest.RequireParseError(t, err, cmdInfo, 5, tc.msg)
 	}
 }

@@ -1,13 +1,11 @@
 package ascend
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 )
 
 func TestParseMappingReadsTheFixedWidthLayout(t *testing.T) {
@@ -68,15 +66,7 @@ func TestParseMappingRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseMapping(cmdMap, []byte(tc.text))
-			var perr *discovery.ParseError
-			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
-			require.Equal(t, cmdMap, perr.Source)
-			require.Equal(t, tc.line, perr.Line)
-			require.ErrorContains(t, err, "parsing npu-smi info -m: ")
-			if tc.line > 0 {
-				require.ErrorContains(t, err, fmt.Sprintf("line %d: ", tc.line))
-			}
-			require.ErrorContains(t, err, tc.msg)
+			discoverytest.RequireParseError(t, err, cmdMap, tc.line, tc.msg)
 		})
 	}
 }

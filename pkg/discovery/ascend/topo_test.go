@@ -1,13 +1,11 @@
 package ascend
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 )
 
 func TestParseTopoReadsTheTwoRingsOfAn910AServer(t *testing.T) {
@@ -87,15 +85,7 @@ func TestParseTopoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTopo(cmdTopo, []byte(tc.text))
-			var perr *discovery.ParseError
-			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
-			require.Equal(t, cmdTopo, perr.Source)
-			require.Equal(t, tc.line, perr.Line)
-			require.ErrorContains(t, err, "parsing npu-smi info -t topo: ")
-			if tc.line > 0 {
-				require.ErrorContains(t, err, fmt.Sprintf("line %d: ", tc.line))
-			}
-			require.ErrorContains(t, err, tc.msg)
+			discoverytest.RequireParseError(t, err, cmdTopo, tc.line, tc.msg)
 		})
 	}
 }

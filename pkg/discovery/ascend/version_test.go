@@ -1,12 +1,11 @@
 package ascend
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 )
 
 func TestParseVersionInfoReadsTheDriverVersion(t *testing.T) {
@@ -41,12 +40,7 @@ func TestParseVersionInfoRejectsGarbledFilesNamingFileAndLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseVersionInfo("/usr/local/Ascend/driver/version.info", []byte(tc.text))
-			var perr *discovery.ParseError
-			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
-			require.Equal(t, "/usr/local/Ascend/driver/version.info", perr.Source)
-			require.Equal(t, tc.line, perr.Line)
-			require.ErrorContains(t, err, "parsing /usr/local/Ascend/driver/version.info: ")
-			require.ErrorContains(t, err, tc.msg)
+			discoverytest.RequireParseError(t, err, "/usr/local/Ascend/driver/version.info", tc.line, tc.msg)
 		})
 	}
 }

@@ -17,11 +17,8 @@ package cambricon
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,8 +44,6 @@ const (
 // ExtraMLULinkPorts is the Chip.Extra key of the number of active MLU-Link
 // ports that connect the chip to other chips of the node.
 const ExtraMLULinkPorts = "mluLinkPorts"
-
-var devNode = regexp.MustCompile(`^` + devPrefix + `(\d+)$`)
 
 // Config configures the backend.
 type Config struct {
@@ -210,105 +205,36 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 // component of two or more cards, K counting the components in the order of
 // their lowest card number.
 func linkGroups(cards []CardInfo, topo Topology) map[int]string {
-	parent := map[int]int{}
-	var find func(int) int
-	find = func(x int) int {
-		if parent[x] != x {
-			parent[x] = find(parent[x])
-		}
-		return parent[x]
-	}
+	indices := make([]int, 0, len(cards))
 	for _, c := range cards {
-		parent[c.Card] = c.Card
+		indices = append(indices, c.Card)
 	}
-	for _, a := range cards {
-		for _, b := range cards {
-			if linked, _ := topo.MLULink(a.Card, b.Card); linked && a.Card != b.Card {
-				ra, rb := find(a.Card), find(b.Card)
-				if ra != rb {
-					parent[max(ra, rb)] = min(ra, rb) // the root is the lowest card
-				}
-			}
-		}
-	}
-	members := map[int][]int{}
-	for _, c := range cards {
-		r := find(c.Card)
-		members[r] = append(members[r], c.Card)
-	}
-	var roots []int
-	for r, m := range members {
-		if len(m) >= 2 {
-			roots = append(roots, r)
-		}
-	}
-	sort.Ints(roots)
-	out := map[int]string{}
-	for k, r := range roots {
-		for _, c := range members[r] {
-			out[c] = fmt.Sprintf("mlulink-%d", k)
-		}
-	}
-	return out
+	return discovery.LinkGroups(indices, func(a, b int) bool {
+		linked, _ := topo.MLULink(a, b)
+		return linked
+	}, "mlulink")
 }
 
 func (b *Backend) info(ctx context.Context) ([]CardInfo, error) {
-	src := b.command("info")
-	out, err := b.runner.Run(ctx, b.cnmon, "info")
-	if err != nil {
-		return nil, fmt.Errorf("listing MLU cards: %w", err)
-	}
-	cards, err := ParseInfo(src, out)
-	if err != nil {
-		return nil, fmt.Errorf("listing MLU cards: %w", err)
-	}
-	return cards, nil
+	return discovery.Query(ctx, b.runner, "listing MLU cards", ParseInfo, b.cnmon, "info")
 }
 
 func (b *Backend) topo(ctx context.Context) (Topology, error) {
-	src := b.command("topo", "-m")
-	out, err := b.runner.Run(ctx, b.cnmon, "topo", "-m")
-	if err != nil {
-		return Topology{}, fmt.Errorf("reading MLU-Link topology: %w", err)
-	}
-	t, err := ParseTopo(src, out)
-	if err != nil {
-		return Topology{}, fmt.Errorf("reading MLU-Link topology: %w", err)
-	}
-	return t, nil
+	return discovery.Query(ctx, b.runner, "reading MLU-Link topology", ParseTopo, b.cnmon, "topo", "-m")
 }
 
 func (b *Backend) command(args ...string) string { return discovery.CommandLine(b.cnmon, args...) }
 
 // deviceIndices returns the N of every /dev/cambricon_devN under the root.
 func (b *Backend) deviceIndices() ([]int, error) {
-	dir := b.hostPath("/dev")
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	devs, err := discovery.DeviceIndices(b.root, devPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("looking for Cambricon device files: %w", err)
 	}
-	var out []int
-	for _, e := range entries {
-		if m := devNode.FindStringSubmatch(e.Name()); m != nil {
-			n, err := strconv.Atoi(m[1])
-			if err != nil {
-				continue // too many digits to be a device index
-			}
-			out = append(out, n)
-		}
-	}
-	sort.Ints(out)
-	return out, nil
+	return devs, nil
 }
 
 func (b *Backend) hostPath(p string) string { return filepath.Join(b.root, p) }
 
-// exists reports whether a device file exists under the root (regular files
-// in fixtures, character devices on hosts: only existence counts).
-func (b *Backend) exists(p string) bool {
-	_, err := os.Stat(b.hostPath(p))
-	return err == nil
-}
+// exists reports whether a device file exists under the root.
+func (b *Backend) exists(p string) bool { return discovery.DeviceFileExists(b.root, p) }

@@ -1,18 +1,16 @@
 package cambricon
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
@@ -169,11 +167,8 @@ func TestDiscoverWithoutCambriconDeviceFilesReturnsNothingAndNeverRunsCnmon(t *t
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			root := t.TempDir()
-			for _, f := range tc.files {
-				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755))
-				require.NoError(t, os.WriteFile(filepath.Join(root, f), nil, 0o644))
-			}
-			inv, err := New(Config{Root: root, Runner: failingRunner{t}}).Discover(ctx)
+			discoverytest.WriteFiles(t, root, tc.files...)
+			inv, err := New(Config{Root: root, Runner: discoverytest.FailingRunner{T: t}}).Discover(ctx)
 			require.NoError(t, err)
 			require.Equal(t, inventory.Inventory{}, inv)
 		})
@@ -181,10 +176,9 @@ func TestDiscoverWithoutCambriconDeviceFilesReturnsNothingAndNeverRunsCnmon(t *t
 }
 
 func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFiles(t *testing.T) {
-	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	ctx := klog.NewContext(context.Background(), logger)
+	ctx, logs := discoverytest.BufferedContext(t)
 	src, runner := fixture("mlu270")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.Remove(filepath.Join(root, "dev", "cambricon_dev2")))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "dev", "cambricon_dev9"), nil, 0o644))
 
@@ -195,11 +189,10 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 	require.True(t, inv.Chips[1].Healthy)
 	require.False(t, inv.Chips[2].Healthy, "cnmon lists card 2 but /dev/cambricon_dev2 is missing")
 
-	logs := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
-	require.Contains(t, logs, "device file is missing")
-	require.Contains(t, logs, "/dev/cambricon_dev2")
-	require.Contains(t, logs, "cnmon does not list")
-	require.Contains(t, logs, "/dev/cambricon_dev9")
+	require.Contains(t, logs(), "device file is missing")
+	require.Contains(t, logs(), "/dev/cambricon_dev2")
+	require.Contains(t, logs(), "cnmon does not list")
+	require.Contains(t, logs(), "/dev/cambricon_dev9")
 }
 
 func TestDiscoverReportsChipsCnmonCallsUnhealthyUnhealthy(t *testing.T) {
@@ -212,8 +205,8 @@ func TestDiscoverReportsChipsCnmonCallsUnhealthyUnhealthy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			root, _ := fixture("mlu590")
-			runner := mapRunner{
-				"cnmon info":    replaceOnce(t, readRecording(t, "mlu590", "info"), tc.old, tc.new),
+			runner := discoverytest.MapRunner{
+				"cnmon info":    discoverytest.ReplaceOnce(t, readRecording(t, "mlu590", "info"), tc.old, tc.new),
 				"cnmon topo -m": readRecording(t, "mlu590", "topo", "-m"),
 			}
 			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
@@ -229,7 +222,7 @@ func TestDiscoverReportsChipsCnmonCallsUnhealthyUnhealthy(t *testing.T) {
 func TestDiscoverRejectsAChipWhosePCIVendorIsNotCambricon(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, runner := fixture("mlu270")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.WriteFile(filepath.Join(root, "sys", "devices", "pci0000:00", "0000:05:00.0", "vendor"), []byte("0x10de\n"), 0o644))
 
 	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
@@ -239,7 +232,7 @@ func TestDiscoverRejectsAChipWhosePCIVendorIsNotCambricon(t *testing.T) {
 func TestDiscoverRejectsAChipMissingFromSysfs(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, runner := fixture("mlu270")
-	root := copyTree(t, src)
+	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", "0000:83:00.0")))
 
 	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
@@ -258,14 +251,14 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 		{
 			name: "a garbled memory size in cnmon info",
 			info: func(s string) string {
-				return replaceOnce(t, s, "Total                      : 98304 MiB", "Total                      : lots MiB")
+				return discoverytest.ReplaceOnce(t, s, "Total                      : 98304 MiB", "Total                      : lots MiB")
 			},
 			source: "cnmon info", line: 18,
 			message: `parsing cnmon info: line 18: memory size "lots MiB": "lots" is not a non-negative integer`,
 		},
 		{
 			name:   "a garbled MLU-Link count in cnmon topo -m",
-			topo:   func(s string) string { return replaceOnce(t, s, "MLK1", "MLKx") },
+			topo:   func(s string) string { return discoverytest.ReplaceOnce(t, s, "MLK1", "MLKx") },
 			source: "cnmon topo -m", line: 2,
 			message: `parsing cnmon topo -m: line 2: MLU0→MLU1: MLU-Link count in "MLKx" is not a number`,
 		},
@@ -280,12 +273,8 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			if tc.topo != nil {
 				topo = tc.topo(topo)
 			}
-			_, err := New(Config{Root: root, Runner: mapRunner{"cnmon info": info, "cnmon topo -m": topo}}).Discover(ctx)
-			var perr *discovery.ParseError
-			require.True(t, errors.As(err, &perr), "%v", err)
-			require.Equal(t, tc.source, perr.Source)
-			require.Equal(t, tc.line, perr.Line)
-			require.ErrorContains(t, err, tc.message)
+			_, err := New(Config{Root: root, Runner: discoverytest.MapRunner{"cnmon info": info, "cnmon topo -m": topo}}).Discover(ctx)
+			discoverytest.RequireParseError(t, err, tc.source, tc.line, tc.message)
 		})
 	}
 }
@@ -301,7 +290,7 @@ func TestDiscoverSaysWhatItWasDoingWhenCnmonFails(t *testing.T) {
 func TestDiscoverUsesTheConfiguredCnmonCommand(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	root, _ := fixture("mlu270")
-	runner := mapRunner{
+	runner := discoverytest.MapRunner{
 		"/usr/bin/cnmon info":    readRecording(t, "mlu270", "info"),
 		"/usr/bin/cnmon topo -m": readRecording(t, "mlu270", "topo", "-m"),
 	}
@@ -314,9 +303,17 @@ func TestDiscoverRejectsACardMissingFromTheTopology(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	root, _ := fixture("mlu270")
 	topo := "        MLU0     MLU1     CPU Affinity\nMLU0    X        H_B      0-31\nMLU1    H_B      X        0-31\n"
-	runner := mapRunner{"cnmon info": readRecording(t, "mlu270", "info"), "cnmon topo -m": topo}
+	runner := discoverytest.MapRunner{"cnmon info": readRecording(t, "mlu270", "info"), "cnmon topo -m": topo}
 	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 	require.ErrorContains(t, err, "card 2 has no row in the topology matrix")
+}
+
+func TestDiscoverFailsWhenDevCannotBeListed(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "dev"), nil, 0o644)) // a file where /dev belongs
+	_, err := New(Config{Root: root, Runner: discoverytest.FailingRunner{T: t}}).Discover(ctx)
+	require.ErrorContains(t, err, "looking for Cambricon device files")
 }
 
 func TestBackendIsNamedCambricon(t *testing.T) {

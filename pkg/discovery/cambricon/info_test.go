@@ -1,14 +1,12 @@
 package cambricon
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 )
 
 func TestParseInfoReadsEveryCardOfACNMONv4Listing(t *testing.T) {
@@ -106,15 +104,7 @@ func TestParseInfoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseInfo("cnmon info", []byte(tc.text))
-			var perr *discovery.ParseError
-			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
-			require.Equal(t, "cnmon info", perr.Source)
-			require.Equal(t, tc.line, perr.Line)
-			require.ErrorContains(t, err, "parsing cnmon info: ")
-			if tc.line > 0 {
-				require.ErrorContains(t, err, fmt.Sprintf("line %d: ", tc.line))
-			}
-			require.ErrorContains(t, err, tc.msg)
+			discoverytest.RequireParseError(t, err, "cnmon info", tc.line, tc.msg)
 		})
 	}
 }

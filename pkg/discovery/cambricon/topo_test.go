@@ -1,13 +1,11 @@
 package cambricon
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 )
 
 func TestParseTopoReadsTheMatrixOfAnMLU370X8Server(t *testing.T) {
@@ -68,15 +66,7 @@ func TestParseTopoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseTopo("cnmon topo -m", []byte(tc.text))
-			var perr *discovery.ParseError
-			require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
-			require.Equal(t, "cnmon topo -m", perr.Source)
-			require.Equal(t, tc.line, perr.Line)
-			require.ErrorContains(t, err, "parsing cnmon topo -m: ")
-			if tc.line > 0 {
-				require.ErrorContains(t, err, fmt.Sprintf("line %d: ", tc.line))
-			}
-			require.ErrorContains(t, err, tc.msg)
+			discoverytest.RequireParseError(t, err, "cnmon topo -m", tc.line, tc.msg)
 		})
 	}
 }

@@ -26,6 +26,8 @@ type Options struct {
 	// ToolOutput, when set, is a directory of recorded npu-smi and cnmon
 	// output (discovery.RecordedRunner) used instead of running the tools.
 	ToolOutput string
+	// NpuSmi and Cnmon are the vendor tools' paths; default found in PATH.
+	NpuSmi, Cnmon string
 }
 
 // Backends returns the backends for o. With a root, both vendor backends
@@ -43,7 +45,16 @@ func Backends(o Options) ([]discovery.Backend, error) {
 	if root == "" {
 		root = "/"
 	}
-	var runner discovery.CommandRunner = discovery.ExecRunner{}
+	// Tool paths go to the runner, not the backends, so commands keep
+	// their names in messages and recordings.
+	tools := map[string]string{}
+	if o.NpuSmi != "" {
+		tools["npu-smi"] = o.NpuSmi
+	}
+	if o.Cnmon != "" {
+		tools["cnmon"] = o.Cnmon
+	}
+	var runner discovery.CommandRunner = discovery.ExecRunner{Tools: tools}
 	if o.ToolOutput != "" {
 		runner = discovery.RecordedRunner{Dir: o.ToolOutput}
 	}

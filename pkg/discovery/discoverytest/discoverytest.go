@@ -1,0 +1,151 @@
+// Package discoverytest holds the test helpers the vendor discovery backends
+// share: fixture nodes recorded under a package's testdata, copies of them a
+// test can break, and command runners that answer from memory or refuse to
+// run anything.
+//
+// A fixture node is a directory testdata/<node> holding the node's host
+// root under root/ (device files, sysfs, driver files) and the recorded
+// output of a vendor tool under <tool>/, one file per command as
+// discovery.RecordedRunner reads them. Paths are relative to the working
+// directory, which go test sets to the package under test.
+package discoverytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+)
+
+// Fixture returns the root tree of a fixture node and a runner answering
+// from the node's recordings in toolDir (e.g. "npu-smi", "cnmon").
+func Fixture(node, toolDir string) (root string, runner discovery.RecordedRunner) {
+	dir := filepath.Join("testdata", node)
+	return filepath.Join(dir, "root"), discovery.RecordedRunner{Dir: filepath.Join(dir, toolDir)}
+}
+
+// ReadRecording returns the recorded output of `tool args…` on a fixture
+// node, so a test can edit it and serve it through a MapRunner.
+func ReadRecording(t testing.TB, node, tool string, args ...string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", node, tool, discovery.RecordingName(tool, args...)))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// CopyTree copies a fixture root into a temporary directory, keeping
+// symlinks (sysfs links), so a test can break one thing in it.
+func CopyTree(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		default:
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, b, 0o644)
+		}
+	})
+	require.NoError(t, err)
+	return dst
+}
+
+// MapRunner is a discovery.CommandRunner answering each command from the
+// output stored under its command line (discovery.CommandLine, e.g.
+// "cnmon topo -m"). A command without an entry fails.
+type MapRunner map[string]string
+
+// Run implements discovery.CommandRunner.
+func (m MapRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	line := discovery.CommandLine(name, args...)
+	out, ok := m[line]
+	if !ok {
+		return nil, fmt.Errorf("running %s: not found", line)
+	}
+	return []byte(out), nil
+}
+
+// FailingRunner is a discovery.CommandRunner for code that must not run a
+// tool: every command fails, and fails the test T.
+type FailingRunner struct{ T testing.TB }
+
+// ErrMustNotRun is what FailingRunner returns.
+var ErrMustNotRun = errors.New("must not run")
+
+// Run implements discovery.CommandRunner.
+func (r FailingRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	r.T.Errorf("ran %s, but nothing should run", discovery.CommandLine(name, args...))
+	return nil, ErrMustNotRun
+}
+
+// ReplaceOnce replaces the first old in s by new, failing the test if s
+// has no old, so an edit of a recording cannot silently miss.
+func ReplaceOnce(t testing.TB, s, old, new string) string {
+	t.Helper()
+	require.Contains(t, s, old)
+	return strings.Replace(s, old, new, 1)
+}
+
+// WriteFiles creates empty files at the given slash-separated paths under
+// root (e.g. "dev/davinci0"), with their parent directories.
+func WriteFiles(t testing.TB, root string, files ...string) {
+	t.Helper()
+	for _, f := range files {
+		p := filepath.Join(root, filepath.FromSlash(f))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, nil, 0o644))
+	}
+}
+
+// BufferedContext returns a context whose logger keeps what is logged, and
+// a function returning the log so far.
+func BufferedContext(t testing.TB) (context.Context, func() string) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	return klog.NewContext(context.Background(), logger), func() string {
+		return logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	}
+}
+
+// RequireParseError asserts that err is, or wraps, a *discovery.ParseError
+// from source at line (0: not tied to a line) whose message contains msg,
+// and that the error text says so ("parsing <source>: line <line>: …").
+func RequireParseError(t testing.TB, err error, source string, line int, msg string) {
+	t.Helper()
+	var perr *discovery.ParseError
+	require.True(t, errors.As(err, &perr), "want a ParseError, got %v", err)
+	require.Equal(t, source, perr.Source)
+	require.Equal(t, line, perr.Line)
+	require.ErrorContains(t, err, "parsing "+source+": ")
+	if line > 0 {
+		require.ErrorContains(t, err, fmt.Sprintf("line %d: ", line))
+	}
+	require.ErrorContains(t, err, msg)
+}

@@ -1,0 +1,86 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/driver"
+)
+
+// probes serves the DaemonSet's probes: /livez answers while the process
+// runs its event loop; /readyz only when every driver has started and the
+// kubelet has confirmed its registration, so a rolling update waits for
+// the new pod to really serve before stopping the old one.
+type probes struct {
+	mu      sync.Mutex
+	drivers []*driver.Driver
+	want    int
+}
+
+func (p *probes) add(d *driver.Driver) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drivers = append(p.drivers, d)
+}
+
+func (p *probes) ready() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.drivers) < p.want {
+		return fmt.Errorf("%d of %d drivers started", len(p.drivers), p.want)
+	}
+	var waiting []string
+	for _, d := range p.drivers {
+		if !d.Registered() {
+			waiting = append(waiting, d.Name())
+		}
+	}
+	if len(waiting) > 0 {
+		return fmt.Errorf("not yet registered with the kubelet: %s", strings.Join(waiting, ", "))
+	}
+	return nil
+}
+
+func (p *probes) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := p.ready(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// serve runs the probe server on addr until ctx is done.
+func (p *probes) serve(ctx context.Context, addr string) (net.Addr, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening for health probes on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: p.handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Health probe server failed")
+		}
+	}()
+	return l.Addr(), nil
+}
