@@ -3,23 +3,48 @@
 GO ?= go
 BIN := bin
 
-.PHONY: all build test lint demo clean
+# helm, built from the separate tools module hack/tools (pinned in its
+# go.mod, cached by the go command after the first build).
+HELM := $(GO) -C hack/tools run helm.sh/helm/v4/cmd/helm
+CHART := $(CURDIR)/deployments/helm/accel-dra
+
+# The image defaults to the chart's appVersion, the tag the chart deploys.
+VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' deployments/helm/accel-dra/Chart.yaml)
+IMAGE ?= ghcr.io/accel-dra/accel-dra:$(VERSION)
+CONTAINER_TOOL ?= docker
+
+.PHONY: all build static test lint chart demo image clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/accel-dra ./cmd/accel-dra
 
-lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+# The image's binaries, built as deployments/container/Dockerfile builds them.
+static:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra
 
-test: lint
+lint:
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(HELM) lint --strict $(CHART)
+
+# Renders the chart with its defaults and in simulation; test/chart checks
+# the renderings in detail.
+chart:
+	$(HELM) template accel-dra $(CHART) --namespace accel-dra >/dev/null
+	$(HELM) template accel-dra $(CHART) --namespace accel-dra --set simulation.profile=mixed-910b-mlu370 --set simulation.fakeDevices=true >/dev/null
+
+test: lint chart
 	$(GO) test ./...
 
 # The embedded default: a simulated node, no cluster needed.
 demo: build
-	$(BIN)/accel-dra simulate --cluster demo/cluster.yaml -f deployments/deviceclasses -f demo/workloads
+	$(BIN)/accel-dra simulate --cluster demo/cluster.yaml -f deployments/helm/accel-dra/deviceclasses -f demo/workloads
+
+# Needs a container engine (docker, or CONTAINER_TOOL=podman).
+image:
+	$(CONTAINER_TOOL) build -f deployments/container/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 clean:
 	rm -rf $(BIN)

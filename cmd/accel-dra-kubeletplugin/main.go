@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,14 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// splitEnv reads a comma list from the environment.
+func splitEnv(name string) []string {
+	if v := os.Getenv(name); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
 }
 
 func newCommand() *cobra.Command {
@@ -83,6 +92,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.Discovery.Profile, "profile", envOr("ACCEL_DRA_PROFILE", ""), "simulate a node with this hardware profile (bundled name or file) instead of discovering real chips [ACCEL_DRA_PROFILE]")
 	f.StringVar(&o.Discovery.ToolOutput, "tool-output", envOr("ACCEL_DRA_TOOL_OUTPUT", ""), "read recorded npu-smi/cnmon output from this directory instead of running the tools [ACCEL_DRA_TOOL_OUTPUT]")
 	f.BoolVar(&o.FakeDevices, "fake-devices", envOr("ACCEL_DRA_FAKE_DEVICES", "") == "true", "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
+	f.StringSliceVar(&o.Discovery.Vendors, "vendors", splitEnv("ACCEL_DRA_VENDORS"), "serve only these vendors' chips: ascend, cambricon (comma list); default: every vendor found [ACCEL_DRA_VENDORS]")
 	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", envOr("ACCEL_DRA_NPU_SMI", ""), "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", envOr("ACCEL_DRA_CNMON", ""), "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
 	f.StringVar(&podUID, "pod-uid", envOr("POD_UID", ""), "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")

@@ -84,7 +84,7 @@ func TestDiscoverFindsAscendChipsUnderARoot(t *testing.T) {
 }
 
 func TestSimulateTheDemoAllocatesEveryClaim(t *testing.T) {
-	out, err := run(t, "simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/deviceclasses", "-f", "../../demo/workloads", "-o", "json")
+	out, err := run(t, "simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses", "-f", "../../demo/workloads", "-o", "json")
 	require.NoError(t, err)
 	var res simulate.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
@@ -94,7 +94,7 @@ func TestSimulateTheDemoAllocatesEveryClaim(t *testing.T) {
 		require.Empty(t, c.Explanation)
 	}
 
-	out, err = run(t, "simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/deviceclasses", "-f", "../../demo/workloads/03-same-ring-4.yaml", "--explain")
+	out, err = run(t, "simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses", "-f", "../../demo/workloads/03-same-ring-4.yaml", "--explain")
 	require.NoError(t, err)
 	require.Contains(t, out, `candidates: request "npus" needs 4: class ascend.accel-dra.dev matches`)
 }
@@ -106,16 +106,16 @@ func TestInvalidInputFailsNamingTheFileAndObject(t *testing.T) {
 		want string
 	}{
 		{"unknown profile in the cluster file",
-			[]string{"simulate", "--cluster", "testdata/unknown-profile-cluster.yaml", "-f", "../../deployments/deviceclasses"},
+			[]string{"simulate", "--cluster", "testdata/unknown-profile-cluster.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses"},
 			`unknown-profile-cluster.yaml: nodes[0].profile: unknown hardware profile "atlas-900"`},
 		{"bad YAML in a claim file",
 			[]string{"simulate", "--cluster", "../../demo/cluster.yaml", "-f", "testdata/not-yaml.yaml: document 1: yaml: line 6"},
 			"testdata/not-yaml.yaml: document 1: yaml: line 6"},
 		{"missing cluster file",
-			[]string{"simulate", "--cluster", "testdata/nope.yaml", "-f", "../../deployments/deviceclasses"},
+			[]string{"simulate", "--cluster", "testdata/nope.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses"},
 			"reading cluster file"},
 		{"unknown output format",
-			[]string{"simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/deviceclasses", "-o", "xml"},
+			[]string{"simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses", "-o", "xml"},
 			`--output "xml": must be table, json or yaml`},
 		{"unknown profile for discover",
 			[]string{"discover", "--profile", "atlas-900"},

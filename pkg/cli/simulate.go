@@ -36,10 +36,10 @@ largest free group on one node. --explain prints the same counts for every
 claim. Invalid input (bad YAML, unknown profile or DeviceClass, CEL that
 does not compile) exits non-zero naming the file and object.`,
 		Example: `  # the bundled mixed cluster and demo claims (what "make demo" runs)
-  accel-dra simulate --cluster demo/cluster.yaml -f deployments/deviceclasses -f demo/workloads
+  accel-dra simulate --cluster demo/cluster.yaml -f deployments/helm/accel-dra/deviceclasses -f demo/workloads
 
   # your own claim, with the candidate counts for each request, as JSON
-  accel-dra simulate --cluster demo/cluster.yaml -f deployments/deviceclasses -f my-claim.yaml --explain -o json`,
+  accel-dra simulate --cluster demo/cluster.yaml -f deployments/helm/accel-dra/deviceclasses -f my-claim.yaml --explain -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, err := os.ReadFile(clusterFile)

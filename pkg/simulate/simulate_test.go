@@ -22,7 +22,7 @@ func demoCluster(t *testing.T) *simulate.Cluster {
 }
 
 func TestEveryDemoClaimIsAllocatedOnTheExpectedNode(t *testing.T) {
-	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "../../demo/workloads"})
+	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "../../demo/workloads"})
 	require.NoError(t, err)
 	res, err := simulate.Run(context.Background(), demoCluster(t), in, simulate.Options{})
 	require.NoError(t, err)
@@ -37,7 +37,7 @@ func TestEveryDemoClaimIsAllocatedOnTheExpectedNode(t *testing.T) {
 }
 
 func TestAnImpossibleClaimIsReportedNotAllocated(t *testing.T) {
-	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "testdata/five-in-a-ring.yaml"})
+	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "testdata/five-in-a-ring.yaml"})
 	require.NoError(t, err)
 	res, err := simulate.Run(context.Background(), demoCluster(t), in, simulate.Options{})
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func TestInvalidInputNamesTheFileObjectAndField(t *testing.T) {
 		paths []string
 		want  string
 	}{
-		{"CEL that does not compile", []string{"../../deployments/deviceclasses", "testdata/bad-cel.yaml"},
+		{"CEL that does not compile", []string{"../../deployments/helm/accel-dra/deviceclasses", "testdata/bad-cel.yaml"},
 			"testdata/bad-cel.yaml: claim default/broken: spec.devices.requests[0].exactly.selectors[0].cel.expression"},
 		{"unknown DeviceClass", []string{"testdata/five-in-a-ring.yaml"},
 			`claim default/five-in-a-ring: spec.devices.requests[0].exactly.deviceClassName: unknown DeviceClass "ascend.accel-dra.dev"`},
@@ -68,7 +68,7 @@ func TestInvalidInputNamesTheFileObjectAndField(t *testing.T) {
 }
 
 func TestExplainShowsCandidatesBeforeEachClaimWasAllocated(t *testing.T) {
-	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "../../demo/workloads"})
+	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "../../demo/workloads"})
 	require.NoError(t, err)
 	res, err := simulate.Run(context.Background(), demoCluster(t), in, simulate.Options{Explain: true})
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ nodes:
 	require.NoError(b, err)
 	cluster, err := simulate.BuildCluster(context.Background(), c)
 	require.NoError(b, err)
-	in, err := simulate.Load([]string{"../../deployments/deviceclasses", "../../demo/workloads"})
+	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "../../demo/workloads"})
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {

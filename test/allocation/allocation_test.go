@@ -47,7 +47,7 @@ func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
 var decoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 
 func loadClasses(t *testing.T) classes {
-	files, err := filepath.Glob("../../deployments/deviceclasses/*.yaml")
+	files, err := filepath.Glob("../../deployments/helm/accel-dra/deviceclasses/*.yaml")
 	require.NoError(t, err)
 	require.Len(t, files, 6)
 	out := classes{}

@@ -5,6 +5,7 @@ package source
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/ascend"
@@ -26,6 +27,9 @@ type Options struct {
 	// ToolOutput, when set, is a directory of recorded npu-smi and cnmon
 	// output (discovery.RecordedRunner) used instead of running the tools.
 	ToolOutput string
+	// Vendors, when not empty, limits discovery to these of "ascend" and
+	// "cambricon": a node with both kinds of chips may serve only one.
+	Vendors []string
 	// NpuSmi and Cnmon are the vendor tools' paths; default found in PATH.
 	NpuSmi, Cnmon string
 }
@@ -58,10 +62,37 @@ func Backends(o Options) ([]discovery.Backend, error) {
 	if o.ToolOutput != "" {
 		runner = discovery.RecordedRunner{Dir: o.ToolOutput}
 	}
-	return []discovery.Backend{
-		ascend.New(ascend.Config{Root: root, Runner: runner}),
-		cambricon.New(cambricon.Config{Root: root, Runner: runner}),
-	}, nil
+	want, err := vendorSet(o.Vendors)
+	if err != nil {
+		return nil, err
+	}
+	var backends []discovery.Backend
+	if want[inventory.VendorHuawei] {
+		backends = append(backends, ascend.New(ascend.Config{Root: root, Runner: runner}))
+	}
+	if want[inventory.VendorCambricon] {
+		backends = append(backends, cambricon.New(cambricon.Config{Root: root, Runner: runner}))
+	}
+	return backends, nil
+}
+
+// vendorSet maps --vendors to inventory vendors; empty means both.
+func vendorSet(names []string) (map[inventory.Vendor]bool, error) {
+	if len(names) == 0 {
+		return map[inventory.Vendor]bool{inventory.VendorHuawei: true, inventory.VendorCambricon: true}, nil
+	}
+	out := map[inventory.Vendor]bool{}
+	for _, n := range names {
+		switch n {
+		case "ascend":
+			out[inventory.VendorHuawei] = true
+		case "cambricon":
+			out[inventory.VendorCambricon] = true
+		default:
+			return nil, fmt.Errorf("vendors: %q is not one of ascend, cambricon", n)
+		}
+	}
+	return out, nil
 }
 
 // Discover runs the backends of o and returns the node's inventory.
@@ -70,5 +101,22 @@ func Discover(ctx context.Context, o Options) (inventory.Inventory, error) {
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
-	return discovery.DiscoverAll(ctx, backends...)
+	inv, err := discovery.DiscoverAll(ctx, backends...)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	// A simulated profile may hold both vendors: keep only the wanted ones.
+	want, _ := vendorSet(o.Vendors)
+	out := inventory.Inventory{SharedDeviceNodes: map[inventory.Vendor][]string{}}
+	for _, c := range inv.Chips {
+		if want[c.Vendor] {
+			out.Chips = append(out.Chips, c)
+		}
+	}
+	for v, nodes := range inv.SharedDeviceNodes {
+		if want[v] {
+			out.SharedDeviceNodes[v] = nodes
+		}
+	}
+	return out, nil
 }

@@ -74,3 +74,18 @@ func TestToolPathsAreRunInsteadOfTheToolsInPath(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, inv.ChipsOf(inventory.VendorCambricon), 8)
 }
+
+func TestVendorsLimitsDiscoveryToTheServedVendors(t *testing.T) {
+	root, tools := mixedRoot(t)
+	inv, err := source.Discover(context.Background(), source.Options{Root: root, ToolOutput: tools, Vendors: []string{"cambricon"}})
+	require.NoError(t, err)
+	require.Equal(t, []inventory.Vendor{inventory.VendorCambricon}, inv.Vendors())
+
+	inv, err = source.Discover(context.Background(), source.Options{Profile: "mixed-910b-mlu370", NodeName: "m", Vendors: []string{"ascend"}})
+	require.NoError(t, err)
+	require.Equal(t, []inventory.Vendor{inventory.VendorHuawei}, inv.Vendors())
+	require.NotContains(t, inv.SharedDeviceNodes, inventory.VendorCambricon)
+
+	_, err = source.Discover(context.Background(), source.Options{Root: root, Vendors: []string{"nvidia"}})
+	require.ErrorContains(t, err, `vendors: "nvidia" is not one of ascend, cambricon`)
+}

@@ -1,0 +1,538 @@
+// Package chart_test renders the Helm chart deployments/helm/accel-dra with
+// helm (built from hack/tools, run with `go run`) for the main combinations
+// of values and checks the result with the Kubernetes Go types and CEL
+// compilers: every document decodes strictly, the DeviceClasses are the
+// chart's files unchanged and compile, the RBAC rules, host paths, node
+// affinity, arguments and privileges are exactly the expected ones, and
+// the ValidatingAdmissionPolicy keeps the agent to its own node's slices.
+package chart_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/utils/ptr"
+)
+
+// hostMount is a hostPath volume as the agent's container mounts it.
+type hostMount struct {
+	HostPath string
+	Type     corev1.HostPathType
+	ReadOnly bool
+}
+
+// valuesCase is one values file and what the chart must render for it.
+type valuesCase struct {
+	name   string
+	values string
+	// deviceClasses are the names of the DeviceClasses installed.
+	deviceClasses []string
+	// hostMounts by container path: exactly these host paths, no others.
+	hostMounts map[string]hostMount
+	// affinity: the node labels of each nodeSelectorTerm; nil for none.
+	affinity []map[string]string
+	// args of the agent, in order.
+	args []string
+	// libraryPath is LD_LIBRARY_PATH of the agent; "" for none.
+	libraryPath string
+	// securityContext of the agent's container.
+	securityContext *corev1.SecurityContext
+	// probes: the health server and its probes are on.
+	probes bool
+	// policy: the ValidatingAdmissionPolicy and its binding are installed.
+	policy bool
+}
+
+const ascendLibraryPath = "/host/usr/local/Ascend/driver/lib64:/host/usr/local/Ascend/driver/lib64/driver:/host/usr/local/Ascend/driver/lib64/common"
+
+var (
+	allClasses = []string{
+		"accelerator.accel-dra.dev",
+		"ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev",
+		"cambricon-mlu.accel-dra.dev", "cambricon.accel-dra.dev",
+	}
+
+	ascendTerm    = map[string]string{"accelerator": "huawei-ascend"}
+	cambriconTerm = map[string]string{"accelerator": "cambricon-mlu"}
+
+	privileged = &corev1.SecurityContext{
+		Privileged:             ptr.To(true),
+		RunAsUser:              ptr.To[int64](0),
+		ReadOnlyRootFilesystem: ptr.To(true),
+	}
+	unprivileged = &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		RunAsUser:                ptr.To[int64](0),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	mknodOnly = &corev1.SecurityContext{
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		RunAsUser:                ptr.To[int64](0),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"MKNOD"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+)
+
+// mounts joins groups of host mounts into one map.
+func mounts(groups ...map[string]hostMount) map[string]hostMount {
+	out := map[string]hostMount{}
+	for _, g := range groups {
+		for k, v := range g {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+var (
+	// kubeletMounts: the kubelet's plugin directories, CDI specs and the
+	// checkpoint, written by the agent in every mode.
+	kubeletMounts = map[string]hostMount{
+		"/var/lib/kubelet/plugins_registry": {"/var/lib/kubelet/plugins_registry", corev1.HostPathDirectory, false},
+		"/var/lib/kubelet/plugins":          {"/var/lib/kubelet/plugins", corev1.HostPathDirectory, false},
+		"/var/run/cdi":                      {"/var/run/cdi", corev1.HostPathDirectoryOrCreate, false},
+		"/var/lib/accel-dra":                {"/var/lib/accel-dra", corev1.HostPathDirectoryOrCreate, false},
+	}
+	// discoveryMounts: what the agent reads on real hardware.
+	discoveryMounts = map[string]hostMount{
+		"/host/dev": {"/dev", corev1.HostPathDirectory, true},
+		"/host/sys": {"/sys", corev1.HostPathDirectory, true},
+	}
+	ascendMounts = map[string]hostMount{
+		"/host/usr/local":               {"/usr/local", corev1.HostPathDirectory, true},
+		"/host/etc/ascend_install.info": {"/etc/ascend_install.info", corev1.HostPathFileOrCreate, true},
+	}
+	cambriconMounts = map[string]hostMount{
+		"/host/usr/bin": {"/usr/bin", corev1.HostPathDirectory, true},
+	}
+)
+
+// commonArgs come first in every mode.
+var commonArgs = []string{
+	"--node-name=$(NODE_NAME)",
+	"--pod-uid=$(POD_UID)",
+	"-v=2",
+	"--registrar-dir=/var/lib/kubelet/plugins_registry",
+	"--plugin-dir=/var/lib/kubelet/plugins",
+	"--cdi-dir=/var/run/cdi",
+	"--state-dir=/var/lib/accel-dra",
+}
+
+func args(groups ...[]string) []string {
+	return slices.Concat(groups...)
+}
+
+var cases = []valuesCase{
+	{
+		name:            "the default values",
+		values:          "",
+		deviceClasses:   allClasses,
+		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
+		affinity:        []map[string]string{ascendTerm, cambriconTerm},
+		args:            args(commonArgs, []string{"--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
+		libraryPath:     ascendLibraryPath,
+		securityContext: privileged,
+		probes:          true,
+		policy:          true,
+	},
+	{
+		name: "Ascend only, with newer hosts' npu-smi",
+		values: `
+vendors:
+  cambricon: {enabled: false}
+  ascend: {npuSmi: /host/usr/local/bin/npu-smi}
+`,
+		deviceClasses:   []string{"accelerator.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"},
+		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts),
+		affinity:        []map[string]string{ascendTerm},
+		args:            args(commonArgs, []string{"--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/bin/npu-smi"}),
+		libraryPath:     ascendLibraryPath,
+		securityContext: privileged,
+		probes:          true,
+		policy:          true,
+	},
+	{
+		name: "Cambricon only, on nodes with labels of their own",
+		values: `
+vendors:
+  ascend: {enabled: false}
+  cambricon:
+    nodeSelector:
+      accelerator: null
+      example.com/mlu: "true"
+      example.com/pool: inference
+`,
+		deviceClasses:   []string{"accelerator.accel-dra.dev", "cambricon-mlu.accel-dra.dev", "cambricon.accel-dra.dev"},
+		hostMounts:      mounts(kubeletMounts, discoveryMounts, cambriconMounts),
+		affinity:        []map[string]string{{"example.com/mlu": "true", "example.com/pool": "inference"}},
+		args:            args(commonArgs, []string{"--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--cnmon=/host/usr/bin/cnmon"}),
+		securityContext: privileged,
+		probes:          true,
+		policy:          true,
+	},
+	{
+		name: "simulation with fake devices",
+		values: `
+simulation: {profile: mixed-910b-mlu370, fakeDevices: true}
+`,
+		deviceClasses: allClasses,
+		hostMounts: mounts(kubeletMounts, map[string]hostMount{
+			"/var/lib/accel-dra/fake-root": {"/var/lib/accel-dra/fake-root", corev1.HostPathDirectoryOrCreate, false},
+		}),
+		affinity:        []map[string]string{ascendTerm, cambriconTerm},
+		args:            args(commonArgs, []string{"--healthz-addr=:51515", "--profile=mixed-910b-mlu370", "--fake-devices=true", "--root=/var/lib/accel-dra/fake-root", "--cdi-host-root=/var/lib/accel-dra/fake-root"}),
+		securityContext: mknodOnly,
+		probes:          true,
+		policy:          true,
+	},
+	{
+		name: "simulation of slices only, in another fake root",
+		values: `
+simulation: {profile: atlas-800t-a2, root: /srv/accel-dra-sim}
+vendors:
+  cambricon: {enabled: false}
+`,
+		deviceClasses: []string{"accelerator.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"},
+		hostMounts: mounts(kubeletMounts, map[string]hostMount{
+			"/srv/accel-dra-sim": {"/srv/accel-dra-sim", corev1.HostPathDirectoryOrCreate, true},
+		}),
+		affinity:        []map[string]string{ascendTerm},
+		args:            args(commonArgs, []string{"--healthz-addr=:51515", "--profile=atlas-800t-a2", "--fake-devices=false", "--root=/srv/accel-dra-sim", "--cdi-host-root=/srv/accel-dra-sim"}),
+		securityContext: unprivileged,
+		probes:          true,
+		policy:          true,
+	},
+	{
+		name: "no extended-resource classes",
+		values: `
+deviceClasses: {ascend910: false, ascend310p: false, cambricon-mlu: false}
+`,
+		deviceClasses:   []string{"accelerator.accel-dra.dev", "ascend.accel-dra.dev", "cambricon.accel-dra.dev"},
+		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
+		affinity:        []map[string]string{ascendTerm, cambriconTerm},
+		args:            args(commonArgs, []string{"--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
+		libraryPath:     ascendLibraryPath,
+		securityContext: privileged,
+		probes:          true,
+		policy:          true,
+	},
+	{
+		name: "every node, no probes and no admission policy",
+		values: `
+vendors:
+  ascend: {nodeSelector: null}
+kubeletPlugin: {healthzPort: 0}
+validatingAdmissionPolicy: {enabled: false}
+logVerbosity: 5
+`,
+		deviceClasses:   allClasses,
+		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
+		affinity:        nil,
+		args:            args(slices.Replace(slices.Clone(commonArgs), 2, 3, "-v=5"), []string{"--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
+		libraryPath:     ascendLibraryPath,
+		securityContext: privileged,
+		probes:          false,
+		policy:          false,
+	},
+}
+
+func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := render(t, c)
+			want := []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet"}
+			for range c.deviceClasses {
+				want = append(want, "*v1.DeviceClass")
+			}
+			if c.policy {
+				want = append(want, "*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding")
+			}
+			require.Equal(t, want, r.kinds())
+		})
+	}
+}
+
+func TestTheInstalledDeviceClassesAreTheChartsFilesUnchanged(t *testing.T) {
+	dir := filepath.Join(chartDir(t), "deviceclasses")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			classes := render(t, c).deviceClasses()
+			var names []string
+			for name, doc := range classes {
+				names = append(names, name)
+				require.Equal(t, "accel-dra/templates/deviceclasses.yaml", doc.source)
+				file, err := os.ReadFile(filepath.Join(dir, name+".yaml"))
+				require.NoError(t, err, "the DeviceClass %s comes from the file named after it", name)
+				require.Equal(t, strings.TrimSpace(string(file)), strings.TrimSpace(doc.raw), "DeviceClass %s", name)
+			}
+			sort.Strings(names)
+			require.Equal(t, c.deviceClasses, names)
+		})
+	}
+	t.Run("the default values install every file", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		require.NoError(t, err)
+		var names []string
+		for _, f := range files {
+			names = append(names, strings.TrimSuffix(filepath.Base(f), ".yaml"))
+		}
+		require.Equal(t, allClasses, names)
+	})
+}
+
+func TestEveryDeviceClassSelectorCompilesWithTheUpstreamCELCompiler(t *testing.T) {
+	compiler := dracel.GetCompiler(dracel.Features{EnableConsumableCapacity: true})
+	for name, doc := range render(t, cases[0]).deviceClasses() {
+		t.Run(name, func(t *testing.T) {
+			dc := doc.object.(*resourcev1.DeviceClass)
+			require.NotEmpty(t, dc.Spec.Selectors)
+			for _, s := range dc.Spec.Selectors {
+				require.NotNil(t, s.CEL)
+				result := compiler.CompileCELExpression(s.CEL.Expression, dracel.Options{})
+				require.Nil(t, result.Error, "compiling %q", s.CEL.Expression)
+			}
+		})
+	}
+}
+
+func TestTheClusterRoleGrantsExactlyWhatTheAgentUses(t *testing.T) {
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"list", "watch", "create", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := render(t, c)
+			role := r.clusterRole(t)
+			require.Equal(t, want, role.Rules)
+
+			sa := r.serviceAccount(t)
+			require.Equal(t, namespace, sa.Namespace)
+			binding := r.clusterRoleBinding(t)
+			require.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
+			require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}, binding.Subjects)
+			require.Equal(t, sa.Name, r.daemonSet(t).Spec.Template.Spec.ServiceAccountName, "the agent runs as the bound ServiceAccount")
+		})
+	}
+}
+
+// agentContainer is the DaemonSet's only container.
+func agentContainer(t *testing.T, ds *appsv1.DaemonSet) corev1.Container {
+	t.Helper()
+	require.Len(t, ds.Spec.Template.Spec.Containers, 1)
+	require.Empty(t, ds.Spec.Template.Spec.InitContainers)
+	return ds.Spec.Template.Spec.Containers[0]
+}
+
+func TestTheDaemonSetMountsExactlyTheExpectedHostPaths(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ds := render(t, c).daemonSet(t)
+			volumes := map[string]corev1.Volume{}
+			for _, v := range ds.Spec.Template.Spec.Volumes {
+				volumes[v.Name] = v
+			}
+			got := map[string]hostMount{}
+			mounted := map[string]bool{}
+			for _, m := range agentContainer(t, ds).VolumeMounts {
+				v, ok := volumes[m.Name]
+				require.True(t, ok, "volume %s of mount %s", m.Name, m.MountPath)
+				require.False(t, mounted[m.Name], "volume %s mounted twice", m.Name)
+				mounted[m.Name] = true
+				require.Nil(t, m.MountPropagation, "mount %s", m.MountPath)
+				if v.HostPath == nil {
+					// The only other volume: scratch space, as the root
+					// filesystem is read-only.
+					require.Equal(t, "/tmp", m.MountPath)
+					require.NotNil(t, v.EmptyDir)
+					continue
+				}
+				require.NotNil(t, v.HostPath.Type, "hostPath %s has an explicit type", v.HostPath.Path)
+				got[m.MountPath] = hostMount{v.HostPath.Path, *v.HostPath.Type, m.ReadOnly}
+			}
+			require.Len(t, mounted, len(volumes), "every volume is mounted")
+			require.Equal(t, c.hostMounts, got)
+		})
+	}
+}
+
+func TestTheNodeAffinityHasOneTermPerEnabledVendor(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec := render(t, c).daemonSet(t).Spec.Template.Spec
+			require.Empty(t, spec.NodeSelector)
+			if c.affinity == nil {
+				require.Nil(t, spec.Affinity, "runs on every node")
+				return
+			}
+			require.NotNil(t, spec.Affinity)
+			require.NotNil(t, spec.Affinity.NodeAffinity)
+			require.Nil(t, spec.Affinity.PodAffinity)
+			require.Nil(t, spec.Affinity.PodAntiAffinity)
+			required := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+			require.NotNil(t, required)
+			var got []map[string]string
+			for _, term := range required.NodeSelectorTerms {
+				require.Empty(t, term.MatchFields)
+				labels := map[string]string{}
+				for _, e := range term.MatchExpressions {
+					require.Equal(t, corev1.NodeSelectorOpIn, e.Operator)
+					require.Len(t, e.Values, 1)
+					labels[e.Key] = e.Values[0]
+				}
+				got = append(got, labels)
+			}
+			require.Equal(t, c.affinity, got)
+		})
+	}
+}
+
+func TestTheAgentRunsWithTheArgumentsAndPrivilegesOfItsMode(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctr := agentContainer(t, render(t, c).daemonSet(t))
+			require.Equal(t, []string{"/usr/bin/accel-dra-kubeletplugin"}, ctr.Command)
+			require.Equal(t, c.args, ctr.Args)
+			require.Equal(t, "ghcr.io/accel-dra/accel-dra:0.1.0", ctr.Image)
+
+			env := map[string]corev1.EnvVar{}
+			for _, e := range ctr.Env {
+				env[e.Name] = e
+			}
+			require.Equal(t, &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}, env["NODE_NAME"].ValueFrom)
+			require.Equal(t, &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}, env["POD_UID"].ValueFrom)
+			wantEnv := 2
+			if c.libraryPath != "" {
+				require.Equal(t, c.libraryPath, env["LD_LIBRARY_PATH"].Value)
+				wantEnv++
+			}
+			require.Len(t, ctr.Env, wantEnv)
+
+			require.Equal(t, c.securityContext, ctr.SecurityContext)
+			require.Equal(t, corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": mustQuantity(t, "50m"), "memory": mustQuantity(t, "64Mi")},
+				Limits:   corev1.ResourceList{"memory": mustQuantity(t, "256Mi")},
+			}, ctr.Resources)
+
+			if !c.probes {
+				require.Nil(t, ctr.StartupProbe)
+				require.Nil(t, ctr.LivenessProbe)
+				require.Nil(t, ctr.ReadinessProbe)
+				require.Empty(t, ctr.Ports)
+				return
+			}
+			require.Equal(t, []corev1.ContainerPort{{Name: "healthz", ContainerPort: 51515, Protocol: corev1.ProtocolTCP}}, ctr.Ports)
+			for probe, path := range map[*corev1.Probe]string{ctr.StartupProbe: "/livez", ctr.LivenessProbe: "/livez", ctr.ReadinessProbe: "/readyz"} {
+				require.NotNil(t, probe)
+				require.Equal(t, &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}, probe.HTTPGet)
+			}
+		})
+	}
+}
+
+func TestTheDaemonSetRollsOutANewPodBesideTheOldOneAndStaysOnItsNodes(t *testing.T) {
+	ds := render(t, cases[0]).daemonSet(t)
+	require.Equal(t, namespace, ds.Namespace)
+	require.Equal(t, appsv1.DaemonSetUpdateStrategy{
+		Type: appsv1.RollingUpdateDaemonSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDaemonSet{
+			MaxSurge:       ptr.To(intstr.FromInt32(1)),
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+		},
+	}, ds.Spec.UpdateStrategy)
+	spec := ds.Spec.Template.Spec
+	require.Equal(t, "system-node-critical", spec.PriorityClassName)
+	require.False(t, spec.HostNetwork, "the probes and the API server are reached over the pod network")
+	require.False(t, spec.HostPID)
+	require.Empty(t, spec.Tolerations)
+	// The API server rejects a DaemonSet whose selector does not match
+	// its pod template.
+	require.NotEmpty(t, ds.Spec.Selector.MatchLabels)
+	for k, v := range ds.Spec.Selector.MatchLabels {
+		require.Equal(t, v, ds.Spec.Template.Labels[k], "pod label %s", k)
+	}
+}
+
+func TestEveryFlagTheDaemonSetPassesIsAFlagOfTheAgent(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err)
+	cmd := exec.Command(goTool, "run", "./cmd/accel-dra-kubeletplugin", "--help")
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
+		flags[m[1]] = true
+	}
+	require.NotEmpty(t, flags)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, arg := range agentContainer(t, render(t, c).daemonSet(t)).Args {
+				name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+				require.True(t, flags[name], "accel-dra-kubeletplugin --help lists no flag %q (from %s)", name, arg)
+			}
+		})
+	}
+}
+
+func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
+	tests := []struct {
+		name   string
+		values string
+		reason string
+	}{
+		{"no vendor enabled", "vendors: {ascend: {enabled: false}, cambricon: {enabled: false}}",
+			"enable at least one of vendors.ascend.enabled and vendors.cambricon.enabled"},
+		{"fake devices without a profile", "simulation: {fakeDevices: true}",
+			"simulation.fakeDevices needs simulation.profile"},
+		{"a DeviceClass the chart does not have", "deviceClasses: {ascend-vnpu: true}",
+			"deviceClasses.ascend-vnpu: the chart has no deviceclasses/ascend-vnpu.accel-dra.dev.yaml"},
+		{"an existing ServiceAccount without a name", "serviceAccount: {create: false}",
+			"serviceAccount.name must name an existing ServiceAccount"},
+		{"a misspelt key (values.schema.json)", "vendors: {acsend: {enabled: false}}",
+			"at '/vendors': additional properties 'acsend' not allowed"},
+		{"a failure policy the API does not have", "validatingAdmissionPolicy: {failurePolicy: Warn}",
+			"at '/validatingAdmissionPolicy/failurePolicy': value must be one of 'Fail', 'Ignore'"},
+		{"a relative tool path", "vendors: {cambricon: {cnmon: usr/bin/cnmon}}",
+			"at '/vendors/cambricon/cnmon'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := helmTemplate(t, tc.values)
+			require.ErrorContains(t, err, tc.reason)
+		})
+	}
+}
+
+func TestTheChartPassesHelmLintStrict(t *testing.T) {
+	out, err := helm(t, "lint", "--strict", chartDir(t))
+	require.NoError(t, err, out)
+	require.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed")
+}
+
+// admissionPolicyFor returns the rendered policy and binding, which
+// policy_test.go evaluates.
+func admissionPolicyFor(t *testing.T, c valuesCase) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	r := render(t, c)
+	return r.policy(t), r.policyBinding(t)
+}

@@ -1,0 +1,234 @@
+package chart_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+func mustQuantity(t *testing.T, s string) resource.Quantity {
+	t.Helper()
+	q, err := resource.ParseQuantity(s)
+	require.NoError(t, err)
+	return q
+}
+
+// expression is a policy expression for the apiserver's CEL compiler.
+type expression struct {
+	name, expr string
+	returns    *cel.Type
+}
+
+func (e expression) GetExpression() string    { return e.expr }
+func (e expression) ReturnTypes() []*cel.Type { return []*cel.Type{e.returns} }
+func (e expression) GetName() string          { return e.name }
+func accessors(es ...expression) []plugincel.ExpressionAccessor {
+	out := make([]plugincel.ExpressionAccessor, len(es))
+	for i := range es {
+		out[i] = es[i]
+	}
+	return out
+}
+
+// compiledPolicy is a ValidatingAdmissionPolicy compiled the way the
+// apiserver's ValidatingAdmissionPolicy plugin does
+// (k8s.io/apiserver/pkg/admission/plugin/policy/validating, compilePolicy:
+// variables composed first, then match conditions, validations and
+// message expressions), in the environment for new expressions that the
+// apiserver checks a created policy with.
+type compiledPolicy struct {
+	policy          *admissionregistrationv1.ValidatingAdmissionPolicy
+	matchConditions plugincel.ConditionEvaluator
+	validations     plugincel.ConditionEvaluator
+	messages        map[int]plugincel.ConditionEvaluator
+}
+
+func compilePolicy(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy) *compiledPolicy {
+	t.Helper()
+	require.Nil(t, p.Spec.ParamKind)
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	require.NoError(t, err)
+	withAuthorizer := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	for _, v := range p.Spec.Variables {
+		result := compiler.CompileAndStoreVariable(expression{v.Name, v.Expression, cel.AnyType}, withAuthorizer, environment.NewExpressions)
+		require.Nil(t, result.Error, "variable %s: %s", v.Name, v.Expression)
+	}
+	var matches, validations []expression
+	for _, m := range p.Spec.MatchConditions {
+		matches = append(matches, expression{m.Name, m.Expression, cel.BoolType})
+	}
+	for _, v := range p.Spec.Validations {
+		validations = append(validations, expression{"", v.Expression, cel.BoolType})
+	}
+	cp := &compiledPolicy{
+		policy:          p,
+		matchConditions: compiler.CompileCondition(accessors(matches...), withAuthorizer, environment.NewExpressions),
+		validations:     compiler.CompileCondition(accessors(validations...), withAuthorizer, environment.NewExpressions),
+		messages:        map[int]plugincel.ConditionEvaluator{},
+	}
+	require.Empty(t, cp.matchConditions.CompilationErrors())
+	require.Empty(t, cp.validations.CompilationErrors())
+	for i, v := range p.Spec.Validations {
+		if v.MessageExpression == "" {
+			continue
+		}
+		cp.messages[i] = compiler.CompileCondition(accessors(expression{"", v.MessageExpression, cel.StringType}), plugincel.OptionalVariableDeclarations{}, environment.NewExpressions)
+		require.Empty(t, cp.messages[i].CompilationErrors(), "messageExpression %s", v.MessageExpression)
+	}
+	return cp
+}
+
+// request is one write to a ResourceSlice.
+type request struct {
+	user      user.Info
+	operation admission.Operation
+	object    *resourcev1.ResourceSlice
+	oldObject *resourcev1.ResourceSlice
+}
+
+// admit evaluates the policy for r as the apiserver would and returns
+// whether the policy applies to it and the messages of the failed
+// validations (none: allowed).
+func (cp *compiledPolicy) admit(t *testing.T, r request) (matched bool, denied []string) {
+	t.Helper()
+	gvk := resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
+	gvr := resourcev1.SchemeGroupVersion.WithResource("resourceslices")
+	var obj, old runtime.Object
+	name := ""
+	if r.object != nil {
+		obj, name = r.object, r.object.Name
+	}
+	if r.oldObject != nil {
+		old, name = r.oldObject, r.oldObject.Name
+	}
+	attr := admission.NewAttributesRecord(obj, old, gvk, "", name, gvr, "", r.operation, nil, false, r.user)
+	versioned := &admission.VersionedAttributes{
+		Attributes:         attr,
+		VersionedKind:      gvk,
+		VersionedObject:    admission.NewLazyObject(obj),
+		VersionedOldObject: admission.NewLazyObject(old),
+	}
+	req := plugincel.CreateAdmissionRequest(attr, metav1.GroupVersionResource(gvr), metav1.GroupVersionKind(gvk))
+	evaluate := func(e plugincel.ConditionEvaluator) []plugincel.EvaluationResult {
+		results, _, err := e.ForInput(context.Background(), versioned, req, plugincel.OptionalVariableBindings{}, nil, celconfig.RuntimeCELCostBudget)
+		require.NoError(t, err)
+		for _, res := range results {
+			require.NoError(t, res.Error, "evaluating %s", res.ExpressionAccessor.GetExpression())
+		}
+		return results
+	}
+	for _, res := range evaluate(cp.matchConditions) {
+		if res.EvalResult.Value() != true {
+			return false, nil
+		}
+	}
+	for i, res := range evaluate(cp.validations) {
+		if res.EvalResult.Value() == true {
+			continue
+		}
+		msg := cp.policy.Spec.Validations[i].Message
+		if e, ok := cp.messages[i]; ok {
+			msg = evaluate(e)[0].EvalResult.Value().(string)
+		}
+		denied = append(denied, msg)
+	}
+	return true, denied
+}
+
+func slice(node string) *resourcev1.ResourceSlice {
+	s := &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-ascend.accel-dra.dev-abcde"},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver: "ascend.accel-dra.dev",
+			Pool:   resourcev1.ResourcePool{Name: node, ResourceSliceCount: 1},
+		},
+	}
+	if node == "" {
+		s.Name = "cluster-wide"
+		s.Spec.AllNodes = new(bool)
+		*s.Spec.AllNodes = true
+	} else {
+		s.Spec.NodeName = &node
+	}
+	return s
+}
+
+func TestTheAdmissionPolicyKeepsTheAgentToItsOwnNodesSlices(t *testing.T) {
+	policy, binding := admissionPolicyFor(t, cases[0])
+	sa := render(t, cases[0]).serviceAccount(t)
+
+	require.Equal(t, policy.Name, binding.Spec.PolicyName)
+	require.Equal(t, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}, binding.Spec.ValidationActions)
+	require.Nil(t, binding.Spec.ParamRef)
+	require.Nil(t, binding.Spec.MatchResources, "the binding covers every ResourceSlice")
+	require.Equal(t, admissionregistrationv1.Fail, *policy.Spec.FailurePolicy)
+	require.Equal(t, admissionregistrationv1.Equivalent, *policy.Spec.MatchConstraints.MatchPolicy)
+	require.Equal(t, []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE", "DELETE"},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"resource.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"resourceslices"}},
+	}}}, policy.Spec.MatchConstraints.ResourceRules)
+
+	cp := compilePolicy(t, policy)
+	agentName := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
+	agentOn := func(node string) user.Info {
+		return &user.DefaultInfo{Name: agentName, Groups: []string{"system:serviceaccounts", "system:authenticated"},
+			Extra: map[string][]string{"authentication.kubernetes.io/node-name": {node}}}
+	}
+	tests := []struct {
+		name    string
+		request request
+		matched bool
+		denied  []string
+	}{
+		{"the agent may create a slice of its own node",
+			request{agentOn("node-a"), admission.Create, slice("node-a"), nil}, true, nil},
+		{"the agent may update a slice of its own node",
+			request{agentOn("node-a"), admission.Update, slice("node-a"), slice("node-a")}, true, nil},
+		{"the agent may delete a slice of its own node",
+			request{agentOn("node-a"), admission.Delete, nil, slice("node-a")}, true, nil},
+		{"the agent may not create a slice of another node",
+			request{agentOn("node-a"), admission.Create, slice("node-b"), nil}, true,
+			[]string{"the accel-dra node agent on node node-a may only write ResourceSlices of its own node, not of node node-b"}},
+		{"the agent may not move a slice to another node",
+			request{agentOn("node-a"), admission.Update, slice("node-b"), slice("node-a")}, true,
+			[]string{"the accel-dra node agent on node node-a may only write ResourceSlices of its own node, not of node node-b"}},
+		{"the agent may not delete a slice of another node",
+			request{agentOn("node-a"), admission.Delete, nil, slice("node-b")}, true,
+			[]string{"the accel-dra node agent on node node-a may only write ResourceSlices of its own node, not of node node-b"}},
+		{"the agent may not create a slice for all nodes",
+			request{agentOn("node-a"), admission.Create, slice(""), nil}, true,
+			[]string{"the accel-dra node agent on node node-a may only write ResourceSlices of its own node, not slices without spec.nodeName"}},
+		{"the agent's account without a node-bound token may write nothing",
+			request{&user.DefaultInfo{Name: agentName}, admission.Create, slice("node-a"), nil}, true,
+			[]string{
+				"no node name in the user's credentials: the accel-dra node agent must run in a pod with a bound ServiceAccount token (ServiceAccountTokenPodNodeInfo)",
+			}},
+		{"the agent's account with a token without the node name may write nothing",
+			request{&user.DefaultInfo{Name: agentName, Extra: map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=1"}}}, admission.Create, slice("node-a"), nil}, true,
+			[]string{"no node name in the user's credentials: the accel-dra node agent must run in a pod with a bound ServiceAccount token (ServiceAccountTokenPodNodeInfo)"}},
+		{"another user is not restricted",
+			request{&user.DefaultInfo{Name: "kubernetes-admin", Groups: []string{"kubeadm:cluster-admins"}}, admission.Create, slice("node-b"), nil}, false, nil},
+		{"an account of the same name in another namespace is not restricted",
+			request{&user.DefaultInfo{Name: "system:serviceaccount:default:" + sa.Name,
+				Extra: map[string][]string{"authentication.kubernetes.io/node-name": {"node-a"}}}, admission.Create, slice("node-b"), nil}, false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			matched, denied := cp.admit(t, tc.request)
+			require.Equal(t, tc.matched, matched, "the policy applies")
+			require.Equal(t, tc.denied, denied)
+		})
+	}
+}

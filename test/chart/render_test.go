@@ -1,0 +1,217 @@
+package chart_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+const (
+	release   = "accel-dra"
+	namespace = "accel-dra"
+	// fullname is the chart's object name prefix for release accel-dra.
+	fullname = "accel-dra"
+)
+
+// repoRoot is the repository, two levels up from this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	return root
+}
+
+func chartDir(t *testing.T) string {
+	return filepath.Join(repoRoot(t), "deployments", "helm", "accel-dra")
+}
+
+// helm runs helm from the hack/tools module, the same way the Makefile
+// does, with its state directories in a temporary directory.
+func helm(t *testing.T, args ...string) (stdout string, err error) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err, "the chart tests run helm with the go command")
+	cmd := exec.Command(goTool, append([]string{"-C", filepath.Join(repoRoot(t), "hack", "tools"), "run", "helm.sh/helm/v4/cmd/helm"}, args...)...)
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+	)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out.String(), nil
+}
+
+// helmTemplate renders the chart with values (a values.yaml document).
+func helmTemplate(t *testing.T, values string) (string, error) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(values), 0o644))
+	return helm(t, "template", release, chartDir(t), "--namespace", namespace, "--values", file)
+}
+
+// document is one rendered manifest: its text (without helm's "# Source"
+// line) and the object it strictly decodes into.
+type document struct {
+	source string
+	raw    string
+	object runtime.Object
+}
+
+// rendering is the chart rendered with one values case.
+type rendering struct {
+	docs []document
+}
+
+// strictDecoder decodes YAML or JSON into the typed objects of client-go's
+// scheme (every built-in API, admissionregistration.k8s.io/v1 included),
+// failing on unknown and duplicate fields.
+var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+
+func decodeRendering(out string) (*rendering, error) {
+	r := &rendering{}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))
+	for {
+		chunk, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return r, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		source, raw := splitSource(string(chunk))
+		if strings.TrimSpace(stripComments(raw)) == "" {
+			continue
+		}
+		obj, _, err := strictDecoder.Decode([]byte(raw), nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decoding the document from %s: %w\n%s", source, err, raw)
+		}
+		r.docs = append(r.docs, document{source: source, raw: raw, object: obj})
+	}
+}
+
+// splitSource takes helm's "# Source: <template>" line off a document.
+func splitSource(doc string) (source, rest string) {
+	doc = strings.TrimLeft(doc, "\n")
+	first, rest, _ := strings.Cut(doc, "\n")
+	if s, ok := strings.CutPrefix(first, "# Source: "); ok {
+		return s, rest
+	}
+	return "", doc
+}
+
+func stripComments(doc string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+var (
+	renderMu sync.Mutex
+	rendered = map[string]*rendering{}
+)
+
+// render renders and decodes c once per test binary.
+func render(t *testing.T, c valuesCase) *rendering {
+	t.Helper()
+	renderMu.Lock()
+	defer renderMu.Unlock()
+	if r, ok := rendered[c.name]; ok {
+		return r
+	}
+	out, err := helmTemplate(t, c.values)
+	require.NoError(t, err)
+	r, err := decodeRendering(out)
+	require.NoError(t, err)
+	rendered[c.name] = r
+	return r
+}
+
+func objectsOf[T runtime.Object](r *rendering) []T {
+	var out []T
+	for _, d := range r.docs {
+		if o, ok := d.object.(T); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func only[T runtime.Object](t *testing.T, r *rendering) T {
+	t.Helper()
+	objs := objectsOf[T](r)
+	require.Len(t, objs, 1, "exactly one %T", *new(T))
+	return objs[0]
+}
+
+func (r *rendering) daemonSet(t *testing.T) *appsv1.DaemonSet {
+	return only[*appsv1.DaemonSet](t, r)
+}
+
+func (r *rendering) clusterRole(t *testing.T) *rbacv1.ClusterRole {
+	return only[*rbacv1.ClusterRole](t, r)
+}
+
+func (r *rendering) clusterRoleBinding(t *testing.T) *rbacv1.ClusterRoleBinding {
+	return only[*rbacv1.ClusterRoleBinding](t, r)
+}
+
+func (r *rendering) serviceAccount(t *testing.T) *corev1.ServiceAccount {
+	return only[*corev1.ServiceAccount](t, r)
+}
+
+func (r *rendering) policy(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return only[*admissionregistrationv1.ValidatingAdmissionPolicy](t, r)
+}
+
+func (r *rendering) policyBinding(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return only[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, r)
+}
+
+// deviceClasses maps the rendered DeviceClasses by name to their documents.
+func (r *rendering) deviceClasses() map[string]document {
+	out := map[string]document{}
+	for _, d := range r.docs {
+		if dc, ok := d.object.(*resourcev1.DeviceClass); ok {
+			out[dc.Name] = d
+		}
+	}
+	return out
+}
+
+// kinds lists the kinds of the rendered objects, in order.
+func (r *rendering) kinds() []string {
+	var out []string
+	for _, d := range r.docs {
+		out = append(out, fmt.Sprintf("%T", d.object))
+	}
+	return out
+}
