@@ -36,7 +36,7 @@ chart:
 	$(HELM) template accel-dra $(CHART) --namespace accel-dra --set simulation.profile=mixed-910b-mlu370 --set simulation.fakeDevices=true >/dev/null
 
 test: lint chart
-	$(GO) test ./...
+	$(GO) test -count=1 ./...
 
 # The embedded default: a simulated node, no cluster needed.
 demo: build
