@@ -1,0 +1,132 @@
+// Command accel-dra-webhook is the validating admission webhook of
+// accel-dra: it rejects ResourceClaims, ResourceClaimTemplates and
+// DeviceClasses whose opaque config for ascend.accel-dra.dev or
+// cambricon.accel-dra.dev is bad, when they are applied, with the words the
+// kubelet plugin would fail the claim's prepare with.
+package main
+
+import (
+	"context"
+	"errors"
+	goflag "flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/webhook"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "accel-dra-webhook:", err)
+		os.Exit(1)
+	}
+}
+
+// envOr lets every flag be set from the environment too, as a Deployment does.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// envErrors collects environment variables that do not parse, reported
+// when the command runs instead of being silently ignored.
+type envErrors []error
+
+func (envErrs *envErrors) duration(name string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		*envErrs = append(*envErrs, fmt.Errorf("environment variable %s: %w", name, err))
+		return def
+	}
+	return d
+}
+
+func (envErrs *envErrors) int(name string, def int) int {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		*envErrs = append(*envErrs, fmt.Errorf("environment variable %s: %w", name, err))
+		return def
+	}
+	return n
+}
+
+func newCommand() *cobra.Command {
+	var o webhook.Options
+	var env envErrors
+	cmd := &cobra.Command{
+		Use:   "accel-dra-webhook",
+		Short: "accel-dra admission webhook: reject bad opaque configs for ascend.accel-dra.dev and cambricon.accel-dra.dev when they are applied",
+		Long: `accel-dra-webhook is a validating admission webhook (a Deployment behind a
+Service, called by the kube-apiserver through a ValidatingWebhookConfiguration).
+
+For ResourceClaims, ResourceClaimTemplates and DeviceClasses of
+resource.k8s.io (v1, and v1beta2/v1beta1 where served) it decodes every
+spec...config[].opaque.parameters whose driver is ascend.accel-dra.dev or
+cambricon.accel-dra.dev, strictly and with the plugin's validation
+(AscendConfig for Ascend, CambriconConfig for Cambricon), and denies the
+object, naming every bad field, e.g.
+
+  spec.devices.config[0].opaque.parameters: decoding: strict decoding error: unknown field "envs" (...)
+
+A config whose requests name a request the claim does not have is denied too.
+Configs of other drivers are not looked at.
+
+It serves HTTPS only, on --port:
+  ` + webhook.ValidatePath + `  AdmissionReview (admission.k8s.io/v1) of the objects above
+  ` + webhook.LivezPath + `                               liveness
+  ` + webhook.ReadyzPath + `                              readiness (not ready while shutting down)
+The certificate and key are read from --tls-cert-file and
+--tls-private-key-file (e.g. a mounted kubernetes.io/tls Secret) and re-read
+every --tls-reload-interval, so a renewal by cert-manager or a Secret update
+takes effect without a restart. SIGTERM or SIGINT stops it cleanly: /readyz
+fails at once, reviews are still served for --shutdown-delay (while the
+Service drops the pod), then no new connections are taken and reviews in
+flight finish within --shutdown-timeout.
+
+Every flag can also be set by the environment variable in brackets.`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := errors.Join(env...); err != nil {
+				return err
+			}
+			ctx := klog.NewContext(cmd.Context(), klog.Background().WithName("accel-dra-webhook"))
+			return webhook.Run(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Port, "port", env.int("ACCEL_DRA_WEBHOOK_PORT", 8443), "HTTPS port for the webhook and its probes [ACCEL_DRA_WEBHOOK_PORT]")
+	f.StringVar(&o.CertFile, "tls-cert-file", envOr("ACCEL_DRA_WEBHOOK_TLS_CERT_FILE", "/etc/accel-dra-webhook/tls/tls.crt"), "PEM serving certificate (leaf first, then intermediates); its SANs must include <service>.<namespace>.svc [ACCEL_DRA_WEBHOOK_TLS_CERT_FILE]")
+	f.StringVar(&o.KeyFile, "tls-private-key-file", envOr("ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE", "/etc/accel-dra-webhook/tls/tls.key"), "PEM private key of --tls-cert-file [ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE]")
+	f.DurationVar(&o.CertReloadInterval, "tls-reload-interval", env.duration("ACCEL_DRA_WEBHOOK_TLS_RELOAD_INTERVAL", 10*time.Second), "how often the certificate and key files are checked for new contents [ACCEL_DRA_WEBHOOK_TLS_RELOAD_INTERVAL]")
+	f.DurationVar(&o.ShutdownDelay, "shutdown-delay", env.duration("ACCEL_DRA_WEBHOOK_SHUTDOWN_DELAY", 5*time.Second), "on SIGTERM, keep serving this long with /readyz failing, so the Service drops the pod before its port closes [ACCEL_DRA_WEBHOOK_SHUTDOWN_DELAY]")
+	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", env.duration("ACCEL_DRA_WEBHOOK_SHUTDOWN_TIMEOUT", 10*time.Second), "after --shutdown-delay, how long reviews in flight may take to finish [ACCEL_DRA_WEBHOOK_SHUTDOWN_TIMEOUT]")
+	// Of klog's flags only the verbosity ones: logs go to stderr.
+	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	for _, name := range []string{"v", "vmodule"} {
+		f.AddGoFlag(klogFlags.Lookup(name))
+	}
+	f.Lookup("v").Usage = "log verbosity: 0 start, stop and certificate reloads; 2 every denial; 4 every review [klog]"
+	return cmd
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// With ACCEL_DRA_WEBHOOK_TEST_MAIN=1 the test binary is the command
+// itself, so the tests can run the real main, signals and all.
+func TestMain(m *testing.M) {
+	if os.Getenv("ACCEL_DRA_WEBHOOK_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestHelpExplainsEndpointsCertificatesAndEveryFlag(t *testing.T) {
+	cmd := newCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--help"})
+	require.NoError(t, cmd.Execute())
+	help := out.String()
+	for _, want := range []string{
+		"/validate-resource-claim-parameters", "/livez", "/readyz", "HTTPS only",
+		"ascend.accel-dra.dev", "cambricon.accel-dra.dev", "AscendConfig", "CambriconConfig",
+		"cert-manager", "SIGTERM",
+		"--port", "--tls-cert-file", "--tls-private-key-file", "--tls-reload-interval", "--shutdown-delay", "--shutdown-timeout", "--v",
+		"[ACCEL_DRA_WEBHOOK_PORT]", "[ACCEL_DRA_WEBHOOK_TLS_CERT_FILE]", "[ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE]",
+	} {
+		require.Contains(t, help, want)
+	}
+}
+
+func TestTheChartSnippetsArgsAreFlagsOfTheCommand(t *testing.T) {
+	data, err := os.ReadFile("../../pkg/webhook/testdata/chart-snippet.yaml")
+	require.NoError(t, err)
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		if !strings.Contains(doc, "\nkind: Deployment\n") {
+			continue
+		}
+		var d appsv1.Deployment
+		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &d))
+		c := d.Spec.Template.Spec.Containers[0]
+		require.Equal(t, []string{"accel-dra-webhook"}, c.Command)
+		require.NoError(t, newCommand().ParseFlags(c.Args))
+		return
+	}
+	t.Fatal("no Deployment in the snippet")
+}
+
+func TestBadEnvironmentValuesAreErrors(t *testing.T) {
+	t.Setenv("ACCEL_DRA_WEBHOOK_PORT", "https")
+	cmd := newCommand()
+	cmd.SetArgs(nil)
+	require.EqualError(t, cmd.Execute(), `environment variable ACCEL_DRA_WEBHOOK_PORT: strconv.Atoi: parsing "https": invalid syntax`)
+}
+
+// selfSigned writes a self-signed serving certificate for 127.0.0.1.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "accel-dra-webhook"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func TestSIGTERMStopsTheWebhookCleanly(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+
+	cmd := exec.Command(os.Args[0], fmt.Sprintf("--port=%d", port), "--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile, "--v=2", "--shutdown-delay=2s")
+	cmd.Env = append(os.Environ(), "ACCEL_DRA_WEBHOOK_TEST_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	require.Eventually(t, func() bool {
+		resp, err := client.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 20*time.Millisecond, "webhook not ready; stderr:\n%s", &stderr)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	// During --shutdown-delay: not ready, but still serving.
+	require.Eventually(t, func() bool {
+		resp, err := client.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}, 2*time.Second, 10*time.Millisecond, "readyz must fail after SIGTERM")
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/livez", port))
+	require.NoError(t, err, "still serving during the shutdown delay")
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "exit status after SIGTERM; stderr:\n%s", stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still running 20s after SIGTERM; stderr:\n%s", stderr.String())
+	}
+	require.Contains(t, stderr.String(), "Shutting down admission webhook")
+	require.Contains(t, stderr.String(), "Admission webhook stopped")
+}

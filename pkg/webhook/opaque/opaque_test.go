@@ -1,0 +1,75 @@
+package opaque_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
+)
+
+func TestDecodeWordsErrorsAsFieldColonDecodeConfigError(t *testing.T) {
+	configs := field.NewPath("spec", "devices", "config")
+	tests := []struct {
+		name, driver, raw string
+		ours              bool
+		want              string
+	}{
+		{name: "a good Ascend config decodes", driver: "ascend.accel-dra.dev", ours: true,
+			raw: `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"A":"1"}}`},
+		{name: "a good Cambricon config decodes", driver: "cambricon.accel-dra.dev", ours: true,
+			raw: `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig"}`},
+		{name: "another driver's config is not looked at", driver: "gpu.example.com", raw: `not even JSON`},
+		{name: "the kind must match the driver", driver: "cambricon.accel-dra.dev", ours: true,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig"}`,
+			want: "spec.devices.config[3].opaque.parameters: kind AscendConfig is not for this driver: want CambriconConfig"},
+		{name: "an unknown field is named", driver: "ascend.accel-dra.dev", ours: true,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","envs":{}}`,
+			want: `spec.devices.config[3].opaque.parameters: decoding: strict decoding error: unknown field "envs" (want apiVersion accel-dra.dev/v1alpha1, kind AscendConfig)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, ours, err := opaque.Decode(opaque.ParametersPath(configs, 3), tt.driver, []byte(tt.raw))
+			require.Equal(t, tt.ours, ours)
+			if tt.want != "" {
+				require.EqualError(t, err, tt.want)
+				require.Nil(t, cfg)
+				var oe *opaque.Error
+				require.ErrorAs(t, err, &oe)
+				require.Equal(t, "spec.devices.config[3].opaque.parameters", oe.Field)
+				return
+			}
+			require.NoError(t, err)
+			if ours {
+				require.NotNil(t, cfg)
+			} else {
+				require.Nil(t, cfg)
+			}
+		})
+	}
+}
+
+func TestErrorWithSourceKeepsThePluginsWording(t *testing.T) {
+	inner := errors.New("decoding: boom")
+	err := &opaque.Error{
+		Field:  opaque.ParametersPath(field.NewPath("status", "allocation", "devices", "config"), 0).String(),
+		Source: "claim",
+		Err:    inner,
+	}
+	require.EqualError(t, err, "status.allocation.devices.config[0].opaque.parameters (from the claim): decoding: boom")
+	require.ErrorIs(t, err, inner)
+}
+
+func TestKindForKnowsBothDrivers(t *testing.T) {
+	kind, ok := opaque.KindFor("ascend.accel-dra.dev")
+	require.True(t, ok)
+	require.Equal(t, v1alpha1.AscendConfigKind, kind)
+	kind, ok = opaque.KindFor("cambricon.accel-dra.dev")
+	require.True(t, ok)
+	require.Equal(t, v1alpha1.CambriconConfigKind, kind)
+	_, ok = opaque.KindFor("accel-dra.dev")
+	require.False(t, ok)
+}

@@ -1,0 +1,236 @@
+package webhook
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"strings"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1beta1 "k8s.io/api/resource/v1beta1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
+)
+
+// unknownRequest is the detail of a config that names a request the claim
+// does not have; the same words as the API server's own validation.
+const unknownRequest = "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'"
+
+// devices is what the webhook checks of a claim's spec.devices or a
+// DeviceClass's spec, the same for every served version of resource.k8s.io:
+// the request names (for a DeviceClass none) and the configs.
+type devices struct {
+	// requests maps each request name to the names of its firstAvailable
+	// subrequests (nil for a request without).
+	requests map[string][]string
+	configs  []config
+}
+
+type config struct {
+	requests []string
+	// driver and parameters of the opaque config; opaque is false when
+	// the entry has none.
+	driver     string
+	parameters []byte
+	opaque     bool
+}
+
+func opaqueConfig(driver string, parameters runtime.RawExtension) config {
+	return config{driver: driver, parameters: parameters.Raw, opaque: true}
+}
+
+// validate checks the configs of our drivers in d: each must decode and
+// validate for its driver (v1alpha1.DecodeConfig), and the requests it
+// names must exist. configsPath is the path of the config list. Configs of
+// other drivers are not looked at. Every problem is returned, in order.
+func (d devices) validate(configsPath *field.Path, isClass bool) []error {
+	var errs []error
+	for i, c := range d.configs {
+		if !c.opaque {
+			continue
+		}
+		if _, ours := opaque.KindFor(c.driver); !ours {
+			continue
+		}
+		if !isClass {
+			for j, name := range c.requests {
+				if !d.hasRequest(name) {
+					errs = append(errs, field.Invalid(configsPath.Index(i).Child("requests").Index(j), name, unknownRequest))
+				}
+			}
+		}
+		if _, _, err := opaque.Decode(opaque.ParametersPath(configsPath, i), c.driver, c.parameters); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// hasRequest reports whether name is "<request>" or "<request>/<subrequest>"
+// of the claim.
+func (d devices) hasRequest(name string) bool {
+	parent, sub, isSub := strings.Cut(name, "/")
+	subs, ok := d.requests[parent]
+	if !ok {
+		return false
+	}
+	if !isSub {
+		return true
+	}
+	return slices.Contains(subs, sub)
+}
+
+// equal reports whether two extractions are the same, so an update that
+// leaves the configs alone is not judged again.
+func (d devices) equal(o devices) bool {
+	return maps.EqualFunc(d.requests, o.requests, slices.Equal) &&
+		slices.EqualFunc(d.configs, o.configs, func(a, b config) bool {
+			return a.opaque == b.opaque && a.driver == b.driver &&
+				bytes.Equal(a.parameters, b.parameters) && slices.Equal(a.requests, b.requests)
+		})
+}
+
+// The versions of resource.k8s.io differ in where a request keeps its
+// device selection (v1beta1 inline, v1beta2 and v1 under exactly), not in
+// what the webhook looks at: request and subrequest names and the configs.
+// Each version is read into devices directly; the API types have no
+// conversions outside the API server.
+
+func fromV1(spec resourcev1.DeviceClaim) devices {
+	d := devices{requests: map[string][]string{}}
+	for _, r := range spec.Requests {
+		var subs []string
+		for _, s := range r.FirstAvailable {
+			subs = append(subs, s.Name)
+		}
+		d.requests[r.Name] = subs
+	}
+	for _, c := range spec.Config {
+		var e config
+		if c.Opaque != nil {
+			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
+		}
+		e.requests = c.Requests
+		d.configs = append(d.configs, e)
+	}
+	return d
+}
+
+func fromV1beta2(spec resourcev1beta2.DeviceClaim) devices {
+	d := devices{requests: map[string][]string{}}
+	for _, r := range spec.Requests {
+		var subs []string
+		for _, s := range r.FirstAvailable {
+			subs = append(subs, s.Name)
+		}
+		d.requests[r.Name] = subs
+	}
+	for _, c := range spec.Config {
+		var e config
+		if c.Opaque != nil {
+			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
+		}
+		e.requests = c.Requests
+		d.configs = append(d.configs, e)
+	}
+	return d
+}
+
+func fromV1beta1(spec resourcev1beta1.DeviceClaim) devices {
+	d := devices{requests: map[string][]string{}}
+	for _, r := range spec.Requests {
+		var subs []string
+		for _, s := range r.FirstAvailable {
+			subs = append(subs, s.Name)
+		}
+		d.requests[r.Name] = subs
+	}
+	for _, c := range spec.Config {
+		var e config
+		if c.Opaque != nil {
+			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
+		}
+		e.requests = c.Requests
+		d.configs = append(d.configs, e)
+	}
+	return d
+}
+
+func classFromV1(spec resourcev1.DeviceClassSpec) devices {
+	var d devices
+	for _, c := range spec.Config {
+		var e config
+		if c.Opaque != nil {
+			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
+		}
+		d.configs = append(d.configs, e)
+	}
+	return d
+}
+
+func classFromV1beta2(spec resourcev1beta2.DeviceClassSpec) devices {
+	var d devices
+	for _, c := range spec.Config {
+		var e config
+		if c.Opaque != nil {
+			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
+		}
+		d.configs = append(d.configs, e)
+	}
+	return d
+}
+
+func classFromV1beta1(spec resourcev1beta1.DeviceClassSpec) devices {
+	var d devices
+	for _, c := range spec.Config {
+		var e config
+		if c.Opaque != nil {
+			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
+		}
+		d.configs = append(d.configs, e)
+	}
+	return d
+}
+
+// object is a decoded admission object: what to check and where it is.
+type object struct {
+	kind        string // ResourceClaim, ResourceClaimTemplate, DeviceClass
+	devices     devices
+	configsPath *field.Path
+	isClass     bool
+}
+
+var (
+	claimConfigs    = field.NewPath("spec", "devices", "config")
+	templateConfigs = field.NewPath("spec", "spec", "devices", "config")
+	classConfigs    = field.NewPath("spec", "config")
+)
+
+// fromObject reads one of the objects the webhook validates; ok is false
+// for anything else.
+func fromObject(obj runtime.Object) (o object, ok bool) {
+	switch obj := obj.(type) {
+	case *resourcev1.ResourceClaim:
+		return object{"ResourceClaim", fromV1(obj.Spec.Devices), claimConfigs, false}, true
+	case *resourcev1beta2.ResourceClaim:
+		return object{"ResourceClaim", fromV1beta2(obj.Spec.Devices), claimConfigs, false}, true
+	case *resourcev1beta1.ResourceClaim:
+		return object{"ResourceClaim", fromV1beta1(obj.Spec.Devices), claimConfigs, false}, true
+	case *resourcev1.ResourceClaimTemplate:
+		return object{"ResourceClaimTemplate", fromV1(obj.Spec.Spec.Devices), templateConfigs, false}, true
+	case *resourcev1beta2.ResourceClaimTemplate:
+		return object{"ResourceClaimTemplate", fromV1beta2(obj.Spec.Spec.Devices), templateConfigs, false}, true
+	case *resourcev1beta1.ResourceClaimTemplate:
+		return object{"ResourceClaimTemplate", fromV1beta1(obj.Spec.Spec.Devices), templateConfigs, false}, true
+	case *resourcev1.DeviceClass:
+		return object{"DeviceClass", classFromV1(obj.Spec), classConfigs, true}, true
+	case *resourcev1beta2.DeviceClass:
+		return object{"DeviceClass", classFromV1beta2(obj.Spec), classConfigs, true}, true
+	case *resourcev1beta1.DeviceClass:
+		return object{"DeviceClass", classFromV1beta1(obj.Spec), classConfigs, true}, true
+	}
+	return object{}, false
+}
