@@ -17,12 +17,14 @@ CONTAINER_TOOL ?= docker
 
 all: build
 
+# The three binaries: the CLI accel-dra, the node agent
+# accel-dra-kubeletplugin and the admission webhook accel-dra-webhook.
 build:
-	$(GO) build -o $(BIN)/accel-dra ./cmd/accel-dra
+	$(GO) build -o $(BIN)/ ./cmd/accel-dra ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra-webhook
 
 # The image's binaries, built as deployments/container/Dockerfile builds them.
 static:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra-webhook ./cmd/accel-dra
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -42,7 +44,9 @@ test: lint chart
 demo: build
 	$(BIN)/accel-dra simulate --cluster demo/cluster.yaml -f deployments/helm/accel-dra/deviceclasses -f demo/workloads
 
-# Needs a container engine (docker, or CONTAINER_TOOL=podman).
+# The image the chart's DaemonSet (accel-dra-kubeletplugin) and webhook
+# Deployment (accel-dra-webhook) both run. Needs a container engine (docker,
+# or CONTAINER_TOOL=podman).
 image:
 	$(CONTAINER_TOOL) build -f deployments/container/Dockerfile --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 

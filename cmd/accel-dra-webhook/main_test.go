@@ -16,14 +16,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // With ACCEL_DRA_WEBHOOK_TEST_MAIN=1 the test binary is the command
@@ -52,23 +49,6 @@ func TestHelpExplainsEndpointsCertificatesAndEveryFlag(t *testing.T) {
 	} {
 		require.Contains(t, help, want)
 	}
-}
-
-func TestTheChartSnippetsArgsAreFlagsOfTheCommand(t *testing.T) {
-	data, err := os.ReadFile("../../pkg/webhook/testdata/chart-snippet.yaml")
-	require.NoError(t, err)
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		if !strings.Contains(doc, "\nkind: Deployment\n") {
-			continue
-		}
-		var d appsv1.Deployment
-		require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &d))
-		c := d.Spec.Template.Spec.Containers[0]
-		require.Equal(t, []string{"accel-dra-webhook"}, c.Command)
-		require.NoError(t, newCommand().ParseFlags(c.Args))
-		return
-	}
-	t.Fatal("no Deployment in the snippet")
 }
 
 func TestBadEnvironmentValuesAreErrors(t *testing.T) {

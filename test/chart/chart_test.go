@@ -3,15 +3,16 @@
 // of values and checks the result with the Kubernetes Go types and CEL
 // compilers: every document decodes strictly, the DeviceClasses are the
 // chart's files unchanged and compile, the RBAC rules, host paths, node
-// affinity, arguments and privileges are exactly the expected ones, and
-// the ValidatingAdmissionPolicy keeps the agent to its own node's slices.
+// affinity, arguments and privileges are exactly the expected ones, the
+// ValidatingAdmissionPolicy keeps the agent to its own node's slices, and
+// the admission webhook (webhook_test.go) is rendered only when enabled,
+// matches its server, sends exactly the objects with our configs, and
+// serves a certificate that verifies against its caBundle.
 package chart_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -255,6 +256,10 @@ logVerbosity: 5
 	},
 }
 
+// agentKinds are the kinds rendered for the node agent with the defaults.
+var agentKinds = []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet",
+	"*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding"}
+
 func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -266,7 +271,21 @@ func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T)
 			if c.policy {
 				want = append(want, "*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding")
 			}
+			// These cases leave the webhook at its defaults: on, with a
+			// certificate made by Helm.
+			want = append(want, webhookCases[0].kinds()...)
+			sort.Strings(want)
 			require.Equal(t, want, r.kinds())
+		})
+	}
+	for _, c := range webhookCases {
+		t.Run(c.caseName(), func(t *testing.T) {
+			want := slices.Concat(agentKinds, c.kinds())
+			for range allClasses {
+				want = append(want, "*v1.DeviceClass")
+			}
+			sort.Strings(want)
+			require.Equal(t, want, renderWebhook(t, c).kinds())
 		})
 	}
 }
@@ -474,17 +493,7 @@ func TestTheDaemonSetRollsOutANewPodBesideTheOldOneAndStaysOnItsNodes(t *testing
 }
 
 func TestEveryFlagTheDaemonSetPassesIsAFlagOfTheAgent(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err)
-	cmd := exec.Command(goTool, "run", "./cmd/accel-dra-kubeletplugin", "--help")
-	cmd.Dir = repoRoot(t)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	flags := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^\s+(?:-\w, )?--([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
-		flags[m[1]] = true
-	}
-	require.NotEmpty(t, flags)
+	flags := commandFlags(t, "accel-dra-kubeletplugin")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, arg := range agentContainer(t, render(t, c).daemonSet(t)).Args {
@@ -505,8 +514,8 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			"enable at least one of vendors.ascend.enabled and vendors.cambricon.enabled"},
 		{"fake devices without a profile", "simulation: {fakeDevices: true}",
 			"simulation.fakeDevices needs simulation.profile"},
-		{"a DeviceClass the chart does not have", "deviceClasses: {ascend-vnpu: true}",
-			"deviceClasses.ascend-vnpu: the chart has no deviceclasses/ascend-vnpu.accel-dra.dev.yaml"},
+		{"a DeviceClass the chart does not have", "deviceClasses: {ascnd: true}",
+			"deviceClasses.ascnd: the chart has no deviceclasses/ascnd.accel-dra.dev.yaml"},
 		{"an existing ServiceAccount without a name", "serviceAccount: {create: false}",
 			"serviceAccount.name must name an existing ServiceAccount"},
 		{"a misspelt key (values.schema.json)", "vendors: {acsend: {enabled: false}}",
@@ -515,6 +524,18 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			"at '/validatingAdmissionPolicy/failurePolicy': value must be one of 'Fail', 'Ignore'"},
 		{"a relative tool path", "vendors: {cambricon: {cnmon: usr/bin/cnmon}}",
 			"at '/vendors/cambricon/cnmon'"},
+		{"a webhook failure policy the API does not have", "webhook: {failurePolicy: Warn}",
+			"at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"},
+		{"a webhook timeout the API does not allow", "webhook: {timeoutSeconds: 31}",
+			"at '/webhook/timeoutSeconds': maximum: got 31, want 30"},
+		{"no webhook replica", "webhook: {replicas: 0}",
+			"at '/webhook/replicas': minimum: got 0, want 1"},
+		{"a misspelt webhook key", "webhook: {certmanager: {enabled: true}}",
+			"at '/webhook': additional properties 'certmanager' not allowed"},
+		{"an issuer without cert-manager", "webhook: {certManager: {issuerRef: {name: corp-ca, kind: ClusterIssuer}}}",
+			"webhook.certManager.issuerRef needs webhook.certManager.enabled"},
+		{"an issuer without a name", "webhook: {certManager: {enabled: true, issuerRef: {kind: ClusterIssuer}}}",
+			"webhook.certManager.issuerRef.name must name the cert-manager Issuer or ClusterIssuer"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

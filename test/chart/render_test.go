@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +18,15 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -65,12 +69,25 @@ func helm(t *testing.T, args ...string) (stdout string, err error) {
 	return out.String(), nil
 }
 
-// helmTemplate renders the chart with values (a values.yaml document).
-func helmTemplate(t *testing.T, values string) (string, error) {
+// helmTemplate renders the chart with values (a values.yaml document) and
+// any further helm flags.
+func helmTemplate(t *testing.T, values string, flags ...string) (string, error) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "values.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(values), 0o644))
-	return helm(t, "template", release, chartDir(t), "--namespace", namespace, "--values", file)
+	return helm(t, append([]string{"template", release, chartDir(t), "--namespace", namespace, "--values", valuesFile(t, values)}, flags...)...)
+}
+
+// valuesFile writes values to a file for --values, which splits its
+// argument at commas: the file's path must not have any, and t.TempDir
+// names it after the test.
+func valuesFile(t *testing.T, values string) string {
+	t.Helper()
+	f, err := os.CreateTemp("", "accel-dra-values-*.yaml")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.Remove(f.Name()) })
+	_, err = f.WriteString(values)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	return f.Name()
 }
 
 // document is one rendered manifest: its text (without helm's "# Source"
@@ -91,6 +108,13 @@ type rendering struct {
 // failing on unknown and duplicate fields.
 var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 
+// certManagerKinds are the cert-manager.io/v1 kinds the chart renders (the
+// webhook's certificate with webhook.certManager.enabled). cert-manager's
+// Go types are not a dependency of this module, so these are decoded as
+// unstructured objects, still failing on duplicate fields; the webhook
+// tests check their fields one by one.
+var certManagerKinds = map[string]bool{"Issuer": true, "Certificate": true}
+
 func decodeRendering(out string) (*rendering, error) {
 	r := &rendering{}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(out)))
@@ -106,7 +130,7 @@ func decodeRendering(out string) (*rendering, error) {
 		if strings.TrimSpace(stripComments(raw)) == "" {
 			continue
 		}
-		obj, _, err := strictDecoder.Decode([]byte(raw), nil, nil)
+		obj, err := decodeDocument(raw)
 		if err != nil {
 			return nil, fmt.Errorf("decoding the document from %s: %w\n%s", source, err, raw)
 		}
@@ -114,9 +138,36 @@ func decodeRendering(out string) (*rendering, error) {
 	}
 }
 
-// splitSource takes helm's "# Source: <template>" line off a document.
+// decodeDocument decodes one manifest strictly: into its Go type, or for
+// the cert-manager kinds into an unstructured object.
+func decodeDocument(raw string) (runtime.Object, error) {
+	var head struct{ APIVersion, Kind string }
+	if err := yaml.Unmarshal([]byte(raw), &head); err != nil {
+		return nil, err
+	}
+	if head.APIVersion != "cert-manager.io/v1" {
+		obj, _, err := strictDecoder.Decode([]byte(raw), nil, nil)
+		return obj, err
+	}
+	if !certManagerKinds[head.Kind] {
+		return nil, fmt.Errorf("cert-manager.io/v1 %s is not a kind the chart is known to render", head.Kind)
+	}
+	js, err := yaml.YAMLToJSONStrict([]byte(raw))
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(js); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// splitSource takes helm's "# Source: <template>" line off a document (and
+// the separator before the first one).
 func splitSource(doc string) (source, rest string) {
 	doc = strings.TrimLeft(doc, "\n")
+	doc = strings.TrimPrefix(doc, "---\n")
 	first, rest, _ := strings.Cut(doc, "\n")
 	if s, ok := strings.CutPrefix(first, "# Source: "); ok {
 		return s, rest
@@ -142,16 +193,23 @@ var (
 // render renders and decodes c once per test binary.
 func render(t *testing.T, c valuesCase) *rendering {
 	t.Helper()
+	return renderValues(t, c.name, c.values)
+}
+
+// renderValues renders and decodes values once per test binary, under a
+// name unique among all cases.
+func renderValues(t *testing.T, name, values string) *rendering {
+	t.Helper()
 	renderMu.Lock()
 	defer renderMu.Unlock()
-	if r, ok := rendered[c.name]; ok {
+	if r, ok := rendered[name]; ok {
 		return r
 	}
-	out, err := helmTemplate(t, c.values)
+	out, err := helmTemplate(t, values)
 	require.NoError(t, err)
 	r, err := decodeRendering(out)
 	require.NoError(t, err)
-	rendered[c.name] = r
+	rendered[name] = r
 	return r
 }
 
@@ -196,6 +254,33 @@ func (r *rendering) policyBinding(t *testing.T) *admissionregistrationv1.Validat
 	return only[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, r)
 }
 
+func (r *rendering) deployment(t *testing.T) *appsv1.Deployment {
+	return only[*appsv1.Deployment](t, r)
+}
+
+func (r *rendering) service(t *testing.T) *corev1.Service {
+	return only[*corev1.Service](t, r)
+}
+
+func (r *rendering) podDisruptionBudget(t *testing.T) *policyv1.PodDisruptionBudget {
+	return only[*policyv1.PodDisruptionBudget](t, r)
+}
+
+func (r *rendering) webhookConfiguration(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	return only[*admissionregistrationv1.ValidatingWebhookConfiguration](t, r)
+}
+
+// certManagerObjects are the rendered cert-manager objects of kind, in order.
+func (r *rendering) certManagerObjects(kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, u := range objectsOf[*unstructured.Unstructured](r) {
+		if u.GetKind() == kind {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // deviceClasses maps the rendered DeviceClasses by name to their documents.
 func (r *rendering) deviceClasses() map[string]document {
 	out := map[string]document{}
@@ -207,11 +292,18 @@ func (r *rendering) deviceClasses() map[string]document {
 	return out
 }
 
-// kinds lists the kinds of the rendered objects, in order.
+// kinds lists the kinds of the rendered objects, sorted: the Go type of a
+// typed object, "<apiVersion> <kind>" of an unstructured one. The order
+// of the manifests is helm's (its install order by kind).
 func (r *rendering) kinds() []string {
 	var out []string
 	for _, d := range r.docs {
+		if u, ok := d.object.(*unstructured.Unstructured); ok {
+			out = append(out, u.GetAPIVersion()+" "+u.GetKind())
+			continue
+		}
 		out = append(out, fmt.Sprintf("%T", d.object))
 	}
+	sort.Strings(out)
 	return out
 }

@@ -192,3 +192,87 @@ seccompProfile:
   type: RuntimeDefault
 {{- end }}
 {{- end }}
+
+{{/*
+Name of the admission webhook's objects: its Service, Deployment,
+PodDisruptionBudget and ValidatingWebhookConfiguration, and the
+cert-manager Certificate. The Service name is a DNS label (at most 63
+characters), so the fullname is cut to leave room for "-webhook".
+*/}}
+{{- define "accel-dra.webhook.name" -}}
+{{- printf "%s-webhook" (include "accel-dra.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+The Secret (kubernetes.io/tls) the webhook serves from. Helm's and
+cert-manager's have different names. When certManager.enabled is switched
+off, cert-manager leaves its Secret behind, and Helm could not take that
+Secret over. When it is switched on, Helm deletes its own Secret, which
+cert-manager would otherwise be writing at the same moment. With a
+different name in each mode, the Deployment rolls over to the new Secret
+and the old pods serve until the new ones are ready.
+*/}}
+{{- define "accel-dra.webhook.secretName" -}}
+{{- if .Values.webhook.certManager.enabled }}
+{{- printf "%s-cert-manager-tls" (include "accel-dra.webhook.name" .) }}
+{{- else }}
+{{- printf "%s-tls" (include "accel-dra.webhook.name" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Selector labels of the webhook's pods; the component keeps them apart from
+the node agent's.
+*/}}
+{{- define "accel-dra.webhook.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "accel-dra.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: webhook
+{{- end }}
+
+{{/*
+Labels of the webhook's objects.
+*/}}
+{{- define "accel-dra.webhook.labels" -}}
+helm.sh/chart: {{ include "accel-dra.chart" . }}
+{{ include "accel-dra.webhook.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+Fails the rendering for webhook values that cannot work together.
+*/}}
+{{- define "accel-dra.webhook.check" -}}
+{{- $cm := .Values.webhook.certManager }}
+{{- if $cm.issuerRef }}
+{{- if not $cm.enabled }}
+{{- fail "webhook.certManager.issuerRef needs webhook.certManager.enabled: without cert-manager the chart generates the certificate itself" }}
+{{- end }}
+{{- if not (index $cm.issuerRef "name") }}
+{{- fail "webhook.certManager.issuerRef.name must name the cert-manager Issuer or ClusterIssuer that signs the webhook's certificate" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The fields every webhook of the ValidatingWebhookConfiguration shares.
+Call with a dict of failurePolicy, timeoutSeconds, service (name,
+namespace, path, port) and, for a certificate made by Helm, caBundle.
+*/}}
+{{- define "accel-dra.webhook.common" -}}
+admissionReviewVersions: [v1]
+sideEffects: None
+failurePolicy: {{ .failurePolicy }}
+timeoutSeconds: {{ .timeoutSeconds }}
+matchPolicy: Equivalent
+clientConfig:
+  service:
+    name: {{ .service.name }}
+    namespace: {{ .service.namespace }}
+    path: {{ .service.path }}
+    port: {{ .service.port }}
+  {{- with .caBundle }}
+  caBundle: {{ . }}
+  {{- end }}
+{{- end }}
