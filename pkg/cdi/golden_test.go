@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
+	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
@@ -27,6 +30,8 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 		vendor  inventory.Vendor
 		indices []int
 		env     map[string]string
+		// mutate turns whole chips into partitions or shares.
+		mutate func(*cdi.Claim)
 	}{
 		{golden: "ascend-910b-1-chip", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{3}},
 		{golden: "ascend-910a-4-chips-one-ring", profile: "atlas-800-910a", vendor: inventory.VendorHuawei, indices: []int{4, 5, 6, 7},
@@ -36,6 +41,29 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 		{golden: "cambricon-mlu590-4-chips", profile: "mlu590", adjust: withMLU590Nodes, vendor: inventory.VendorCambricon, indices: []int{0, 1, 2, 3},
 			env: map[string]string{"CNCL_LOG_LEVEL": "WARNING"}},
 		{golden: "cambricon-mlu370-8-chips", profile: "mlu370-x8", vendor: inventory.VendorCambricon, indices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{golden: "ascend-310p-vnpu", profile: "atlas-300i-duo", vendor: inventory.VendorHuawei, indices: []int{1}, mutate: func(c *cdi.Claim) {
+			// vNPU 116 (vir02) on chip 1, as the driver prepares it.
+			d := &c.Devices[0]
+			d.Name = "npu-1-vir02-0"
+			d.Nodes = []cdi.DeviceNode{{Path: "/dev/davinci116", HostPath: "/dev/vdavinci116"}}
+			d.VisibleID = ptr.To(116)
+			d.DriverEnv = map[string]string{"PARTITION": "vir02", "MEMORY": "6442450944", "CORES": "2"}
+			d.Annotations = map[string]string{"accel-dra.dev/partition": `{"type":"vnpu","chip":1,"template":"vir02","id":116,"deviceNode":"/dev/vdavinci116"}`}
+			c.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
+		}},
+		{golden: "cambricon-mlu370-smlu", profile: "mlu370-x8", vendor: inventory.VendorCambricon, indices: []int{2}, mutate: func(c *cdi.Claim) {
+			d := &c.Devices[0]
+			d.Name = "mlu-2-smlu-25p-0"
+			d.Nodes = []cdi.DeviceNode{
+				{Path: "/dev/cambricon_dev2", HostPath: "/dev/cambricon_dev2"},
+				{Path: "/dev/cambricon_ipcm2", HostPath: "/dev/cambricon_ipcm2"},
+				{Path: "/dev/cambricon-caps/cap_dev2_mi1", HostPath: "/dev/cambricon-caps/cap_dev2_mi1"},
+			}
+			d.DriverEnv = map[string]string{"PARTITION": "25p.5827mb", "MEMORY": "6110052352", "CORES": "4"}
+		}},
+		{golden: "ascend-910b-shared", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{0}, mutate: func(c *cdi.Claim) {
+			c.Devices[0].DriverEnv = map[string]string{"SHARE_ID": "5e1d0c4b-8f3a-4c2e-9b7d-6a5f4e3d2c1b", "MEMORY": "8589934592", "CORES": "0"}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
@@ -44,6 +72,14 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 			c := n.claim("6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b", tt.vendor, tt.indices...)
 			for i := range c.Devices {
 				c.Devices[i].Env = tt.env
+			}
+			if tt.mutate != nil {
+				tt.mutate(&c)
+				for _, d := range c.Devices {
+					for _, dn := range d.Nodes {
+						nullNode(t, filepath.Join(n.root, dn.HostPath))
+					}
+				}
 			}
 			_, err := w.Write(context.Background(), c)
 			require.NoError(t, err)
@@ -79,4 +115,15 @@ func TestSpecFilesAreNamedByVendorAndClaimUID(t *testing.T) {
 		"accel-dra.dev-ascend_" + string(uid) + ".yaml",
 		"accel-dra.dev-cambricon_" + string(uid) + ".yaml",
 	}, specFiles(t, dir))
+}
+
+// nullNode creates a /dev/null clone at path unless something is there
+// (a partition's node, which the device faker does not make).
+func nullNode(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, unix.Mknod(path, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
 }

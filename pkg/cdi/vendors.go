@@ -32,6 +32,25 @@ const (
 	// (device-plugin/pkg/mlu/server.go, PrepareResponse) to the comma list
 	// of MLU slots, for the Cambricon container runtime and Neuware.
 	EnvCambriconVisibleDevices = "CAMBRICON_VISIBLE_DEVICES"
+	// EnvAscendRuntimeOptions is "VIRTUAL" for a claim of vNPUs: Huawei's
+	// device plugin sets it beside ASCEND_VISIBLE_DEVICES=<vnpu id>
+	// (Ascend/ascend-device-plugin pkg/common/common.go SetAscendRuntimeEnv,
+	// common.VirtualDev), and ascend-docker-runtime then mounts
+	// /dev/vdavinci<id>; with CDI the node is already in the spec, the
+	// variable tells CANN and tools in the container what they run on.
+	EnvAscendRuntimeOptions = "ASCEND_RUNTIME_OPTIONS"
+
+	// Suffixes of the per-device variables DRA_DEVICE_<NAME>_<SUFFIX> the
+	// driver sets for partitions and shares (never for whole chips):
+	//   - PARTITION: the vendor template or sMLU profile (vir04, 25p.5827mb);
+	//   - MEMORY: bytes of device memory of the partition or share;
+	//   - CORES: AI cores / MLU cores of the partition, or the cores the
+	//     share reserved (0: none reserved, time-shared);
+	//   - SHARE_ID: the allocation's shareID, one per claim on a shared chip.
+	EnvSuffixPartition = "PARTITION"
+	EnvSuffixMemory    = "MEMORY"
+	EnvSuffixCores     = "CORES"
+	EnvSuffixShareID   = "SHARE_ID"
 )
 
 // vendorEdits is what a vendor's own container runtime or device plugin

@@ -99,6 +99,27 @@ type Device struct {
 	// only in containers that get this device. It may not set DRA_*
 	// variables nor a vendor's visible-devices variable: Write rejects that.
 	Env map[string]string
+	// Nodes, when set, replace the chip's DeviceNodes: a partition's own
+	// device files (a vNPU gets /dev/vdavinci<id> at /dev/davinci<id> and
+	// not its parent chip's node).
+	Nodes []DeviceNode
+	// VisibleID, when set, is what the vendor's visible-devices variable
+	// lists for this device instead of the chip index (a vNPU's id).
+	VisibleID *int
+	// DriverEnv are per-device variables the driver sets besides UUID and
+	// MODEL, by suffix: {"MEMORY": "8589934592"} becomes
+	// DRA_DEVICE_<NAME>_MEMORY=8589934592.
+	DriverEnv map[string]string
+	// Annotations are recorded on the CDI device and returned by
+	// ReadClaim, so the plugin can rebuild what it prepared (a partition)
+	// from the spec alone.
+	Annotations map[string]string
+}
+
+// DeviceNode is a device file of a container: Path inside it, HostPath on
+// the node as seen from the node's / (HostRoot is prefixed).
+type DeviceNode struct {
+	Path, HostPath string
 }
 
 // Claim is a prepared ResourceClaim's share of one vendor's devices.
@@ -110,6 +131,9 @@ type Claim struct {
 	// SharedDeviceNodes are the vendor's device files every container of
 	// the claim needs (inventory.Inventory.SharedDeviceNodes[Vendor]).
 	SharedDeviceNodes []string
+	// Env are claim-wide variables the driver sets besides the DRA_* and
+	// visible-devices ones (ASCEND_RUNTIME_OPTIONS=VIRTUAL for vNPUs).
+	Env map[string]string
 }
 
 // Write writes the claim's spec, replacing any earlier spec of that claim
@@ -210,20 +234,28 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		}
 		spec.Devices = append(spec.Devices, dev)
 		ids[d.Name] = []string{cdiparser.QualifiedName(vendor, class, dev.Name)}
-		indices = append(indices, d.Chip.Index)
+		if d.VisibleID != nil {
+			indices = append(indices, *d.VisibleID)
+		} else {
+			indices = append(indices, d.Chip.Index)
+		}
 	}
 
 	shared, err := w.deviceNodes(c.SharedDeviceNodes, v)
 	if err != nil {
 		return nil, nil, fmt.Errorf("shared device nodes: %w", err)
 	}
+	env := []string{
+		EnvDriver + "=" + names.DriverFor(c.Vendor),
+		EnvClaimUID + "=" + string(c.UID),
+		EnvClaim + "=" + c.Namespace + "/" + c.Name,
+		v.visibleEnv + "=" + joinIndices(indices),
+	}
+	for _, k := range sortedKeys(c.Env) {
+		env = append(env, k+"="+c.Env[k])
+	}
 	spec.ContainerEdits = cdispec.ContainerEdits{
-		Env: []string{
-			EnvDriver + "=" + names.DriverFor(c.Vendor),
-			EnvClaimUID + "=" + string(c.UID),
-			EnvClaim + "=" + c.Namespace + "/" + c.Name,
-			v.visibleEnv + "=" + joinIndices(indices),
-		},
+		Env:         env,
 		DeviceNodes: shared,
 		Mounts:      w.mounts(v),
 	}
@@ -244,10 +276,16 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	if d.Chip.Vendor != c.Vendor {
 		return cdispec.Device{}, fmt.Errorf("chip %d is a %s chip, not %s", d.Chip.Index, d.Chip.Vendor, c.Vendor)
 	}
-	if len(d.Chip.DeviceNodes) == 0 {
-		return cdispec.Device{}, fmt.Errorf("chip %d has no device nodes", d.Chip.Index)
+	var nodes []*cdispec.DeviceNode
+	var err error
+	if len(d.Nodes) > 0 {
+		nodes, err = w.mappedNodes(d.Nodes, v)
+	} else {
+		if len(d.Chip.DeviceNodes) == 0 {
+			return cdispec.Device{}, fmt.Errorf("chip %d has no device nodes", d.Chip.Index)
+		}
+		nodes, err = w.deviceNodes(d.Chip.DeviceNodes, v)
 	}
-	nodes, err := w.deviceNodes(d.Chip.DeviceNodes, v)
 	if err != nil {
 		return cdispec.Device{}, err
 	}
@@ -257,8 +295,38 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	}
 	return cdispec.Device{
 		Name:           string(c.UID) + "-" + d.Name,
+		Annotations:    d.Annotations,
 		ContainerEdits: cdispec.ContainerEdits{Env: env, DeviceNodes: nodes},
 	}, nil
+}
+
+// mappedNodes are device nodes whose container path differs from their
+// host path (a vNPU's /dev/vdavinci<id> at /dev/davinci<id>).
+func (w *Writer) mappedNodes(nodes []DeviceNode, v vendorEdits) ([]*cdispec.DeviceNode, error) {
+	out := make([]*cdispec.DeviceNode, 0, len(nodes))
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for _, p := range []string{n.Path, n.HostPath} {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				return nil, fmt.Errorf("device node path %q is not an absolute, clean path", p)
+			}
+		}
+		if seen[n.Path] {
+			continue
+		}
+		seen[n.Path] = true
+		out = append(out, &cdispec.DeviceNode{Path: n.Path, HostPath: w.hostPath(n.HostPath), Permissions: v.permissions})
+	}
+	return out, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // deviceNodes maps container paths of device files to CDI device nodes.
@@ -311,6 +379,9 @@ func deviceEnv(d Device) ([]string, error) {
 		env = append(env, key+"_UUID="+d.Chip.UUID)
 	}
 	env = append(env, key+"_MODEL="+d.Chip.Model)
+	for _, suffix := range sortedKeys(d.DriverEnv) {
+		env = append(env, key+"_"+suffix+"="+d.DriverEnv[suffix])
+	}
 
 	userKeys := make([]string, 0, len(d.Env))
 	for k := range d.Env {
@@ -359,6 +430,9 @@ type SpecClaim struct {
 	Namespace, Name string
 	// Devices maps DRA device names to their CDI device IDs.
 	Devices map[string][]string
+	// Annotations maps DRA device names to the annotations their CDI
+	// device was written with (Device.Annotations), if any.
+	Annotations map[string]map[string]string
 }
 
 // ReadClaim reads back the spec of a claim's devices of vendor.
@@ -373,7 +447,7 @@ func (w *Writer) ReadClaim(vendor inventory.Vendor, uid types.UID) (SpecClaim, e
 		return SpecClaim{}, fmt.Errorf("reading CDI spec of claim %s: %w", uid, err)
 	}
 	vendorName, class := cdiparser.ParseQualifier(v.kind)
-	out := SpecClaim{Devices: map[string][]string{}}
+	out := SpecClaim{Devices: map[string][]string{}, Annotations: map[string]map[string]string{}}
 	for _, e := range spec.ContainerEdits.Env {
 		if claim, ok := strings.CutPrefix(e, EnvClaim+"="); ok {
 			out.Namespace, out.Name, _ = strings.Cut(claim, "/")
@@ -385,6 +459,9 @@ func (w *Writer) ReadClaim(vendor inventory.Vendor, uid types.UID) (SpecClaim, e
 			return SpecClaim{}, fmt.Errorf("reading CDI spec %s: device %q is not named after claim %s", path, d.Name, uid)
 		}
 		out.Devices[name] = []string{cdiparser.QualifiedName(vendorName, class, d.Name)}
+		if len(d.Annotations) > 0 {
+			out.Annotations[name] = d.Annotations
+		}
 	}
 	return out, nil
 }

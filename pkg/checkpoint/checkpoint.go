@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -23,12 +24,51 @@ import (
 const Version = "accel-dra.dev/checkpoint/v1"
 
 // Device is one prepared device of a claim.
+//
+// Partition and Share were added to format v1 without a version change:
+// both are optional, so a checkpoint written before them loads with every
+// device a whole chip, which is what it was. A plugin older than them that
+// reads a newer file keeps the claims but forgets their partitions (it
+// would not destroy them on unprepare): downgrades need the claims
+// unprepared first.
 type Device struct {
 	// Request is the request (or request/subrequest) the device was allocated for.
 	Request      string   `json:"request"`
 	Pool         string   `json:"pool"`
 	Device       string   `json:"device"`
 	CDIDeviceIDs []string `json:"cdiDeviceIDs"`
+	// Partition is the partition the plugin made on the chip for this
+	// device (a vNPU, an sMLU instance); nil for a whole chip or a share.
+	// It is recorded before the plugin answers the kubelet, so a restart
+	// knows the partition is in use and Unprepare can destroy it.
+	Partition *Partition `json:"partition,omitempty"`
+	// Share is the claim's share of a shared chip; nil otherwise.
+	Share *Share `json:"share,omitempty"`
+}
+
+// Partition is a partition that exists on a chip (partitions.Instance).
+type Partition struct {
+	// Type is the accel-dra.dev/type of the partition: vnpu or smlu.
+	Type string `json:"type"`
+	// Chip is the index of the parent chip.
+	Chip int `json:"chip"`
+	// Template is the vendor's template or profile name.
+	Template string `json:"template"`
+	// ID is the vNPU id or sMLU instance id.
+	ID int `json:"id"`
+	// DeviceNode is the partition's device file on the host.
+	DeviceNode string `json:"deviceNode"`
+	// UUID is the instance UUID where the vendor tool reports one.
+	UUID string `json:"uuid,omitempty"`
+}
+
+// Share is one allocation of a device with allowMultipleAllocations.
+type Share struct {
+	// ID is the allocation result's shareID.
+	ID types.UID `json:"id"`
+	// Consumed is the capacity the scheduler gave this share
+	// (status.allocation.devices.results[].consumedCapacity).
+	Consumed map[string]resource.Quantity `json:"consumed,omitempty"`
 }
 
 // Claim is a prepared claim.

@@ -1,12 +1,15 @@
 package checkpoint_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
@@ -16,7 +19,37 @@ var sample = checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{
 	"uid-1": {Namespace: "default", Name: "train", Devices: []checkpoint.Device{
 		{Request: "npus", Pool: "node-a", Device: "npu-0", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-1-npu-0"}},
 	}},
+	"uid-2": {Namespace: "default", Name: "serve", Devices: []checkpoint.Device{
+		{Request: "vnpu", Pool: "node-a", Device: "npu-1-vir04-0", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-2-npu-1-vir04-0"},
+			Partition: &checkpoint.Partition{Type: "vnpu", Chip: 1, Template: "vir04", ID: 116, DeviceNode: "/dev/vdavinci116"}},
+		{Request: "share", Pool: "node-a", Device: "npu-2", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-2-npu-2"},
+			Share: &checkpoint.Share{ID: "share-1", Consumed: map[string]resource.Quantity{"accel-dra.dev/memory": resource.MustParse("8Gi")}}},
+	}},
 }}
+
+// v1BeforePartitions is a checkpoint as the plugin wrote it before devices
+// had partitions and shares; CHECKSUM is filled in by the test.
+const v1BeforePartitions = `{
+  "version": "accel-dra.dev/checkpoint/v1",
+  "checksum": "CHECKSUM",
+  "data": {"claims":{"uid-1":{"namespace":"default","name":"train","devices":[{"request":"npus","pool":"node-a","device":"npu-0","cdiDeviceIDs":["accel-dra.dev/ascend=uid-1-npu-0"]}]}}}
+}`
+
+func TestACheckpointWrittenBeforePartitionsStillLoads(t *testing.T) {
+	dir := t.TempDir()
+	s := checkpoint.New(dir, "checkpoint.json")
+	// The checksum is of the compact data, as Save computes it.
+	data := `{"claims":{"uid-1":{"namespace":"default","name":"train","devices":[{"request":"npus","pool":"node-a","device":"npu-0","cdiDeviceIDs":["accel-dra.dev/ascend=uid-1-npu-0"]}]}}}`
+	sum := sha256.Sum256([]byte(data))
+	raw := strings.Replace(v1BeforePartitions, "CHECKSUM", "sha256:"+hex.EncodeToString(sum[:]), 1)
+	require.NoError(t, os.WriteFile(s.Path(), []byte(raw), 0o600))
+	d, err := s.Load()
+	require.NoError(t, err)
+	want := checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{"uid-1": sample.Claims["uid-1"]}}
+	require.Equal(t, want, d)
+	require.Nil(t, d.Claims["uid-1"].Devices[0].Partition, "an old device is a whole chip")
+	require.Nil(t, d.Claims["uid-1"].Devices[0].Share)
+}
 
 func TestAMissingCheckpointIsEmpty(t *testing.T) {
 	d, err := checkpoint.New(t.TempDir(), "checkpoint.json").Load()

@@ -3,6 +3,50 @@
 // publishes the node's chips of that vendor as ResourceSlices and prepares
 // allocated chips for containers through CDI, remembering what it prepared
 // in a checkpoint so restarts lose nothing.
+//
+// # Whole chips, partitions and shares
+//
+// Each chip is published in the mode the node agent gives it
+// (partitions.Policy):
+//
+//   - Partitioned (default, where the model has partitions): the whole chip
+//     and its partition devices (Ascend vNPUs, Cambricon sMLU instances),
+//     kept apart by the chip's counter set. Preparing a partition device
+//     creates the partition with the vendor tool (npu-smi create-vnpu,
+//     cnmon smlu), records it in the checkpoint before the kubelet gets an
+//     answer, and points the CDI spec at the partition's own device node;
+//     Unprepare destroys it. On start-up the plugin lists the partitions of
+//     its Partitioned chips and destroys those the checkpoint does not
+//     know, which a crash between creating and recording leaves behind
+//     (chips served by accel-dra must not be partitioned by hand).
+//   - Shared: one device with allowMultipleAllocations; each claim gets the
+//     memory and cores it requested (consumable capacity). The container
+//     gets the whole chip's device node and the share in
+//     DRA_DEVICE_<NAME>_MEMORY / _CORES / _SHARE_ID.
+//   - Whole: the chip alone.
+//
+// # What is isolated
+//
+// A vNPU is isolated by the Ascend driver and firmware: its AI cores, AI
+// CPUs and HBM are its own and the container only has /dev/vdavinci<id>
+// (on a 310P two vir01 time-share one vGroup of 2 AI cores). An sMLU
+// instance is limited by the Cambricon driver: its device memory is capped
+// at the profile's size and its MLU-core time at the profile's utilization
+// quota, but the cores are time-shared with the chip's other instances,
+// not dedicated; the container has the chip's nodes plus the instance's
+// capability node, without which the driver refuses work on a chip in sMLU
+// mode.
+//
+// A share of a Shared chip isolates nothing. The scheduler never hands out
+// more memory or cores than the chip has, but nothing on the node enforces
+// a share: every container sharing the chip sees the whole chip and all of
+// its memory, can allocate beyond its share (and so starve or crash its
+// neighbours with out-of-memory errors), and competes for all AI/MLU cores
+// by the driver's time slicing. The share is passed to the container
+// (DRA_DEVICE_<NAME>_MEMORY, _CORES) for frameworks to limit themselves
+// (e.g. a serving engine's memory fraction); it is not a limit. Faults of
+// one process may reset the chip for all. Use partitions where tenants
+// must not affect each other, shares for cooperative workloads.
 package driver
 
 import (
@@ -24,6 +68,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
@@ -59,6 +104,13 @@ type Config struct {
 	// OnFatal is called when the helper reports an error that retrying
 	// will not fix; the binary cancels its context there.
 	OnFatal func(error)
+	// Policy gives each chip its mode (Partitioned, Shared, Whole); the
+	// zero value publishes every chip that can be partitioned Partitioned.
+	Policy partitions.Policy
+	// PartitionTool makes, lists and removes partitions (the vendor tool,
+	// or partitions.Fake on a simulated node). Without it no partitions are
+	// published: chips that would be Partitioned are Whole.
+	PartitionTool partitions.Tool
 }
 
 // Driver implements kubeletplugin.DRAPlugin for one vendor.
@@ -68,6 +120,10 @@ type Driver struct {
 	node   string
 	inv    inventory.Inventory
 	chips  map[string]inventory.Chip // by DRA device name
+	// slots are the partition devices, by DRA device name.
+	slots  map[string]slot
+	policy partitions.Policy
+	tool   partitions.Tool
 	cdi    *cdi.Writer
 	store  *checkpoint.Store
 	fatal  func(error)
@@ -90,6 +146,9 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		node:   cfg.NodeName,
 		inv:    inventory.Inventory{Chips: cfg.Inventory.ChipsOf(cfg.Vendor), SharedDeviceNodes: map[inventory.Vendor][]string{cfg.Vendor: cfg.Inventory.SharedDeviceNodes[cfg.Vendor]}},
 		chips:  map[string]inventory.Chip{},
+		slots:  map[string]slot{},
+		policy: cfg.Policy,
+		tool:   cfg.PartitionTool,
 		cdi:    cfg.CDI,
 		store:  checkpoint.New(cfg.StateDir, CheckpointFile),
 		fatal:  cfg.OnFatal,
@@ -97,12 +156,21 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	if d.name == "" {
 		return nil, fmt.Errorf("starting driver: unknown vendor %q", cfg.Vendor)
 	}
+	if d.tool == nil {
+		d.policy.NoPartitions = true
+	}
 	for _, c := range d.inv.Chips {
 		d.chips[resourceslices.DeviceName(c)] = c
+		if d.policy.ModeOf(c) == partitions.ModePartitioned {
+			for _, s := range partitions.Slots(c) {
+				d.slots[partitions.DeviceName(c, s)] = slot{chip: c, template: s.Template}
+			}
+		}
 	}
 	if err := d.loadState(ctx); err != nil {
 		return nil, err
 	}
+	d.reconcilePartitions(ctx)
 
 	regDir, dataDir := cfg.RegistrarDir, cfg.PluginDataDir
 	if regDir == "" {
@@ -133,12 +201,13 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 	}
 	d.helper = helper
-	res := resourceslices.DriverResources(cfg.NodeName, d.inv)[d.name]
+	res := resourceslices.DriverResourcesFor(cfg.NodeName, d.inv, resourceslices.Options{Policy: d.policy})[d.name]
 	if err := helper.PublishResources(ctx, res); err != nil {
 		helper.Stop()
 		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
 	}
-	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "preparedClaims", len(d.prepared.Claims))
+	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
+		"chipModes", d.policy.String(), "preparedClaims", len(d.prepared.Claims))
 	return d, nil
 }
 
@@ -226,20 +295,6 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	}
 }
 
-// preparedDevices returns which claim holds each device, except claim skip.
-func (d *Driver) holders(skip types.UID) map[string]types.UID {
-	out := map[string]types.UID{}
-	for uid, c := range d.prepared.Claims {
-		if uid == skip {
-			continue
-		}
-		for _, dev := range c.Devices {
-			out[dev.Device] = uid
-		}
-	}
-	return out
-}
-
 // rebuildFromCDI recovers the prepared claims from the CDI specs on disk,
 // which the plugin writes before the checkpoint. Request names are not in
 // the specs; they are only informational in the checkpoint.
@@ -265,7 +320,11 @@ func (d *Driver) rebuildFromCDI(ctx context.Context) (checkpoint.Data, error) {
 		}
 		sort.Strings(devs)
 		for _, dev := range devs {
-			c.Devices = append(c.Devices, checkpoint.Device{Pool: d.node, Device: dev, CDIDeviceIDs: sc.Devices[dev]})
+			entry := checkpoint.Device{Pool: d.node, Device: dev, CDIDeviceIDs: sc.Devices[dev]}
+			if err := decodeAnnotations(sc.Annotations[dev], &entry); err != nil {
+				logger.Error(err, "Cannot recover the partition or share of a device from its CDI spec", "claimUID", uid, "device", dev)
+			}
+			c.Devices = append(c.Devices, entry)
 		}
 		data.Claims[uid] = c
 		logger.Info("Recovered prepared claim from its CDI spec", "claim", klog.KRef(sc.Namespace, sc.Name), "claimUID", uid, "devices", devs)

@@ -2,10 +2,12 @@ package driver
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
@@ -36,13 +38,25 @@ func (d *Driver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletpl
 func (d *Driver) healthReport() kubeletplugin.DeviceHealthReport {
 	now := time.Now()
 	report := kubeletplugin.DeviceHealthReport{}
-	for _, c := range d.inv.Chips {
-		h := kubeletplugin.DeviceHealth{PoolName: d.node, DeviceName: resourceslices.DeviceName(c), Health: kubeletplugin.HealthStatusHealthy, LastUpdated: now}
+	health := func(name string, c inventory.Chip) kubeletplugin.DeviceHealth {
+		h := kubeletplugin.DeviceHealth{PoolName: d.node, DeviceName: name, Health: kubeletplugin.HealthStatusHealthy, LastUpdated: now}
 		if !c.Healthy {
 			h.Health = kubeletplugin.HealthStatusUnhealthy
 			h.Message = "discovery reported the chip unhealthy"
 		}
-		report.Devices = append(report.Devices, h)
+		return h
+	}
+	for _, c := range d.inv.Chips {
+		report.Devices = append(report.Devices, health(resourceslices.DeviceName(c), c))
+	}
+	// A partition is as healthy as its chip.
+	slots := make([]string, 0, len(d.slots))
+	for name := range d.slots {
+		slots = append(slots, name)
+	}
+	sort.Strings(slots)
+	for _, name := range slots {
+		report.Devices = append(report.Devices, health(name, d.slots[name].chip))
 	}
 	return report
 }

@@ -5,17 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
 // PrepareResourceClaims implements kubeletplugin.DRAPlugin. Each claim
@@ -48,43 +53,169 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	if err != nil {
 		return nil, err
 	}
-	envs, err := d.requestEnv(claim, results)
+	configs, err := d.requestConfigs(claim, results)
 	if err != nil {
 		return nil, err
 	}
 
-	held := d.holders(claim.UID)
+	prev, had := d.prepared.Claims[claim.UID]
+	earlier := map[string]checkpoint.Device{}
+	for _, dev := range prev.Devices {
+		earlier[dev.Device] = dev
+	}
+	u := d.usage(claim.UID)
 	spec := cdi.Claim{UID: claim.UID, Namespace: claim.Namespace, Name: claim.Name, Vendor: d.vendor,
 		SharedDeviceNodes: d.inv.SharedDeviceNodes[d.vendor]}
+	entry := checkpoint.Claim{Namespace: claim.Namespace, Name: claim.Name}
+	// plans[i] is what results[i] becomes; partitions to create are made
+	// once every result has been checked.
+	type plan struct {
+		dev    cdi.Device
+		entry  checkpoint.Device
+		create *slot
+	}
+	plans := make([]plan, len(results))
+	seen := map[string]int{}
+	allVirtual := len(results) > 0
 	for i, r := range results {
-		chip, ok := d.chips[r.Device]
-		if !ok {
-			return nil, fmt.Errorf("status.allocation.devices.results[%d]: device %q is not a chip of %s on node %s", i, r.Device, d.name, d.node)
+		field := fmt.Sprintf("status.allocation.devices.results[%d]", i)
+		_, again := seen[r.Device]
+		if j := seen[r.Device]; again && !d.isShared(r.Device) {
+			return nil, fmt.Errorf("%s: device %s is allocated twice in this claim (also results[%d])", field, r.Device, j)
 		}
-		if other, ok := held[r.Device]; ok {
-			if other == claim.UID {
-				return nil, fmt.Errorf("status.allocation.devices.results[%d]: device %s is allocated twice in this claim", i, r.Device)
+		if !again {
+			seen[r.Device] = i
+		}
+		cfg := configs[r.Request]
+		p := plan{dev: cdi.Device{Name: r.Device, Env: cfg.env}, entry: checkpoint.Device{Request: r.Request, Pool: r.Pool, Device: r.Device}}
+		isVirtual := false
+		if chip, ok := d.chips[r.Device]; ok {
+			p.dev.Chip = chip
+			if d.policy.ModeOf(chip) == partitions.ModeShared && r.ShareID != nil {
+				memory := consumed(r, names.CapMemory, chip.MemoryBytes)
+				cores := consumed(r, names.CapCores, int64(chip.Cores))
+				if memory < chip.MemoryBytes && cfg.strategy == v1alpha1.SharingExclusive {
+					return nil, fmt.Errorf("%s: device %s is a share (%s of %s memory) of a shared chip, but the config of request %q says sharing.strategy: %s; request all of its memory or use strategy %s",
+						field, r.Device, resource.NewQuantity(memory, resource.BinarySI), resource.NewQuantity(chip.MemoryBytes, resource.BinarySI),
+						r.Request, v1alpha1.SharingExclusive, v1alpha1.SharingShared)
+				}
+				if err := d.checkShare(u, r.Device, chip, memory); err != nil {
+					return nil, err
+				}
+				p.entry.Share = &checkpoint.Share{ID: *r.ShareID, Consumed: map[string]resource.Quantity{
+					string(names.CapMemory): *resource.NewQuantity(memory, resource.BinarySI),
+					string(names.CapCores):  *resource.NewQuantity(cores, resource.DecimalSI),
+				}}
+				u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID, share: p.entry.Share})
+				p.dev.DriverEnv = map[string]string{
+					cdi.EnvSuffixShareID: string(*r.ShareID),
+					cdi.EnvSuffixMemory:  strconv.FormatInt(memory, 10),
+					cdi.EnvSuffixCores:   strconv.FormatInt(cores, 10),
+				}
+				// Two shares of one chip in one claim get distinct CDI devices.
+				if again {
+					p.dev.Name = r.Device + "-" + string(*r.ShareID)
+				}
+			} else {
+				if err := d.checkWhole(u, r.Device, chip); err != nil {
+					return nil, err
+				}
+				u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID})
 			}
-			c := d.prepared.Claims[other]
-			return nil, fmt.Errorf("device %s is already prepared for claim %s/%s (%s): refusing to give it to two claims", r.Device, c.Namespace, c.Name, other)
+		} else if sl, ok := d.slots[r.Device]; ok {
+			if err := d.checkPartition(u, r.Device, sl); err != nil {
+				return nil, err
+			}
+			p.dev.Chip = sl.chip
+			u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID})
+			u.partitions[sl.chip.Index] = append(u.partitions[sl.chip.Index], partitionUse{uid: claim.UID, device: r.Device, template: sl.template.Name})
+			if e, ok := earlier[r.Device]; ok && e.Partition != nil && e.Partition.Template == sl.template.Name {
+				// Prepared before (a kubelet retry, a restart): reuse it.
+				p.entry.Partition = e.Partition
+			} else {
+				s := sl
+				p.create = &s
+			}
+			isVirtual = sl.template.Type == partitions.TypeVNPU
+		} else {
+			return nil, fmt.Errorf("%s: device %q is not a chip of %s on node %s (nor a partition of one)", field, r.Device, d.name, d.node)
 		}
-		held[r.Device] = claim.UID
-		spec.Devices = append(spec.Devices, cdi.Device{Name: r.Device, Chip: chip, Env: envs[r.Request]})
+		allVirtual = allVirtual && isVirtual
+		plans[i] = p
+	}
+
+	// Make the partitions. Anything made here is destroyed again if the
+	// claim cannot be completed, so a failed prepare leaves no partition.
+	var created []partitions.Instance
+	undo := func() {
+		for _, inst := range created {
+			c, _ := d.chipByIndex(inst.Chip)
+			if err := d.tool.Destroy(ctx, c, inst); err != nil {
+				logger.Error(err, "Destroying a partition of a claim that failed to prepare; start-up reconciliation will retry", "claimUID", claim.UID, "partition", inst.String())
+			}
+		}
+	}
+	for i := range plans {
+		p := &plans[i]
+		if p.create == nil {
+			continue
+		}
+		inst, err := d.tool.Create(ctx, p.create.chip, p.create.template)
+		if err != nil {
+			undo()
+			return nil, fmt.Errorf("creating partition %s: %w", p.entry.Device, err)
+		}
+		logger.V(2).Info("Created partition", "claim", klog.KObj(claim), "device", p.entry.Device, "partition", inst.String())
+		created = append(created, inst)
+		p.entry.Partition = toCheckpoint(inst)
+	}
+	for i := range plans {
+		p := &plans[i]
+		if p.entry.Partition != nil {
+			sl := d.slots[p.entry.Device]
+			edits, err := partitions.EditsOf(sl.chip, fromCheckpoint(p.entry.Partition))
+			if err != nil {
+				undo()
+				return nil, fmt.Errorf("device %s: %w", p.entry.Device, err)
+			}
+			for _, n := range edits.DeviceNodes {
+				p.dev.Nodes = append(p.dev.Nodes, cdi.DeviceNode{Path: n.Path, HostPath: n.HostPath})
+			}
+			if edits.Virtual {
+				p.dev.VisibleID = ptr.To(edits.VisibleID)
+			}
+			p.dev.DriverEnv = map[string]string{
+				cdi.EnvSuffixPartition: sl.template.Name,
+				cdi.EnvSuffixMemory:    strconv.FormatInt(sl.template.MemoryBytes, 10),
+				cdi.EnvSuffixCores:     strconv.FormatInt(sl.template.Cores, 10),
+			}
+		}
+		a, err := annotations(p.entry)
+		if err != nil {
+			undo()
+			return nil, fmt.Errorf("device %s: %w", p.entry.Device, err)
+		}
+		p.dev.Annotations = a
+		spec.Devices = append(spec.Devices, p.dev)
+	}
+	if allVirtual && d.vendor == inventory.VendorHuawei {
+		spec.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
 	}
 
 	ids, err := d.cdi.Write(ctx, spec)
 	if err != nil {
+		undo()
 		return nil, fmt.Errorf("writing CDI spec: %w", err)
 	}
-	entry := checkpoint.Claim{Namespace: claim.Namespace, Name: claim.Name}
 	var devices []kubeletplugin.Device
-	for _, r := range results {
-		entry.Devices = append(entry.Devices, checkpoint.Device{Request: r.Request, Pool: r.Pool, Device: r.Device, CDIDeviceIDs: ids[r.Device]})
-		devices = append(devices, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: ids[r.Device]})
+	for i, r := range results {
+		e := plans[i].entry
+		e.CDIDeviceIDs = ids[plans[i].dev.Name]
+		entry.Devices = append(entry.Devices, e)
+		devices = append(devices, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: e.CDIDeviceIDs})
 	}
 	// Checkpoint before answering: once kubelet has the IDs, a restart
-	// must still know the devices are taken.
-	prev, had := d.prepared.Claims[claim.UID]
+	// must still know the devices are taken and which partitions are ours.
 	d.prepared.Claims[claim.UID] = entry
 	if err := d.store.Save(d.prepared); err != nil {
 		if had {
@@ -95,10 +226,35 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 				logger.Error(derr, "Removing CDI spec after failed checkpoint", "claimUID", claim.UID)
 			}
 		}
+		undo()
 		return nil, fmt.Errorf("saving checkpoint: %w", err)
 	}
-	logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", len(devices))
+	logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", len(devices), "partitionsCreated", len(created))
 	return devices, nil
+}
+
+// consumed is the capacity name the scheduler gave a share of, or def
+// when the result records none (the request policy's default).
+func consumed(r resourceapi.DeviceRequestAllocationResult, name resourceapi.QualifiedName, def int64) int64 {
+	if q, ok := r.ConsumedCapacity[name]; ok {
+		return q.Value()
+	}
+	return def
+}
+
+// isShared says whether a device is a chip published Shared.
+func (d *Driver) isShared(device string) bool {
+	c, ok := d.chips[device]
+	return ok && d.policy.ModeOf(c) == partitions.ModeShared
+}
+
+func (d *Driver) chipByIndex(index int) (inventory.Chip, bool) {
+	for _, c := range d.inv.Chips {
+		if c.Index == index {
+			return c, true
+		}
+	}
+	return inventory.Chip{}, false
 }
 
 // ourResults are the allocation results this plugin must prepare. A result
@@ -118,10 +274,17 @@ func (d *Driver) ourResults(claim *resourceapi.ResourceClaim) ([]resourceapi.Dev
 	return out, nil
 }
 
-// requestEnv decodes the opaque configs for our driver that apply to each
-// allocated request: class configs first, then claim configs, later ones
-// win (the order the allocation lists them in). Errors name the config.
-func (d *Driver) requestEnv(claim *resourceapi.ResourceClaim, results []resourceapi.DeviceRequestAllocationResult) (map[string]map[string]string, error) {
+// requestConfig is what the opaque configs say about one request.
+type requestConfig struct {
+	env      map[string]string
+	strategy v1alpha1.SharingStrategy
+}
+
+// requestConfigs decodes the opaque configs for our driver that apply to
+// each allocated request: class configs first, then claim configs, later
+// ones win (the order the allocation lists them in); env variables merge,
+// the last sharing.strategy set wins. Errors name the config.
+func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []resourceapi.DeviceRequestAllocationResult) (map[string]requestConfig, error) {
 	kind := v1alpha1.AscendConfigKind
 	if d.vendor == inventory.VendorCambricon {
 		kind = v1alpha1.CambriconConfigKind
@@ -155,21 +318,23 @@ func (d *Driver) requestEnv(claim *resourceapi.ResourceClaim, results []resource
 		}
 		decoded[i] = cfg
 	}
-	out := map[string]map[string]string{}
+	out := map[string]requestConfig{}
 	for _, r := range results {
-		env := map[string]string{}
+		rc := requestConfig{env: map[string]string{}, strategy: v1alpha1.SharingShared}
 		for _, i := range order {
 			cfg, ok := decoded[i]
 			if !ok || !appliesTo(configs[i].Requests, r.Request) {
 				continue
 			}
 			for k, v := range cfg.EnvVars() {
-				env[k] = v
+				rc.env[k] = v
 			}
+			rc.strategy = cfg.SharingStrategy()
 		}
-		if len(env) > 0 {
-			out[r.Request] = env
+		if len(rc.env) == 0 {
+			rc.env = nil
 		}
+		out[r.Request] = rc
 	}
 	return out, nil
 }
@@ -211,6 +376,12 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 			logger.V(4).Info("Unprepare of a claim that is not prepared here", "claim", c.NamespacedName, "claimUID", c.UID)
 			continue
 		}
+		if err := d.destroyPartitions(ctx, prev); err != nil {
+			// The claim stays in the checkpoint with its partitions, so
+			// the kubelet's retry destroys them.
+			out[c.UID] = fmt.Errorf("claim %s (%s): %w", c.NamespacedName, c.UID, err)
+			continue
+		}
 		delete(d.prepared.Claims, c.UID)
 		if err := d.store.Save(d.prepared); err != nil {
 			d.prepared.Claims[c.UID] = prev
@@ -220,6 +391,28 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		logger.V(2).Info("Unprepared claim", "claim", c.NamespacedName, "claimUID", c.UID)
 	}
 	return out, nil
+}
+
+// destroyPartitions destroys the partitions made for a claim.
+func (d *Driver) destroyPartitions(ctx context.Context, c checkpoint.Claim) error {
+	for _, dev := range c.Devices {
+		if dev.Partition == nil {
+			continue
+		}
+		inst := fromCheckpoint(dev.Partition)
+		if d.tool == nil {
+			return fmt.Errorf("destroying partition %s of device %s: this node has no partition tool", inst, dev.Device)
+		}
+		chip, ok := d.chipByIndex(inst.Chip)
+		if !ok {
+			return fmt.Errorf("destroying partition %s of device %s: chip %d is not on this node any more", inst, dev.Device, inst.Chip)
+		}
+		if err := d.tool.Destroy(ctx, chip, inst); err != nil {
+			return fmt.Errorf("destroying partition %s of device %s: %w", inst, dev.Device, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Destroyed partition", "device", dev.Device, "partition", inst.String())
+	}
+	return nil
 }
 
 // PreparedClaims lists the UIDs of the prepared claims, sorted.

@@ -16,9 +16,12 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
 // Options configure the node agent.
@@ -49,6 +52,11 @@ type Options struct {
 	// listen on port 0).
 	OnHealthServing func(net.Addr)
 	KubeClient      kubernetes.Interface
+	// ChipModes says how each chip is published, in partitions.ParsePolicy
+	// syntax: "" (every chip that can be partitioned is Partitioned, the
+	// others Whole), "Shared", "npu-0=Shared,mlu-*=Whole", … The binary's
+	// --chip-modes flag [ACCEL_DRA_CHIP_MODES].
+	ChipModes string
 }
 
 // Run discovers the chips and serves them until ctx is done. It returns
@@ -60,6 +68,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if o.FakeDevices && o.Discovery.Profile == "" {
 		return errors.New("--fake-devices needs --profile: it creates device files for simulated chips only")
+	}
+	policy, err := partitions.ParsePolicy(o.ChipModes)
+	if err != nil {
+		return fmt.Errorf("--chip-modes: %w", err)
 	}
 	inv, err := source.Discover(ctx, o.Discovery)
 	if err != nil {
@@ -105,17 +117,24 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	for _, v := range vendors {
 		name := names.DriverFor(v)
+		stateDir := filepath.Join(o.StateDir, name)
+		tool, err := partitionTool(o, v, inv, hostRoot, stateDir)
+		if err != nil {
+			return err
+		}
 		d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", name)), driver.Config{
 			Vendor:        v,
 			NodeName:      o.Discovery.NodeName,
 			Inventory:     inv,
 			CDI:           writer,
-			StateDir:      filepath.Join(o.StateDir, name),
+			StateDir:      stateDir,
 			KubeClient:    o.KubeClient,
 			OnFatal:       cancel,
 			RegistrarDir:  o.RegistrarDir,
 			PluginDataDir: filepath.Join(o.PluginDir, name),
 			PodUID:        o.PodUID,
+			Policy:        policy,
+			PartitionTool: tool,
 		})
 		if err != nil {
 			if ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
@@ -134,6 +153,33 @@ func Run(ctx context.Context, o Options) error {
 	}
 	logger.Info("Shutting down")
 	return nil
+}
+
+// partitionTool is the tool that makes a vendor's partitions: on a
+// simulated node a partitions.Fake keeping its state in the driver's state
+// directory (and, with fake devices, the partitions' device nodes under
+// the fake root); on a real node the vendor tool (npu-smi, cnmon at the
+// configured paths). A node read from recorded tool output has none: it
+// cannot make partitions, so it publishes none.
+func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostRoot, stateDir string) (partitions.Tool, error) {
+	if o.Discovery.Profile != "" {
+		fake := &partitions.Fake{StatePath: filepath.Join(stateDir, partitions.FakeStateFile), Chips: inv.ChipsOf(v)}
+		if o.FakeDevices {
+			fake.Root = hostRoot
+		}
+		return partitions.NewTool(v, fake)
+	}
+	if o.Discovery.ToolOutput != "" {
+		return nil, nil
+	}
+	tools := map[string]string{}
+	if o.Discovery.NpuSmi != "" {
+		tools[partitions.NpuSmi] = o.Discovery.NpuSmi
+	}
+	if o.Discovery.Cnmon != "" {
+		tools[partitions.Cnmon] = o.Discovery.Cnmon
+	}
+	return partitions.NewTool(v, discovery.ExecRunner{Tools: tools})
 }
 
 func rootOf(o Options) string {

@@ -2,6 +2,32 @@
 // devices and ResourceSlices. It is pure and deterministic: the node agent
 // publishes its output through the kubeletplugin helper, and the CLI's
 // simulate and discover commands show exactly the same objects.
+//
+// One pool per node and driver, named after the node. Each chip is
+// published in its mode (partitions.Mode, from Options.Policy):
+//
+//   - Partitioned: device npu-N / mlu-N (accel-dra.dev/type "chip") and one
+//     device per partition that fits on the empty chip, e.g.
+//     npu-N-vir05-1c-16g-K (type "vnpu"), mlu-N-smlu-25p-K (type "smlu"),
+//     with the chip's attributes plus parentDevice and partitionTemplate
+//     (driver domain) and the partition's memory and cores as capacity.
+//     The chip's counter set npu-N (counters cores, memory and, on Ascend,
+//     aicpu) is consumed whole by the chip device and in part by each
+//     partition device, so the scheduler never gives out a chip together
+//     with a partition of it, nor more partitions than fit.
+//   - Shared: the chip device with allowMultipleAllocations and request
+//     policies on memory and cores (consumable capacity).
+//   - Whole: the chip device only, as before partitions.
+//
+// API limits respected (resource.k8s.io/v1 in Kubernetes 1.37, validated
+// in k8s.io/kubernetes pkg/apis/resource/validation): a slice holds either
+// devices or sharedCounters, so counter sets go into slices of their own,
+// at most ResourceSliceMaxCounterSets (8) per slice, first in the pool;
+// devices follow, at most ResourceSliceMaxDevicesWithAdvancedFeatures (64)
+// per slice once any of them consumes counters or has taints, else 128;
+// devices refer to their counter set by name anywhere in the pool; one
+// counter consumption per device (the API allows 2) and at most 3
+// counters per set (32 allowed).
 package resourceslices
 
 import (
@@ -17,14 +43,15 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
 // DeviceName is the DNS-label name of a chip's device: npu-N or mlu-N.
-func DeviceName(c inventory.Chip) string {
-	return fmt.Sprintf("%s-%d", names.DevicePrefix(c.Vendor), c.Index)
-}
+// Partition devices are named after it (partitions.DeviceName).
+func DeviceName(c inventory.Chip) string { return partitions.ChipDeviceName(c) }
 
-// Device builds the DRA device of one whole chip.
+// Device builds the DRA device of one whole chip, without counters or
+// sharing (see chipDevices for those).
 func Device(c inventory.Chip) resourceapi.Device {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		names.AttrVendor:    {StringValue: ptr.To(string(c.Vendor))},
@@ -75,18 +102,140 @@ func Device(c inventory.Chip) resourceapi.Device {
 	return d
 }
 
-// Devices returns the devices of one vendor's chips, ordered by index.
-func Devices(inv inventory.Inventory, v inventory.Vendor) []resourceapi.Device {
-	chips := inv.ChipsOf(v)
-	devices := make([]resourceapi.Device, 0, len(chips))
-	for _, c := range chips {
-		devices = append(devices, Device(c))
+// Options say how the chips of a node are published.
+type Options struct {
+	// Policy gives each chip its mode (partitions.ModePartitioned,
+	// ModeShared, ModeWhole). The zero value publishes every chip whose
+	// model has partitions Partitioned, the others Whole.
+	Policy partitions.Policy
+}
+
+// sharedMemoryMin is the smallest memory share of a shared chip: a claim
+// asking for less gets this much.
+var sharedMemoryMin = resource.MustParse("1Gi")
+
+// chipDevices returns the devices a chip publishes in its mode and, when it
+// has partitions, its counter set:
+//
+//   - Partitioned: the whole chip, consuming all of the counter set, then
+//     one device per partition slot (partitions.Slots), each consuming its
+//     template's cores, memory and AI CPUs.
+//   - Shared: the whole chip with allowMultipleAllocations and request
+//     policies: memory defaults to all of it (a claim that asks for no
+//     capacity gets the whole chip) and takes at least 1Gi; cores default
+//     to 0 (a share without a cores request reserves none, the cores are
+//     time-shared) in steps of one.
+//   - Whole: the whole chip only.
+func chipDevices(c inventory.Chip, mode partitions.Mode) ([]resourceapi.Device, *resourceapi.CounterSet) {
+	chip := Device(c)
+	switch mode {
+	case partitions.ModeShared:
+		chip.AllowMultipleAllocations = ptr.To(true)
+		mem := chip.Capacity[names.CapMemory]
+		min := sharedMemoryMin.DeepCopy()
+		if mem.Value.Cmp(min) < 0 {
+			min = mem.Value.DeepCopy()
+		}
+		mem.RequestPolicy = &resourceapi.CapacityRequestPolicy{
+			Default:    ptr.To(mem.Value.DeepCopy()),
+			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: &min},
+		}
+		chip.Capacity[names.CapMemory] = mem
+		cores := chip.Capacity[names.CapCores]
+		cores.RequestPolicy = &resourceapi.CapacityRequestPolicy{
+			Default:    resource.NewQuantity(0, resource.DecimalSI),
+			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(0, resource.DecimalSI), Step: resource.NewQuantity(1, resource.DecimalSI)},
+		}
+		chip.Capacity[names.CapCores] = cores
+		return []resourceapi.Device{chip}, nil
+	case partitions.ModePartitioned:
+		slots := partitions.Slots(c)
+		if len(slots) == 0 {
+			return []resourceapi.Device{chip}, nil
+		}
+		total := partitions.CountersOf(c)
+		set := &resourceapi.CounterSet{Name: partitions.CounterSetName(c), Counters: counters(total.Cores, total.MemoryBytes, total.AICPUs)}
+		chip.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name, Counters: counters(total.Cores, total.MemoryBytes, total.AICPUs)}}
+		devices := []resourceapi.Device{chip}
+		for _, s := range slots {
+			devices = append(devices, partitionDevice(c, chip, s, set.Name))
+		}
+		return devices, set
 	}
+	return []resourceapi.Device{chip}, nil
+}
+
+// counters is a counter map; an AI CPU count of 0 is left out.
+func counters(cores, memory, aicpus int64) map[string]resourceapi.Counter {
+	out := map[string]resourceapi.Counter{
+		partitions.CounterCores:  {Value: *resource.NewQuantity(cores, resource.DecimalSI)},
+		partitions.CounterMemory: {Value: *resource.NewQuantity(memory, resource.BinarySI)},
+	}
+	if aicpus > 0 {
+		out[partitions.CounterAICPU] = resourceapi.Counter{Value: *resource.NewQuantity(aicpus, resource.DecimalSI)}
+	}
+	return out
+}
+
+// Extra attributes of partition devices, unqualified (driver domain).
+const (
+	// AttrParentDevice is the whole-chip device a partition is cut from.
+	AttrParentDevice resourceapi.QualifiedName = "parentDevice"
+	// AttrPartitionTemplate is the vendor's template or profile name
+	// (vir04, vir05_1c_16g, 25p.5827mb).
+	AttrPartitionTemplate resourceapi.QualifiedName = "partitionTemplate"
+)
+
+// partitionDevice is the device of one partition slot: the chip's
+// attributes (so CEL on model, linkGroup, numaNode… works the same), its
+// type, parent and template, and the template's memory and cores as
+// capacity.
+func partitionDevice(c inventory.Chip, chip resourceapi.Device, s partitions.Slot, counterSet string) resourceapi.Device {
+	attrs := make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, len(chip.Attributes)+2)
+	for k, v := range chip.Attributes {
+		attrs[k] = v
+	}
+	attrs[names.AttrType] = resourceapi.DeviceAttribute{StringValue: ptr.To(s.Template.Type)}
+	attrs[AttrParentDevice] = resourceapi.DeviceAttribute{StringValue: ptr.To(chip.Name)}
+	attrs[AttrPartitionTemplate] = resourceapi.DeviceAttribute{StringValue: ptr.To(s.Template.Name)}
+	d := resourceapi.Device{
+		Name:       partitions.DeviceName(c, s),
+		Attributes: attrs,
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+			names.CapMemory: {Value: *resource.NewQuantity(s.Template.MemoryBytes, resource.BinarySI)},
+			names.CapCores:  {Value: *resource.NewQuantity(s.Template.Cores, resource.DecimalSI)},
+		},
+		ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: counterSet,
+			Counters: counters(s.Template.Cores, s.Template.MemoryBytes, s.Template.AICPUs)}},
+		Taints: chip.Taints,
+	}
+	return d
+}
+
+// Devices returns the devices of one vendor's chips, ordered by index,
+// each chip followed by its partitions, with the default options.
+func Devices(inv inventory.Inventory, v inventory.Vendor) []resourceapi.Device {
+	devices, _ := DevicesFor(inv, v, Options{})
 	return devices
 }
 
+// DevicesFor returns the devices and counter sets of one vendor's chips.
+func DevicesFor(inv inventory.Inventory, v inventory.Vendor, opts Options) ([]resourceapi.Device, []resourceapi.CounterSet) {
+	chips := inv.ChipsOf(v)
+	devices := make([]resourceapi.Device, 0, len(chips))
+	var sets []resourceapi.CounterSet
+	for _, c := range chips {
+		devs, set := chipDevices(c, opts.Policy.ModeOf(c))
+		devices = append(devices, devs...)
+		if set != nil {
+			sets = append(sets, *set)
+		}
+	}
+	return devices, sets
+}
+
 // maxDevicesPerSlice is the API's limit for these devices: lower once any
-// device uses taints (or, later, counters).
+// device uses taints or consumes counters (ResourceSliceSpec.Devices).
 func maxDevicesPerSlice(devices []resourceapi.Device) int {
 	for _, d := range devices {
 		if len(d.Taints) > 0 || len(d.ConsumesCounters) > 0 {
@@ -110,14 +259,40 @@ func chunk(devices []resourceapi.Device) [][]resourceapi.Device {
 	return out
 }
 
+// chunkCounterSets splits counter sets into slices of at most
+// ResourceSliceMaxCounterSets. In resource.k8s.io/v1 (1.37) a slice holds
+// either devices or sharedCounters, never both; devices refer to counter
+// sets of any slice of their pool by name.
+func chunkCounterSets(sets []resourceapi.CounterSet) [][]resourceapi.CounterSet {
+	var out [][]resourceapi.CounterSet
+	for len(sets) > resourceapi.ResourceSliceMaxCounterSets {
+		out = append(out, sets[:resourceapi.ResourceSliceMaxCounterSets])
+		sets = sets[resourceapi.ResourceSliceMaxCounterSets:]
+	}
+	if len(sets) > 0 {
+		out = append(out, sets)
+	}
+	return out
+}
+
 // DriverResources returns, per driver name, what the node agent hands to
-// the kubeletplugin helper's PublishResources: one pool named after the
-// node, split into slices within the per-slice device limit.
+// the kubeletplugin helper's PublishResources, with the default options.
 func DriverResources(nodeName string, inv inventory.Inventory) map[string]resourceslice.DriverResources {
+	return DriverResourcesFor(nodeName, inv, Options{})
+}
+
+// DriverResourcesFor returns, per driver name, one pool named after the
+// node: first the slices of counter sets (at most 8 each), then the
+// devices, split at the per-slice device limit.
+func DriverResourcesFor(nodeName string, inv inventory.Inventory, opts Options) map[string]resourceslice.DriverResources {
 	out := map[string]resourceslice.DriverResources{}
 	for _, v := range inv.Vendors() {
+		devices, sets := DevicesFor(inv, v, opts)
 		var slices []resourceslice.Slice
-		for _, devs := range chunk(Devices(inv, v)) {
+		for _, cs := range chunkCounterSets(sets) {
+			slices = append(slices, resourceslice.Slice{SharedCounters: cs})
+		}
+		for _, devs := range chunk(devices) {
 			slices = append(slices, resourceslice.Slice{Devices: devs})
 		}
 		out[names.DriverFor(v)] = resourceslice.DriverResources{
@@ -127,11 +302,17 @@ func DriverResources(nodeName string, inv inventory.Inventory) map[string]resour
 	return out
 }
 
-// Slices returns the ResourceSlice objects of a node, ordered by driver
+// Slices returns the ResourceSlice objects of a node with the default
+// options (see SlicesFor).
+func Slices(nodeName string, inv inventory.Inventory) []*resourceapi.ResourceSlice {
+	return SlicesFor(nodeName, inv, Options{})
+}
+
+// SlicesFor returns the ResourceSlice objects of a node, ordered by driver
 // name and slice number, named <node>-<driver>-<n> like the resourceslice
 // controller's generated names (which carry a random suffix instead).
-func Slices(nodeName string, inv inventory.Inventory) []*resourceapi.ResourceSlice {
-	drivers := DriverResources(nodeName, inv)
+func SlicesFor(nodeName string, inv inventory.Inventory, opts Options) []*resourceapi.ResourceSlice {
+	drivers := DriverResourcesFor(nodeName, inv, opts)
 	driverNames := make([]string, 0, len(drivers))
 	for d := range drivers {
 		driverNames = append(driverNames, d)
@@ -152,7 +333,8 @@ func Slices(nodeName string, inv inventory.Inventory) []*resourceapi.ResourceSli
 						Generation:         1,
 						ResourceSliceCount: int64(len(pool.Slices)),
 					},
-					Devices: s.Devices,
+					Devices:        s.Devices,
+					SharedCounters: s.SharedCounters,
 				},
 			})
 		}

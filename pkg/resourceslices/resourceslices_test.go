@@ -12,11 +12,13 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
@@ -77,6 +79,8 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 		t.Run(name, func(t *testing.T) {
 			for _, s := range resourceslices.Slices("node-0", inventoryOf(t, "node-0", name)) {
 				require.Equal(t, "node-0", s.Spec.Pool.Name, "one pool per node and driver")
+				require.False(t, len(s.Spec.Devices) > 0 && len(s.Spec.SharedCounters) > 0, "a slice holds devices or counter sets, not both")
+				require.LessOrEqual(t, len(s.Spec.SharedCounters), resourceapi.ResourceSliceMaxCounterSets)
 				require.Contains(t, []string{names.AscendDriver, names.CambriconDriver}, s.Spec.Driver)
 				for _, d := range s.Spec.Devices {
 					require.Empty(t, validation.IsDNS1123Label(d.Name), d.Name)
@@ -87,10 +91,18 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 					require.Contains(t, d.Capacity, names.CapMemory)
 					require.Contains(t, d.Capacity, names.CapCores)
 					require.LessOrEqual(t, len(d.Attributes)+len(d.Capacity), resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice)
-					if s.Spec.Driver == names.AscendDriver {
+					typ := *d.Attributes[names.AttrType].StringValue
+					switch {
+					case typ == names.TypeChip && s.Spec.Driver == names.AscendDriver:
 						require.Regexp(t, `^npu-\d+$`, d.Name)
-					} else {
+					case typ == names.TypeChip:
 						require.Regexp(t, `^mlu-\d+$`, d.Name)
+					case s.Spec.Driver == names.AscendDriver:
+						require.Equal(t, partitions.TypeVNPU, typ)
+						require.Regexp(t, `^npu-\d+-vir[0-9a-z-]+-\d+$`, d.Name)
+					default:
+						require.Equal(t, partitions.TypeSMLU, typ)
+						require.Regexp(t, `^mlu-\d+-smlu-(50|25)p-\d+$`, d.Name)
 					}
 				}
 			}
@@ -144,6 +156,9 @@ func bigInventory(n int, unhealthy bool) inventory.Inventory {
 	return inv
 }
 
+// whole publishes whole chips only, as before partitions.
+var whole = resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModeWhole}}
+
 func TestSlicesSplitAtThePerSliceDeviceLimit(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -157,7 +172,7 @@ func TestSlicesSplitAtThePerSliceDeviceLimit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			slices := resourceslices.Slices("big", bigInventory(tc.chips, tc.unhealthy))
+			slices := resourceslices.SlicesFor("big", bigInventory(tc.chips, tc.unhealthy), whole)
 			var sizes []int
 			seen := map[string]bool{}
 			for _, s := range slices {
@@ -189,5 +204,81 @@ func BenchmarkSlicesFor1000Nodes(b *testing.B) {
 		for i := 0; i < 1000; i++ {
 			_ = resourceslices.Slices(fmt.Sprintf("node-%d", i), inv)
 		}
+	}
+}
+
+func TestPartitionedChipsPublishTheirCounterSetsInSlicesOfTheirOwn(t *testing.T) {
+	slices := resourceslices.Slices("big", bigInventory(20, false))
+	var sets, devices []int
+	counterSets := map[string]resourceapi.CounterSet{}
+	for _, s := range slices {
+		require.Equal(t, int64(6), s.Spec.Pool.ResourceSliceCount)
+		require.Equal(t, "big", *s.Spec.NodeName, "counter slices are node-local too")
+		if len(s.Spec.SharedCounters) > 0 {
+			require.Empty(t, s.Spec.Devices)
+			sets = append(sets, len(s.Spec.SharedCounters))
+			for _, cs := range s.Spec.SharedCounters {
+				counterSets[cs.Name] = cs
+			}
+			continue
+		}
+		devices = append(devices, len(s.Spec.Devices))
+	}
+	require.Equal(t, []int{8, 8, 4}, sets, "at most 8 counter sets per slice")
+	require.Equal(t, []int{64, 64, 12}, devices, "20 chips × (1 + 6 vNPUs), at most 64 devices that consume counters per slice")
+	for _, s := range slices {
+		for _, d := range s.Spec.Devices {
+			require.Len(t, d.ConsumesCounters, 1, d.Name)
+			cs, ok := counterSets[d.ConsumesCounters[0].CounterSet]
+			require.True(t, ok, "%s consumes an existing counter set", d.Name)
+			for name := range d.ConsumesCounters[0].Counters {
+				require.Contains(t, cs.Counters, name)
+			}
+			if *d.Attributes[names.AttrType].StringValue == names.TypeChip {
+				require.Equal(t, cs.Counters, d.ConsumesCounters[0].Counters, "a whole chip consumes all of its counters")
+			}
+		}
+	}
+}
+
+func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
+	inv := bigInventory(3, false)
+	policy, err := partitions.ParsePolicy("npu-0=Shared,npu-2=Whole")
+	require.NoError(t, err)
+	devices, sets := resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{Policy: policy})
+	byName := map[string]resourceapi.Device{}
+	for _, d := range devices {
+		byName[d.Name] = d
+	}
+	require.Len(t, devices, 1+7+1, "npu-0 shared, npu-1 with its 6 vNPUs, npu-2 whole")
+	require.Len(t, sets, 1)
+	require.Equal(t, "npu-1", sets[0].Name)
+
+	shared := byName["npu-0"]
+	require.Equal(t, ptr.To(true), shared.AllowMultipleAllocations)
+	require.Empty(t, shared.ConsumesCounters)
+	mem := shared.Capacity[names.CapMemory]
+	require.Zero(t, mem.RequestPolicy.Default.Cmp(mem.Value), "a claim that asks for no memory gets all of it: the whole chip")
+	require.Zero(t, mem.RequestPolicy.ValidRange.Min.Cmp(resource.MustParse("1Gi")))
+	cores := shared.Capacity[names.CapCores]
+	require.True(t, cores.RequestPolicy.Default.IsZero(), "a share reserves no cores unless it asks")
+	require.Zero(t, cores.RequestPolicy.ValidRange.Step.Cmp(resource.MustParse("1")))
+
+	whole := byName["npu-2"]
+	require.Nil(t, whole.AllowMultipleAllocations)
+	require.Empty(t, whole.ConsumesCounters)
+	require.Equal(t, resourceslices.Device(inv.ChipsOf(inventory.VendorHuawei)[2]), whole, "a Whole chip is published as before partitions")
+
+	noTool := partitions.Policy{NoPartitions: true}
+	devices, sets = resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{Policy: noTool})
+	require.Len(t, devices, 3, "without a partition tool no partitions are published")
+	require.Empty(t, sets)
+}
+
+func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
+	devices, _ := resourceslices.DevicesFor(bigInventory(1, true), inventory.VendorHuawei, resourceslices.Options{})
+	require.Len(t, devices, 7)
+	for _, d := range devices {
+		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: "true", Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)
 	}
 }

@@ -49,7 +49,7 @@ var decoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict)
 func loadClasses(t *testing.T) classes {
 	files, err := filepath.Glob("../../deployments/helm/accel-dra/deviceclasses/*.yaml")
 	require.NoError(t, err)
-	require.Len(t, files, 6)
+	require.Len(t, files, 8)
 	out := classes{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

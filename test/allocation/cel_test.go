@@ -11,9 +11,15 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profile"
 )
 
-// matching returns "<node>/<device>" of every device, across one node per
-// bundled profile, that the expression selects.
+// matching returns "<node>/<device>" of every whole chip, across one node
+// per bundled profile, that the expression selects: the DESIGN.md examples
+// are written for the whole-chip DeviceClasses, which select type "chip".
 func matching(t *testing.T, expr string) []string {
+	return matchingDevices(t, expr, true)
+}
+
+// matchingDevices is matching over partitions too unless chipsOnly.
+func matchingDevices(t *testing.T, expr string, chipsOnly bool) []string {
 	t.Helper()
 	c := cel.NewCache(10, cel.Features{EnableConsumableCapacity: true}).GetOrCompile(expr)
 	require.Nil(t, c.Error, "compiling %s", expr)
@@ -21,6 +27,9 @@ func matching(t *testing.T, expr string) []string {
 	for _, p := range profile.Names() {
 		for _, s := range slicesFor(t, p, p) {
 			for _, d := range s.Spec.Devices {
+				if chipsOnly && *d.Attributes["accel-dra.dev"+"/type"].StringValue != "chip" {
+					continue
+				}
 				ok, _, err := c.DeviceMatches(context.Background(), cel.Device{Driver: s.Spec.Driver, Attributes: d.Attributes, Capacity: d.Capacity})
 				require.NoError(t, err)
 				if ok {
@@ -61,6 +70,29 @@ func TestDesignCELExamplesSelectExactlyTheExpectedChips(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sort.Strings(tc.want)
 			require.Equal(t, tc.want, matching(t, tc.expr))
+		})
+	}
+}
+
+func TestPartitionsAnswerTheSameCELAsTheirChips(t *testing.T) {
+	tests := []struct {
+		name string
+		expr string
+		want int
+	}{
+		{"every vNPU of a 910B3", `device.attributes["accel-dra.dev"].model == "Ascend910B3" && device.attributes["accel-dra.dev"].type == "vnpu"`,
+			(8 + 4) * 6},
+		{"vNPUs with at least 32Gi", `device.attributes["accel-dra.dev"].type == "vnpu" && device.capacity["accel-dra.dev"].memory.compareTo(quantity("32Gi")) >= 0`,
+			(8 + 4) * 2},
+		{"quarter sMLU instances in an MLU-Link group", `device.attributes["accel-dra.dev"].type == "smlu" && device.attributes["accel-dra.dev"].linkType == "mlulink" && device.attributes["cambricon.accel-dra.dev"].partitionTemplate.startsWith("25p.")`,
+			(8 + 8 + 4) * 4},
+		{"the partitions of one chip by parent", `device.attributes["accel-dra.dev"].type == "vnpu" && device.attributes["ascend.accel-dra.dev"].parentDevice == "npu-3" && device.attributes["accel-dra.dev"].model == "Ascend310P3"`,
+			7 + 3 + 1},
+		{"no partition on PCIe-only MLU270", `device.attributes["accel-dra.dev"].model.startsWith("MLU270") && device.attributes["accel-dra.dev"].type != "chip"`, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Len(t, matchingDevices(t, tc.expr, false), tc.want)
 		})
 	}
 }

@@ -63,8 +63,8 @@ const ascendLibraryPath = "/host/usr/local/Ascend/driver/lib64:/host/usr/local/A
 var (
 	allClasses = []string{
 		"accelerator.accel-dra.dev",
-		"ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev",
-		"cambricon-mlu.accel-dra.dev", "cambricon.accel-dra.dev",
+		"ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev",
+		"cambricon-mlu.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev",
 	}
 
 	ascendTerm    = map[string]string{"accelerator": "huawei-ascend"}
@@ -162,7 +162,7 @@ vendors:
   cambricon: {enabled: false}
   ascend: {npuSmi: /host/usr/local/bin/npu-smi}
 `,
-		deviceClasses:   []string{"accelerator.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"},
+		deviceClasses:   []string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"},
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts),
 		affinity:        []map[string]string{ascendTerm},
 		args:            args(commonArgs, []string{"--vendors=ascend", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/bin/npu-smi"}),
@@ -182,7 +182,7 @@ vendors:
       example.com/mlu: "true"
       example.com/pool: inference
 `,
-		deviceClasses:   []string{"accelerator.accel-dra.dev", "cambricon-mlu.accel-dra.dev", "cambricon.accel-dra.dev"},
+		deviceClasses:   []string{"accelerator.accel-dra.dev", "cambricon-mlu.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"},
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, cambriconMounts),
 		affinity:        []map[string]string{{"example.com/mlu": "true", "example.com/pool": "inference"}},
 		args:            args(commonArgs, []string{"--vendors=cambricon", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--cnmon=/host/usr/bin/cnmon"}),
@@ -212,7 +212,7 @@ simulation: {profile: atlas-800t-a2, root: /srv/accel-dra-sim}
 vendors:
   cambricon: {enabled: false}
 `,
-		deviceClasses: []string{"accelerator.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"},
+		deviceClasses: []string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"},
 		hostMounts: mounts(kubeletMounts, map[string]hostMount{
 			"/srv/accel-dra-sim": {"/srv/accel-dra-sim", corev1.HostPathDirectoryOrCreate, true},
 		}),
@@ -227,7 +227,7 @@ vendors:
 		values: `
 deviceClasses: {ascend910: false, ascend310p: false, cambricon-mlu: false}
 `,
-		deviceClasses:   []string{"accelerator.accel-dra.dev", "ascend.accel-dra.dev", "cambricon.accel-dra.dev"},
+		deviceClasses:   []string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"},
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
 		affinity:        []map[string]string{ascendTerm, cambriconTerm},
 		args:            args(commonArgs, []string{"--vendors=ascend,cambricon", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
@@ -237,18 +237,18 @@ deviceClasses: {ascend910: false, ascend310p: false, cambricon-mlu: false}
 		policy:          true,
 	},
 	{
-		name: "every node, no probes and no admission policy",
+		name: "every node, shared chips, no probes and no admission policy",
 		values: `
 vendors:
   ascend: {nodeSelector: null}
-kubeletPlugin: {healthzPort: 0}
+kubeletPlugin: {healthzPort: 0, chipModes: "Shared"}
 validatingAdmissionPolicy: {enabled: false}
 logVerbosity: 5
 `,
 		deviceClasses:   allClasses,
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
 		affinity:        nil,
-		args:            args(slices.Replace(slices.Clone(commonArgs), 2, 3, "-v=5"), []string{"--vendors=ascend,cambricon", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
+		args:            args(slices.Replace(slices.Clone(commonArgs), 2, 3, "-v=5"), []string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
 		libraryPath:     ascendLibraryPath,
 		securityContext: privileged,
 		probes:          false,

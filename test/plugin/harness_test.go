@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
@@ -32,10 +34,12 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 )
 
@@ -51,6 +55,16 @@ type node struct {
 	root, cdiDir, stateDir, regDir, pluginDir string
 	client                                    *fake.Clientset
 
+	// policy is the node agent's chip modes; fake stands in for npu-smi and
+	// cnmon, keeping partitions in the state directory; commands logs every
+	// partition command the plugin runs.
+	policy   partitions.Policy
+	fake     *partitions.Fake
+	commands *commandLog
+	// runner, when set before start, answers the partition commands
+	// instead of fake.
+	runner discovery.CommandRunner
+
 	ctx     context.Context
 	cancel  context.CancelFunc
 	driver  *driver.Driver
@@ -61,6 +75,25 @@ type node struct {
 }
 
 func newNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
+	t.Helper()
+	return newNodeWithModes(t, profileName, vendor, "")
+}
+
+// newNodeWithModes is newNode with the node agent's chip modes
+// (partitions.ParsePolicy syntax).
+func newNodeWithModes(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string) *node {
+	t.Helper()
+	return newNodeWith(t, profileName, vendor, chipModes, nil)
+}
+
+// newNodeWithRunner is newNode with the partition commands answered by
+// runner (recorded vendor tool output) instead of the fake tool.
+func newNodeWithRunner(t testing.TB, profileName string, vendor inventory.Vendor, runner discovery.CommandRunner) *node {
+	t.Helper()
+	return newNodeWith(t, profileName, vendor, "", runner)
+}
+
+func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner) *node {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the plugin tests fake device nodes with mknod and must run as root")
@@ -80,6 +113,11 @@ func newNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
 		regDir: filepath.Join(sockets, "reg"), pluginDir: filepath.Join(sockets, "plugins"),
 		client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}),
 	}
+	n.policy, err = partitions.ParsePolicy(chipModes)
+	require.NoError(t, err)
+	n.fake = &partitions.Fake{StatePath: filepath.Join(n.stateDir, partitions.FakeStateFile), Chips: inv.ChipsOf(vendor), Root: n.root}
+	n.commands = &commandLog{}
+	n.runner = runner
 	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
 	n.start()
 	t.Cleanup(n.stop)
@@ -96,7 +134,14 @@ func (n *node) start() {
 	n.ctx, n.cancel = context.WithCancel(ctx)
 	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
 	require.NoError(t, err)
+	n.commands.runner = n.fake
+	if n.runner != nil {
+		n.commands.runner = n.runner
+	}
+	tool, err := partitions.NewTool(n.vendor, n.commands)
+	require.NoError(t, err)
 	n.driver, err = driver.Start(n.ctx, driver.Config{
+		Policy: n.policy, PartitionTool: tool,
 		Vendor: n.vendor, NodeName: nodeName, Inventory: n.inv, CDI: writer,
 		StateDir: n.stateDir, KubeClient: n.client,
 		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },
@@ -161,6 +206,58 @@ func (n *node) claim(name string, devices []string, configs ...resourceapi.Devic
 	c, err := n.client.ResourceV1().ResourceClaims(c.Namespace).Create(n.ctx, c, metav1.CreateOptions{})
 	require.NoError(n.t, err)
 	return c
+}
+
+// claimWithResults creates a ResourceClaim with these allocation results
+// (the scheduler's output, e.g. from test/allocation) in the fake API server.
+func (n *node) claimWithResults(name string, results []resourceapi.DeviceRequestAllocationResult, configs ...resourceapi.DeviceAllocationConfiguration) *resourceapi.ResourceClaim {
+	n.t.Helper()
+	c := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(fmt.Sprintf("uid-%s-%d", name, n.uids.Add(1)))},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{
+			Devices: resourceapi.DeviceAllocationResult{Results: results, Config: configs},
+		}},
+	}
+	c, err := n.client.ResourceV1().ResourceClaims(c.Namespace).Create(n.ctx, c, metav1.CreateOptions{})
+	require.NoError(n.t, err)
+	return c
+}
+
+// partitionsOnChips lists the partitions that exist on the node's chips.
+func (n *node) partitionsOnChips() []partitions.Instance {
+	n.t.Helper()
+	list, err := n.fake.Instances()
+	require.NoError(n.t, err)
+	return list
+}
+
+// commandLog records the vendor tool commands run through it.
+type commandLog struct {
+	runner discovery.CommandRunner
+	mu     sync.Mutex
+	lines  []string
+}
+
+func (l *commandLog) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	l.mu.Lock()
+	l.lines = append(l.lines, discovery.CommandLine(name, args...))
+	l.mu.Unlock()
+	return l.runner.Run(ctx, name, args...)
+}
+
+// changes returns, and forgets, the commands that change partitions
+// (create, destroy) since the last call.
+func (l *commandLog) changes() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, c := range l.lines {
+		if strings.Contains(c, "create") || strings.Contains(c, "destroy") {
+			out = append(out, c)
+		}
+	}
+	l.lines = nil
+	return out
 }
 
 // opaque is an allocation config for this node's driver.
@@ -262,4 +359,44 @@ func envMap(s *oci.Spec) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// publishedDevices are the devices of the node's ResourceSlices in the
+// fake API server, by name.
+func (n *node) publishedDevices() map[string]resourceapi.Device {
+	n.t.Helper()
+	list, err := n.client.ResourceV1().ResourceSlices().List(n.ctx, metav1.ListOptions{})
+	require.NoError(n.t, err)
+	out := map[string]resourceapi.Device{}
+	for _, s := range list.Items {
+		for _, d := range s.Spec.Devices {
+			out[d.Name] = d
+		}
+	}
+	return out
+}
+
+// mknodNull makes path a /dev/null clone (1:3), replacing what is there.
+func mknodNull(t testing.TB, path string) {
+	t.Helper()
+	_ = os.Remove(path)
+	require.NoError(t, unix.Mknod(path, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
+}
+
+// hostPathOf is the host path the CDI device ids give the container's
+// device node at path.
+func (n *node) hostPathOf(ids []string, path string) string {
+	n.t.Helper()
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(n.cdiDir), cdiapi.WithAutoRefresh(false))
+	require.NoError(n.t, err)
+	for _, id := range ids {
+		dev := cache.GetDevice(id)
+		require.NotNil(n.t, dev, id)
+		for _, d := range dev.ContainerEdits.DeviceNodes {
+			if d.Path == path {
+				return d.HostPath
+			}
+		}
+	}
+	return ""
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -71,7 +72,11 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 	require.Eventually(t, func() bool {
 		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 		require.NoError(t, err)
-		return len(list.Items) == 2
+		drivers := map[string]bool{}
+		for _, s := range list.Items {
+			drivers[s.Spec.Driver] = true
+		}
+		return len(drivers) == 2
 	}, 30*time.Second, 20*time.Millisecond, "both drivers publish their slices")
 
 	addr := <-healthAddr
@@ -142,4 +147,99 @@ func TestTheNodeAgentRefusesToStartWithoutChipsOrANodeName(t *testing.T) {
 	require.ErrorContains(t, err, "node name is required (--node-name or NODE_NAME)")
 	err = nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{NodeName: "n", Root: t.TempDir()}, FakeDevices: true})
 	require.ErrorContains(t, err, "--fake-devices needs --profile")
+}
+
+// TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool runs the
+// node agent on a simulated MLU590 node with fake devices: a claim for an
+// sMLU instance gets one, kept in the fake tool's state file in the
+// driver's state directory with its device node under the fake root, and
+// unpreparing removes both.
+func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sockets, err := os.MkdirTemp("", "adra-")
+	require.NoError(t, err)
+	defer os.RemoveAll(sockets)
+	dir := t.TempDir()
+	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
+	o := nodeagent.Options{
+		Discovery:    source.Options{Profile: "mlu590", NodeName: nodeName, Root: filepath.Join(dir, "root")},
+		FakeDevices:  true,
+		RegistrarDir: filepath.Join(sockets, "reg"),
+		PluginDir:    filepath.Join(sockets, "plugins"),
+		CDIDir:       filepath.Join(dir, "cdi"),
+		StateDir:     filepath.Join(dir, "state"),
+		KubeClient:   client,
+		ChipModes:    "mlu-0=Shared",
+	}
+	done := make(chan error)
+	go func() { done <- nodeagent.Run(ctx, o) }()
+
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "quarter", UID: "uid-quarter"},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "mlu", Driver: names.CambriconDriver, Pool: nodeName, Device: "mlu-3-smlu-25p-0"}},
+		}}},
+	}
+	_, err = client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	regSock := filepath.Join(o.RegistrarDir, names.CambriconDriver+"-reg.sock")
+	require.Eventually(t, func() bool { _, err := os.Stat(regSock); return err == nil }, 30*time.Second, 20*time.Millisecond)
+	reg, err := grpc.NewClient("unix://"+regSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer reg.Close()
+	info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{})
+	require.NoError(t, err)
+	conn, err := grpc.NewClient("unix://"+info.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	kubelet := drapb.NewDRAPluginClient(conn)
+
+	resp, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claim)})
+	require.NoError(t, err)
+	require.Empty(t, resp.Claims[string(claim.UID)].Error)
+	fake := &partitions.Fake{StatePath: filepath.Join(o.StateDir, names.CambriconDriver, partitions.FakeStateFile)}
+	list, err := fake.Instances()
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "/dev/cambricon-caps/cap_dev3_mi1", list[0].DeviceNode)
+	require.FileExists(t, filepath.Join(o.Discovery.Root, list[0].DeviceNode))
+
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(o.CDIDir), cdiapi.WithAutoRefresh(false))
+	require.NoError(t, err)
+	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
+	_, err = cache.InjectDevices(spec, resp.Claims[string(claim.UID)].Devices[0].CdiDeviceIds...)
+	require.NoError(t, err)
+	require.Equal(t, []string{"/dev/cambricon-caps/cap_dev3_mi1", "/dev/cambricon_ctl", "/dev/cambricon_dev3", "/dev/cambricon_ipcm3"}, devicePaths(spec))
+
+	require.Eventually(t, func() bool {
+		slices, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, s := range slices.Items {
+			for _, d := range s.Spec.Devices {
+				if d.Name == "mlu-0" {
+					return d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations
+				}
+			}
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond, "the chip modes reach the published slices")
+
+	_, err = kubelet.NodeUnprepareResources(ctx, &drapb.NodeUnprepareResourcesRequest{Claims: pbClaims(claim)})
+	require.NoError(t, err)
+	list, err = fake.Instances()
+	require.NoError(t, err)
+	require.Empty(t, list)
+	require.NoFileExists(t, filepath.Join(o.Discovery.Root, "/dev/cambricon-caps/cap_dev3_mi1"))
+
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestTheNodeAgentRefusesChipModesItDoesNotKnow(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Profile: "mlu270", NodeName: "n"}, ChipModes: "mlu-0=Sliced"})
+	require.EqualError(t, err, `--chip-modes: chip modes entry 1 "mlu-0=Sliced": mode "Sliced" is not one of Partitioned, Shared, Whole`)
 }

@@ -23,20 +23,72 @@ const (
 var SchemeGroupVersion = schema.GroupVersion{Group: "accel-dra.dev", Version: "v1alpha1"}
 
 // AscendConfig is the opaque config of the ascend.accel-dra.dev driver, in
-// a DeviceClass's or ResourceClaim's spec.devices.config[].opaque.parameters.
+// a DeviceClass's or ResourceClaim's spec.devices.config[].opaque.parameters:
+//
+//	apiVersion: accel-dra.dev/v1alpha1
+//	kind: AscendConfig
+//	env:
+//	  HCCL_CONNECT_TIMEOUT: "1200"
+//	sharing:
+//	  strategy: Exclusive
+//
+// Every field is optional; DecodeConfig fills in the defaults (see
+// Default) and rejects unknown fields.
 type AscendConfig struct {
 	metav1.TypeMeta `json:",inline"`
 	// Env adds environment variables to every container that uses the
-	// devices the config applies to.
+	// devices the config applies to. ASCEND_VISIBLE_DEVICES and DRA_* are
+	// set by the driver and may not be set here.
 	Env map[string]string `json:"env,omitempty"`
+	// Sharing says whether the devices may be shares of a chip that other
+	// claims use at the same time. Default: strategy Shared.
+	Sharing *Sharing `json:"sharing,omitempty"`
 }
 
-// CambriconConfig is the opaque config of the cambricon.accel-dra.dev driver.
+// CambriconConfig is the opaque config of the cambricon.accel-dra.dev
+// driver; the same fields as AscendConfig, with CAMBRICON_VISIBLE_DEVICES
+// reserved instead of ASCEND_VISIBLE_DEVICES.
 type CambriconConfig struct {
 	metav1.TypeMeta `json:",inline"`
 	// Env adds environment variables to every container that uses the
-	// devices the config applies to.
+	// devices the config applies to. CAMBRICON_VISIBLE_DEVICES and DRA_*
+	// are set by the driver and may not be set here.
 	Env map[string]string `json:"env,omitempty"`
+	// Sharing says whether the devices may be shares of a chip that other
+	// claims use at the same time. Default: strategy Shared.
+	Sharing *Sharing `json:"sharing,omitempty"`
+}
+
+// SharingStrategy is the value of sharing.strategy.
+type SharingStrategy string
+
+const (
+	// SharingShared accepts a share of a chip that its node publishes as
+	// shared (a device with allowMultipleAllocations: the scheduler gives
+	// each claim the memory and cores it requests under
+	// spec.devices.requests[].exactly.capacity). The plugin passes the
+	// share to the container as DRA_DEVICE_<NAME>_MEMORY (bytes) and
+	// DRA_DEVICE_<NAME>_CORES. The share is a scheduling reservation, not
+	// an isolation boundary: see pkg/driver's package documentation.
+	// Whole chips and partitions are not affected. This is the default.
+	SharingShared SharingStrategy = "Shared"
+	// SharingExclusive requires every device of the claim to be the
+	// claim's alone: a whole chip or a partition (vNPU, sMLU). If the
+	// scheduler gives the claim only a share of a shared chip (less than
+	// all of its memory), preparing the claim fails with an error naming
+	// sharing.strategy, so a workload that must not run beside others
+	// never does. To keep such claims off shared chips at scheduling
+	// time, also select `!device.allowMultipleAllocations`.
+	SharingExclusive SharingStrategy = "Exclusive"
+)
+
+// SharingStrategies lists the valid strategies, for messages.
+var SharingStrategies = []SharingStrategy{SharingExclusive, SharingShared}
+
+// Sharing configures how a claim may share chips with other claims.
+type Sharing struct {
+	// Strategy is Exclusive or Shared (default).
+	Strategy SharingStrategy `json:"strategy,omitempty"`
 }
 
 // DeviceConfig is what both config kinds have in common; the plugin works
@@ -45,6 +97,11 @@ type DeviceConfig interface {
 	runtime.Object
 	EnvVars() map[string]string
 	Validate() error
+	// Default fills in the defaults of unset fields; DecodeConfig calls it
+	// before Validate.
+	Default()
+	// SharingStrategy is sharing.strategy, after defaulting.
+	SharingStrategy() SharingStrategy
 }
 
 // EnvVars implements DeviceConfig.
@@ -53,6 +110,35 @@ func (c *AscendConfig) EnvVars() map[string]string { return c.Env }
 // EnvVars implements DeviceConfig.
 func (c *CambriconConfig) EnvVars() map[string]string { return c.Env }
 
+// Default implements DeviceConfig: sharing.strategy defaults to Shared.
+func (c *AscendConfig) Default() { c.Sharing = defaultSharing(c.Sharing) }
+
+// Default implements DeviceConfig: sharing.strategy defaults to Shared.
+func (c *CambriconConfig) Default() { c.Sharing = defaultSharing(c.Sharing) }
+
+// SharingStrategy implements DeviceConfig.
+func (c *AscendConfig) SharingStrategy() SharingStrategy { return strategyOf(c.Sharing) }
+
+// SharingStrategy implements DeviceConfig.
+func (c *CambriconConfig) SharingStrategy() SharingStrategy { return strategyOf(c.Sharing) }
+
+func defaultSharing(s *Sharing) *Sharing {
+	if s == nil {
+		s = &Sharing{}
+	}
+	if s.Strategy == "" {
+		s.Strategy = SharingShared
+	}
+	return s
+}
+
+func strategyOf(s *Sharing) SharingStrategy {
+	if s == nil || s.Strategy == "" {
+		return SharingShared
+	}
+	return s.Strategy
+}
+
 // reservedEnv are set by the plugin itself; a config must not change them,
 // or a container could claim to see chips it was not given.
 var reservedEnv = map[string]string{
@@ -60,13 +146,30 @@ var reservedEnv = map[string]string{
 	CambriconConfigKind: "CAMBRICON_VISIBLE_DEVICES",
 }
 
-// Validate implements DeviceConfig.
-func (c *AscendConfig) Validate() error { return validateEnv(AscendConfigKind, c.Env) }
+// Validate implements DeviceConfig. Errors name the field and, for enums,
+// the allowed values.
+func (c *AscendConfig) Validate() error {
+	return append(validateEnv(AscendConfigKind, c.Env), validateSharing(c.Sharing)...).ToAggregate()
+}
 
 // Validate implements DeviceConfig.
-func (c *CambriconConfig) Validate() error { return validateEnv(CambriconConfigKind, c.Env) }
+func (c *CambriconConfig) Validate() error {
+	return append(validateEnv(CambriconConfigKind, c.Env), validateSharing(c.Sharing)...).ToAggregate()
+}
 
-func validateEnv(kind string, env map[string]string) error {
+func validateSharing(s *Sharing) field.ErrorList {
+	if s == nil {
+		return nil
+	}
+	p := field.NewPath("sharing", "strategy")
+	switch s.Strategy {
+	case "", SharingShared, SharingExclusive:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, s.Strategy, SharingStrategies)}
+}
+
+func validateEnv(kind string, env map[string]string) field.ErrorList {
 	var errs field.ErrorList
 	keys := make([]string, 0, len(env))
 	for k := range env {
@@ -82,13 +185,14 @@ func validateEnv(kind string, env map[string]string) error {
 			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s and DRA_* are set by the driver to the allocated devices", reservedEnv[kind])))
 		}
 	}
-	return errs.ToAggregate()
+	return errs
 }
 
 // DeepCopyObject implements runtime.Object.
 func (c *AscendConfig) DeepCopyObject() runtime.Object {
 	out := *c
 	out.Env = copyMap(c.Env)
+	out.Sharing = copySharing(c.Sharing)
 	return &out
 }
 
@@ -96,6 +200,15 @@ func (c *AscendConfig) DeepCopyObject() runtime.Object {
 func (c *CambriconConfig) DeepCopyObject() runtime.Object {
 	out := *c
 	out.Env = copyMap(c.Env)
+	out.Sharing = copySharing(c.Sharing)
+	return &out
+}
+
+func copySharing(s *Sharing) *Sharing {
+	if s == nil {
+		return nil
+	}
+	out := *s
 	return &out
 }
 
@@ -122,9 +235,11 @@ func init() {
 	decoder = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{Strict: true})
 }
 
-// DecodeConfig decodes and validates the opaque parameters of a config for
-// driver-kind wantKind (AscendConfigKind or CambriconConfigKind). Errors
-// name the field.
+// DecodeConfig decodes, defaults and validates the opaque parameters of a
+// config for driver-kind wantKind (AscendConfigKind or CambriconConfigKind).
+// Errors name the field (and for enums the allowed values), e.g.
+// `AscendConfig: sharing.strategy: Unsupported value: "TimeSlicing":
+// supported values: "Exclusive", "Shared"`.
 func DecodeConfig(raw []byte, wantKind string) (DeviceConfig, error) {
 	obj, gvk, err := decoder.Decode(raw, nil, nil)
 	if err != nil {
@@ -137,6 +252,7 @@ func DecodeConfig(raw []byte, wantKind string) (DeviceConfig, error) {
 	if !ok {
 		return nil, fmt.Errorf("kind %s is not a device config", gvk.Kind)
 	}
+	cfg.Default()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", gvk.Kind, err)
 	}

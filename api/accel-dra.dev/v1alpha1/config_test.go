@@ -12,6 +12,7 @@ func TestDecodeConfigIsStrictAndNamesTheField(t *testing.T) {
 	tests := []struct {
 		name, raw, kind, want string
 		env                   map[string]string
+		strategy              v1alpha1.SharingStrategy
 	}{
 		{name: "ascend env", kind: v1alpha1.AscendConfigKind,
 			raw: `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"HCCL_CONNECT_TIMEOUT":"1200"}}`,
@@ -43,6 +44,24 @@ func TestDecodeConfigIsStrictAndNamesTheField(t *testing.T) {
 		{name: "bad variable name", kind: v1alpha1.CambriconConfigKind,
 			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig","env":{"1X":"x"}}`,
 			want: `env[1X]: Invalid value: "1X": a valid environment variable name must consist of`},
+		{name: "sharing defaults to Shared", kind: v1alpha1.AscendConfigKind,
+			raw:      `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","sharing":{}}`,
+			strategy: v1alpha1.SharingShared},
+		{name: "exclusive sharing", kind: v1alpha1.CambriconConfigKind,
+			raw:      `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig","sharing":{"strategy":"Exclusive"}}`,
+			strategy: v1alpha1.SharingExclusive},
+		{name: "unknown sharing strategy names the field and the allowed values", kind: v1alpha1.AscendConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","sharing":{"strategy":"TimeSlicing"}}`,
+			want: `AscendConfig: sharing.strategy: Unsupported value: "TimeSlicing": supported values: "Exclusive", "Shared"`},
+		{name: "strategy values are case sensitive", kind: v1alpha1.CambriconConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig","sharing":{"strategy":"shared"}}`,
+			want: `CambriconConfig: sharing.strategy: Unsupported value: "shared": supported values: "Exclusive", "Shared"`},
+		{name: "unknown field in sharing", kind: v1alpha1.AscendConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","sharing":{"strategy":"Shared","memory":"8Gi"}}`,
+			want: `strict decoding error: unknown field "sharing.memory"`},
+		{name: "every error is reported", kind: v1alpha1.AscendConfigKind,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"DRA_X":"1"},"sharing":{"strategy":"None"}}`,
+			want: `AscendConfig: [env[DRA_X]: Forbidden: ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver to the allocated devices, sharing.strategy: Unsupported value: "None": supported values: "Exclusive", "Shared"]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +74,27 @@ func TestDecodeConfigIsStrictAndNamesTheField(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tt.env, cfg.EnvVars())
 			require.Equal(t, tt.kind, cfg.GetObjectKind().GroupVersionKind().Kind)
+			want := tt.strategy
+			if want == "" {
+				want = v1alpha1.SharingShared
+			}
+			require.Equal(t, want, cfg.SharingStrategy(), "the default strategy is Shared")
 		})
+	}
+}
+
+func TestDefaultFillsInTheSharingStrategyAndDeepCopyIsDeep(t *testing.T) {
+	for _, cfg := range []v1alpha1.DeviceConfig{&v1alpha1.AscendConfig{}, &v1alpha1.CambriconConfig{}} {
+		cfg.Default()
+		require.Equal(t, v1alpha1.SharingShared, cfg.SharingStrategy())
+		cp := cfg.DeepCopyObject().(v1alpha1.DeviceConfig)
+		switch c := cp.(type) {
+		case *v1alpha1.AscendConfig:
+			c.Sharing.Strategy = v1alpha1.SharingExclusive
+		case *v1alpha1.CambriconConfig:
+			c.Sharing.Strategy = v1alpha1.SharingExclusive
+		}
+		require.Equal(t, v1alpha1.SharingShared, cfg.SharingStrategy(), "the copy does not share the Sharing struct")
+		require.Equal(t, v1alpha1.SharingExclusive, cp.SharingStrategy())
 	}
 }

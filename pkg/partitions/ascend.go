@@ -1,0 +1,274 @@
+package partitions
+
+// Ascend vNPUs with npu-smi (Huawei "npu-smi command reference", AVI
+// section; the commands as an Atlas 800T A2 operator runs them, recorded
+// in testdata/ascend, see testdata/README.md):
+//
+//	npu-smi info -m                                   NPU ID / Chip ID of each logic id
+//	npu-smi info -t info-vnpu -i <npu> -c <chip>      the vNPUs of one chip
+//	npu-smi set -t create-vnpu -i <npu> -c <chip> -f <template> -v <vnpu id>
+//	npu-smi set -t destroy-vnpu -i <npu> -c <chip> -v <vnpu id>
+//
+// -i and -c are the NPU ID and Chip ID of `npu-smi info -m`, not the
+// physical index N of /dev/davinciN. The vNPU id is chosen by the plugin
+// (the lowest free one of the chip's range [N*16+100, N*16+100+size)) and
+// passed with -v, because create-vnpu only prints "Create vnpu success":
+// the plugin must know the id to record it before anyone uses the vNPU.
+// The chips must be in vNPU docker mode (`npu-smi set -t vnpu-mode -d 0`),
+// a node setup step the plugin does not take.
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/ascend"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// NpuSmi is the name the Ascend tool is run by (discovery.ExecRunner maps
+// it to the configured path).
+const NpuSmi = "npu-smi"
+
+// VNPU is one row of `npu-smi info -t info-vnpu`.
+type VNPU struct {
+	ID          int
+	VGroup      int
+	ContainerID string
+	Status      int
+	Template    string
+}
+
+var vnpuHeader = regexp.MustCompile(`^\|?\s*Vnpu ID\s*\|\s*Vgroup ID\s*\|\s*Container ID\s*\|\s*Status\s*\|\s*Template Name\s*\|?$`)
+
+// ParseVNPUInfo parses `npu-smi info -t info-vnpu -i N -c M`: a resource
+// summary, "Total number of vnpu: K", then a table
+//
+//	|  Vnpu ID  |  Vgroup ID     |  Container ID  |  Status  |  Template Name       |
+//	|  100      |  0             |  000000000000  |  0       |  vir10_3c_16g        |
+//
+// with +---+ rules between rows (older npu-smi prints the rows without
+// the outer bars). The row count must match the total.
+func ParseVNPUInfo(source string, data []byte) ([]VNPU, error) {
+	perr := func(line int, text, format string, args ...any) error {
+		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
+	}
+	var (
+		out       []VNPU
+		total     = -1
+		inTable   bool
+		totalLine int
+		totalText string
+	)
+	for i, raw := range strings.Split(string(data), "\n") {
+		lineNo := i + 1
+		line := strings.TrimSpace(raw)
+		if line == "" || strings.HasPrefix(line, "+") || strings.HasPrefix(line, "|=") {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(strings.Trim(line, "| "), "Total number of vnpu:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				return nil, perr(lineNo, line, "the vNPU count is not a number")
+			}
+			total, totalLine, totalText = n, lineNo, line
+			continue
+		}
+		if vnpuHeader.MatchString(line) {
+			inTable = true
+			continue
+		}
+		if !inTable {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 5 {
+			return nil, perr(lineNo, line, "a vNPU row has 5 columns (Vnpu ID, Vgroup ID, Container ID, Status, Template Name), this one %d", len(cells))
+		}
+		for j := range cells {
+			cells[j] = strings.TrimSpace(cells[j])
+		}
+		id, err1 := strconv.Atoi(cells[0])
+		status, err3 := strconv.Atoi(cells[3])
+		if err1 != nil || err3 != nil || cells[4] == "" {
+			return nil, perr(lineNo, line, "expected a numeric Vnpu ID and Status and a template name")
+		}
+		vgroup, err := strconv.Atoi(cells[1])
+		if err != nil {
+			// Atlas training products print no Vgroup ID (AVI guide note).
+			vgroup = -1
+		}
+		out = append(out, VNPU{ID: id, VGroup: vgroup, ContainerID: cells[2], Status: status, Template: cells[4]})
+	}
+	if total < 0 {
+		return nil, perr(0, "", `no "Total number of vnpu" line`)
+	}
+	if total != len(out) {
+		return nil, perr(totalLine, totalText, "npu-smi counts %d vNPUs but lists %d", total, len(out))
+	}
+	return out, nil
+}
+
+// parseSetResult checks the "Status : OK" of an `npu-smi set` command.
+func parseSetResult(source string, data []byte) (string, error) {
+	status, message := "", ""
+	for _, raw := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(raw, ":")
+		if !ok {
+			continue
+		}
+		switch strings.TrimSpace(k) {
+		case "Status":
+			status = strings.TrimSpace(v)
+		case "Message":
+			message = strings.TrimSpace(v)
+		}
+	}
+	if !strings.EqualFold(status, "OK") {
+		if status == "" {
+			return "", &discovery.ParseError{Source: source, Msg: "no \"Status : OK\" in the output: " + strings.TrimSpace(string(data))}
+		}
+		return "", fmt.Errorf("%s: status %s: %s", source, status, message)
+	}
+	return message, nil
+}
+
+// AscendTool implements Tool for Ascend vNPUs.
+type AscendTool struct {
+	Runner discovery.CommandRunner
+
+	mu      sync.Mutex
+	mapping map[int]ascend.ChipMapping // by logic id
+}
+
+// address returns the NPU ID and Chip ID of a chip, from `npu-smi info -m`
+// (read once) by the chip's logic id.
+func (a *AscendTool) address(ctx context.Context, c inventory.Chip) (int, int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mapping == nil {
+		rows, err := discovery.Query(ctx, a.Runner, "finding the NPU and chip ids of the Ascend chips", ascend.ParseMapping, NpuSmi, "info", "-m")
+		if err != nil {
+			return 0, 0, err
+		}
+		a.mapping = map[int]ascend.ChipMapping{}
+		for _, r := range rows {
+			a.mapping[r.LogicID] = r
+		}
+	}
+	logic := c.Index
+	if v, ok := c.Extra[ascend.ExtraLogicID]; ok && v.Int != nil {
+		logic = int(*v.Int)
+	}
+	m, ok := a.mapping[logic]
+	if !ok {
+		return 0, 0, fmt.Errorf("npu-smi info -m lists no chip with logic id %d (chip %d)", logic, c.Index)
+	}
+	return m.NPU, m.Chip, nil
+}
+
+// List implements Tool.
+func (a *AscendTool) List(ctx context.Context, c inventory.Chip) ([]Instance, error) {
+	npu, chip, err := a.address(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := discovery.Query(ctx, a.Runner, fmt.Sprintf("listing the vNPUs of chip %d", c.Index), ParseVNPUInfo,
+		NpuSmi, "info", "-t", "info-vnpu", "-i", strconv.Itoa(npu), "-c", strconv.Itoa(chip))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Instance, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, vnpuInstance(c, r.ID, r.Template))
+	}
+	return out, nil
+}
+
+func vnpuInstance(c inventory.Chip, id int, template string) Instance {
+	return Instance{Type: TypeVNPU, Chip: c.Index, Template: template, ID: id, DeviceNode: fmt.Sprintf("/dev/vdavinci%d", id)}
+}
+
+// VNPUIDRange is the first vNPU id of a chip and how many there are.
+func VNPUIDRange(c inventory.Chip) (first, size int) {
+	m, _ := ModelOf(c)
+	size = m.MaxInstances
+	if size == 0 {
+		size = 16
+	}
+	return c.Index*16 + 100, size
+}
+
+// Create implements Tool.
+func (a *AscendTool) Create(ctx context.Context, c inventory.Chip, t Template) (Instance, error) {
+	if t.Type != TypeVNPU {
+		return Instance{}, fmt.Errorf("creating a vNPU on chip %d: template %s is a %s template", c.Index, t.Name, t.Type)
+	}
+	npu, chip, err := a.address(ctx, c)
+	if err != nil {
+		return Instance{}, err
+	}
+	existing, err := a.List(ctx, c)
+	if err != nil {
+		return Instance{}, err
+	}
+	used := map[int]bool{}
+	for _, e := range existing {
+		used[e.ID] = true
+	}
+	first, size := VNPUIDRange(c)
+	id := -1
+	for v := first; v < first+size; v++ {
+		if !used[v] {
+			id = v
+			break
+		}
+	}
+	if id < 0 {
+		return Instance{}, fmt.Errorf("creating a %s vNPU on chip %d: all %d vNPU ids from %d are in use", t.Name, c.Index, size, first)
+	}
+	args := []string{"set", "-t", "create-vnpu", "-i", strconv.Itoa(npu), "-c", strconv.Itoa(chip), "-f", t.Name, "-v", strconv.Itoa(id)}
+	if _, err := discovery.Query(ctx, a.Runner, fmt.Sprintf("creating a %s vNPU on chip %d", t.Name, c.Index), parseSetResult, NpuSmi, args...); err != nil {
+		return Instance{}, err
+	}
+	// create-vnpu does not say what it made: confirm the id and template.
+	after, err := a.List(ctx, c)
+	if err != nil {
+		return Instance{}, fmt.Errorf("checking the new vNPU %d on chip %d: %w", id, c.Index, err)
+	}
+	for _, e := range after {
+		if e.ID == id {
+			if e.Template != t.Name {
+				return Instance{}, fmt.Errorf("created vNPU %d on chip %d with template %s, but npu-smi lists it as %s", id, c.Index, t.Name, e.Template)
+			}
+			return e, nil
+		}
+	}
+	return Instance{}, fmt.Errorf("npu-smi reported vNPU %d on chip %d created, but does not list it", id, c.Index)
+}
+
+// Destroy implements Tool.
+func (a *AscendTool) Destroy(ctx context.Context, c inventory.Chip, inst Instance) error {
+	npu, chip, err := a.address(ctx, c)
+	if err != nil {
+		return err
+	}
+	existing, err := a.List(ctx, c)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, e := range existing {
+		found = found || e.ID == inst.ID
+	}
+	if !found {
+		return nil
+	}
+	_, err = discovery.Query(ctx, a.Runner, fmt.Sprintf("destroying vNPU %d on chip %d", inst.ID, c.Index), parseSetResult,
+		NpuSmi, "set", "-t", "destroy-vnpu", "-i", strconv.Itoa(npu), "-c", strconv.Itoa(chip), "-v", strconv.Itoa(inst.ID))
+	return err
+}

@@ -1,0 +1,207 @@
+package partitions
+
+// Cambricon sMLU instances with cnmon.
+//
+// What is certain (sources in testdata/README.md): an sMLU instance is
+// made on one chip from a profile (the driver's defaults are 1, 1/2 and
+// 1/4 of the chip), gets an instance id K and the device node
+// /dev/cambricon-caps/cap_dev<N>_mi<K>, and is listed and destroyed by
+// instance; Cambricon's device plugin does this through libcndev
+// (cndevCreateSMluInstanceByProfileId, cndevGetAllSMluInstanceInfo,
+// cndevDestroySMluInstanceByHandle in device-plugin/pkg/cndev/bindings.go).
+//
+// What is assumed: the command-line spelling below. No public document of
+// cnmon's sMLU subcommand was at hand, so the plugin speaks this small,
+// explicit dialect and its parser accepts the layout documented in
+// testdata/README.md; a node whose cnmon differs can point --cnmon at a
+// wrapper that maps these three commands to its tool (they are the only
+// partition commands the plugin runs):
+//
+//	cnmon smlu -c <card> --list
+//	cnmon smlu -c <card> --create --profile <profile name>
+//	cnmon smlu -c <card> --destroy --instance <instance id>
+//
+// <card> is the N of /dev/cambricon_devN (cnmon's card index).
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// Cnmon is the name the Cambricon tool is run by.
+const Cnmon = "cnmon"
+
+// SMLU is one row of `cnmon smlu -c N --list`.
+type SMLU struct {
+	InstanceID  int
+	ProfileID   int
+	ProfileName string
+	UUID        string
+	DeviceNode  string
+}
+
+var smluHeader = []string{"Instance", "ID", "Profile", "ID", "Profile", "Name", "UUID", "Device", "Node"}
+
+// ParseSMLUList parses the instance table of `cnmon smlu -c N --list`:
+//
+//	Card: 0
+//	Total sMLU instances: 1
+//	Instance ID  Profile ID  Profile Name  UUID                                      Device Node
+//	1            1           50p.11654mb   MLU-20001012-1916-0000-0000-000000000000  /dev/cambricon-caps/cap_dev0_mi1
+func ParseSMLUList(source string, data []byte) ([]SMLU, error) {
+	perr := func(line int, text, format string, args ...any) error {
+		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
+	}
+	var (
+		out       []SMLU
+		total     = -1
+		inTable   bool
+		totalLine int
+		totalText string
+	)
+	for i, raw := range strings.Split(string(data), "\n") {
+		lineNo := i + 1
+		line := strings.TrimSpace(raw)
+		if line == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "Total sMLU instances:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				return nil, perr(lineNo, line, "the instance count is not a number")
+			}
+			total, totalLine, totalText = n, lineNo, line
+			continue
+		}
+		fields := strings.Fields(line)
+		if equalFields(fields, smluHeader) {
+			inTable = true
+			continue
+		}
+		if !inTable {
+			continue
+		}
+		if len(fields) != 5 {
+			return nil, perr(lineNo, line, "an sMLU row has 5 columns (Instance ID, Profile ID, Profile Name, UUID, Device Node), this one %d", len(fields))
+		}
+		id, err1 := strconv.Atoi(fields[0])
+		prof, err2 := strconv.Atoi(fields[1])
+		if err1 != nil || err2 != nil || !strings.HasPrefix(fields[4], "/dev/") {
+			return nil, perr(lineNo, line, "expected numeric instance and profile ids and a /dev path")
+		}
+		out = append(out, SMLU{InstanceID: id, ProfileID: prof, ProfileName: fields[2], UUID: fields[3], DeviceNode: fields[4]})
+	}
+	if total < 0 {
+		return nil, perr(0, "", `no "Total sMLU instances" line`)
+	}
+	if total != len(out) {
+		return nil, perr(totalLine, totalText, "cnmon counts %d sMLU instances but lists %d", total, len(out))
+	}
+	return out, nil
+}
+
+func equalFields(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var smluCreated = regexp.MustCompile(`(?i)create sMLU instance (\d+) success`)
+
+func parseSMLUCreate(source string, data []byte) (int, error) {
+	m := smluCreated.FindSubmatch(data)
+	if m == nil {
+		return 0, &discovery.ParseError{Source: source, Msg: `no "Create sMLU instance <id> success" in the output: ` + strings.TrimSpace(string(data))}
+	}
+	return strconv.Atoi(string(m[1]))
+}
+
+var smluDestroyed = regexp.MustCompile(`(?i)destroy sMLU instance (\d+) success`)
+
+func parseSMLUDestroy(source string, data []byte) (int, error) {
+	m := smluDestroyed.FindSubmatch(data)
+	if m == nil {
+		return 0, &discovery.ParseError{Source: source, Msg: `no "Destroy sMLU instance <id> success" in the output: ` + strings.TrimSpace(string(data))}
+	}
+	return strconv.Atoi(string(m[1]))
+}
+
+// CambriconTool implements Tool for Cambricon sMLU instances.
+type CambriconTool struct {
+	Runner discovery.CommandRunner
+}
+
+// List implements Tool.
+func (t *CambriconTool) List(ctx context.Context, c inventory.Chip) ([]Instance, error) {
+	rows, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("listing the sMLU instances of chip %d", c.Index), ParseSMLUList,
+		Cnmon, "smlu", "-c", strconv.Itoa(c.Index), "--list")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Instance, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Instance{Type: TypeSMLU, Chip: c.Index, Template: r.ProfileName, ID: r.InstanceID, DeviceNode: r.DeviceNode, UUID: r.UUID})
+	}
+	return out, nil
+}
+
+// Create implements Tool.
+func (t *CambriconTool) Create(ctx context.Context, c inventory.Chip, tmpl Template) (Instance, error) {
+	if tmpl.Type != TypeSMLU {
+		return Instance{}, fmt.Errorf("creating an sMLU instance on chip %d: profile %s is a %s template", c.Index, tmpl.Name, tmpl.Type)
+	}
+	id, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("creating a %s sMLU instance on chip %d", tmpl.Name, c.Index), parseSMLUCreate,
+		Cnmon, "smlu", "-c", strconv.Itoa(c.Index), "--create", "--profile", tmpl.Name)
+	if err != nil {
+		return Instance{}, err
+	}
+	after, err := t.List(ctx, c)
+	if err != nil {
+		return Instance{}, fmt.Errorf("checking the new sMLU instance %d on chip %d: %w", id, c.Index, err)
+	}
+	for _, e := range after {
+		if e.ID == id {
+			if e.Template != tmpl.Name {
+				return Instance{}, fmt.Errorf("created sMLU instance %d on chip %d with profile %s, but cnmon lists it as %s", id, c.Index, tmpl.Name, e.Template)
+			}
+			return e, nil
+		}
+	}
+	return Instance{}, fmt.Errorf("cnmon reported sMLU instance %d on chip %d created, but does not list it", id, c.Index)
+}
+
+// Destroy implements Tool.
+func (t *CambriconTool) Destroy(ctx context.Context, c inventory.Chip, inst Instance) error {
+	existing, err := t.List(ctx, c)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, e := range existing {
+		found = found || e.ID == inst.ID
+	}
+	if !found {
+		return nil
+	}
+	id, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("destroying sMLU instance %d on chip %d", inst.ID, c.Index), parseSMLUDestroy,
+		Cnmon, "smlu", "-c", strconv.Itoa(c.Index), "--destroy", "--instance", strconv.Itoa(inst.ID))
+	if err != nil {
+		return err
+	}
+	if id != inst.ID {
+		return fmt.Errorf("destroying sMLU instance %d on chip %d: cnmon destroyed instance %d", inst.ID, c.Index, id)
+	}
+	return nil
+}

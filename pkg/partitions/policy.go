@@ -1,0 +1,145 @@
+package partitions
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// Mode is how a node publishes one chip. It is a node setting (the node
+// agent's chip modes), not a claim's: what a chip offers must be in its
+// ResourceSlice before any claim is scheduled.
+type Mode string
+
+const (
+	// ModePartitioned publishes the whole chip and, where the model has
+	// templates, one device per partition that could be made on it; the
+	// chip's counter set keeps them exclusive of each other. The default.
+	ModePartitioned Mode = "Partitioned"
+	// ModeShared publishes the chip as one device with
+	// allowMultipleAllocations: several claims each get a share of its
+	// memory and cores (consumable capacity). A claim that asks for no
+	// capacity gets all of the memory, that is the whole chip. No
+	// partitions.
+	ModeShared Mode = "Shared"
+	// ModeWhole publishes only the whole chip, as before partitions.
+	ModeWhole Mode = "Whole"
+)
+
+// Modes lists the valid modes, for messages.
+var Modes = []Mode{ModePartitioned, ModeShared, ModeWhole}
+
+// Policy says how each chip of a node is published.
+type Policy struct {
+	// Default is the mode of chips not in Chips; empty means Partitioned.
+	Default Mode
+	// Chips maps DRA device names of whole chips (npu-0, mlu-3) to a mode;
+	// the keys npu-* and mlu-* set the mode of a vendor's other chips.
+	Chips map[string]Mode
+	// NoPartitions publishes chips that would be Partitioned as Whole: set
+	// when the node has no partition tool.
+	NoPartitions bool
+}
+
+// ModeOf returns the mode chip c is published in. A chip whose model has
+// no partitions is published Whole where Partitioned was asked for.
+func (p Policy) ModeOf(c inventory.Chip) Mode {
+	name := ChipDeviceName(c)
+	m, ok := p.Chips[name]
+	if !ok {
+		prefix, _, _ := strings.Cut(name, "-")
+		m, ok = p.Chips[prefix+"-*"]
+	}
+	if !ok {
+		m = p.Default
+	}
+	if m == "" {
+		m = ModePartitioned
+	}
+	if m == ModePartitioned {
+		if _, ok := ModelOf(c); !ok || p.NoPartitions {
+			return ModeWhole
+		}
+	}
+	return m
+}
+
+// ParsePolicy parses the node agent's chip-modes setting: a comma list of
+// entries, each a mode (the default for every chip) or <device>=<mode>
+// with a whole-chip device name (npu-0, mlu-3), or npu-*=<mode> /
+// mlu-*=<mode> for every chip of a vendor. Modes are Partitioned, Shared
+// and Whole. A device name beats npu-*/mlu-*, which beat the default;
+// otherwise later entries win. Examples: "Shared", "npu-0=Shared,npu-1=Shared",
+// "Whole,mlu-*=Partitioned". The empty string is the default policy.
+func ParsePolicy(s string) (Policy, error) {
+	p := Policy{Chips: map[string]Mode{}}
+	for i, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		key, value, hasKey := strings.Cut(entry, "=")
+		if !hasKey {
+			key, value = "", key
+		}
+		m, err := parseMode(strings.TrimSpace(value))
+		if err != nil {
+			return Policy{}, fmt.Errorf("chip modes entry %d %q: %w", i+1, entry, err)
+		}
+		key = strings.TrimSpace(key)
+		switch {
+		case key == "":
+			p.Default = m
+		case key == "npu-*" || key == "mlu-*" || validChipName(key):
+			p.Chips[key] = m
+		default:
+			return Policy{}, fmt.Errorf("chip modes entry %d %q: %q is not a chip device name (npu-N, mlu-N, npu-* or mlu-*)", i+1, entry, key)
+		}
+	}
+	return p, nil
+}
+
+func parseMode(s string) (Mode, error) {
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = string(m)
+	}
+	return "", fmt.Errorf("mode %q is not one of %s", s, strings.Join(names, ", "))
+}
+
+func validChipName(s string) bool {
+	var prefix string
+	var n int
+	if _, err := fmt.Sscanf(s, "npu-%d", &n); err == nil {
+		prefix = "npu-"
+	} else if _, err := fmt.Sscanf(s, "mlu-%d", &n); err == nil {
+		prefix = "mlu-"
+	} else {
+		return false
+	}
+	return n >= 0 && s == fmt.Sprintf("%s%d", prefix, n)
+}
+
+// String renders the policy in ParsePolicy's syntax, sorted.
+func (p Policy) String() string {
+	var parts []string
+	if p.Default != "" {
+		parts = append(parts, string(p.Default))
+	}
+	chips := make([]string, 0, len(p.Chips))
+	for k := range p.Chips {
+		chips = append(chips, k)
+	}
+	sort.Strings(chips)
+	for _, k := range chips {
+		parts = append(parts, k+"="+string(p.Chips[k]))
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,75 @@
+package plugin_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// recordings answers each command with the next of its recorded outputs
+// (the last one repeats), from pkg/partitions/testdata, and fails on a
+// command it has no recording for.
+type recordings struct {
+	t   testing.TB
+	dir string
+	mu  sync.Mutex
+	out map[string][]string
+}
+
+func (r *recordings) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cmd := discovery.CommandLine(name, args...)
+	files, ok := r.out[cmd]
+	if !ok || len(files) == 0 {
+		r.t.Errorf("no recording for %q", cmd)
+		return nil, fmt.Errorf("running %s: %w", cmd, discovery.ErrNoRecording)
+	}
+	if len(files) > 1 {
+		r.out[cmd] = files[1:]
+	}
+	return os.ReadFile(filepath.Join(r.dir, files[0]))
+}
+
+// TestThePluginDrivesNpuSmiAsRecorded runs the real plugin against the
+// npu-smi output recorded on an Atlas 800T A2 (910B4): start-up lists the
+// vNPUs of every chip, a claim for a vir10_3c_16g vNPU creates vNPU 100
+// and the container gets /dev/vdavinci100 as /dev/davinci100, and
+// unpreparing destroys it, with exactly the commands an operator runs.
+func TestThePluginDrivesNpuSmiAsRecorded(t *testing.T) {
+	rec := &recordings{t: t, dir: "../../pkg/partitions/testdata/ascend", out: map[string][]string{
+		"npu-smi info -m": {"npu-smi_info_-m.txt"},
+		// start-up, before create, after create, before destroy, after
+		"npu-smi info -t info-vnpu -i 0 -c 0":                         {"info-vnpu_none.txt", "info-vnpu_none.txt", "info-vnpu_100.txt", "info-vnpu_100.txt", "info-vnpu_none.txt"},
+		"npu-smi set -t create-vnpu -i 0 -c 0 -f vir10_3c_16g -v 100": {"create-vnpu_ok.txt"},
+		"npu-smi set -t destroy-vnpu -i 0 -c 0 -v 100":                {"destroy-vnpu_100_ok.txt"},
+	}}
+	for i := 1; i < 8; i++ {
+		rec.out[fmt.Sprintf("npu-smi info -t info-vnpu -i %d -c 0", i)] = []string{"info-vnpu_none.txt"}
+	}
+	n := newNodeWithRunner(t, "testdata/atlas-800t-a2-910b4.yaml", inventory.VendorHuawei, rec)
+	require.Empty(t, n.commands.changes())
+
+	// The recordings have no device files: make the vNPU's for the container.
+	mknodNull(t, filepath.Join(n.root, "dev/vdavinci100"))
+	c := n.claim("infer", []string{"npu-0-vir10-3c-16g-0"})
+	ids := n.mustPrepare(c)
+	require.Equal(t, []string{"npu-smi set -t create-vnpu -i 0 -c 0 -f vir10_3c_16g -v 100"}, n.commands.changes())
+	ctr := n.container(ids)
+	require.Equal(t, []string{"/dev/davinci100", "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}, devicePaths(ctr))
+	require.Equal(t, filepath.Join(n.root, "dev/vdavinci100"), n.hostPathOf(ids, "/dev/davinci100"), "the vNPU's own node, not /dev/davinci0")
+	env := envMap(ctr)
+	require.Equal(t, "100", env["ASCEND_VISIBLE_DEVICES"])
+	require.Equal(t, "VIRTUAL", env["ASCEND_RUNTIME_OPTIONS"])
+
+	n.unprepare(c)
+	require.Equal(t, []string{"npu-smi set -t destroy-vnpu -i 0 -c 0 -v 100"}, n.commands.changes())
+}
