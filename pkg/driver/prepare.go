@@ -11,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -19,6 +20,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
@@ -257,6 +259,9 @@ func (d *Driver) chipByIndex(index int) (inventory.Chip, bool) {
 	return inventory.Chip{}, false
 }
 
+// allocationConfigs is where the plugin finds the configs of a claim.
+var allocationConfigs = field.NewPath("status", "allocation", "devices", "config")
+
 // ourResults are the allocation results this plugin must prepare. A result
 // of our driver in another pool means the claim was allocated for another
 // node: preparing it here would hand out the wrong chip.
@@ -285,10 +290,6 @@ type requestConfig struct {
 // ones win (the order the allocation lists them in); env variables merge,
 // the last sharing.strategy set wins. Errors name the config.
 func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []resourceapi.DeviceRequestAllocationResult) (map[string]requestConfig, error) {
-	kind := v1alpha1.AscendConfigKind
-	if d.vendor == inventory.VendorCambricon {
-		kind = v1alpha1.CambriconConfigKind
-	}
 	configs := claim.Status.Allocation.Devices.Config
 	// Class configs first, then the claim's, keeping their order.
 	order := make([]int, 0, len(configs))
@@ -308,13 +309,17 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 		if c.Opaque == nil || c.Opaque.Driver != d.name {
 			continue
 		}
-		cfg, err := v1alpha1.DecodeConfig(c.Opaque.Parameters.Raw, kind)
+		// The webhook words the same errors for kubectl apply.
+		cfg, _, err := opaque.Decode(opaque.ParametersPath(allocationConfigs, i), c.Opaque.Driver, c.Opaque.Parameters.Raw)
 		if err != nil {
-			from := "claim"
-			if c.Source == resourceapi.AllocationConfigSourceClass {
-				from = "DeviceClass"
+			var oe *opaque.Error
+			if errors.As(err, &oe) {
+				oe.Source = "claim"
+				if c.Source == resourceapi.AllocationConfigSourceClass {
+					oe.Source = "DeviceClass"
+				}
 			}
-			return nil, fmt.Errorf("status.allocation.devices.config[%d].opaque.parameters (from the %s): %w", i, from, err)
+			return nil, err
 		}
 		decoded[i] = cfg
 	}
