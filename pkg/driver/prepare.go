@@ -20,9 +20,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
 )
 
 // PrepareResourceClaims implements kubeletplugin.DRAPlugin. Each claim
