@@ -13,7 +13,7 @@ VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' deployments/helm/accel-
 IMAGE ?= ghcr.io/accel-dra/accel-dra:$(VERSION)
 CONTAINER_TOOL ?= docker
 
-.PHONY: all build static test lint chart demo image clean
+.PHONY: all build static test test-e2e lint chart demo demo-cluster demo-cluster-down image clean
 
 all: build
 
@@ -39,6 +39,20 @@ chart:
 
 test: lint chart
 	$(GO) test -count=1 ./...
+
+# Tier 4: a real local cluster (etcd, kube-apiserver, scheduler,
+# controller-manager, a real kubelet with containerd, kwok nodes), built
+# from the Go module proxy into _output/e2e-cache on first use. Needs root.
+test-e2e:
+	bash hack/e2e/run.sh
+
+# The same cluster with the demo applied, left running for you to try;
+# prints the kubeconfig path. make demo-cluster-down stops it.
+demo-cluster:
+	bash hack/e2e/demo-cluster.sh up
+
+demo-cluster-down:
+	bash hack/e2e/demo-cluster.sh down
 
 # The embedded default: a simulated node, no cluster needed.
 demo: build

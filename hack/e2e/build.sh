@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Builds everything the tier-4 e2e cluster runs, from the Go module proxy and
+# this repository, into a cache keyed by version:
+#
+#   etcd 3.7.3                       hack/e2e/etcd/go.mod
+#   kube-apiserver, kube-scheduler,  hack/e2e/k8s/go.mod (k8s.io/kubernetes
+#   kube-controller-manager, kubelet   v1.37.2 + staging replaces)
+#   containerd, shim, ctr 2.4.2      go install -tags no_btrfs
+#   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
+#   kwok 0.8.0 + its stage files     go install
+#   helm                             hack/tools/go.mod (if present)
+#   pause                            hack/e2e/pause (sandbox image binary)
+#   accel-dra-kubeletplugin,         this repository (rebuilt every time; the
+#   accel-dra                          Go build cache makes that quick)
+#
+# and installs the Debian packages the node needs (containernetworking-plugins,
+# libseccomp-dev, pkg-config, busybox-static) when they are missing.
+#
+# Layout: $CACHE/<component>-<version>/ holds the binaries and a .stamp of
+# the inputs; $CACHE/bin/ links the current ones. A component is rebuilt
+# only when its stamp differs. Builds run one after another: the kube-apiserver
+# link alone peaks near 3 GB on two cores.
+#
+# Environment: ACCEL_DRA_E2E_CACHE (default $REPO/_output/e2e-cache).
+# Prints the bin directory on the last line of stdout.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CACHE=${ACCEL_DRA_E2E_CACHE:-$REPO/_output/e2e-cache}
+mkdir -p "$CACHE/bin"
+CACHE=$(cd "$CACHE" && pwd)
+TIMES=$CACHE/build-times.txt
+
+K8S_VERSION=v1.37.2
+ETCD_VERSION=v3.7.3
+CONTAINERD_VERSION=v2.4.2
+RUNC_VERSION=v1.4.4
+KWOK_VERSION=v0.8.0
+
+GO_VERSION=$(go env GOVERSION)
+
+log() { echo "build.sh: $*" >&2; }
+
+apt_deps() {
+	local missing=()
+	for p in containernetworking-plugins libseccomp-dev pkg-config busybox-static; do
+		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing Debian packages: ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		log "need root to apt-get install ${missing[*]}"
+		return 1
+	fi
+	apt-get update -qq >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+}
+
+sha() { cat "$@" | sha256sum | cut -c1-16; }
+
+# component NAME VERSION STAMP BUILD_FUNCTION: runs BUILD_FUNCTION with the
+# output directory as $1 unless $CACHE/NAME-VERSION/.stamp equals STAMP;
+# records the wall time of a real build in build-times.txt.
+component() {
+	local name=$1 version=$2 stamp=$3 fn=$4
+	local dir=$CACHE/$name-$version
+	if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ]; then
+		log "$name $version: cached"
+	else
+		log "$name $version: building"
+		rm -rf "$dir.tmp"
+		mkdir -p "$dir.tmp"
+		local start=$SECONDS
+		"$fn" "$dir.tmp"
+		local took=$((SECONDS - start))
+		echo "$stamp" >"$dir.tmp/.stamp"
+		rm -rf "$dir"
+		mv "$dir.tmp" "$dir"
+		log "$name $version: built in ${took}s"
+		printf '%s\t%s\t%s\t%ss\n' "$(date -u +%FT%TZ)" "$name" "$version" "$took" >>"$TIMES"
+	fi
+	local f
+	for f in "$dir"/*; do
+		ln -sfn "$f" "$CACHE/bin/$(basename "$f")"
+	done
+}
+
+build_etcd() {
+	go -C "$REPO/hack/e2e/etcd" build -trimpath -o "$1/etcd" go.etcd.io/etcd/server/v3
+}
+
+K8S_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
+build_kubernetes() {
+	go -C "$REPO/hack/e2e/k8s" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/" \
+		k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager \
+		k8s.io/kubernetes/cmd/kube-scheduler \
+		k8s.io/kubernetes/cmd/kubelet
+}
+
+build_containerd() {
+	GOBIN=$1 GOFLAGS=-buildvcs=false go install -tags no_btrfs \
+		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+		github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION \
+		github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION
+}
+
+build_runc() {
+	GOBIN=$1 CGO_ENABLED=1 go install -tags seccomp \
+		-ldflags "-X main.version=${RUNC_VERSION#v}" \
+		github.com/opencontainers/runc@$RUNC_VERSION
+}
+
+# kwok's stages: nodes become Ready and keep a lease; pods become Ready and
+# are finished when deleted. pod/fast/pod-complete.yaml is left out on
+# purpose: it ends Job pods at once, which would release their claims
+# while the tests look at them (the demo containers sleep for an hour).
+KWOK_STAGES="node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml"
+build_kwok() {
+	GOBIN=$1 go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION
+	local mod
+	mod=$(go mod download -json sigs.k8s.io/kwok@$KWOK_VERSION | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	local s=$mod/kustomize/stage
+	local f first=1
+	for f in $KWOK_STAGES; do
+		[ $first = 1 ] || echo '---'
+		first=0
+		cat "$s/$f"
+	done >"$1/kwok-stages.yaml"
+}
+
+build_helm() {
+	go -C "$REPO/hack/tools" build -trimpath -o "$1/helm" helm.sh/helm/v4/cmd/helm
+}
+
+build_pause() {
+	CGO_ENABLED=0 go -C "$REPO/hack/e2e/pause" build -trimpath -ldflags "-s -w" -o "$1/pause" .
+}
+
+apt_deps
+
+# Kubernetes first: it is the long one (measured here, two cores, empty Go
+# build cache: ≈ 9.5 min for the four; everything ≈ 17 min).
+component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
+component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
+component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs" build_containerd
+component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
+component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION $KWOK_STAGES" build_kwok
+component pause "$(sha "$REPO/hack/e2e/pause/main.go" "$REPO/hack/e2e/pause/go.mod")" "$GO_VERSION" build_pause
+if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/tools/go.mod"; then
+	component helm "$(sha "$REPO/hack/tools/go.mod" "$REPO/hack/tools/go.sum")" "$GO_VERSION" build_helm
+fi
+
+# Our own binaries, always from the work tree.
+log "accel-dra: building from $REPO"
+start=$SECONDS
+mkdir -p "$CACHE/accel-dra"
+go -C "$REPO" build -o "$CACHE/accel-dra/" ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra
+for f in "$CACHE"/accel-dra/*; do ln -sfn "$f" "$CACHE/bin/$(basename "$f")"; done
+log "accel-dra: built in $((SECONDS - start))s"
+
+echo "$CACHE/bin"

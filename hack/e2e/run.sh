@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Tier 4 of DESIGN.md: builds the cluster's binaries (hack/e2e/build.sh,
+# cached) and runs the e2e tests of test/e2e against a real control plane,
+# a real containerd + kubelet node and kwok nodes. Needs root.
+#
+#   hack/e2e/run.sh [go test flags, e.g. -run TestKilling]
+#
+# Environment: ACCEL_DRA_E2E_CACHE (build cache, default _output/e2e-cache),
+# ACCEL_DRA_E2E_ARTIFACTS (component logs, default
+# _output/e2e-artifacts/e2e-<time>), ACCEL_DRA_E2E_TIMEOUT (go test
+# -timeout, default 60m). Exits with the tests' exit code.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+start=$SECONDS
+bash "$REPO/hack/e2e/build.sh" >/dev/null
+built=$SECONDS
+echo "run.sh: binaries ready in $((built - start))s" >&2
+
+rc=0
+go -C "$REPO" test -tags e2e ./test/e2e/ -count=1 -v -timeout "${ACCEL_DRA_E2E_TIMEOUT:-60m}" "$@" || rc=$?
+echo "run.sh: build $((built - start))s, tests $((SECONDS - built))s, total $((SECONDS - start))s, exit $rc" >&2
+exit $rc

@@ -1,0 +1,125 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// sliceState is what a republication without churn keeps.
+type sliceState struct {
+	UID            types.UID
+	Driver, Pool   string
+	PoolGeneration int64
+	Devices        int
+}
+
+func realNodeSlices(t *testing.T) (map[string]sliceState, string) {
+	t.Helper()
+	list, err := cluster.Admin.ResourceV1().ResourceSlices().List(t.Context(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + cluster.RealNode()})
+	require.NoError(t, err)
+	out := map[string]sliceState{}
+	for _, s := range list.Items {
+		out[s.Name] = sliceState{UID: s.UID, Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, PoolGeneration: s.Spec.Pool.Generation, Devices: len(s.Spec.Devices)}
+	}
+	return out, list.ResourceVersion
+}
+
+// TestKillingTheNodeAgentLeavesRunningPodsAndSlicesAlone kills the real
+// node's agent with SIGKILL while two pods hold prepared claims of both
+// drivers, and starts it again on the same directories: its slices are
+// taken over (no slice deleted or created, same pool generation), the
+// kubelet registers it again, the pods keep running in the same
+// containers, and deleting a pod afterwards still unprepares its claim.
+func TestKillingTheNodeAgentLeavesRunningPodsAndSlicesAlone(t *testing.T) {
+	ns := newNamespace(t)
+	createTemplate(t, template(ns, "npu", exactly("npu", "ascend.accel-dra.dev", 1)))
+	createTemplate(t, template(ns, "mlu", exactly("mlu", "cambricon.accel-dra.dev", 1)))
+	pods := map[string]*corev1.Pod{}
+	claims := map[string][]*resourceapi.ResourceClaim{}
+	for _, name := range []string{"holds-npu", "holds-mlu"} {
+		tmpl := map[string]string{"holds-npu": "npu", "holds-mlu": "mlu"}[name]
+		createPod(t, realNodePod(ns, name, tmpl))
+		pods[name] = waitForPodRunning(t, ns, name)
+		claims[name] = podClaims(t, pods[name])
+		podLogs(t, pods[name])
+	}
+
+	before, rv := realNodeSlices(t)
+	require.NotEmpty(t, before)
+	w, err := cluster.Admin.ResourceV1().ResourceSlices().Watch(t.Context(), metav1.ListOptions{
+		FieldSelector: "spec.nodeName=" + cluster.RealNode(), ResourceVersion: rv,
+	})
+	require.NoError(t, err)
+	defer w.Stop()
+
+	node := cluster.RealNode()
+	require.NoError(t, cluster.KillAgent(node))
+	t.Logf("killed the agent of %s", node)
+	// The kubelet notices nothing until it calls the plugin; a later pod
+	// would wait. Give it a moment with the agent gone.
+	time.Sleep(2 * time.Second)
+	require.NoError(t, cluster.RestartAgent(t.Context(), node), "the agent comes back and the kubelet registers it (log %s)", cluster.AgentLog(node))
+	// Let the restarted slice controllers settle.
+	time.Sleep(5 * time.Second)
+
+	events := map[watch.EventType]int{}
+	closed := false
+	for done := false; !done; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				closed, done = true, true
+				break
+			}
+			events[ev.Type]++
+			if s, ok := ev.Object.(*resourceapi.ResourceSlice); ok {
+				t.Logf("slice event %s %s (pool generation %d)", ev.Type, s.Name, s.Spec.Pool.Generation)
+			}
+		default:
+			done = true
+		}
+	}
+	require.False(t, closed, "the watch of the node's slices ended early: it would miss a delete")
+	t.Logf("slice events while the agent restarted: %v", events)
+	assert.Zero(t, events[watch.Deleted], "no slice was deleted")
+	assert.Zero(t, events[watch.Added], "no slice was created")
+	after, _ := realNodeSlices(t)
+	assert.Equal(t, before, after, "same slices (names, UIDs, pools, generations, devices) after the restart")
+
+	for name, before := range pods {
+		now, err := cluster.Admin.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, corev1.PodRunning, now.Status.Phase, "pod %s still runs", name)
+		require.Len(t, now.Status.ContainerStatuses, 1)
+		assert.Equal(t, before.Status.ContainerStatuses[0].ContainerID, now.Status.ContainerStatuses[0].ContainerID, "pod %s: same container", name)
+		assert.Zero(t, now.Status.ContainerStatuses[0].RestartCount, "pod %s: not restarted", name)
+		for _, c := range claims[name] {
+			assert.NotEmpty(t, cdiSpecs(t, c), "pod %s: the CDI spec of claim %s is still there", name, c.Name)
+		}
+	}
+
+	// The restarted agent still knows what it prepared: a pod started now
+	// gets prepared, and deleting the old pods unprepares their claims.
+	createPod(t, realNodePod(ns, "after-restart", "npu"))
+	later := waitForPodRunning(t, ns, "after-restart")
+	laterDevs := allocated(t, podClaims(t, later)[0])
+	heldDevs := allocated(t, claims["holds-npu"][0])
+	assert.NotEqual(t, heldDevs[0].Name, laterDevs[0].Name, "the new pod got another chip")
+	for name := range pods {
+		deletePod(t, ns, name)
+		for _, c := range claims[name] {
+			waitForCDISpecsGone(t, c)
+			waitForClaimGone(t, c)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/test/e2e/framework"
+)
+
+// probeDriver is a driver no agent serves, so no ResourceSlice controller
+// deletes the probe slices as obsolete while the test looks at them.
+const probeDriver = "e2e-probe.accel-dra.dev"
+
+func probeSlice(name, node string) *resourceapi.ResourceSlice {
+	s := &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:  probeDriver,
+			Pool:    resourceapi.ResourcePool{Name: "probe-" + name, Generation: 1, ResourceSliceCount: 1},
+			Devices: []resourceapi.Device{{Name: "probe-0"}},
+		},
+	}
+	if node == "" {
+		s.Spec.AllNodes = ptr.To(true)
+	} else {
+		s.Spec.NodeName = ptr.To(node)
+	}
+	return s
+}
+
+func clientFor(t *testing.T, token string) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cluster.RESTConfigForToken(token))
+	require.NoError(t, err)
+	return cs
+}
+
+// requireRefusedByPolicy expects the chart's ValidatingAdmissionPolicy to
+// deny a write. The API server compiles a new policy asynchronously, so
+// the write is retried for a while until it is refused.
+func requireRefusedByPolicy(t *testing.T, message string, write func(context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = write(ctx)
+		return last != nil, nil
+	})
+	require.NoError(t, err, "the write was never refused")
+	require.Error(t, last)
+	assert.True(t, apierrors.IsInvalid(last) || apierrors.IsForbidden(last), "refused as invalid or forbidden: %v", last)
+	assert.Contains(t, last.Error(), "ValidatingAdmissionPolicy")
+	assert.Contains(t, last.Error(), message)
+}
+
+// TestTheNodeAgentTokenOnlyWritesItsOwnNodesSlicesAndNothingElse uses
+// the real node agent's credentials: a ServiceAccount token of the
+// chart's ServiceAccount bound to a pod on the real node, so it carries
+// the node's name. The chart's RBAC and ValidatingAdmissionPolicy must let
+// it write that node's ResourceSlices only, read claims but not change
+// them, and read no Secrets.
+func TestTheNodeAgentTokenOnlyWritesItsOwnNodesSlicesAndNothingElse(t *testing.T) {
+	own := cluster.RealNode()
+	other := "train-0"
+	agent := clientFor(t, cluster.Agents[own].Token)
+	slices := agent.ResourceV1().ResourceSlices()
+
+	t.Run("it writes a ResourceSlice of its own node", func(t *testing.T) {
+		ctx := t.Context()
+		s, err := slices.Create(ctx, probeSlice("e2e-probe-own", own), metav1.CreateOptions{})
+		require.NoError(t, err)
+		s.Labels = map[string]string{"updated": "true"}
+		s, err = slices.Update(ctx, s, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		require.NoError(t, slices.Delete(ctx, s.Name, metav1.DeleteOptions{}))
+	})
+
+	t.Run("the policy refuses a ResourceSlice of another node", func(t *testing.T) {
+		requireRefusedByPolicy(t, "may only write ResourceSlices of its own node, not of node "+other, func(ctx context.Context) error {
+			s, err := slices.Create(ctx, probeSlice("e2e-probe-other", other), metav1.CreateOptions{})
+			if err == nil {
+				_ = cluster.Admin.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{})
+			}
+			return err
+		})
+	})
+
+	t.Run("the policy refuses to change or delete another node's published slices", func(t *testing.T) {
+		ctx := t.Context()
+		list, err := cluster.Admin.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + other})
+		require.NoError(t, err)
+		require.NotEmpty(t, list.Items, "the agent of %s published its slices", other)
+		victim := list.Items[0]
+		requireRefusedByPolicy(t, "not of node "+other, func(ctx context.Context) error {
+			s := victim.DeepCopy()
+			s.Spec.Devices = nil
+			_, err := slices.Update(ctx, s, metav1.UpdateOptions{})
+			return err
+		})
+		requireRefusedByPolicy(t, "not of node "+other, func(ctx context.Context) error {
+			return slices.Delete(ctx, victim.Name, metav1.DeleteOptions{})
+		})
+		after, err := cluster.Admin.ResourceV1().ResourceSlices().Get(ctx, victim.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, victim.ResourceVersion, after.ResourceVersion, "the slice of %s is unchanged", other)
+	})
+
+	t.Run("the policy refuses a ResourceSlice for all nodes", func(t *testing.T) {
+		requireRefusedByPolicy(t, "slices without spec.nodeName", func(ctx context.Context) error {
+			s, err := slices.Create(ctx, probeSlice("e2e-probe-all", ""), metav1.CreateOptions{})
+			if err == nil {
+				_ = cluster.Admin.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{})
+			}
+			return err
+		})
+	})
+
+	t.Run("a token of the ServiceAccount that is bound to no pod has no node and is refused", func(t *testing.T) {
+		tr, err := cluster.Admin.CoreV1().ServiceAccounts(framework.AgentNamespace).CreateToken(t.Context(), cluster.Chart.ServiceAccount,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		unbound := clientFor(t, tr.Status.Token).ResourceV1().ResourceSlices()
+		requireRefusedByPolicy(t, "no node name in the user's credentials", func(ctx context.Context) error {
+			s, err := unbound.Create(ctx, probeSlice("e2e-probe-unbound", own), metav1.CreateOptions{})
+			if err == nil {
+				_ = cluster.Admin.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{})
+			}
+			return err
+		})
+	})
+
+	t.Run("it cannot read Secrets", func(t *testing.T) {
+		for _, ns := range []string{"kube-system", framework.AgentNamespace, "default"} {
+			_, err := agent.CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{})
+			assert.True(t, apierrors.IsForbidden(err), "listing Secrets in %s: %v", ns, err)
+			_, err = agent.CoreV1().Secrets(ns).Get(t.Context(), "any", metav1.GetOptions{})
+			assert.True(t, apierrors.IsForbidden(err), "getting a Secret in %s: %v", ns, err)
+		}
+	})
+
+	t.Run("it reads ResourceClaims but cannot create, change or delete them", func(t *testing.T) {
+		ns := newNamespace(t)
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-elses"},
+			Spec:       resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{exactly("npu", "ascend.accel-dra.dev", 1)}}},
+		}
+		claim, err := cluster.Admin.ResourceV1().ResourceClaims(ns).Create(t.Context(), claim, metav1.CreateOptions{})
+		require.NoError(t, err)
+		claims := agent.ResourceV1().ResourceClaims(ns)
+
+		got, err := claims.Get(t.Context(), claim.Name, metav1.GetOptions{})
+		require.NoError(t, err, "NodePrepareResources reads the claim")
+		got.Labels = map[string]string{"tampered": "true"}
+		_, err = claims.Update(t.Context(), got, metav1.UpdateOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "update: %v", err)
+		got.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+			{Request: "npu", Driver: names.AscendDriver, Pool: own, Device: "npu-0"},
+		}}}
+		_, err = claims.UpdateStatus(t.Context(), got, metav1.UpdateOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "status update: %v", err)
+		err = claims.Delete(t.Context(), claim.Name, metav1.DeleteOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "delete: %v", err)
+		fresh := claim.DeepCopy()
+		fresh.ResourceVersion, fresh.UID, fresh.Name = "", "", "agent-made"
+		_, err = claims.Create(t.Context(), fresh, metav1.CreateOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "create: %v", err)
+		_, err = agent.ResourceV1().ResourceClaims("").List(t.Context(), metav1.ListOptions{})
+		assert.True(t, apierrors.IsForbidden(err), "list: %v", err)
+	})
+}
