@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -95,100 +96,52 @@ func (d devices) equal(o devices) bool {
 
 // The versions of resource.k8s.io differ in where a request keeps its
 // device selection (v1beta1 inline, v1beta2 and v1 under exactly), not in
-// what the webhook looks at: request and subrequest names and the configs.
-// Each version is read into devices directly; the API types have no
-// conversions outside the API server.
-
-func fromV1(spec resourcev1.DeviceClaim) devices {
-	d := devices{requests: map[string][]string{}}
-	for _, r := range spec.Requests {
-		var subs []string
-		for _, s := range r.FirstAvailable {
-			subs = append(subs, s.Name)
-		}
-		d.requests[r.Name] = subs
-	}
-	for _, c := range spec.Config {
-		var e config
-		if c.Opaque != nil {
-			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
-		}
-		e.requests = c.Requests
-		d.configs = append(d.configs, e)
-	}
-	return d
+// what the webhook looks at: request and subrequest names and the configs
+// have the same JSON in every version. So each version's spec is read
+// through that shared JSON shape; the API types have no conversions
+// outside the API server.
+type specShape struct {
+	Requests []struct {
+		Name           string `json:"name"`
+		FirstAvailable []struct {
+			Name string `json:"name"`
+		} `json:"firstAvailable"`
+	} `json:"requests"`
+	Config []struct {
+		Requests []string `json:"requests"`
+		Opaque   *struct {
+			Driver     string               `json:"driver"`
+			Parameters runtime.RawExtension `json:"parameters"`
+		} `json:"opaque"`
+	} `json:"config"`
 }
 
-func fromV1beta2(spec resourcev1beta2.DeviceClaim) devices {
-	d := devices{requests: map[string][]string{}}
-	for _, r := range spec.Requests {
-		var subs []string
-		for _, s := range r.FirstAvailable {
-			subs = append(subs, s.Name)
-		}
-		d.requests[r.Name] = subs
+// fromSpec extracts the devices of a claim's spec.devices or a
+// DeviceClass's spec (isClass: no requests), of any served version.
+func fromSpec(spec any, isClass bool) devices {
+	var s specShape
+	// Marshalling a typed API object and reading it back cannot fail.
+	if b, err := json.Marshal(spec); err == nil {
+		_ = json.Unmarshal(b, &s)
 	}
-	for _, c := range spec.Config {
-		var e config
-		if c.Opaque != nil {
-			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
-		}
-		e.requests = c.Requests
-		d.configs = append(d.configs, e)
-	}
-	return d
-}
-
-func fromV1beta1(spec resourcev1beta1.DeviceClaim) devices {
-	d := devices{requests: map[string][]string{}}
-	for _, r := range spec.Requests {
-		var subs []string
-		for _, s := range r.FirstAvailable {
-			subs = append(subs, s.Name)
-		}
-		d.requests[r.Name] = subs
-	}
-	for _, c := range spec.Config {
-		var e config
-		if c.Opaque != nil {
-			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
-		}
-		e.requests = c.Requests
-		d.configs = append(d.configs, e)
-	}
-	return d
-}
-
-func classFromV1(spec resourcev1.DeviceClassSpec) devices {
 	var d devices
-	for _, c := range spec.Config {
+	if !isClass {
+		d.requests = map[string][]string{}
+		for _, r := range s.Requests {
+			var subs []string
+			for _, sub := range r.FirstAvailable {
+				subs = append(subs, sub.Name)
+			}
+			d.requests[r.Name] = subs
+		}
+	}
+	for _, c := range s.Config {
 		var e config
 		if c.Opaque != nil {
 			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
 		}
-		d.configs = append(d.configs, e)
-	}
-	return d
-}
-
-func classFromV1beta2(spec resourcev1beta2.DeviceClassSpec) devices {
-	var d devices
-	for _, c := range spec.Config {
-		var e config
-		if c.Opaque != nil {
-			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
-		}
-		d.configs = append(d.configs, e)
-	}
-	return d
-}
-
-func classFromV1beta1(spec resourcev1beta1.DeviceClassSpec) devices {
-	var d devices
-	for _, c := range spec.Config {
-		var e config
-		if c.Opaque != nil {
-			e = opaqueConfig(c.Opaque.Driver, c.Opaque.Parameters)
+		if !isClass {
+			e.requests = c.Requests
 		}
 		d.configs = append(d.configs, e)
 	}
@@ -214,23 +167,23 @@ var (
 func fromObject(obj runtime.Object) (o object, ok bool) {
 	switch obj := obj.(type) {
 	case *resourcev1.ResourceClaim:
-		return object{"ResourceClaim", fromV1(obj.Spec.Devices), claimConfigs, false}, true
+		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false), claimConfigs, false}, true
 	case *resourcev1beta2.ResourceClaim:
-		return object{"ResourceClaim", fromV1beta2(obj.Spec.Devices), claimConfigs, false}, true
+		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false), claimConfigs, false}, true
 	case *resourcev1beta1.ResourceClaim:
-		return object{"ResourceClaim", fromV1beta1(obj.Spec.Devices), claimConfigs, false}, true
+		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false), claimConfigs, false}, true
 	case *resourcev1.ResourceClaimTemplate:
-		return object{"ResourceClaimTemplate", fromV1(obj.Spec.Spec.Devices), templateConfigs, false}, true
+		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false), templateConfigs, false}, true
 	case *resourcev1beta2.ResourceClaimTemplate:
-		return object{"ResourceClaimTemplate", fromV1beta2(obj.Spec.Spec.Devices), templateConfigs, false}, true
+		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false), templateConfigs, false}, true
 	case *resourcev1beta1.ResourceClaimTemplate:
-		return object{"ResourceClaimTemplate", fromV1beta1(obj.Spec.Spec.Devices), templateConfigs, false}, true
+		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false), templateConfigs, false}, true
 	case *resourcev1.DeviceClass:
-		return object{"DeviceClass", classFromV1(obj.Spec), classConfigs, true}, true
+		return object{"DeviceClass", fromSpec(obj.Spec, true), classConfigs, true}, true
 	case *resourcev1beta2.DeviceClass:
-		return object{"DeviceClass", classFromV1beta2(obj.Spec), classConfigs, true}, true
+		return object{"DeviceClass", fromSpec(obj.Spec, true), classConfigs, true}, true
 	case *resourcev1beta1.DeviceClass:
-		return object{"DeviceClass", classFromV1beta1(obj.Spec), classConfigs, true}, true
+		return object{"DeviceClass", fromSpec(obj.Spec, true), classConfigs, true}, true
 	}
 	return object{}, false
 }
