@@ -15,7 +15,7 @@ const (
 	// EnvClaim is the ResourceClaim as namespace/name.
 	EnvClaim = "DRA_CLAIM"
 	// EnvDevicePrefix starts the per-device variables
-	// DRA_DEVICE_<NAME>_UUID and DRA_DEVICE_<NAME>_MODEL, where <NAME> is
+	// DRA_DEVICE_<NAME>_DRIVER, _CLAIM_UID, _UUID and _MODEL, where <NAME> is
 	// the DRA device name upper-cased with non-alphanumerics as "_"
 	// (npu-3 → DRA_DEVICE_NPU_3_UUID).
 	EnvDevicePrefix = "DRA_DEVICE_"

@@ -289,7 +289,7 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	if err != nil {
 		return cdispec.Device{}, err
 	}
-	env, err := deviceEnv(d)
+	env, err := deviceEnv(c, d)
 	if err != nil {
 		return cdispec.Device{}, err
 	}
@@ -368,13 +368,20 @@ func (w *Writer) hostPath(p string) string {
 	return filepath.Join(w.cfg.HostRoot, p)
 }
 
-// deviceEnv is DRA_DEVICE_<NAME>_UUID and _MODEL, then the user's
+// deviceEnv is DRA_DEVICE_<NAME>_DRIVER, _CLAIM_UID, _UUID and _MODEL
+// (and the driver's extras, e.g. a share's size), then the user's
 // variables sorted by name. User variables that would override the
 // driver's own are an error naming the variable, not silently dropped: a
 // workload that depends on them would otherwise run with a surprise.
-func deviceEnv(d Device) ([]string, error) {
+func deviceEnv(c Claim, d Device) ([]string, error) {
 	key := DeviceEnvKey(d.Name)
-	var env []string
+	// The claim-wide DRA_DRIVER and DRA_CLAIM_UID hold one value per
+	// container, the last spec's, when a container gets devices of two
+	// drivers or claims; these per-device ones are always right.
+	env := []string{
+		key + "_DRIVER=" + names.DriverFor(c.Vendor),
+		key + "_CLAIM_UID=" + string(c.UID),
+	}
 	if d.Chip.UUID != "" {
 		env = append(env, key+"_UUID="+d.Chip.UUID)
 	}

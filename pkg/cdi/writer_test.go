@@ -58,8 +58,12 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 					"DRA_CLAIM_UID=" + string(uid),
 					"DRA_CLAIM=default/claim-9d6c1b2a",
 					"ASCEND_VISIBLE_DEVICES=1,3",
+					"DRA_DEVICE_NPU_3_DRIVER=ascend.accel-dra.dev",
+					"DRA_DEVICE_NPU_3_CLAIM_UID=" + string(uid),
 					"DRA_DEVICE_NPU_3_UUID=" + chips[3].UUID,
 					"DRA_DEVICE_NPU_3_MODEL=Ascend910B3",
+					"DRA_DEVICE_NPU_1_DRIVER=ascend.accel-dra.dev",
+					"DRA_DEVICE_NPU_1_CLAIM_UID=" + string(uid),
 					"DRA_DEVICE_NPU_1_UUID=" + chips[1].UUID,
 					"DRA_DEVICE_NPU_1_MODEL=Ascend910B3",
 				}
@@ -77,6 +81,8 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 					"DRA_CLAIM_UID=" + string(uid),
 					"DRA_CLAIM=default/claim-9d6c1b2a",
 					"CAMBRICON_VISIBLE_DEVICES=5",
+					"DRA_DEVICE_MLU_5_DRIVER=cambricon.accel-dra.dev",
+					"DRA_DEVICE_MLU_5_CLAIM_UID=" + string(uid),
 					"DRA_DEVICE_MLU_5_UUID=" + n.inv.ChipsOf(inventory.VendorCambricon)[5].UUID,
 					"DRA_DEVICE_MLU_5_MODEL=MLU590",
 				}

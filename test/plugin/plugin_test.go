@@ -111,6 +111,8 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 					key := fmt.Sprintf("DRA_DEVICE_%s_%d", strings.ToUpper(v.prefix), i)
 					wantEnv[key+"_UUID"] = chip.UUID
 					wantEnv[key+"_MODEL"] = chip.Model
+					wantEnv[key+"_DRIVER"] = n.driverName
+					wantEnv[key+"_CLAIM_UID"] = string(c.UID)
 				}
 				require.Equal(t, wantEnv, envMap(ctr))
 				n.unprepare(c)
