@@ -240,15 +240,14 @@ func (a *AscendTool) Create(ctx context.Context, c inventory.Chip, t Template) (
 	if err != nil {
 		return Instance{}, fmt.Errorf("checking the new vNPU %d on chip %d: %w", id, c.Index, err)
 	}
-	for _, e := range after {
-		if e.ID == id {
-			if e.Template != t.Name {
-				return Instance{}, fmt.Errorf("created vNPU %d on chip %d with template %s, but npu-smi lists it as %s", id, c.Index, t.Name, e.Template)
-			}
-			return e, nil
-		}
+	e, ok := find(after, id)
+	if !ok {
+		return Instance{}, fmt.Errorf("npu-smi reported vNPU %d on chip %d created, but does not list it", id, c.Index)
 	}
-	return Instance{}, fmt.Errorf("npu-smi reported vNPU %d on chip %d created, but does not list it", id, c.Index)
+	if e.Template != t.Name {
+		return Instance{}, fmt.Errorf("created vNPU %d on chip %d with template %s, but npu-smi lists it as %s", id, c.Index, t.Name, e.Template)
+	}
+	return e, nil
 }
 
 // Destroy implements Tool.
@@ -261,11 +260,7 @@ func (a *AscendTool) Destroy(ctx context.Context, c inventory.Chip, inst Instanc
 	if err != nil {
 		return err
 	}
-	found := false
-	for _, e := range existing {
-		found = found || e.ID == inst.ID
-	}
-	if !found {
+	if _, ok := find(existing, inst.ID); !ok {
 		return nil
 	}
 	_, err = discovery.Query(ctx, a.Runner, fmt.Sprintf("destroying vNPU %d on chip %d", inst.ID, c.Index), parseSetResult,

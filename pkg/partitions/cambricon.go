@@ -171,15 +171,14 @@ func (t *CambriconTool) Create(ctx context.Context, c inventory.Chip, tmpl Templ
 	if err != nil {
 		return Instance{}, fmt.Errorf("checking the new sMLU instance %d on chip %d: %w", id, c.Index, err)
 	}
-	for _, e := range after {
-		if e.ID == id {
-			if e.Template != tmpl.Name {
-				return Instance{}, fmt.Errorf("created sMLU instance %d on chip %d with profile %s, but cnmon lists it as %s", id, c.Index, tmpl.Name, e.Template)
-			}
-			return e, nil
-		}
+	e, ok := find(after, id)
+	if !ok {
+		return Instance{}, fmt.Errorf("cnmon reported sMLU instance %d on chip %d created, but does not list it", id, c.Index)
 	}
-	return Instance{}, fmt.Errorf("cnmon reported sMLU instance %d on chip %d created, but does not list it", id, c.Index)
+	if e.Template != tmpl.Name {
+		return Instance{}, fmt.Errorf("created sMLU instance %d on chip %d with profile %s, but cnmon lists it as %s", id, c.Index, tmpl.Name, e.Template)
+	}
+	return e, nil
 }
 
 // Destroy implements Tool.
@@ -188,11 +187,7 @@ func (t *CambriconTool) Destroy(ctx context.Context, c inventory.Chip, inst Inst
 	if err != nil {
 		return err
 	}
-	found := false
-	for _, e := range existing {
-		found = found || e.ID == inst.ID
-	}
-	if !found {
+	if _, ok := find(existing, inst.ID); !ok {
 		return nil
 	}
 	id, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("destroying sMLU instance %d on chip %d", inst.ID, c.Index), parseSMLUDestroy,

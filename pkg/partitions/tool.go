@@ -115,3 +115,14 @@ func EditsOf(c inventory.Chip, inst Instance) (Edits, error) {
 	}
 	return Edits{}, fmt.Errorf("%s: unknown partition type", inst)
 }
+
+// find returns the instance with id among insts: the vendor tools confirm
+// a create and skip destroying what is already gone by listing the chip.
+func find(insts []Instance, id int) (Instance, bool) {
+	for _, e := range insts {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return Instance{}, false
+}
