@@ -3,18 +3,8 @@
 package e2e_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,8 +26,8 @@ import (
 // good one and one for another driver are admitted.
 func TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
-	caPEM, certFile, keyFile := webhookCert(t, dir)
+	certFile, keyFile, caPEM, err := cluster.ServingCert("e2e-webhook", net.ParseIP("127.0.0.1"))
+	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv, err := webhook.NewServer(ctx, webhook.Options{CertFile: certFile, KeyFile: keyFile})
@@ -98,39 +88,4 @@ func TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook(t *testing.T) {
 		require.NoError(t, err, "claim %s is admitted", ok.Name)
 		require.NoError(t, claims.Delete(ctx, ok.Name, metav1.DeleteOptions{}))
 	}
-}
-
-// webhookCert writes a CA and a serving certificate for 127.0.0.1 and
-// returns the CA in PEM for the webhook configuration's caBundle.
-func webhookCert(t *testing.T, dir string) (caPEM []byte, certFile, keyFile string) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "e2e-webhook-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "accel-dra-webhook"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:   time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600))
-	caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	require.True(t, strings.HasPrefix(string(caPEM), "-----BEGIN CERTIFICATE-----"))
-	return caPEM, certFile, keyFile
 }

@@ -148,3 +148,18 @@ func writePEM(path, typ string, der []byte) error {
 	}
 	return nil
 }
+
+// ServingCert issues a serving certificate from the cluster's CA for a
+// server the test runs itself (e.g. an admission webhook the API server
+// calls by URL) and returns its files and the CA in PEM, for a caBundle.
+func (c *Cluster) ServingCert(name string, ips ...net.IP) (certFile, keyFile string, caPEM []byte, err error) {
+	kp, err := c.pki.serving(name, ips, nil)
+	if err != nil {
+		return "", "", nil, err
+	}
+	caPEM, err = os.ReadFile(c.pki.CAFile)
+	if err != nil {
+		return "", "", nil, fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	return kp.CertFile, kp.KeyFile, caPEM, nil
+}
