@@ -127,6 +127,9 @@ type Driver struct {
 	cdi    *cdi.Writer
 	store  *checkpoint.Store
 	fatal  func(error)
+	// rolling: another instance (the other pod of a rolling update) may
+	// write the checkpoint too, so each call re-reads it.
+	rolling bool
 
 	mu       sync.Mutex
 	prepared checkpoint.Data
@@ -141,17 +144,18 @@ var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	logger := klog.FromContext(ctx)
 	d := &Driver{
-		name:   names.DriverFor(cfg.Vendor),
-		vendor: cfg.Vendor,
-		node:   cfg.NodeName,
-		inv:    inventory.Inventory{Chips: cfg.Inventory.ChipsOf(cfg.Vendor), SharedDeviceNodes: map[inventory.Vendor][]string{cfg.Vendor: cfg.Inventory.SharedDeviceNodes[cfg.Vendor]}},
-		chips:  map[string]inventory.Chip{},
-		slots:  map[string]slot{},
-		policy: cfg.Policy,
-		tool:   cfg.PartitionTool,
-		cdi:    cfg.CDI,
-		store:  checkpoint.New(cfg.StateDir, CheckpointFile),
-		fatal:  cfg.OnFatal,
+		name:    names.DriverFor(cfg.Vendor),
+		vendor:  cfg.Vendor,
+		node:    cfg.NodeName,
+		inv:     inventory.Inventory{Chips: cfg.Inventory.ChipsOf(cfg.Vendor), SharedDeviceNodes: map[inventory.Vendor][]string{cfg.Vendor: cfg.Inventory.SharedDeviceNodes[cfg.Vendor]}},
+		chips:   map[string]inventory.Chip{},
+		slots:   map[string]slot{},
+		policy:  cfg.Policy,
+		tool:    cfg.PartitionTool,
+		cdi:     cfg.CDI,
+		store:   checkpoint.New(cfg.StateDir, CheckpointFile),
+		fatal:   cfg.OnFatal,
+		rolling: cfg.PodUID != "",
 	}
 	if d.name == "" {
 		return nil, fmt.Errorf("starting driver: unknown vendor %q", cfg.Vendor)
@@ -221,8 +225,12 @@ func (d *Driver) Registered() bool {
 }
 
 // reload re-reads the checkpoint, which another instance of the plugin
-// (during a rolling update) may have changed since. Callers hold d.mu.
+// (during a rolling update) may have changed since. A lone instance is
+// the checkpoint's only writer and keeps it in memory. Callers hold d.mu.
 func (d *Driver) reload() error {
+	if !d.rolling {
+		return nil
+	}
 	data, err := d.store.Load()
 	if err != nil {
 		return fmt.Errorf("reloading state of %s: %w", d.name, err)
