@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -28,6 +29,28 @@ import (
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 )
 
+// simulatedAgent returns the options of a node agent for a simulated node
+// of profile with fake devices, as the binary gets them, in directories
+// removed after the test (the sockets in a short one: unix socket paths are
+// limited to 108 bytes), and the fake API server it talks to.
+func simulatedAgent(t *testing.T, profile string) (nodeagent.Options, *fake.Clientset) {
+	t.Helper()
+	sockets, err := os.MkdirTemp("", "adra-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(sockets) })
+	dir := t.TempDir()
+	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
+	return nodeagent.Options{
+		Discovery:    source.Options{Profile: profile, NodeName: nodeName, Root: filepath.Join(dir, "root")},
+		FakeDevices:  true,
+		RegistrarDir: filepath.Join(sockets, "reg"),
+		PluginDir:    filepath.Join(sockets, "plugins"),
+		CDIDir:       filepath.Join(dir, "cdi"),
+		StateDir:     filepath.Join(dir, "state"),
+		KubeClient:   client,
+	}, client
+}
+
 // TestTheNodeAgentServesBothVendorsOfAMixedNode runs the node agent as the
 // binary does on the mixed profile with fake devices: both drivers
 // register, one claim with an Ascend and a Cambricon device is prepared by
@@ -36,21 +59,8 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sockets, err := os.MkdirTemp("", "adra-")
-	require.NoError(t, err)
-	defer os.RemoveAll(sockets)
-	dir := t.TempDir()
-	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
-	o := nodeagent.Options{
-		Discovery:    source.Options{Profile: "mixed-910b-mlu370", NodeName: nodeName, Root: filepath.Join(dir, "root")},
-		FakeDevices:  true,
-		RegistrarDir: filepath.Join(sockets, "reg"),
-		PluginDir:    filepath.Join(sockets, "plugins"),
-		CDIDir:       filepath.Join(dir, "cdi"),
-		StateDir:     filepath.Join(dir, "state"),
-		KubeClient:   client,
-		HealthAddr:   "127.0.0.1:0",
-	}
+	o, client := simulatedAgent(t, "mixed-910b-mlu370")
+	o.HealthAddr = "127.0.0.1:0"
 	healthAddr := make(chan net.Addr, 1)
 	o.OnHealthServing = func(a net.Addr) { healthAddr <- a }
 	done := make(chan error)
@@ -65,7 +75,7 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 			},
 		}}},
 	}
-	_, err = client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
+	_, err := client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	// Serving means: both drivers published their slices.
@@ -158,21 +168,8 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sockets, err := os.MkdirTemp("", "adra-")
-	require.NoError(t, err)
-	defer os.RemoveAll(sockets)
-	dir := t.TempDir()
-	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
-	o := nodeagent.Options{
-		Discovery:    source.Options{Profile: "mlu590", NodeName: nodeName, Root: filepath.Join(dir, "root")},
-		FakeDevices:  true,
-		RegistrarDir: filepath.Join(sockets, "reg"),
-		PluginDir:    filepath.Join(sockets, "plugins"),
-		CDIDir:       filepath.Join(dir, "cdi"),
-		StateDir:     filepath.Join(dir, "state"),
-		KubeClient:   client,
-		ChipModes:    "mlu-0=Shared",
-	}
+	o, client := simulatedAgent(t, "mlu590")
+	o.ChipModes = "mlu-0=Shared"
 	done := make(chan error)
 	go func() { done <- nodeagent.Run(ctx, o) }()
 
@@ -182,7 +179,7 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "mlu", Driver: names.CambriconDriver, Pool: nodeName, Device: "mlu-3-smlu-25p-0"}},
 		}}},
 	}
-	_, err = client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
+	_, err := client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
 	require.NoError(t, err)
 
 	regSock := filepath.Join(o.RegistrarDir, names.CambriconDriver+"-reg.sock")
