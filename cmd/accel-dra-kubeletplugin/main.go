@@ -97,7 +97,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", envOr("ACCEL_DRA_NPU_SMI", ""), "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", envOr("ACCEL_DRA_CNMON", ""), "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
 	f.StringVar(&podUID, "pod-uid", envOr("POD_UID", ""), "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
-	f.StringVar(&o.HealthAddr, "healthz-addr", envOr("ACCEL_DRA_HEALTHZ_ADDR", ""), "address for HTTP /livez and /readyz (ready once every driver is registered with the kubelet), e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
+	f.StringVar(&o.HealthAddr, "healthz-addr", envOr("ACCEL_DRA_HEALTHZ_ADDR", ""), "address for HTTP /livez, /readyz (ready once every driver is registered with the kubelet) and Prometheus /metrics, e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
 	f.StringVar(&o.RegistrarDir, "registrar-dir", envOr("ACCEL_DRA_REGISTRAR_DIR", kubeletplugin.KubeletRegistryDir), "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")
 	f.StringVar(&o.PluginDir, "plugin-dir", envOr("ACCEL_DRA_PLUGIN_DIR", kubeletplugin.KubeletPluginsDir), "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")
 	f.StringVar(&o.CDIDir, "cdi-dir", envOr("ACCEL_DRA_CDI_DIR", "/var/run/cdi"), "directory the container runtime reads CDI specs from [ACCEL_DRA_CDI_DIR]")

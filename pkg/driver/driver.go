@@ -67,6 +67,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
@@ -111,6 +112,8 @@ type Config struct {
 	// or partitions.Fake on a simulated node). Without it no partitions are
 	// published: chips that would be Partitioned are Whole.
 	PartitionTool partitions.Tool
+	// Metrics, if set, records this driver's operations (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // Driver implements kubeletplugin.DRAPlugin for one vendor.
@@ -127,6 +130,8 @@ type Driver struct {
 	cdi    *cdi.Writer
 	store  *checkpoint.Store
 	fatal  func(error)
+	// metrics may be nil (records nothing).
+	metrics *metrics.Metrics
 	// rolling: another instance (the other pod of a rolling update) may
 	// write the checkpoint too, so each call re-reads it.
 	rolling bool
@@ -155,6 +160,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		cdi:     cfg.CDI,
 		store:   checkpoint.New(cfg.StateDir, CheckpointFile),
 		fatal:   cfg.OnFatal,
+		metrics: cfg.Metrics,
 		rolling: cfg.PodUID != "",
 	}
 	if d.name == "" {
@@ -210,6 +216,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		helper.Stop()
 		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
 	}
+	d.metrics.Track(d)
 	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
 		"chipModes", d.policy.String(), "preparedClaims", len(d.prepared.Claims))
 	return d, nil
@@ -298,6 +305,7 @@ func (d *Driver) loadState(ctx context.Context) error {
 // HandleError implements kubeletplugin.DRAPlugin.
 func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	utilruntime.HandleErrorWithContext(ctx, err, msg, "driver", d.name)
+	d.countPublishError(err, msg)
 	if !errors.Is(err, kubeletplugin.ErrRecoverable) && d.fatal != nil {
 		d.fatal(fmt.Errorf("%s: %s: %w", d.name, msg, err))
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,6 +21,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
@@ -29,17 +31,33 @@ import (
 // succeeds or fails on its own: a bad config in one claim does not stop
 // the others of the same call.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	start := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.reload(); err != nil {
+		refs := make([]klog.ObjectRef, 0, len(claims))
+		for _, c := range claims {
+			refs = append(refs, klog.KObj(c))
+		}
+		d.callFailed(ctx, metrics.Prepare, refs, start, err)
 		return nil, err
 	}
+	logger := klog.FromContext(ctx)
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
+		begin := time.Now()
 		devices, err := d.prepare(ctx, claim)
+		took := time.Since(begin)
+		d.metrics.Observe(metrics.Prepare, d.name, took, err)
 		if err != nil {
 			err = fmt.Errorf("claim %s/%s (%s): %w", claim.Namespace, claim.Name, claim.UID, err)
-			klog.FromContext(ctx).Error(err, "Preparing claim failed")
+			logger.Error(err, "Preparing claim failed", "claim", klog.KObj(claim), "claimUID", claim.UID, "duration", took)
+		} else {
+			prepared := make([]string, 0, len(devices))
+			for _, dev := range devices {
+				prepared = append(prepared, dev.DeviceName)
+			}
+			logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", prepared, "duration", took)
 		}
 		out[claim.UID] = kubeletplugin.PrepareResult{Devices: devices, Err: err}
 	}
@@ -231,7 +249,6 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		undo()
 		return nil, fmt.Errorf("saving checkpoint: %w", err)
 	}
-	logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", len(devices), "partitionsCreated", len(created))
 	return devices, nil
 }
 
@@ -363,39 +380,60 @@ func appliesTo(requests []string, request string) bool {
 // plugin does not know is not an error (kubelet may retry), but a CDI spec
 // left for it is still removed.
 func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	start := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.reload(); err != nil {
+		refs := make([]klog.ObjectRef, 0, len(claims))
+		for _, c := range claims {
+			refs = append(refs, klog.KRef(c.Namespace, c.Name))
+		}
+		d.callFailed(ctx, metrics.Unprepare, refs, start, err)
 		return nil, err
 	}
 	logger := klog.FromContext(ctx)
 	out := make(map[types.UID]error, len(claims))
 	for _, c := range claims {
-		out[c.UID] = nil
-		if err := d.cdi.Delete(ctx, d.vendor, c.UID); err != nil {
-			out[c.UID] = fmt.Errorf("claim %s (%s): removing CDI spec: %w", c.NamespacedName, c.UID, err)
+		begin := time.Now()
+		devices, err := d.unprepare(ctx, c)
+		took := time.Since(begin)
+		d.metrics.Observe(metrics.Unprepare, d.name, took, err)
+		out[c.UID] = err
+		if err != nil {
+			logger.Error(err, "Unpreparing claim failed", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", c.UID, "duration", took)
 			continue
 		}
-		prev, ok := d.prepared.Claims[c.UID]
-		if !ok {
-			logger.V(4).Info("Unprepare of a claim that is not prepared here", "claim", c.NamespacedName, "claimUID", c.UID)
-			continue
-		}
-		if err := d.destroyPartitions(ctx, prev); err != nil {
-			// The claim stays in the checkpoint with its partitions, so
-			// the kubelet's retry destroys them.
-			out[c.UID] = fmt.Errorf("claim %s (%s): %w", c.NamespacedName, c.UID, err)
-			continue
-		}
-		delete(d.prepared.Claims, c.UID)
-		if err := d.store.Save(d.prepared); err != nil {
-			d.prepared.Claims[c.UID] = prev
-			out[c.UID] = fmt.Errorf("claim %s (%s): saving checkpoint: %w", c.NamespacedName, c.UID, err)
-			continue
-		}
-		logger.V(2).Info("Unprepared claim", "claim", c.NamespacedName, "claimUID", c.UID)
+		logger.V(2).Info("Unprepared claim", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", c.UID, "devices", devices, "duration", took)
 	}
 	return out, nil
+}
+
+// unprepare unprepares one claim and returns the devices it had here
+// (none if it was not prepared here).
+func (d *Driver) unprepare(ctx context.Context, c kubeletplugin.NamespacedObject) ([]string, error) {
+	if err := d.cdi.Delete(ctx, d.vendor, c.UID); err != nil {
+		return nil, fmt.Errorf("claim %s (%s): removing CDI spec: %w", c.NamespacedName, c.UID, err)
+	}
+	prev, ok := d.prepared.Claims[c.UID]
+	if !ok {
+		klog.FromContext(ctx).V(4).Info("Unprepare of a claim that is not prepared here", "claim", c.NamespacedName, "claimUID", c.UID)
+		return nil, nil
+	}
+	if err := d.destroyPartitions(ctx, prev); err != nil {
+		// The claim stays in the checkpoint with its partitions, so
+		// the kubelet's retry destroys them.
+		return nil, fmt.Errorf("claim %s (%s): %w", c.NamespacedName, c.UID, err)
+	}
+	delete(d.prepared.Claims, c.UID)
+	if err := d.store.Save(d.prepared); err != nil {
+		d.prepared.Claims[c.UID] = prev
+		return nil, fmt.Errorf("claim %s (%s): saving checkpoint: %w", c.NamespacedName, c.UID, err)
+	}
+	devices := make([]string, 0, len(prev.Devices))
+	for _, dev := range prev.Devices {
+		devices = append(devices, dev.Device)
+	}
+	return devices, nil
 }
 
 // destroyPartitions destroys the partitions made for a claim.

@@ -13,16 +13,21 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/driver"
+	"github.com/accel-dra/accel-dra/pkg/metrics"
 )
 
 // probes serves the DaemonSet's probes: /livez answers while the process
 // runs its event loop; /readyz only when every driver has started and the
 // kubelet has confirmed its registration, so a rolling update waits for
-// the new pod to really serve before stopping the old one.
+// the new pod to really serve before stopping the old one. The same server
+// has the agent's Prometheus metrics on /metrics, as the kubelet and other
+// node components serve theirs beside their health endpoints.
 type probes struct {
 	mu      sync.Mutex
 	drivers []*driver.Driver
 	want    int
+	// metrics of the agent's drivers; nil serves no /metrics.
+	metrics *metrics.Metrics
 }
 
 func (p *probes) add(d *driver.Driver) {
@@ -61,6 +66,9 @@ func (p *probes) handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if p.metrics != nil {
+		mux.Handle("/metrics", p.metrics.Handler())
+	}
 	return mux
 }
 
@@ -68,7 +76,7 @@ func (p *probes) handler() http.Handler {
 func (p *probes) serve(ctx context.Context, addr string) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listening for health probes on %s: %w", addr, err)
+		return nil, fmt.Errorf("listening for health probes and metrics on %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: p.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -79,7 +87,7 @@ func (p *probes) serve(ctx context.Context, addr string) (net.Addr, error) {
 	}()
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "Health probe server failed")
+			klog.FromContext(ctx).Error(err, "Health probe and metrics server failed")
 		}
 	}()
 	return l.Addr(), nil

@@ -20,6 +20,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
@@ -46,7 +47,7 @@ type Options struct {
 	StateDir string
 	// PodUID enables rolling updates (see driver.Config.PodUID).
 	PodUID types.UID
-	// HealthAddr, when set, serves /livez and /readyz over HTTP there.
+	// HealthAddr, when set, serves /livez, /readyz and /metrics over HTTP there.
 	HealthAddr string
 	// OnHealthServing, if set, is told the probe server's address (tests
 	// listen on port 0).
@@ -98,13 +99,13 @@ func Run(ctx context.Context, o Options) error {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	health := &probes{want: len(vendors)}
+	health := &probes{want: len(vendors), metrics: metrics.New()}
 	if o.HealthAddr != "" {
 		addr, err := health.serve(ctx, o.HealthAddr)
 		if err != nil {
 			return err
 		}
-		logger.Info("Serving health probes", "address", addr.String())
+		logger.Info("Serving health probes and metrics", "address", addr.String())
 		if o.OnHealthServing != nil {
 			o.OnHealthServing(addr)
 		}
@@ -135,6 +136,7 @@ func Run(ctx context.Context, o Options) error {
 			PodUID:        o.PodUID,
 			Policy:        policy,
 			PartitionTool: tool,
+			Metrics:       health.metrics,
 		})
 		if err != nil {
 			if ctx.Err() != nil && context.Cause(ctx) == context.Canceled {

@@ -1,0 +1,89 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/metrics"
+)
+
+var _ metrics.Source = (*Driver)(nil)
+
+// PreparedClaimCount is the number of claims in the checkpoint.
+func (d *Driver) PreparedClaimCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.prepared.Claims)
+}
+
+// DevicesByHealth counts the published devices by the health the driver
+// reports to the kubelet (keys metrics.HealthHealthy, …).
+func (d *Driver) DevicesByHealth() map[string]int {
+	out := map[string]int{}
+	for _, dev := range d.healthReport().Devices {
+		switch dev.Health {
+		case kubeletplugin.HealthStatusHealthy:
+			out[metrics.HealthHealthy]++
+		case kubeletplugin.HealthStatusUnhealthy:
+			out[metrics.HealthUnhealthy]++
+		default:
+			out[metrics.HealthUnknown]++
+		}
+	}
+	return out
+}
+
+// Messages with which the resourceslice controller (k8s.io/
+// dynamic-resource-allocation v0.37) reports through the kubeletplugin
+// helper to HandleError that it could not publish the slices; the helper
+// passes them on unchanged. Its other errors (stale health reports, gRPC
+// servers failing) are not about publishing.
+const (
+	// syncPool failed on an API call; the pool is retried rate-limited.
+	msgSliceSyncFailed = "processing ResourceSlice objects"
+	// The desired slices did not validate.
+	msgSliceValidationFailed = "pool validation failed"
+	// More pools than ReconcilePoolWithName allows.
+	msgSlicePoolsRejected = "processing update DriverResources"
+)
+
+// publishErrorReason says whether an error given to HandleError is a
+// failure to publish ResourceSlices, and why.
+func publishErrorReason(err error, msg string) (string, bool) {
+	var dropped *resourceslice.DroppedFieldsError
+	switch {
+	case errors.As(err, &dropped):
+		return metrics.PublishReasonDroppedFields, true
+	case msg == msgSliceSyncFailed:
+		return metrics.PublishReasonAPI, true
+	case msg == msgSliceValidationFailed, msg == msgSlicePoolsRejected:
+		return metrics.PublishReasonInvalid, true
+	}
+	return "", false
+}
+
+// countPublishError counts err if it is a failure to publish slices.
+func (d *Driver) countPublishError(err error, msg string) {
+	if reason, ok := publishErrorReason(err, msg); ok {
+		d.metrics.PublishError(d.name, reason)
+	}
+}
+
+// callFailed accounts for a Prepare or Unprepare call that failed before
+// it got to its claims: each of them failed, after the call's time.
+func (d *Driver) callFailed(ctx context.Context, op metrics.Operation, claims []klog.ObjectRef, start time.Time, err error) {
+	took := time.Since(start)
+	for range claims {
+		d.metrics.Observe(op, d.name, took, err)
+	}
+	msg := "Preparing claims failed"
+	if op == metrics.Unprepare {
+		msg = "Unpreparing claims failed"
+	}
+	klog.FromContext(ctx).Error(err, msg, "claims", claims, "duration", took)
+}

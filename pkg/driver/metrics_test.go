@@ -1,0 +1,42 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+
+	"github.com/accel-dra/accel-dra/pkg/metrics"
+)
+
+// recoverable wraps err as the kubeletplugin helper does before it calls
+// HandleError with the resourceslice controller's errors.
+func recoverable(err error) error { return fmt.Errorf("%w: %w", kubeletplugin.ErrRecoverable, err) }
+
+func TestOnlySlicePublishingErrorsAreCountedAsSuch(t *testing.T) {
+	apiErr := errors.New(`create resource slice: resourceslices.resource.k8s.io is forbidden`)
+	tests := []struct {
+		name       string
+		err        error
+		msg        string
+		wantReason string
+	}{
+		{"an API call of the slice sync failed", recoverable(apiErr), "processing ResourceSlice objects", metrics.PublishReasonAPI},
+		{"the slices did not validate", recoverable(errors.New("pool node-0: slice 0: too many devices")), "pool validation failed", metrics.PublishReasonInvalid},
+		{"more pools than the controller reconciles", recoverable(errors.New(`ReconcilePoolWithName="node-0", but found 2 pools`)), "processing update DriverResources", metrics.PublishReasonInvalid},
+		{"the API server dropped fields of a created slice", recoverable(&resourceslice.DroppedFieldsError{PoolName: "node-0"}), "create ResourceSlice", metrics.PublishReasonDroppedFields},
+		{"the API server dropped fields of an updated slice", recoverable(&resourceslice.DroppedFieldsError{PoolName: "node-0"}), "update ResourceSlice", metrics.PublishReasonDroppedFields},
+		{"stale health reports are no publishing error", recoverable(errors.New("no device health report was sent for 40s")), "device health reports are stale, WatchHealthStatus must re-send within each device's HealthCheckTimeout", ""},
+		{"a failing gRPC server is no publishing error", errors.New("listen unix: address in use"), "DRA gRPC server failed", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reason, ok := publishErrorReason(tc.err, tc.msg)
+			require.Equal(t, tc.wantReason != "", ok)
+			require.Equal(t, tc.wantReason, reason)
+		})
+	}
+}
