@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -38,6 +39,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
@@ -64,6 +66,8 @@ type node struct {
 	// runner, when set before start, answers the partition commands
 	// instead of fake.
 	runner discovery.CommandRunner
+	// metrics outlive restarts, as in one agent process.
+	metrics *metrics.Metrics
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -118,6 +122,7 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 	n.fake = &partitions.Fake{StatePath: filepath.Join(n.stateDir, partitions.FakeStateFile), Chips: inv.ChipsOf(vendor), Root: n.root}
 	n.commands = &commandLog{}
 	n.runner = runner
+	n.metrics = metrics.New()
 	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
 	n.start()
 	t.Cleanup(n.stop)
@@ -130,7 +135,8 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 func (n *node) start() {
 	t := n.t
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
+	// Buffered, so tests can check what was logged (see logOf).
+	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true))))
 	n.ctx, n.cancel = context.WithCancel(ctx)
 	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
 	require.NoError(t, err)
@@ -146,6 +152,7 @@ func (n *node) start() {
 		StateDir: n.stateDir, KubeClient: n.client,
 		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },
 		RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName),
+		Metrics: n.metrics,
 	})
 	require.NoError(t, err)
 
