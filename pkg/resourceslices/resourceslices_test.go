@@ -194,7 +194,7 @@ func TestUnhealthyChipsAreTaintedNoSchedule(t *testing.T) {
 		LinkType: inventory.LinkMLULink, LinkGroup: "mlulink-0", Healthy: false})
 	require.Equal(t, "mlu-2", d.Name)
 	require.False(t, *d.Attributes[names.AttrHealthy].BoolValue)
-	require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: "true", Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints)
+	require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: resourceslices.TaintValueUnknown, Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints)
 }
 
 func BenchmarkSlicesFor1000Nodes(b *testing.B) {
@@ -279,6 +279,6 @@ func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
 	devices, _ := resourceslices.DevicesFor(bigInventory(1, true), inventory.VendorHuawei, resourceslices.Options{})
 	require.Len(t, devices, 7)
 	for _, d := range devices {
-		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: "true", Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)
+		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: resourceslices.TaintValueUnknown, Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)
 	}
 }
