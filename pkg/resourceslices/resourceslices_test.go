@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -39,21 +38,7 @@ func TestSlicesOfEveryProfileMatchTheGoldenYAML(t *testing.T) {
 	require.NotEmpty(t, profile.Names())
 	for _, name := range profile.Names() {
 		t.Run(name, func(t *testing.T) {
-			slices := resourceslices.Slices("node-0", inventoryOf(t, "node-0", name))
-			var out []byte
-			for _, s := range slices {
-				b, err := yaml.Marshal(s)
-				require.NoError(t, err)
-				out = append(append(out, "---\n"...), b...)
-			}
-			golden := filepath.Join("testdata", "golden", name+".yaml")
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, out, 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test ./pkg/resourceslices -update to create it")
-			require.Equal(t, string(want), string(out))
+			requireGolden(t, filepath.Join("testdata", "golden", name+".yaml"), resourceslices.Slices("node-0", inventoryOf(t, "node-0", name)))
 		})
 	}
 }

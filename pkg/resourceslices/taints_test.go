@@ -107,20 +107,27 @@ func TestTaintedSlicesMatchTheGoldenYAML(t *testing.T) {
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			inv := sick(inventoryOf(t, "node-0", tc.profile), tc.reasons)
-			var out []byte
-			for _, s := range resourceslices.SlicesFor("node-0", inv, resourceslices.Options{UnhealthyTaintEffect: tc.effect}) {
-				b, err := yaml.Marshal(s)
-				require.NoError(t, err)
-				out = append(append(out, "---\n"...), b...)
-			}
-			golden := filepath.Join("testdata", "golden-taints", tc.golden+".yaml")
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, out, 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test ./pkg/resourceslices -update to create it")
-			require.Equal(t, string(want), string(out))
+			requireGolden(t, filepath.Join("testdata", "golden-taints", tc.golden+".yaml"),
+				resourceslices.SlicesFor("node-0", inv, resourceslices.Options{UnhealthyTaintEffect: tc.effect}))
 		})
 	}
+}
+
+// requireGolden compares slices, as YAML documents, with the golden file
+// (rewritten with -update).
+func requireGolden(t *testing.T, golden string, slices []*resourceapi.ResourceSlice) {
+	t.Helper()
+	var out []byte
+	for _, s := range slices {
+		b, err := yaml.Marshal(s)
+		require.NoError(t, err)
+		out = append(append(out, "---\n"...), b...)
+	}
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+		require.NoError(t, os.WriteFile(golden, out, 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err, "run go test ./pkg/resourceslices -update to create it")
+	require.Equal(t, string(want), string(out))
 }
