@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	"github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 )
 
@@ -51,7 +53,7 @@ func splitEnv(name string) []string {
 
 func newCommand() *cobra.Command {
 	var o nodeagent.Options
-	var kubeconfig, podUID string
+	var kubeconfig, podUID, healthInterval string
 	cmd := &cobra.Command{
 		Use:   "accel-dra-kubeletplugin",
 		Short: "accel-dra node agent: publish Ascend and Cambricon chips as DRA devices and prepare them through CDI",
@@ -80,6 +82,9 @@ Every flag can also be set by the environment variable in brackets.`,
 				return fmt.Errorf("creating Kubernetes client: %w", err)
 			}
 			o.PodUID = types.UID(podUID)
+			if o.HealthInterval, err = time.ParseDuration(healthInterval); err != nil {
+				return fmt.Errorf("--health-interval [ACCEL_DRA_HEALTH_INTERVAL]: %q is not a duration such as 10s or 1m (0 disables): %w", healthInterval, err)
+			}
 			return nodeagent.Run(ctx, o)
 		},
 	}
@@ -97,6 +102,8 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", envOr("ACCEL_DRA_NPU_SMI", ""), "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", envOr("ACCEL_DRA_CNMON", ""), "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
 	f.StringVar(&podUID, "pod-uid", envOr("POD_UID", ""), "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
+	f.StringVar(&healthInterval, "health-interval", envOr("ACCEL_DRA_HEALTH_INTERVAL", health.DefaultInterval.String()), "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
+	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", envOr("ACCEL_DRA_UNHEALTHY_TAINT_EFFECT", "NoSchedule"), "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")
 	f.StringVar(&o.HealthAddr, "healthz-addr", envOr("ACCEL_DRA_HEALTHZ_ADDR", ""), "address for HTTP /livez, /readyz (ready once every driver is registered with the kubelet) and Prometheus /metrics, e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
 	f.StringVar(&o.RegistrarDir, "registrar-dir", envOr("ACCEL_DRA_REGISTRAR_DIR", kubeletplugin.KubeletRegistryDir), "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")
 	f.StringVar(&o.PluginDir, "plugin-dir", envOr("ACCEL_DRA_PLUGIN_DIR", kubeletplugin.KubeletPluginsDir), "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")

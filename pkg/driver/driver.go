@@ -57,11 +57,15 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
@@ -114,6 +118,15 @@ type Config struct {
 	PartitionTool partitions.Tool
 	// Metrics, if set, records this driver's operations (nil: none).
 	Metrics *metrics.Metrics
+	// UnhealthyTaintEffect is the effect of the device taint on unhealthy
+	// chips: NoSchedule (default) or NoExecute (see resourceslices.Taints).
+	UnhealthyTaintEffect resourceapi.DeviceTaintEffect
+	// HealthCheckTimeout, when set, says a health monitor re-reads the
+	// chips (calling Update) at least this often: the kubelet is told to
+	// trust a report that long, and devices not verified for longer are
+	// reported Unknown. Zero: health is what discovery found at start,
+	// vouched for at every report.
+	HealthCheckTimeout time.Duration
 }
 
 // Driver implements kubeletplugin.DRAPlugin for one vendor.
@@ -135,6 +148,15 @@ type Driver struct {
 	// rolling: another instance (the other pod of a rolling update) may
 	// write the checkpoint too, so each call re-reads it.
 	rolling bool
+	// taintEffect and healthTimeout are Config.UnhealthyTaintEffect and
+	// Config.HealthCheckTimeout.
+	taintEffect   resourceapi.DeviceTaintEffect
+	healthTimeout time.Duration
+	// health is what WatchHealthStatus and healthReport send, replaced
+	// whole by Update; healthWake is closed when it changes.
+	health     atomic.Pointer[healthState]
+	healthMu   sync.Mutex
+	healthWake chan struct{}
 
 	mu       sync.Mutex
 	prepared checkpoint.Data
@@ -162,6 +184,10 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		fatal:   cfg.OnFatal,
 		metrics: cfg.Metrics,
 		rolling: cfg.PodUID != "",
+
+		taintEffect:   cfg.UnhealthyTaintEffect,
+		healthTimeout: cfg.HealthCheckTimeout,
+		healthWake:    make(chan struct{}),
 	}
 	if d.name == "" {
 		return nil, fmt.Errorf("starting driver: unknown vendor %q", cfg.Vendor)
@@ -169,14 +195,8 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	if d.tool == nil {
 		d.policy.NoPartitions = true
 	}
-	for _, c := range d.inv.Chips {
-		d.chips[resourceslices.DeviceName(c)] = c
-		if d.policy.ModeOf(c) == partitions.ModePartitioned {
-			for _, s := range partitions.Slots(c) {
-				d.slots[partitions.DeviceName(c, s)] = slot{chip: c, template: s.Template}
-			}
-		}
-	}
+	d.index(d.inv.Chips)
+	d.setHealth(d.inv.Chips, nil, time.Time{})
 	if err := d.loadState(ctx); err != nil {
 		return nil, err
 	}
@@ -211,8 +231,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 	}
 	d.helper = helper
-	res := resourceslices.DriverResourcesFor(cfg.NodeName, d.inv, resourceslices.Options{Policy: d.policy})[d.name]
-	if err := helper.PublishResources(ctx, res); err != nil {
+	if err := helper.PublishResources(ctx, d.resources(d.inv)); err != nil {
 		helper.Stop()
 		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
 	}
@@ -221,6 +240,30 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		"chipModes", d.policy.String(), "preparedClaims", len(d.prepared.Claims))
 	return d, nil
 }
+
+// index makes chips the devices the driver serves: the chips by device
+// name and, for Partitioned ones, their partition slots. Callers hold d.mu
+// (or, in Start, are the only user).
+func (d *Driver) index(chips []inventory.Chip) {
+	d.chips = make(map[string]inventory.Chip, len(chips))
+	d.slots = map[string]slot{}
+	for _, c := range chips {
+		d.chips[resourceslices.DeviceName(c)] = c
+		if d.policy.ModeOf(c) == partitions.ModePartitioned {
+			for _, s := range partitions.Slots(c) {
+				d.slots[partitions.DeviceName(c, s)] = slot{chip: c, template: s.Template}
+			}
+		}
+	}
+}
+
+// resources are the ResourceSlices of inv's chips of this driver.
+func (d *Driver) resources(inv inventory.Inventory) resourceslice.DriverResources {
+	return resourceslices.DriverResourcesFor(d.node, inv, resourceslices.Options{Policy: d.policy, UnhealthyTaintEffect: d.taintEffect})[d.name]
+}
+
+// Vendor is the vendor whose chips the driver serves.
+func (d *Driver) Vendor() inventory.Vendor { return d.vendor }
 
 // Registered reports whether the kubelet has confirmed the registration.
 func (d *Driver) Registered() bool {

@@ -2,12 +2,18 @@ package driver
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
 
+	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
@@ -15,13 +21,177 @@ import (
 // which it would report the devices as unknown.
 const healthResend = 20 * time.Second
 
-// WatchHealthStatus implements kubeletplugin.DRAPlugin. It reports the
-// health discovery found and repeats it before the kubelet's timeout; a
-// health monitor that re-reads the chips comes later.
+// healthState is the health of every device the driver reports, as of
+// the discovery or monitor poll at verified (zero: health is only what
+// discovery found at start, not re-read since).
+type healthState struct {
+	devices  []deviceHealth
+	verified time.Time
+}
+
+type deviceHealth struct {
+	name    string
+	healthy bool
+	message string
+}
+
+// Update makes the driver serve inv's chips of its vendor from now on, as
+// a health monitor read them at verified. It republishes the slices (the
+// resourceslice controller writes nothing when they did not change), with
+// the taints and healthy attribute of each chip's current health, and
+// tells WatchHealthStatus streams at once when a device's health changed.
+//
+// A chip that is gone from inv is no longer published and cannot be
+// prepared any more, but while claims prepared on it remain, the driver
+// keeps it (reported Unhealthy to the kubelet) so that unpreparing them
+// can still destroy their partitions. A chip that is present but
+// unhealthy stays preparable: the scheduler allocated it knowing its
+// taints (a claim may tolerate them), and NoExecute eviction is the
+// control plane's job; refusing here would only break pods that chose to
+// run on it.
+func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified time.Time) error {
+	logger := klog.FromContext(ctx)
+	chips := inv.ChipsOf(d.vendor)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.reload(); err != nil {
+		return fmt.Errorf("updating the chips of %s: %w", d.name, err)
+	}
+	present := make(map[int]bool, len(chips))
+	for _, c := range chips {
+		present[c.Index] = true
+	}
+	var gone []inventory.Chip
+	for _, c := range d.inv.Chips {
+		if present[c.Index] {
+			continue
+		}
+		if claims := d.claimsOn(c); len(claims) > 0 {
+			logger.Info("Chip is gone but claims are prepared on it: keeping it for unprepare, no longer publishing it",
+				"device", resourceslices.DeviceName(c), "claims", claims)
+			gone = append(gone, c)
+		}
+	}
+	all := append(append([]inventory.Chip{}, chips...), gone...)
+	sort.Slice(all, func(i, j int) bool { return all[i].Index < all[j].Index })
+	d.inv = inventory.Inventory{Chips: all, SharedDeviceNodes: map[inventory.Vendor][]string{d.vendor: inv.SharedDeviceNodes[d.vendor]}}
+	d.index(chips)
+	d.setHealth(chips, gone, verified)
+	published := inventory.Inventory{Chips: chips, SharedDeviceNodes: d.inv.SharedDeviceNodes}
+	if err := d.helper.PublishResources(ctx, d.resources(published)); err != nil {
+		return fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// claimsOn lists the prepared claims that use chip c, a partition of it or
+// a share of it. Callers hold d.mu.
+func (d *Driver) claimsOn(c inventory.Chip) []string {
+	var out []string
+	for uid, claim := range d.prepared.Claims {
+		for _, dev := range claim.Devices {
+			if onChip(c, dev.Device, dev.Partition) {
+				out = append(out, d.claimRef(uid))
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// preparedOn lists the prepared devices (the chip, its partitions) of
+// chip c, sorted. Callers hold d.mu.
+func (d *Driver) preparedOn(c inventory.Chip) []string {
+	seen := map[string]bool{}
+	for _, claim := range d.prepared.Claims {
+		for _, dev := range claim.Devices {
+			if onChip(c, dev.Device, dev.Partition) {
+				seen[dev.Device] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for name := range seen {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// onChip reports whether a prepared device is chip c or a partition of it.
+func onChip(c inventory.Chip, device string, p *checkpoint.Partition) bool {
+	name := resourceslices.DeviceName(c)
+	return device == name || strings.HasPrefix(device, name+"-") || (p != nil && p.Chip == c.Index)
+}
+
+// setHealth stores the health of the devices of chips (and their partition
+// slots, which d.index made) and of gone chips, and wakes the health
+// streams if any device's health changed. Callers hold d.mu.
+func (d *Driver) setHealth(chips, gone []inventory.Chip, verified time.Time) {
+	st := &healthState{verified: verified}
+	for _, c := range chips {
+		st.devices = append(st.devices, deviceHealth{name: resourceslices.DeviceName(c), healthy: c.Healthy, message: healthMessage(c)})
+	}
+	// The devices of a gone chip that pods still hold.
+	for _, c := range gone {
+		for _, name := range d.preparedOn(c) {
+			st.devices = append(st.devices, deviceHealth{name: name,
+				message: fmt.Sprintf("ChipGone: chip %s is no longer on the node (its vendor tool does not list it)", resourceslices.DeviceName(c))})
+		}
+	}
+	// A partition is as healthy as its chip.
+	slots := make([]string, 0, len(d.slots))
+	for name := range d.slots {
+		slots = append(slots, name)
+	}
+	sort.Strings(slots)
+	for _, name := range slots {
+		c := d.slots[name].chip
+		h := deviceHealth{name: name, healthy: c.Healthy}
+		if !c.Healthy {
+			h.message = fmt.Sprintf("chip %s: %s", partitions.ChipDeviceName(c), healthMessage(c))
+		}
+		st.devices = append(st.devices, h)
+	}
+	old := d.health.Swap(st)
+	if old != nil && reflect.DeepEqual(old.devices, st.devices) {
+		return
+	}
+	d.healthMu.Lock()
+	close(d.healthWake)
+	d.healthWake = make(chan struct{})
+	d.healthMu.Unlock()
+}
+
+// healthMessage says why a chip is unhealthy: its reason (the taint's
+// value) and discovery's words.
+func healthMessage(c inventory.Chip) string {
+	switch {
+	case c.Healthy:
+		return ""
+	case c.HealthMessage == "":
+		return resourceslices.TaintValue(c) + ": discovery reported the chip unhealthy"
+	}
+	return resourceslices.TaintValue(c) + ": " + c.HealthMessage
+}
+
+// WatchHealthStatus implements kubeletplugin.DRAPlugin. It sends the
+// devices' health at once, again whenever Update changes it, and at
+// least every healthResend (below the kubelet's timeout) in between.
 func (d *Driver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport) error {
-	ticker := time.NewTicker(healthResend)
+	every := healthResend
+	if t := d.healthTimeout; t > 0 && t*2/3 < every {
+		every = t * 2 / 3
+	}
+	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
+		// Take the wake channel before the report, so a change in between
+		// is sent next, not missed.
+		d.healthMu.Lock()
+		wake := d.healthWake
+		d.healthMu.Unlock()
 		select {
 		case <-ctx.Done():
 			return nil
@@ -31,32 +201,41 @@ func (d *Driver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletpl
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+		case <-wake:
 		}
 	}
 }
 
+// healthReport is the health of every device the driver serves. It takes
+// no lock that a prepare holds, so it never waits for one (a metrics
+// scrape calls it too) and is safe to call concurrently.
+//
+// LastUpdated is when a monitor poll last verified the devices; a device
+// not verified within the health check timeout (the monitor cannot read
+// the chips) is reported Unknown rather than vouched for. Without a
+// monitor, the start-up state is vouched for at each report.
 func (d *Driver) healthReport() kubeletplugin.DeviceHealthReport {
+	st := d.health.Load()
+	if st == nil {
+		return kubeletplugin.DeviceHealthReport{}
+	}
 	now := time.Now()
-	report := kubeletplugin.DeviceHealthReport{}
-	health := func(name string, c inventory.Chip) kubeletplugin.DeviceHealth {
-		h := kubeletplugin.DeviceHealth{PoolName: d.node, DeviceName: name, Health: kubeletplugin.HealthStatusHealthy, LastUpdated: now}
-		if !c.Healthy {
+	updated, stale := now, false
+	if d.healthTimeout > 0 && !st.verified.IsZero() {
+		updated, stale = st.verified, now.Sub(st.verified) > d.healthTimeout
+	}
+	report := kubeletplugin.DeviceHealthReport{Devices: make([]kubeletplugin.DeviceHealth, 0, len(st.devices))}
+	for _, dh := range st.devices {
+		h := kubeletplugin.DeviceHealth{PoolName: d.node, DeviceName: dh.name, Health: kubeletplugin.HealthStatusHealthy,
+			LastUpdated: updated, HealthCheckTimeout: d.healthTimeout, Message: dh.message}
+		switch {
+		case stale:
+			h.Health = kubeletplugin.HealthStatusUnknown
+			h.Message = fmt.Sprintf("not verified since %s: the health monitor cannot read the chips (see the node agent's log)", st.verified.UTC().Format(time.RFC3339))
+		case !dh.healthy:
 			h.Health = kubeletplugin.HealthStatusUnhealthy
-			h.Message = "discovery reported the chip unhealthy"
 		}
-		return h
-	}
-	for _, c := range d.inv.Chips {
-		report.Devices = append(report.Devices, health(resourceslices.DeviceName(c), c))
-	}
-	// A partition is as healthy as its chip.
-	slots := make([]string, 0, len(d.slots))
-	for name := range d.slots {
-		slots = append(slots, name)
-	}
-	sort.Strings(slots)
-	for _, name := range slots {
-		report.Devices = append(report.Devices, health(name, d.slots[name].chip))
+		report.Devices = append(report.Devices, h)
 	}
 	return report
 }

@@ -6,6 +6,8 @@ package inventory
 import (
 	"fmt"
 	"sort"
+	"strings"
+	"unicode"
 )
 
 // Vendor is the value of the shared accel-dra.dev/vendor attribute.
@@ -71,12 +73,63 @@ type Chip struct {
 	// DriverVersion is the semver of the vendor driver.
 	DriverVersion string
 	Healthy       bool
+	// HealthReason says, machine-readably, why a chip is not Healthy (one
+	// of the Reason* values; it becomes the value of the accel-dra.dev/
+	// unhealthy device taint); HealthMessage says it for people. Both are
+	// empty on a healthy chip.
+	HealthReason  string
+	HealthMessage string
 	// DeviceNodes are the chip's own device files, absolute paths as seen on
 	// the host (e.g. /dev/davinci0, /dev/cambricon_ipcm0).
 	DeviceNodes []string
 	// Extra holds vendor-specific attributes, published unqualified in the
 	// driver's own domain (e.g. chipName, logicId, mluLinkPorts).
 	Extra map[string]Value
+}
+
+// Reasons a chip is unhealthy. Each is a valid label value, so it can be
+// a device taint's value.
+const (
+	// ReasonPCIDeviceMissing: the vendor tool lists the chip, but its PCI
+	// function is gone from sysfs (fell off the bus, hot-removed).
+	ReasonPCIDeviceMissing = "PCIDeviceMissing"
+	// ReasonDeviceFileMissing: the vendor tool lists the chip, but its
+	// device file (/dev/davinciN, /dev/cambricon_devN) is gone.
+	ReasonDeviceFileMissing = "DeviceFileMissing"
+	// ReasonDriverNotRunning: cnmon says the MLU driver is not running.
+	ReasonDriverNotRunning = "DriverNotRunning"
+	// ReasonSimulated: a simulated profile lists the chip as unhealthy.
+	ReasonSimulated = "SimulatedUnhealthy"
+)
+
+// ReasonToolHealth is the reason for a vendor tool's health value other
+// than OK/Good: "Health" and the value's letters and digits, capitalized
+// (npu-smi Alarm → HealthAlarm, UNKNOWN → HealthUnknown).
+func ReasonToolHealth(value string) string {
+	var b strings.Builder
+	b.WriteString("Health")
+	for i, r := range value {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) || r > unicode.MaxASCII {
+			continue
+		}
+		if i == 0 {
+			r = unicode.ToUpper(r)
+		} else {
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// MarkUnhealthy records that the chip is unhealthy. The first reason
+// found stays: discovery checks the most basic faults (PCI function,
+// device file) before the tool's health fields.
+func (c *Chip) MarkUnhealthy(reason, message string) {
+	c.Healthy = false
+	if c.HealthReason == "" {
+		c.HealthReason, c.HealthMessage = reason, message
+	}
 }
 
 // Value is a vendor-specific attribute value; exactly one field is set.

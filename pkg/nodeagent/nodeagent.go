@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -19,10 +20,12 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
+	chiphealth "github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
 // Options configure the node agent.
@@ -58,6 +61,13 @@ type Options struct {
 	// others Whole), "Shared", "npu-0=Shared,mlu-*=Whole", … The binary's
 	// --chip-modes flag [ACCEL_DRA_CHIP_MODES].
 	ChipModes string
+	// HealthInterval is how often the chips are re-read for health and
+	// hot add/remove (pkg/health); zero or less: health is only read at
+	// start.
+	HealthInterval time.Duration
+	// UnhealthyTaintEffect is the effect of the taint on unhealthy chips:
+	// "" or NoSchedule, or NoExecute (evicts pods that do not tolerate it).
+	UnhealthyTaintEffect string
 }
 
 // Run discovers the chips and serves them until ctx is done. It returns
@@ -73,6 +83,10 @@ func Run(ctx context.Context, o Options) error {
 	policy, err := partitions.ParsePolicy(o.ChipModes)
 	if err != nil {
 		return fmt.Errorf("--chip-modes: %w", err)
+	}
+	effect, err := resourceslices.ParseTaintEffect(o.UnhealthyTaintEffect)
+	if err != nil {
+		return fmt.Errorf("--unhealthy-taint-effect: %w", err)
 	}
 	inv, err := source.Discover(ctx, o.Discovery)
 	if err != nil {
@@ -137,6 +151,9 @@ func Run(ctx context.Context, o Options) error {
 			Policy:        policy,
 			PartitionTool: tool,
 			Metrics:       health.metrics,
+
+			UnhealthyTaintEffect: effect,
+			HealthCheckTimeout:   chiphealth.CheckTimeout(o.HealthInterval),
 		})
 		if err != nil {
 			if ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
@@ -148,8 +165,19 @@ func Run(ctx context.Context, o Options) error {
 		drivers = append(drivers, d)
 		health.add(d)
 	}
+	monitor, err := chiphealth.New(chiphealth.Config{Discovery: o.Discovery, Interval: o.HealthInterval, Initial: inv, Targets: targets(drivers)})
+	if err != nil {
+		return err
+	}
+	monitorDone := make(chan struct{})
+	go func() {
+		defer close(monitorDone)
+		monitor.Run(ctx)
+	}()
 	logger.Info("Serving", "node", o.Discovery.NodeName, "drivers", len(drivers))
 	<-ctx.Done()
+	// The monitor must not update a driver that is being stopped.
+	<-monitorDone
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -182,6 +210,14 @@ func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostR
 		tools[partitions.Cnmon] = o.Discovery.Cnmon
 	}
 	return partitions.NewTool(v, discovery.ExecRunner{Tools: tools})
+}
+
+func targets(drivers []*driver.Driver) []chiphealth.Target {
+	out := make([]chiphealth.Target, len(drivers))
+	for i, d := range drivers {
+		out[i] = d
+	}
+	return out
 }
 
 func rootOf(o Options) string {

@@ -92,13 +92,7 @@ func Device(c inventory.Chip) resourceapi.Device {
 			names.CapCores:  {Value: *resource.NewQuantity(int64(c.Cores), resource.DecimalSI)},
 		},
 	}
-	if !c.Healthy {
-		d.Taints = []resourceapi.DeviceTaint{{
-			Key:    names.TaintUnhealthy,
-			Value:  "true",
-			Effect: resourceapi.DeviceTaintEffectNoSchedule,
-		}}
-	}
+	d.Taints = Taints(c, "")
 	return d
 }
 
@@ -108,6 +102,9 @@ type Options struct {
 	// ModeShared, ModeWhole). The zero value publishes every chip whose
 	// model has partitions Partitioned, the others Whole.
 	Policy partitions.Policy
+	// UnhealthyTaintEffect is the effect of the taint on unhealthy chips
+	// (see Taints); empty means NoSchedule.
+	UnhealthyTaintEffect resourceapi.DeviceTaintEffect
 }
 
 // sharedMemoryMin is the smallest memory share of a shared chip: a claim
@@ -226,6 +223,7 @@ func DevicesFor(inv inventory.Inventory, v inventory.Vendor, opts Options) ([]re
 	var sets []resourceapi.CounterSet
 	for _, c := range chips {
 		devs, set := chipDevices(c, opts.Policy.ModeOf(c))
+		setHealth(devs, c, opts)
 		devices = append(devices, devs...)
 		if set != nil {
 			sets = append(sets, *set)

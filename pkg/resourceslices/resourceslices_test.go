@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -39,21 +38,7 @@ func TestSlicesOfEveryProfileMatchTheGoldenYAML(t *testing.T) {
 	require.NotEmpty(t, profile.Names())
 	for _, name := range profile.Names() {
 		t.Run(name, func(t *testing.T) {
-			slices := resourceslices.Slices("node-0", inventoryOf(t, "node-0", name))
-			var out []byte
-			for _, s := range slices {
-				b, err := yaml.Marshal(s)
-				require.NoError(t, err)
-				out = append(append(out, "---\n"...), b...)
-			}
-			golden := filepath.Join("testdata", "golden", name+".yaml")
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, out, 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test ./pkg/resourceslices -update to create it")
-			require.Equal(t, string(want), string(out))
+			requireGolden(t, filepath.Join("testdata", "golden", name+".yaml"), resourceslices.Slices("node-0", inventoryOf(t, "node-0", name)))
 		})
 	}
 }
@@ -194,7 +179,7 @@ func TestUnhealthyChipsAreTaintedNoSchedule(t *testing.T) {
 		LinkType: inventory.LinkMLULink, LinkGroup: "mlulink-0", Healthy: false})
 	require.Equal(t, "mlu-2", d.Name)
 	require.False(t, *d.Attributes[names.AttrHealthy].BoolValue)
-	require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: "true", Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints)
+	require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: resourceslices.TaintValueUnknown, Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints)
 }
 
 func BenchmarkSlicesFor1000Nodes(b *testing.B) {
@@ -279,6 +264,6 @@ func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
 	devices, _ := resourceslices.DevicesFor(bigInventory(1, true), inventory.VendorHuawei, resourceslices.Options{})
 	require.Len(t, devices, 7)
 	for _, d := range devices {
-		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: "true", Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)
+		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: resourceslices.TaintValueUnknown, Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)
 	}
 }

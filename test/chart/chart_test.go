@@ -136,6 +136,8 @@ var commonArgs = []string{
 	"--plugin-dir=/var/lib/kubelet/plugins",
 	"--cdi-dir=/var/run/cdi",
 	"--state-dir=/var/lib/accel-dra",
+	"--health-interval=10s",
+	"--unhealthy-taint-effect=NoSchedule",
 }
 
 func args(groups ...[]string) []string {
@@ -241,14 +243,14 @@ deviceClasses: {ascend910: false, ascend310p: false, cambricon-mlu: false}
 		values: `
 vendors:
   ascend: {nodeSelector: null}
-kubeletPlugin: {healthzPort: 0, chipModes: "Shared"}
+kubeletPlugin: {healthzPort: 0, chipModes: "Shared", health: {interval: "0", unhealthyTaintEffect: NoExecute}}
 validatingAdmissionPolicy: {enabled: false}
 logVerbosity: 5
 `,
 		deviceClasses:   allClasses,
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
 		affinity:        nil,
-		args:            args(slices.Replace(slices.Clone(commonArgs), 2, 3, "-v=5"), []string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
+		args:            args(slices.Replace(slices.Replace(slices.Clone(commonArgs), 7, 9, "--health-interval=0", "--unhealthy-taint-effect=NoExecute"), 2, 3, "-v=5"), []string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
 		libraryPath:     ascendLibraryPath,
 		securityContext: privileged,
 		probes:          false,
@@ -528,6 +530,12 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			"at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"},
 		{"a webhook timeout the API does not allow", "webhook: {timeoutSeconds: 31}",
 			"at '/webhook/timeoutSeconds': maximum: got 31, want 30"},
+		{"a health interval that is no duration", "kubeletPlugin: {health: {interval: 10}}",
+			"at '/kubeletPlugin/health/interval'"},
+		{"a health interval without a unit", "kubeletPlugin: {health: {interval: \"10\"}}",
+			"at '/kubeletPlugin/health/interval'"},
+		{"a taint effect the API does not have", "kubeletPlugin: {health: {unhealthyTaintEffect: PreferNoSchedule}}",
+			"at '/kubeletPlugin/health/unhealthyTaintEffect': value must be one of 'NoSchedule', 'NoExecute'"},
 		{"no webhook replica", "webhook: {replicas: 0}",
 			"at '/webhook/replicas': minimum: got 0, want 1"},
 		{"a misspelt webhook key", "webhook: {certmanager: {enabled: true}}",

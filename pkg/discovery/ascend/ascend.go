@@ -250,12 +250,20 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 	logger := klog.FromContext(ctx)
 	info := c.info
 	dev := pci.Device{}
+	var faults []fault
 	if info.BusID != "" {
 		d, err := pci.Read(b.root, info.BusID)
-		if err != nil {
+		switch {
+		case pci.IsMissing(b.root, info.BusID):
+			// A chip that fell off the bus is a health fault of that chip,
+			// not a reason to serve none of the node's chips.
+			logger.Info("Warning: npu-smi lists an Ascend chip whose PCI function is gone from sysfs, reporting it unhealthy",
+				"npu", info.NPU, "chip", info.Chip, "pciBusID", info.BusID)
+			faults = append(faults, fault{inventory.ReasonPCIDeviceMissing, fmt.Sprintf("PCI function %s is gone from sysfs", info.BusID)})
+			d = pci.Device{BusID: info.BusID}
+		case err != nil:
 			return inventory.Chip{}, fmt.Errorf("reading PCI facts of NPU %d chip %d (%s) from sysfs: %w", info.NPU, info.Chip, info.BusID, err)
-		}
-		if d.VendorID != pci.VendorHuawei {
+		case d.VendorID != pci.VendorHuawei:
 			return inventory.Chip{}, fmt.Errorf("NPU %d chip %d: PCI function %s has vendor id %#04x, not Huawei's %#04x: npu-smi and sysfs disagree",
 				info.NPU, info.Chip, info.BusID, d.VendorID, pci.VendorHuawei)
 		}
@@ -265,15 +273,14 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 	}
 
 	node := devPath(c.index)
-	healthy := true
 	if !b.exists(node) {
 		logger.Info("Warning: npu-smi lists an Ascend chip whose device file is missing, reporting it unhealthy",
 			"npu", info.NPU, "chip", info.Chip, "device", node)
-		healthy = false
+		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
 	}
 	if info.Health != HealthOK {
 		logger.Info("Warning: npu-smi reports an unhealthy Ascend chip", "npu", info.NPU, "chip", info.Chip, "health", info.Health)
-		healthy = false
+		faults = append(faults, fault{inventory.ReasonToolHealth(info.Health), "npu-smi reports health " + info.Health})
 	}
 
 	cores, known := aiCoresPerChip[info.Name]
@@ -303,18 +310,24 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 		PCIBusID:      dev.BusID,
 		PCIeRoot:      dev.PCIeRoot,
 		DriverVersion: version,
-		Healthy:       healthy,
+		Healthy:       true,
 		DeviceNodes:   []string{node},
 		Extra: map[string]inventory.Value{
 			ExtraChipName: inventory.StringValue(info.Name),
 			ExtraLogicID:  inventory.IntValue(int64(c.mapping.LogicID)),
 		},
 	}
+	for _, f := range faults {
+		chip.MarkUnhealthy(f.reason, f.message)
+	}
 	if g, ok := groups[c.index]; ok {
 		chip.LinkType, chip.LinkGroup = inventory.LinkHCCS, g
 	}
 	return chip, nil
 }
+
+// fault is one reason a chip is unhealthy (inventory.Chip.MarkUnhealthy).
+type fault struct{ reason, message string }
 
 // linkGroups returns "hccs-K" for the index of every chip in an HCCS
 // connected component of two or more chips, K counting the components in

@@ -141,6 +141,7 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 		require.True(t, c.Healthy)
 	}
 	require.False(t, inv.Chips[3].Healthy, "npu-smi lists chip 3 but /dev/davinci3 is missing")
+	require.Equal(t, inventory.ReasonDeviceFileMissing, inv.Chips[3].HealthReason)
 	require.Equal(t, []string{"/dev/davinci3"}, inv.Chips[3].DeviceNodes)
 
 	require.Contains(t, logs(), "device file is missing")
@@ -150,7 +151,7 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 }
 
 func TestDiscoverReportsChipsNpuSmiCallsUnhealthyUnhealthy(t *testing.T) {
-	for _, health := range []string{"Warning", "Alarm", "Critical", "UNKNOWN"} {
+	for health, reason := range map[string]string{"Warning": "HealthWarning", "Alarm": "HealthAlarm", "Critical": "HealthCritical", "UNKNOWN": "HealthUnknown"} {
 		t.Run(health, func(t *testing.T) {
 			ctx, logs := discoverytest.BufferedContext(t)
 			root, _ := fixture("atlas-800t-a2")
@@ -161,6 +162,8 @@ func TestDiscoverReportsChipsNpuSmiCallsUnhealthyUnhealthy(t *testing.T) {
 			for _, c := range inv.Chips {
 				require.Equal(t, c.Index != 1, c.Healthy, "chip %d", c.Index)
 			}
+			require.Equal(t, reason, inv.Chips[1].HealthReason)
+			require.Equal(t, "npu-smi reports health "+health, inv.Chips[1].HealthMessage)
 			require.Contains(t, logs(), "npu-smi reports an unhealthy Ascend chip")
 			require.Contains(t, logs(), health)
 		})
@@ -233,14 +236,24 @@ func TestDiscoverRejectsAChipWhosePCIVendorIsNotHuawei(t *testing.T) {
 	require.ErrorContains(t, err, "NPU 1 chip 0: PCI function 0000:db:00.0 has vendor id 0x10de, not Huawei's 0x19e5: npu-smi and sysfs disagree")
 }
 
-func TestDiscoverRejectsAChipMissingFromSysfs(t *testing.T) {
+func TestDiscoverReportsAChipMissingFromSysfsUnhealthy(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, runner := fixture("atlas-300i-duo")
 	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", "0000:82:00.0")))
 
-	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
-	require.ErrorContains(t, err, "reading PCI facts of NPU 2 chip 1 (0000:82:00.0) from sysfs")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err, "one chip off the bus must not stop the others from being served")
+	var gone []inventory.Chip
+	for _, c := range inv.Chips {
+		if !c.Healthy {
+			gone = append(gone, c)
+		}
+	}
+	require.Len(t, gone, 1)
+	require.Equal(t, inventory.ReasonPCIDeviceMissing, gone[0].HealthReason)
+	require.Equal(t, "PCI function 0000:82:00.0 is gone from sysfs", gone[0].HealthMessage)
+	require.Equal(t, "0000:82:00.0", gone[0].PCIBusID, "the chip keeps its PCI address")
 }
 
 func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {

@@ -136,30 +136,40 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	return inv, nil
 }
 
+// fault is one reason a chip is unhealthy (inventory.Chip.MarkUnhealthy).
+type fault struct{ reason, message string }
+
 func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups map[int]string) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
+	var faults []fault
 	dev, err := pci.Read(b.root, c.PCIBusID)
-	if err != nil {
+	switch {
+	case pci.IsMissing(b.root, c.PCIBusID):
+		// A card that fell off the bus is a health fault of that card,
+		// not a reason to serve none of the node's chips.
+		logger.Info("Warning: cnmon lists an MLU card whose PCI function is gone from sysfs, reporting it unhealthy", "card", c.Card, "pciBusID", c.PCIBusID)
+		faults = append(faults, fault{inventory.ReasonPCIDeviceMissing, fmt.Sprintf("PCI function %s is gone from sysfs", c.PCIBusID)})
+		id, _ := pci.NormalizeBusID(c.PCIBusID)
+		dev = pci.Device{BusID: id}
+	case err != nil:
 		return inventory.Chip{}, fmt.Errorf("reading PCI facts of MLU card %d (%s) from sysfs: %w", c.Card, c.PCIBusID, err)
-	}
-	if dev.VendorID != pci.VendorCambricon {
+	case dev.VendorID != pci.VendorCambricon:
 		return inventory.Chip{}, fmt.Errorf("MLU card %d: PCI function %s has vendor id %#04x, not Cambricon's %#04x: cnmon and sysfs disagree",
 			c.Card, c.PCIBusID, dev.VendorID, pci.VendorCambricon)
 	}
 
 	devPath := fmt.Sprintf("/dev/%s%d", devPrefix, c.Card)
-	healthy := true
 	if !b.exists(devPath) {
 		logger.Info("Warning: cnmon lists an MLU card whose device file is missing, reporting it unhealthy", "card", c.Card, "device", devPath)
-		healthy = false
+		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + devPath + " is missing"})
 	}
 	if c.DeviceHealth != "" && !strings.EqualFold(c.DeviceHealth, "Good") {
 		logger.Info("Warning: cnmon reports an unhealthy MLU card", "card", c.Card, "health", c.DeviceHealth)
-		healthy = false
+		faults = append(faults, fault{inventory.ReasonToolHealth(c.DeviceHealth), "cnmon reports device health " + c.DeviceHealth})
 	}
 	if c.DriverState != "" && !strings.EqualFold(c.DriverState, "Running") {
 		logger.Info("Warning: cnmon reports the MLU driver not running for a card", "card", c.Card, "driver", c.DriverState)
-		healthy = false
+		faults = append(faults, fault{inventory.ReasonDriverNotRunning, "cnmon reports the driver " + c.DriverState})
 	}
 
 	nodes := []string{devPath}
@@ -186,11 +196,14 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 		PCIBusID:      dev.BusID,
 		PCIeRoot:      dev.PCIeRoot,
 		DriverVersion: c.DriverVersion,
-		Healthy:       healthy,
+		Healthy:       true,
 		DeviceNodes:   nodes,
 		Extra: map[string]inventory.Value{
 			ExtraMLULinkPorts: inventory.IntValue(int64(topo.MLULinkPorts(c.Card))),
 		},
+	}
+	for _, f := range faults {
+		chip.MarkUnhealthy(f.reason, f.message)
 	}
 	if g, ok := groups[c.Card]; ok {
 		chip.LinkType, chip.LinkGroup = inventory.LinkMLULink, g

@@ -188,6 +188,7 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 	require.True(t, inv.Chips[0].Healthy)
 	require.True(t, inv.Chips[1].Healthy)
 	require.False(t, inv.Chips[2].Healthy, "cnmon lists card 2 but /dev/cambricon_dev2 is missing")
+	require.Equal(t, inventory.ReasonDeviceFileMissing, inv.Chips[2].HealthReason)
 
 	require.Contains(t, logs(), "device file is missing")
 	require.Contains(t, logs(), "/dev/cambricon_dev2")
@@ -197,10 +198,10 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 
 func TestDiscoverReportsChipsCnmonCallsUnhealthyUnhealthy(t *testing.T) {
 	for _, tc := range []struct {
-		name, old, new string
+		name, old, new, reason string
 	}{
-		{name: "device health is not Good", old: "Device                     : Good", new: "Device                     : Bad"},
-		{name: "the driver is not running", old: "Driver                     : Running", new: "Driver                     : Stopped"},
+		{name: "device health is not Good", old: "Device                     : Good", new: "Device                     : Bad", reason: "HealthBad"},
+		{name: "the driver is not running", old: "Driver                     : Running", new: "Driver                     : Stopped", reason: inventory.ReasonDriverNotRunning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -212,6 +213,7 @@ func TestDiscoverReportsChipsCnmonCallsUnhealthyUnhealthy(t *testing.T) {
 			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 			require.NoError(t, err)
 			require.False(t, inv.Chips[0].Healthy)
+			require.Equal(t, tc.reason, inv.Chips[0].HealthReason)
 			for _, c := range inv.Chips[1:] {
 				require.True(t, c.Healthy)
 			}
@@ -229,11 +231,28 @@ func TestDiscoverRejectsAChipWhosePCIVendorIsNotCambricon(t *testing.T) {
 	require.ErrorContains(t, err, "MLU card 1: PCI function 0000:05:00.0 has vendor id 0x10de, not Cambricon's 0xcabc")
 }
 
-func TestDiscoverRejectsAChipMissingFromSysfs(t *testing.T) {
+func TestDiscoverReportsAChipMissingFromSysfsUnhealthy(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, runner := fixture("mlu270")
 	root := discoverytest.CopyTree(t, src)
 	require.NoError(t, os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", "0000:83:00.0")))
+
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err, "one card off the bus must not stop the others from being served")
+	require.Len(t, inv.Chips, 3)
+	gone := inv.Chips[2]
+	require.False(t, gone.Healthy)
+	require.Equal(t, inventory.ReasonPCIDeviceMissing, gone.HealthReason)
+	require.Equal(t, "PCI function 0000:83:00.0 is gone from sysfs", gone.HealthMessage)
+	require.Equal(t, "0000:83:00.0", gone.PCIBusID, "the chip keeps its PCI address")
+	require.True(t, inv.Chips[0].Healthy)
+}
+
+func TestDiscoverRejectsAChipWhosePCIFunctionCannotBeRead(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, runner := fixture("mlu270")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.Remove(filepath.Join(root, "sys", "devices", "pci0000:80", "0000:83:00.0", "vendor")))
 
 	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 	require.ErrorContains(t, err, "reading PCI facts of MLU card 2 (0000:83:00.0) from sysfs")

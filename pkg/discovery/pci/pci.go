@@ -96,6 +96,23 @@ func Read(root, busID string) (Device, error) {
 	return d, nil
 }
 
+// IsMissing reports whether the PCI function busID has no directory in
+// sysfs under root while sysfs has PCI devices: the device is gone (hot-removed, fell off the bus),
+// as opposed to being there but unreadable. A malformed id is not missing.
+func IsMissing(root, busID string) bool {
+	id, err := NormalizeBusID(busID)
+	if err != nil {
+		return false
+	}
+	dir := filepath.Join(root, "sys", "bus", "pci", "devices")
+	if _, err := os.Stat(dir); err != nil {
+		// No sysfs at all is a setup error (not mounted), not a lost chip.
+		return false
+	}
+	_, err = os.Stat(filepath.Join(dir, id))
+	return errors.Is(err, os.ErrNotExist)
+}
+
 // List returns the bus ids of all PCI functions of a vendor under root,
 // sorted. A missing /sys/bus/pci is not an error: it just has none.
 func List(root string, vendorID uint16) ([]string, error) {

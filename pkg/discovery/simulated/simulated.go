@@ -65,8 +65,11 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 				Cores:         g.Cores,
 				LinkType:      inventory.LinkType(g.LinkType),
 				DriverVersion: version,
-				Healthy:       !unhealthy[idx],
+				Healthy:       true,
 				Extra:         map[string]inventory.Value{},
+			}
+			if unhealthy[idx] {
+				c.MarkUnhealthy(inventory.ReasonSimulated, "the hardware profile lists the chip as unhealthy")
 			}
 			if c.LinkType == inventory.LinkPCIe {
 				c.LinkGroup = fmt.Sprintf("pcie-%d", idx)

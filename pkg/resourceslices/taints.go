@@ -1,0 +1,67 @@
+package resourceslices
+
+import (
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+)
+
+// TaintValueUnknown is the taint value of an unhealthy chip without a
+// reason that is a valid label value.
+const TaintValueUnknown = "Unhealthy"
+
+// ParseTaintEffect reads the --unhealthy-taint-effect value: NoSchedule
+// (the default, also for "") keeps new claims off an unhealthy chip;
+// NoExecute also lets Kubernetes evict the pods already using it, unless
+// they tolerate the taint.
+func ParseTaintEffect(s string) (resourceapi.DeviceTaintEffect, error) {
+	switch resourceapi.DeviceTaintEffect(s) {
+	case "", resourceapi.DeviceTaintEffectNoSchedule:
+		return resourceapi.DeviceTaintEffectNoSchedule, nil
+	case resourceapi.DeviceTaintEffectNoExecute:
+		return resourceapi.DeviceTaintEffectNoExecute, nil
+	}
+	return "", fmt.Errorf("unhealthy taint effect %q is not one of %s, %s", s,
+		resourceapi.DeviceTaintEffectNoSchedule, resourceapi.DeviceTaintEffectNoExecute)
+}
+
+// Taints are the device taints of a chip and its partition devices: none
+// on a healthy chip; on an unhealthy one accel-dra.dev/unhealthy with the
+// chip's health reason (inventory.Reason*, e.g. HealthAlarm,
+// DeviceFileMissing) as value and the given effect (NoSchedule when
+// empty). The apiserver fills in TimeAdded; the resourceslice controller
+// keeps it on later writes.
+func Taints(c inventory.Chip, effect resourceapi.DeviceTaintEffect) []resourceapi.DeviceTaint {
+	if c.Healthy {
+		return nil
+	}
+	if effect == "" {
+		effect = resourceapi.DeviceTaintEffectNoSchedule
+	}
+	return []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: TaintValue(c), Effect: effect}}
+}
+
+// TaintValue is the unhealthy taint's value for c: its health reason when
+// that is a valid label value (the API requires one), else
+// TaintValueUnknown.
+func TaintValue(c inventory.Chip) string {
+	if c.HealthReason == "" || len(validation.IsValidLabelValue(c.HealthReason)) > 0 {
+		return TaintValueUnknown
+	}
+	return c.HealthReason
+}
+
+// setHealth puts the chip's health on each of its devices (the chip and
+// its partitions): the healthy attribute and the taints for opts.
+func setHealth(devices []resourceapi.Device, c inventory.Chip, opts Options) {
+	taints := Taints(c, opts.UnhealthyTaintEffect)
+	for i := range devices {
+		devices[i].Attributes[names.AttrHealthy] = resourceapi.DeviceAttribute{BoolValue: ptr.To(c.Healthy)}
+		devices[i].Taints = taints
+	}
+}

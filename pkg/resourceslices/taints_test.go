@@ -1,0 +1,133 @@
+package resourceslices_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	resourceapi "k8s.io/api/resource/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+)
+
+// sick marks chips of inv unhealthy: index → reason.
+func sick(inv inventory.Inventory, reasons map[int]string) inventory.Inventory {
+	out := inventory.Inventory{SharedDeviceNodes: inv.SharedDeviceNodes}
+	for _, c := range inv.Chips {
+		if r, ok := reasons[c.Index]; ok {
+			c.MarkUnhealthy(r, "test")
+		}
+		out.Chips = append(out.Chips, c)
+	}
+	return out
+}
+
+func TestTaintsSayWhyAChipIsUnhealthy(t *testing.T) {
+	chip := inventory.Chip{Vendor: inventory.VendorHuawei, Model: "Ascend910B3", Index: 0, Healthy: true}
+	for _, tc := range []struct {
+		name   string
+		reason string // "" keeps the chip healthy
+		effect resourceapi.DeviceTaintEffect
+		want   []resourceapi.DeviceTaint
+	}{
+		{name: "a healthy chip has no taint", want: nil},
+		{name: "the tool's health value", reason: "HealthAlarm",
+			want: []resourceapi.DeviceTaint{{Key: "accel-dra.dev/unhealthy", Value: "HealthAlarm", Effect: resourceapi.DeviceTaintEffectNoSchedule}}},
+		{name: "a missing device file, NoExecute by opt-in", reason: inventory.ReasonDeviceFileMissing, effect: resourceapi.DeviceTaintEffectNoExecute,
+			want: []resourceapi.DeviceTaint{{Key: "accel-dra.dev/unhealthy", Value: "DeviceFileMissing", Effect: resourceapi.DeviceTaintEffectNoExecute}}},
+		{name: "a reason that is no label value becomes Unhealthy", reason: "bad reason!",
+			want: []resourceapi.DeviceTaint{{Key: "accel-dra.dev/unhealthy", Value: "Unhealthy", Effect: resourceapi.DeviceTaintEffectNoSchedule}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := chip
+			if tc.reason != "" {
+				c.MarkUnhealthy(tc.reason, "test")
+			}
+			require.Equal(t, tc.want, resourceslices.Taints(c, tc.effect))
+		})
+	}
+}
+
+func TestParseTaintEffectAcceptsNoScheduleAndNoExecuteOnly(t *testing.T) {
+	for in, want := range map[string]resourceapi.DeviceTaintEffect{
+		"": resourceapi.DeviceTaintEffectNoSchedule, "NoSchedule": resourceapi.DeviceTaintEffectNoSchedule, "NoExecute": resourceapi.DeviceTaintEffectNoExecute,
+	} {
+		got, err := resourceslices.ParseTaintEffect(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	_, err := resourceslices.ParseTaintEffect("None")
+	require.EqualError(t, err, `unhealthy taint effect "None" is not one of NoSchedule, NoExecute`)
+}
+
+func TestEveryDeviceOfAChipCarriesItsHealth(t *testing.T) {
+	inv := sick(inventoryOf(t, "n", "atlas-800t-a2"), map[int]string{1: "HealthCritical"})
+	for _, effect := range []resourceapi.DeviceTaintEffect{resourceapi.DeviceTaintEffectNoSchedule, resourceapi.DeviceTaintEffectNoExecute} {
+		devices, _ := resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{UnhealthyTaintEffect: effect})
+		tainted := 0
+		for _, d := range devices {
+			parent := d.Name
+			if p, ok := d.Attributes[resourceslices.AttrParentDevice]; ok {
+				parent = *p.StringValue
+			}
+			healthy := parent != "npu-1"
+			require.Equal(t, healthy, *d.Attributes[names.AttrHealthy].BoolValue, d.Name)
+			if healthy {
+				require.Empty(t, d.Taints, d.Name)
+				continue
+			}
+			tainted++
+			require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: "HealthCritical", Effect: effect}}, d.Taints, d.Name)
+		}
+		require.Greater(t, tainted, 1, "the chip and its partitions")
+	}
+}
+
+func TestARecoveredChipLosesItsTaint(t *testing.T) {
+	healthy := inventoryOf(t, "n", "mlu370-x8")
+	before := resourceslices.SlicesFor("n", sick(healthy, map[int]string{3: inventory.ReasonPCIDeviceMissing}), resourceslices.Options{})
+	after := resourceslices.SlicesFor("n", healthy, resourceslices.Options{})
+	require.NotEqual(t, before, after)
+	require.Equal(t, resourceslices.SlicesFor("n", healthy, resourceslices.Options{}), after, "recovered is the same as never sick")
+}
+
+func TestTaintedSlicesMatchTheGoldenYAML(t *testing.T) {
+	for _, tc := range []struct {
+		golden  string
+		profile string
+		reasons map[int]string
+		effect  resourceapi.DeviceTaintEffect
+	}{
+		{"atlas-800t-a2-alarm-noschedule", "atlas-800t-a2", map[int]string{1: "HealthAlarm"}, ""},
+		{"mlu370-x8-gone-noexecute", "mlu370-x8", map[int]string{0: inventory.ReasonDeviceFileMissing, 5: inventory.ReasonPCIDeviceMissing}, resourceapi.DeviceTaintEffectNoExecute},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			inv := sick(inventoryOf(t, "node-0", tc.profile), tc.reasons)
+			requireGolden(t, filepath.Join("testdata", "golden-taints", tc.golden+".yaml"),
+				resourceslices.SlicesFor("node-0", inv, resourceslices.Options{UnhealthyTaintEffect: tc.effect}))
+		})
+	}
+}
+
+// requireGolden compares slices, as YAML documents, with the golden file
+// (rewritten with -update).
+func requireGolden(t *testing.T, golden string, slices []*resourceapi.ResourceSlice) {
+	t.Helper()
+	var out []byte
+	for _, s := range slices {
+		b, err := yaml.Marshal(s)
+		require.NoError(t, err)
+		out = append(append(out, "---\n"...), b...)
+	}
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+		require.NoError(t, os.WriteFile(golden, out, 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err, "run go test ./pkg/resourceslices -update to create it")
+	require.Equal(t, string(want), string(out))
+}
