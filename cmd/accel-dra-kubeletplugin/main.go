@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 )
 
@@ -51,7 +53,7 @@ func splitEnv(name string) []string {
 
 func newCommand() *cobra.Command {
 	var o nodeagent.Options
-	var kubeconfig, podUID string
+	var kubeconfig, podUID, toolTimeout string
 	cmd := &cobra.Command{
 		Use:   "accel-dra-kubeletplugin",
 		Short: "accel-dra node agent: publish Ascend and Cambricon chips as DRA devices and prepare them through CDI",
@@ -71,6 +73,10 @@ Every flag can also be set by the environment variable in brackets.`,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			var err error
+			if o.Discovery.ToolTimeout, err = time.ParseDuration(toolTimeout); err != nil || o.Discovery.ToolTimeout <= 0 {
+				return fmt.Errorf("--tool-timeout %q: want a positive duration such as 30s", toolTimeout)
+			}
 			cfg, err := clientConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -96,6 +102,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.ChipModes, "chip-modes", envOr("ACCEL_DRA_CHIP_MODES", ""), "how chips are published: Partitioned (whole chip plus vNPU/sMLU partitions, the default where the model has templates), Shared (one device several claims share by capacity) or Whole; one mode for all or per device, e.g. \"npu-0=Shared,mlu-*=Whole\" [ACCEL_DRA_CHIP_MODES]")
 	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", envOr("ACCEL_DRA_NPU_SMI", ""), "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", envOr("ACCEL_DRA_CNMON", ""), "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
+	f.StringVar(&toolTimeout, "tool-timeout", envOr("ACCEL_DRA_TOOL_TIMEOUT", discovery.DefaultToolTimeout.String()), "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
 	f.StringVar(&podUID, "pod-uid", envOr("POD_UID", ""), "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
 	f.StringVar(&o.HealthAddr, "healthz-addr", envOr("ACCEL_DRA_HEALTHZ_ADDR", ""), "address for HTTP /livez and /readyz (ready once every driver is registered with the kubelet), e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
 	f.StringVar(&o.RegistrarDir, "registrar-dir", envOr("ACCEL_DRA_REGISTRAR_DIR", kubeletplugin.KubeletRegistryDir), "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")

@@ -19,6 +19,7 @@ import (
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
@@ -170,6 +171,10 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		logger.V(2).Info("Created partition", "claim", klog.KObj(claim), "device", p.entry.Device, "partition", inst.String())
 		created = append(created, inst)
 		p.entry.Partition = toCheckpoint(inst)
+		if err := failpoint.Inject(failpoint.PartitionCreated); err != nil {
+			undo()
+			return nil, err
+		}
 	}
 	for i := range plans {
 		p := &plans[i]
@@ -204,6 +209,10 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		spec.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
 	}
 
+	if err := failpoint.Inject(failpoint.PrepareBeforeCDI); err != nil {
+		undo()
+		return nil, err
+	}
 	ids, err := d.cdi.Write(ctx, spec)
 	if err != nil {
 		undo()
@@ -219,7 +228,11 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	// Checkpoint before answering: once kubelet has the IDs, a restart
 	// must still know the devices are taken and which partitions are ours.
 	d.prepared.Claims[claim.UID] = entry
-	if err := d.store.Save(d.prepared); err != nil {
+	err = failpoint.Inject(failpoint.PrepareAfterCDI)
+	if err == nil {
+		err = d.store.Save(d.prepared)
+	}
+	if err != nil {
 		if had {
 			d.prepared.Claims[claim.UID] = prev
 		} else {
@@ -230,6 +243,9 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		}
 		undo()
 		return nil, fmt.Errorf("saving checkpoint: %w", err)
+	}
+	if err := failpoint.Inject(failpoint.PrepareAfterCheckpoint); err != nil {
+		return nil, err
 	}
 	logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", len(devices), "partitionsCreated", len(created))
 	return devices, nil
@@ -398,8 +414,12 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	return out, nil
 }
 
-// destroyPartitions destroys the partitions made for a claim.
+// destroyPartitions destroys the partitions made for a claim, whose CDI
+// spec is gone; the caller then drops it from the checkpoint.
 func (d *Driver) destroyPartitions(ctx context.Context, c checkpoint.Claim) error {
+	if err := failpoint.Inject(failpoint.UnprepareAfterCDI); err != nil {
+		return err
+	}
 	for _, dev := range c.Devices {
 		if dev.Partition == nil {
 			continue
@@ -417,7 +437,7 @@ func (d *Driver) destroyPartitions(ctx context.Context, c checkpoint.Claim) erro
 		}
 		klog.FromContext(ctx).V(2).Info("Destroyed partition", "device", dev.Device, "partition", inst.String())
 	}
-	return nil
+	return failpoint.Inject(failpoint.UnprepareBeforeCheckpoint)
 }
 
 // PreparedClaims lists the UIDs of the prepared claims, sorted.

@@ -179,7 +179,7 @@ func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostR
 	if o.Discovery.Cnmon != "" {
 		tools[partitions.Cnmon] = o.Discovery.Cnmon
 	}
-	return partitions.NewTool(v, discovery.ExecRunner{Tools: tools})
+	return partitions.NewTool(v, discovery.ExecRunner{Tools: tools, Timeout: o.Discovery.ToolTimeout})
 }
 
 func rootOf(o Options) string {
