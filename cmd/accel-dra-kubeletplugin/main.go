@@ -22,6 +22,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 )
@@ -53,7 +54,7 @@ func splitEnv(name string) []string {
 
 func newCommand() *cobra.Command {
 	var o nodeagent.Options
-	var kubeconfig, podUID, healthInterval string
+	var kubeconfig, podUID, healthInterval, toolTimeout string
 	cmd := &cobra.Command{
 		Use:   "accel-dra-kubeletplugin",
 		Short: "accel-dra node agent: publish Ascend and Cambricon chips as DRA devices and prepare them through CDI",
@@ -73,6 +74,10 @@ Every flag can also be set by the environment variable in brackets.`,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			var err error
+			if o.Discovery.ToolTimeout, err = time.ParseDuration(toolTimeout); err != nil || o.Discovery.ToolTimeout <= 0 {
+				return fmt.Errorf("--tool-timeout %q: want a positive duration such as 30s", toolTimeout)
+			}
 			cfg, err := clientConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -101,6 +106,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.ChipModes, "chip-modes", envOr("ACCEL_DRA_CHIP_MODES", ""), "how chips are published: Partitioned (whole chip plus vNPU/sMLU partitions, the default where the model has templates), Shared (one device several claims share by capacity) or Whole; one mode for all or per device, e.g. \"npu-0=Shared,mlu-*=Whole\" [ACCEL_DRA_CHIP_MODES]")
 	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", envOr("ACCEL_DRA_NPU_SMI", ""), "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", envOr("ACCEL_DRA_CNMON", ""), "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
+	f.StringVar(&toolTimeout, "tool-timeout", envOr("ACCEL_DRA_TOOL_TIMEOUT", discovery.DefaultToolTimeout.String()), "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
 	f.StringVar(&podUID, "pod-uid", envOr("POD_UID", ""), "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
 	f.StringVar(&healthInterval, "health-interval", envOr("ACCEL_DRA_HEALTH_INTERVAL", health.DefaultInterval.String()), "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
 	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", envOr("ACCEL_DRA_UNHEALTHY_TAINT_EFFECT", "NoSchedule"), "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")

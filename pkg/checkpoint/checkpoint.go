@@ -100,6 +100,20 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("checkpoint %s is corrupt: %s", e.Path, e.Reason)
 }
 
+// VersionError says the checkpoint is in a format this plugin does not
+// read, e.g. written by a newer plugin before a downgrade. It is not
+// corrupt: setting it aside would forget claims that are in use, so the
+// plugin refuses to start instead.
+type VersionError struct {
+	Path    string
+	Version string
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("checkpoint %s has format version %q, this plugin reads only %q: refusing to start rather than forget the claims it lists; run the plugin version that wrote it, or unprepare those claims and remove the file",
+		e.Path, e.Version, Version)
+}
+
 // Store reads and writes one checkpoint file.
 type Store struct {
 	path string
@@ -114,8 +128,8 @@ func New(dir, name string) *Store {
 func (s *Store) Path() string { return s.path }
 
 // Load reads the checkpoint. A missing file is an empty checkpoint; a file
-// that does not parse, has another version or a wrong checksum is a
-// *CorruptError.
+// that is empty, does not parse, has no version or a wrong checksum is a
+// *CorruptError; one with another version is a *VersionError.
 func (s *Store) Load() (Data, error) {
 	raw, err := os.ReadFile(s.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -124,12 +138,20 @@ func (s *Store) Load() (Data, error) {
 	if err != nil {
 		return Data{}, fmt.Errorf("reading checkpoint: %w", err)
 	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return Data{}, &CorruptError{Path: s.path, Reason: fmt.Sprintf("the file is empty (%d bytes)", len(raw))}
+	}
 	var f file
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return Data{}, &CorruptError{Path: s.path, Reason: err.Error()}
+		return Data{}, &CorruptError{Path: s.path, Reason: fmt.Sprintf("not JSON (%d bytes, truncated?): %v", len(raw), err)}
 	}
-	if f.Version != Version {
-		return Data{}, &CorruptError{Path: s.path, Reason: fmt.Sprintf("version %q, want %q", f.Version, Version)}
+	switch f.Version {
+	case Version:
+	case "":
+		return Data{}, &CorruptError{Path: s.path, Reason: "no version: not a checkpoint of this plugin"}
+	default:
+		// Checked before the checksum: another format may sum differently.
+		return Data{}, &VersionError{Path: s.path, Version: f.Version}
 	}
 	// The file is indented for people to read; the checksum is of the
 	// compact form.

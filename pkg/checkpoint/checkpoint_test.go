@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,10 +78,15 @@ func TestACorruptCheckpointIsDetectedAndCanBeSetAside(t *testing.T) {
 		mangle func(string) string
 		want   string
 	}{
-		{"truncated", func(s string) string { return s[:len(s)/2] }, "unexpected end of JSON input"},
+		{"truncated to half", func(s string) string { return s[:len(s)/2] }, "truncated?): unexpected end of JSON input"},
+		{"truncated to one byte", func(s string) string { return s[:1] }, "not JSON (1 bytes, truncated?): unexpected end of JSON input"},
+		{"empty", func(string) string { return "" }, "the file is empty (0 bytes)"},
+		{"only a newline", func(string) string { return "\n" }, "the file is empty (1 bytes)"},
 		{"edited content", func(s string) string { return strings.Replace(s, "npu-0", "npu-1", 1) }, "does not match the content"},
-		{"other version", func(s string) string { return strings.Replace(s, checkpoint.Version, "v0", 1) }, `version "v0"`},
+		{"bad checksum", func(s string) string { return strings.Replace(s, `"sha256:`, `"sha256:00`, 1) }, "checksum sha256:00"},
+		{"no version", func(s string) string { return strings.Replace(s, `"version"`, `"format"`, 1) }, "no version: not a checkpoint of this plugin"},
 		{"not JSON", func(string) string { return "\x00\x01garbage" }, "invalid character"},
+		{"JSON of another shape", func(string) string { return `["claims"]` }, "cannot unmarshal array"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,4 +111,27 @@ func TestACorruptCheckpointIsDetectedAndCanBeSetAside(t *testing.T) {
 			require.Empty(t, d.Claims)
 		})
 	}
+}
+
+// TestACheckpointOfANewerFormatIsRefusedNotSetAside: a downgraded plugin
+// must not treat the claims a newer one prepared as garbage.
+func TestACheckpointOfANewerFormatIsRefusedNotSetAside(t *testing.T) {
+	s := checkpoint.New(t.TempDir(), "checkpoint.json")
+	require.NoError(t, s.Save(sample))
+	raw, err := os.ReadFile(s.Path())
+	require.NoError(t, err)
+	newer := strings.Replace(string(raw), checkpoint.Version, "accel-dra.dev/checkpoint/v2", 1)
+	require.NoError(t, os.WriteFile(s.Path(), []byte(newer), 0o600))
+
+	_, err = s.Load()
+	var verr *checkpoint.VersionError
+	require.ErrorAs(t, err, &verr)
+	var corrupt *checkpoint.CorruptError
+	require.False(t, errors.As(err, &corrupt), "not corrupt: nothing may set it aside")
+	require.Equal(t, "accel-dra.dev/checkpoint/v2", verr.Version)
+	require.EqualError(t, err, "checkpoint "+s.Path()+` has format version "accel-dra.dev/checkpoint/v2", this plugin reads only "accel-dra.dev/checkpoint/v1": `+
+		"refusing to start rather than forget the claims it lists; run the plugin version that wrote it, or unprepare those claims and remove the file")
+	after, err := os.ReadFile(s.Path())
+	require.NoError(t, err)
+	require.Equal(t, newer, string(after), "Load leaves the file as it is")
 }

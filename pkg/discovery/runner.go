@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // CommandRunner runs a vendor tool (npu-smi, cnmon) and returns its standard
@@ -18,10 +20,23 @@ type CommandRunner interface {
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
 }
 
+// DefaultToolTimeout bounds one run of a vendor tool when ExecRunner has
+// no Timeout: npu-smi and cnmon answer in well under a second, but a wedged
+// driver can make them hang forever, and a hung prepare blocks every other
+// claim of the driver.
+const DefaultToolTimeout = 30 * time.Second
+
+// toolWaitDelay is how long Run waits for the tool's output pipes to close
+// after killing it, in case something it started holds them.
+const toolWaitDelay = time.Second
+
 // ExecRunner runs the real tools. Tools maps a command name to the path of
 // the binary; names not in it are looked up in PATH.
 type ExecRunner struct {
 	Tools map[string]string
+	// Timeout bounds each run (default DefaultToolTimeout); the tool and
+	// everything it started are killed when it passes.
+	Timeout time.Duration
 }
 
 // Run implements CommandRunner.
@@ -30,15 +45,33 @@ func (r ExecRunner) Run(ctx context.Context, name string, args ...string) ([]byt
 	if p, ok := r.Tools[name]; ok {
 		path = p
 	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = DefaultToolTimeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errToolTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
+	// Its own process group, so a tool that is a script kills its children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = toolWaitDelay
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	if errors.Is(context.Cause(ctx), errToolTimeout) {
+		return nil, fmt.Errorf("running %s: %w after %s (--tool-timeout)", CommandLine(name, args...), ErrToolTimeout, timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("running %s: %w: %s", CommandLine(name, args...), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }
+
+// ErrToolTimeout is wrapped by ExecRunner when a tool ran past its timeout.
+var ErrToolTimeout = errors.New("timed out")
+
+var errToolTimeout = fmt.Errorf("vendor tool %w", ErrToolTimeout)
 
 // RecordedRunner answers each command with a file recorded earlier in Dir,
 // named by RecordingName (e.g. "npu-smi info -t topo" → npu-smi_info_-t_topo.txt).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -52,4 +53,45 @@ func TestQueryNamesTheCommandLineInParseErrors(t *testing.T) {
 	require.Equal(t, "tool count -a", perr.Source)
 	require.EqualError(t, err, `counting chips: parsing tool count -a: line 1: not a number: "many"`)
 	require.Zero(t, n)
+}
+
+func TestExecRunnerRunsTheToolAndBoundsItsTime(t *testing.T) {
+	tools := map[string]string{"npu-smi": "testdata/tools/echo-args", "cnmon": "testdata/tools/fails", "hung": "testdata/tools/hangs"}
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		cmd     []string
+		want    string
+		wantErr string
+		timeOut bool
+	}{
+		{name: "output", cmd: []string{"npu-smi", "info", "-m"}, want: "info -m\n"},
+		{name: "failure names the command and its stderr", cmd: []string{"cnmon", "info"},
+			wantErr: "running cnmon info: exit status 3: Status : Error, Message : chip id is invalid"},
+		{name: "a hanging tool is killed at the timeout", timeout: 50 * time.Millisecond, cmd: []string{"hung", "info", "-t", "topo"},
+			wantErr: "running hung info -t topo: timed out after 50ms (--tool-timeout)", timeOut: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ExecRunner{Tools: tools, Timeout: tt.timeout}
+			out, err := r.Run(context.Background(), tt.cmd[0], tt.cmd[1:]...)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				require.Equal(t, tt.timeOut, errors.Is(err, ErrToolTimeout))
+				require.Nil(t, out)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(out))
+		})
+	}
+}
+
+func TestExecRunnerDoesNotCallACancelledCallerATimeout(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := ExecRunner{Tools: map[string]string{"hung": "testdata/tools/hangs"}}.Run(ctx, "hung")
+	require.Error(t, err)
+	require.False(t, errors.Is(err, ErrToolTimeout), "%v", err)
+	require.Contains(t, err.Error(), "running hung: ")
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
@@ -188,6 +189,10 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		logger.V(2).Info("Created partition", "claim", klog.KObj(claim), "device", p.entry.Device, "partition", inst.String())
 		created = append(created, inst)
 		p.entry.Partition = toCheckpoint(inst)
+		if err := failpoint.Inject(failpoint.PartitionCreated); err != nil {
+			undo()
+			return nil, err
+		}
 	}
 	for i := range plans {
 		p := &plans[i]
@@ -222,6 +227,10 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		spec.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
 	}
 
+	if err := failpoint.Inject(failpoint.PrepareBeforeCDI); err != nil {
+		undo()
+		return nil, err
+	}
 	ids, err := d.cdi.Write(ctx, spec)
 	if err != nil {
 		undo()
@@ -237,7 +246,11 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	// Checkpoint before answering: once kubelet has the IDs, a restart
 	// must still know the devices are taken and which partitions are ours.
 	d.prepared.Claims[claim.UID] = entry
-	if err := d.store.Save(d.prepared); err != nil {
+	err = failpoint.Inject(failpoint.PrepareAfterCDI)
+	if err == nil {
+		err = d.store.Save(d.prepared)
+	}
+	if err != nil {
 		if had {
 			d.prepared.Claims[claim.UID] = prev
 		} else {
@@ -248,6 +261,9 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		}
 		undo()
 		return nil, fmt.Errorf("saving checkpoint: %w", err)
+	}
+	if err := failpoint.Inject(failpoint.PrepareAfterCheckpoint); err != nil {
+		return nil, err
 	}
 	return devices, nil
 }
@@ -436,8 +452,12 @@ func (d *Driver) unprepare(ctx context.Context, c kubeletplugin.NamespacedObject
 	return devices, nil
 }
 
-// destroyPartitions destroys the partitions made for a claim.
+// destroyPartitions destroys the partitions made for a claim, whose CDI
+// spec is gone; the caller then drops it from the checkpoint.
 func (d *Driver) destroyPartitions(ctx context.Context, c checkpoint.Claim) error {
+	if err := failpoint.Inject(failpoint.UnprepareAfterCDI); err != nil {
+		return err
+	}
 	for _, dev := range c.Devices {
 		if dev.Partition == nil {
 			continue
@@ -455,7 +475,7 @@ func (d *Driver) destroyPartitions(ctx context.Context, c checkpoint.Claim) erro
 		}
 		klog.FromContext(ctx).V(2).Info("Destroyed partition", "device", dev.Device, "partition", inst.String())
 	}
-	return nil
+	return failpoint.Inject(failpoint.UnprepareBeforeCheckpoint)
 }
 
 // PreparedClaims lists the UIDs of the prepared claims, sorted.

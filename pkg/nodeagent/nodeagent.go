@@ -209,7 +209,7 @@ func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostR
 	if o.Discovery.Cnmon != "" {
 		tools[partitions.Cnmon] = o.Discovery.Cnmon
 	}
-	return partitions.NewTool(v, discovery.ExecRunner{Tools: tools})
+	return partitions.NewTool(v, discovery.ExecRunner{Tools: tools, Timeout: o.Discovery.ToolTimeout})
 }
 
 func targets(drivers []*driver.Driver) []chiphealth.Target {

@@ -6,6 +6,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/ascend"
@@ -32,6 +33,9 @@ type Options struct {
 	Vendors []string
 	// NpuSmi and Cnmon are the vendor tools' paths; default found in PATH.
 	NpuSmi, Cnmon string
+	// ToolTimeout bounds each run of a vendor tool (default
+	// discovery.DefaultToolTimeout).
+	ToolTimeout time.Duration
 }
 
 // Backends returns the backends for o. With a root, both vendor backends
@@ -58,7 +62,7 @@ func Backends(o Options) ([]discovery.Backend, error) {
 	if o.Cnmon != "" {
 		tools["cnmon"] = o.Cnmon
 	}
-	var runner discovery.CommandRunner = discovery.ExecRunner{Tools: tools}
+	var runner discovery.CommandRunner = discovery.ExecRunner{Tools: tools, Timeout: o.ToolTimeout}
 	if o.ToolOutput != "" {
 		runner = discovery.RecordedRunner{Dir: o.ToolOutput}
 	}

@@ -1,0 +1,61 @@
+package failpoint_test
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/failpoint"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    failpoint.Points
+		wantErr string
+	}{
+		{in: "", want: failpoint.Points{}},
+		{in: "prepare-before-cdi=kill, unprepare-after-cdi=error", want: failpoint.Points{
+			failpoint.PrepareBeforeCDI: failpoint.Kill, failpoint.UnprepareAfterCDI: failpoint.Error}},
+		{in: "prepare-before-cdi", wantErr: `ACCEL_DRA_FAILPOINTS entry 1 "prepare-before-cdi": want point=action`},
+		{in: "a=kill,b=panic", wantErr: `ACCEL_DRA_FAILPOINTS entry 2 "b=panic": action "panic" is not one of kill, error`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := failpoint.Parse(tt.in)
+			if tt.wantErr != "" {
+				require.EqualError(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestInjectError(t *testing.T) {
+	p := failpoint.Points{"x": failpoint.Error}
+	require.EqualError(t, p.Inject("x"), "failpoint x")
+	require.NoError(t, p.Inject("y"), "an unarmed point does nothing")
+	require.NoError(t, failpoint.Inject("x"), "nothing is armed without the environment variable")
+}
+
+// TestInjectKill re-runs this test binary with the point armed: the child
+// must die by SIGKILL at the point and never return from Inject.
+func TestInjectKill(t *testing.T) {
+	if os.Getenv("FAILPOINT_CHILD") == "1" {
+		_ = failpoint.Inject(failpoint.PrepareAfterCDI)
+		os.Exit(0) // not reached when armed
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestInjectKill$")
+	cmd.Env = append(os.Environ(), "FAILPOINT_CHILD=1", failpoint.EnvVar+"="+failpoint.PrepareAfterCDI+"=kill")
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	ws := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ws.Signaled(), "%v", err)
+	require.Equal(t, syscall.SIGKILL, ws.Signal())
+}
