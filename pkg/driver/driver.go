@@ -206,6 +206,10 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	d.helper = helper
 	res := resourceslices.DriverResourcesFor(cfg.NodeName, d.inv, resourceslices.Options{Policy: d.policy})[d.name]
+	// PublishResources returns once the slice informer has listed the
+	// node's slices: while the API server is unreachable it retries (and
+	// logs each failure) until it answers. Say what the wait is for.
+	logger.Info("Publishing ResourceSlices: waiting for the API server to list this node's slices", "driver", d.name, "node", cfg.NodeName)
 	if err := helper.PublishResources(ctx, res); err != nil {
 		helper.Stop()
 		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
