@@ -231,6 +231,10 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 	}
 	d.helper = helper
+	// PublishResources returns once the slice informer has listed the
+	// node's slices: while the API server is unreachable it retries (and
+	// logs each failure) until it answers. Say what the wait is for.
+	logger.Info("Publishing ResourceSlices: waiting for the API server to list this node's slices", "driver", d.name, "node", cfg.NodeName)
 	if err := helper.PublishResources(ctx, d.resources(d.inv)); err != nil {
 		helper.Stop()
 		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)

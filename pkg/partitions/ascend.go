@@ -59,6 +59,7 @@ func ParseVNPUInfo(source string, data []byte) ([]VNPU, error) {
 	}
 	var (
 		out       []VNPU
+		seen      = map[int]int{}
 		total     = -1
 		inTable   bool
 		totalLine int
@@ -94,9 +95,15 @@ func ParseVNPUInfo(source string, data []byte) ([]VNPU, error) {
 		}
 		id, err1 := strconv.Atoi(cells[0])
 		status, err3 := strconv.Atoi(cells[3])
-		if err1 != nil || err3 != nil || cells[4] == "" {
-			return nil, perr(lineNo, line, "expected a numeric Vnpu ID and Status and a template name")
+		if err1 != nil || err3 != nil || id < 0 || status < 0 || cells[4] == "" {
+			return nil, perr(lineNo, line, "expected a non-negative Vnpu ID and Status and a template name")
 		}
+		// Instances are found by id: a repeated one would make the
+		// lookup pick either.
+		if first, dup := seen[id]; dup {
+			return nil, perr(lineNo, line, "vNPU %d is listed twice (first on line %d)", id, first)
+		}
+		seen[id] = lineNo
 		vgroup, err := strconv.Atoi(cells[1])
 		if err != nil {
 			// Atlas training products print no Vgroup ID (AVI guide note).

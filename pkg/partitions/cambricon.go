@@ -60,6 +60,7 @@ func ParseSMLUList(source string, data []byte) ([]SMLU, error) {
 	}
 	var (
 		out       []SMLU
+		seen      = map[int]int{}
 		total     = -1
 		inTable   bool
 		totalLine int
@@ -92,9 +93,15 @@ func ParseSMLUList(source string, data []byte) ([]SMLU, error) {
 		}
 		id, err1 := strconv.Atoi(fields[0])
 		prof, err2 := strconv.Atoi(fields[1])
-		if err1 != nil || err2 != nil || !strings.HasPrefix(fields[4], "/dev/") {
-			return nil, perr(lineNo, line, "expected numeric instance and profile ids and a /dev path")
+		if err1 != nil || err2 != nil || id < 0 || prof < 0 || !strings.HasPrefix(fields[4], "/dev/") {
+			return nil, perr(lineNo, line, "expected non-negative instance and profile ids and a /dev path")
 		}
+		// Instances are found by id: a repeated one would make the
+		// lookup pick either.
+		if first, dup := seen[id]; dup {
+			return nil, perr(lineNo, line, "sMLU instance %d is listed twice (first on line %d)", id, first)
+		}
+		seen[id] = lineNo
 		out = append(out, SMLU{InstanceID: id, ProfileID: prof, ProfileName: fields[2], UUID: fields[3], DeviceNode: fields[4]})
 	}
 	if total < 0 {
@@ -118,24 +125,31 @@ func equalFields(a, b []string) bool {
 	return true
 }
 
-var smluCreated = regexp.MustCompile(`(?i)create sMLU instance (\d+) success`)
+var (
+	smluCreated   = regexp.MustCompile(`(?i)create sMLU instance (\d+) success`)
+	smluDestroyed = regexp.MustCompile(`(?i)destroy sMLU instance (\d+) success`)
+)
 
 func parseSMLUCreate(source string, data []byte) (int, error) {
-	m := smluCreated.FindSubmatch(data)
-	if m == nil {
-		return 0, &discovery.ParseError{Source: source, Msg: `no "Create sMLU instance <id> success" in the output: ` + strings.TrimSpace(string(data))}
-	}
-	return strconv.Atoi(string(m[1]))
+	return parseSMLUResult(source, data, smluCreated, "Create")
 }
 
-var smluDestroyed = regexp.MustCompile(`(?i)destroy sMLU instance (\d+) success`)
-
 func parseSMLUDestroy(source string, data []byte) (int, error) {
-	m := smluDestroyed.FindSubmatch(data)
+	return parseSMLUResult(source, data, smluDestroyed, "Destroy")
+}
+
+// parseSMLUResult finds the instance id in cnmon's "<Verb> sMLU instance
+// <id> success" line.
+func parseSMLUResult(source string, data []byte, re *regexp.Regexp, verb string) (int, error) {
+	m := re.FindSubmatch(data)
 	if m == nil {
-		return 0, &discovery.ParseError{Source: source, Msg: `no "Destroy sMLU instance <id> success" in the output: ` + strings.TrimSpace(string(data))}
+		return 0, &discovery.ParseError{Source: source, Msg: `no "` + verb + ` sMLU instance <id> success" in the output: ` + strings.TrimSpace(string(data))}
 	}
-	return strconv.Atoi(string(m[1]))
+	id, err := strconv.Atoi(string(m[1]))
+	if err != nil {
+		return 0, &discovery.ParseError{Source: source, Msg: fmt.Sprintf("instance id %s is out of range", m[1])}
+	}
+	return id, nil
 }
 
 // CambriconTool implements Tool for Cambricon sMLU instances.

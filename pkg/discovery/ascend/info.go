@@ -30,6 +30,7 @@ package ascend
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -75,6 +76,10 @@ var healthValues = map[string]string{
 	"ok": HealthOK, "warning": HealthWarning, "alarm": HealthAlarm,
 	"critical": HealthCritical, "unknown": HealthUnknown,
 }
+
+// maxMemoryMB is the largest memory total that still fits in bytes in an
+// int64, as the chip's capacity is published.
+const maxMemoryMB = math.MaxInt64 >> 20
 
 // usagePair matches "3318 / 65536", "26838/ 32768" and garbled pairs
 // alike; the numbers are checked after matching.
@@ -337,6 +342,9 @@ func parseUsage(cell string, hasHBM bool) (memTotal, hbmTotal int64, err error) 
 			n, perr := strconv.ParseInt(part, 10, 64)
 			if perr != nil || n < 0 {
 				return 0, 0, fmt.Errorf("%s %q: %q is not a non-negative number of MB", names[i], pair, part)
+			}
+			if n > maxMemoryMB {
+				return 0, 0, fmt.Errorf("%s %q: %d MB is more than any chip has", names[i], pair, n)
 			}
 			totals[i] = n // the second (total) wins
 		}

@@ -26,6 +26,7 @@ package cambricon
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -276,6 +277,10 @@ func parseSize(s string) (int64, error) {
 	unit, ok := sizeUnits[f[1]]
 	if !ok {
 		return 0, fmt.Errorf("memory size %q: unknown unit %q", s, f[1])
+	}
+	// The capacity is published in bytes: refuse what overflows them.
+	if n > math.MaxInt64/unit {
+		return 0, fmt.Errorf("memory size %q is more than any chip has", s)
 	}
 	return n * unit, nil
 }

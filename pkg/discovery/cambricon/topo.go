@@ -48,6 +48,21 @@ var (
 	topoCode = regexp.MustCompile(`^(X|SGL|MUL|H_B|CPU|SYS|MLK\[S\]|MLK\d+)$`)
 )
 
+// maxLinks bounds the bonded MLU-Link count of one pair (an MLU590 has 7
+// ports in all), so MLULinkPorts cannot overflow on garbled output.
+const maxLinks = 64
+
+// linkCountOK tells whether an MLK<n> code's count is at most maxLinks;
+// other codes pass.
+func linkCountOK(code string) bool {
+	digits, ok := strings.CutPrefix(code, "MLK")
+	if !ok || digits == "[S]" {
+		return true
+	}
+	n, err := strconv.Atoi(digits)
+	return err == nil && n <= maxLinks
+}
+
 // MLULink tells whether cards a and b share an MLU-Link (MLK# or MLK[S])
 // and over how many bonded links (0 when cnmon does not say, MLK[S]).
 func (t Topology) MLULink(a, b int) (linked bool, links int) {
@@ -102,7 +117,10 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 				if m == nil {
 					break // the CPU Affinity (and any later) column titles
 				}
-				n, _ := strconv.Atoi(m[1])
+				n, err := strconv.Atoi(m[1])
+				if err != nil {
+					return Topology{}, perr(lineNo, trimmed, "label %q has no usable number", f)
+				}
 				if column[n] {
 					return Topology{}, perr(lineNo, trimmed, "MLU%d appears twice in the header", n)
 				}
@@ -119,9 +137,9 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 		if m == nil {
 			return Topology{}, perr(lineNo, trimmed, "row label %q is not MLU<N>", fields[0])
 		}
-		row, _ := strconv.Atoi(m[1])
-		if !column[row] {
-			return Topology{}, perr(lineNo, trimmed, "row MLU%d has no column in the header", row)
+		row, err := strconv.Atoi(m[1])
+		if err != nil || !column[row] {
+			return Topology{}, perr(lineNo, trimmed, "row %s has no column in the header", fields[0])
 		}
 		if t.Codes[row] != nil {
 			return Topology{}, perr(lineNo, trimmed, "row MLU%d appears twice", row)
@@ -132,9 +150,9 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 		codes := map[int]string{}
 		for j, col := range t.Cards {
 			code := fields[1+j]
-			if !topoCode.MatchString(code) {
+			if !topoCode.MatchString(code) || !linkCountOK(code) {
 				if strings.HasPrefix(code, "MLK") {
-					return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: MLU-Link count in %q is not a number", row, col, code)
+					return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: MLU-Link count in %q is not a number up to %d", row, col, code, maxLinks)
 				}
 				return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: unknown connection code %q", row, col, code)
 			}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
 // Fixture returns the root tree of a fixture node and a runner answering
@@ -148,4 +149,98 @@ func RequireParseError(t testing.TB, err error, source string, line int, msg str
 		require.ErrorContains(t, err, fmt.Sprintf("line %d: ", line))
 	}
 	require.ErrorContains(t, err, msg)
+}
+
+// AddFileSeeds adds the content of every file matching pattern (a
+// filepath.Glob pattern relative to the package under test, e.g.
+// "testdata/*/npu-smi/npu-smi_info.txt") and the extra inputs to a fuzz
+// target's seed corpus. It fails if no file matches, so a moved fixture
+// cannot silently empty the corpus.
+func AddFileSeeds(f *testing.F, pattern string, extra ...string) {
+	f.Helper()
+	paths, err := filepath.Glob(pattern)
+	require.NoError(f, err)
+	require.NotEmpty(f, paths, "no seed files match %s", pattern)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	for _, s := range extra {
+		f.Add([]byte(s))
+	}
+}
+
+// RequireParseErrorOf asserts what every parser promises about a rejected
+// input: err is, or wraps, a *discovery.ParseError naming source, with a
+// message, whose line (if any) is one of the input's lines.
+func RequireParseErrorOf(t testing.TB, err error, source string, input []byte) {
+	t.Helper()
+	var perr *discovery.ParseError
+	require.True(t, errors.As(err, &perr), "want a ParseError, got %T: %v", err, err)
+	require.Equal(t, source, perr.Source)
+	require.NotEmpty(t, perr.Msg)
+	require.GreaterOrEqual(t, perr.Line, 0)
+	require.LessOrEqual(t, perr.Line, strings.Count(string(input), "\n")+1, "line of %v", err)
+	require.ErrorContains(t, err, "parsing "+source+": ")
+}
+
+// RequireInventoryInvariants asserts what a successful discovery promises
+// whatever the tools printed: chip indices non-negative and unique, memory
+// and cores not negative, and link groups consistent (a "pcie-N" group is
+// the chip alone with link type pcie; any other group has two or more
+// chips of one link type).
+func RequireInventoryInvariants(t testing.TB, inv inventory.Inventory) {
+	t.Helper()
+	seen := map[int]bool{}
+	members := map[string][]inventory.Chip{}
+	for _, c := range inv.Chips {
+		require.GreaterOrEqual(t, c.Index, 0, "chip index")
+		require.False(t, seen[c.Index], "chip index %d twice", c.Index)
+		seen[c.Index] = true
+		require.GreaterOrEqual(t, c.MemoryBytes, int64(0), "memory of chip %d", c.Index)
+		require.GreaterOrEqual(t, c.Cores, 0, "cores of chip %d", c.Index)
+		require.NotEmpty(t, c.LinkGroup, "link group of chip %d", c.Index)
+		members[c.LinkGroup] = append(members[c.LinkGroup], c)
+	}
+	for g, cs := range members {
+		if cs[0].LinkType == inventory.LinkPCIe {
+			require.Len(t, cs, 1, "PCIe group %s", g)
+			require.Equal(t, fmt.Sprintf("pcie-%d", cs[0].Index), g)
+			continue
+		}
+		require.GreaterOrEqual(t, len(cs), 2, "link group %s", g)
+		for _, c := range cs {
+			require.Equal(t, cs[0].LinkType, c.LinkType, "link type in group %s", g)
+		}
+	}
+}
+
+// FuzzParser fuzzes a parser of tool output or a file: every input it
+// rejects must give a ParseError naming source (RequireParseErrorOf), and
+// what it accepts is handed to check, which asserts the parser's
+// invariants.
+func FuzzParser[T any](f *testing.F, source string, parse func(source string, data []byte) (T, error), check func(t *testing.T, parsed T)) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parsed, err := parse(source, data)
+		if err != nil {
+			RequireParseErrorOf(t, err, source, data)
+			return
+		}
+		check(t, parsed)
+	})
+}
+
+// RequireDiscovered runs a backend whose tool output was fuzzed: it fails
+// with an error matching errPattern (naming the tool or the chip), or
+// returns an inventory that keeps RequireInventoryInvariants.
+func RequireDiscovered(t *testing.T, b discovery.Backend, errPattern string) {
+	t.Helper()
+	ctx := klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0))))
+	inv, err := b.Discover(ctx)
+	if err != nil {
+		require.Regexp(t, errPattern, err.Error())
+		return
+	}
+	RequireInventoryInvariants(t, inv)
 }

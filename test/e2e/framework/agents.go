@@ -227,16 +227,7 @@ func (c *Cluster) KillAgent(node string) error {
 // RestartAgent starts the agent of node again with the same flags,
 // directories and token.
 func (c *Cluster) RestartAgent(ctx context.Context, node string) error {
-	a := c.Agents[node]
-	if a == nil {
-		return fmt.Errorf("no agent on node %s", node)
-	}
-	if a.proc != nil {
-		if done, _ := a.proc.exited(); !done {
-			return fmt.Errorf("the agent of %s (pid %d) is still running", node, a.proc.PID)
-		}
-	}
-	if err := c.runAgent(a); err != nil {
+	if err := c.StartAgent(node); err != nil {
 		return err
 	}
 	return c.WaitForAgent(ctx, node)

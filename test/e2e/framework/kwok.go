@@ -49,27 +49,8 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		if n.Real {
 			continue
 		}
-		labels := map[string]string{
-			"kubernetes.io/hostname": n.Name,
-			"kubernetes.io/os":       "linux",
-			"kubernetes.io/arch":     "amd64",
-			"type":                   "kwok",
-			NodeTypeLabel:            "kwok",
-		}
-		for k, v := range n.Labels {
-			labels[k] = v
-		}
-		capacity := corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("64"),
-			corev1.ResourceMemory: resource.MustParse("512Gi"),
-			corev1.ResourcePods:   resource.MustParse("110"),
-		}
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
-			Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-		}
-		if _, err := c.Admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating kwok node %s: %w", n.Name, err)
+		if err := c.createKwokNode(ctx, n); err != nil {
+			return err
 		}
 	}
 	return waitFor(ctx, "kwok nodes Ready and untainted", 2*time.Minute, p, func(ctx context.Context) (bool, error) {
@@ -87,4 +68,32 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		}
 		return true, nil
 	})
+}
+
+// createKwokNode creates a Node object that kwok (started with
+// --manage-nodes-with-label-selector) keeps Ready.
+func (c *Cluster) createKwokNode(ctx context.Context, n NodeInfo) error {
+	labels := map[string]string{
+		"kubernetes.io/hostname": n.Name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+		"type":                   "kwok",
+		NodeTypeLabel:            "kwok",
+	}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("512Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}},
+		Status:     corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	if _, err := c.Admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating kwok node %s: %w", n.Name, err)
+	}
+	return nil
 }
