@@ -1,29 +1,176 @@
 package plugin_test
 
-import (
-	"fmt"
-	"runtime"
-	"testing"
+// Benchmarks of the moments users wait on (docs/benchmarks.md): a pod's
+// prepare next to the floor of its file writes, a node's slice publication
+// through the upstream resourceslice controller, and the node agent's
+// memory. They live here to reuse the tier-3 harness (harness_test.go) and
+// the fake API server's behaviours (fakeclient_test.go). Nothing here
+// asserts on time; TestBenchmarkSetups runs each setup once, small.
 
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
-// BenchmarkPrepareAndUnprepare measures one kubelet NodePrepareResources
-// plus NodeUnprepareResources round trip over the plugin's unix socket:
-// claim lookup in the (fake) API, config decoding, CDI spec write and
-// delete, and two checkpoint writes with fsync.
-func BenchmarkPrepareAndUnprepare(b *testing.B) {
-	for _, chips := range []int{1, 8} {
-		b.Run(fmt.Sprintf("%d chips", chips), func(b *testing.B) {
-			n := newNode(b, "atlas-800t-a2", inventory.VendorHuawei)
-			c := n.claim("bench", chipNames("npu", chips))
-			b.ReportAllocs()
-			for b.Loop() {
-				n.mustPrepare(c)
-				n.unprepare(c)
-			}
-		})
+// benchNode is a synthetic 16-chip node of one vendor (testdata).
+type benchNode struct {
+	vendor  inventory.Vendor
+	profile string
+	prefix  string
+}
+
+var benchNodes = []benchNode{
+	{inventory.VendorHuawei, "testdata/16-npu-910b3.yaml", "npu"},
+	{inventory.VendorCambricon, "testdata/16-mlu370.yaml", "mlu"},
+}
+
+// BenchmarkPrepare measures NodePrepareResources of 1-, 8- and 16-chip
+// claims over the plugin's unix socket (claim fetched from the fake API,
+// config decoded, CDI spec written, checkpoint fsync'ed) and, in the same
+// run, the floor: writing files of the same sizes as the claim's CDI spec
+// and checkpoint the way the code writes them. ns/op is the prepare plus
+// unprepare round trip; the metrics are per prepare.
+func BenchmarkPrepare(b *testing.B) {
+	quietTestLogger(b)
+	for _, bn := range benchNodes {
+		for _, chips := range []int{1, 8, 16} {
+			b.Run(fmt.Sprintf("%s/%d-chips", bn.vendor, chips), func(b *testing.B) {
+				n := newNode(b, bn.profile, bn.vendor)
+				c := n.claim("bench", chipNames(bn.prefix, chips))
+				var prep []time.Duration
+				b.ReportAllocs()
+				for b.Loop() {
+					start := time.Now()
+					n.mustPrepare(c)
+					prep = append(prep, time.Since(start))
+					n.unprepare(c)
+				}
+				spec, ckpt := n.preparedFiles(c)
+				floor, floorBoth := measureFloor(b, spec, ckpt, len(prep))
+				reportLatency(b, "prepare", prep)
+				reportLatency(b, "floor", floor)
+				reportLatency(b, "floor-fsync-both", floorBoth)
+				b.ReportMetric(float64(percentile(prep, 50))/float64(percentile(floor, 50)), "prepare/floor-p50")
+				b.ReportMetric(float64(len(spec)), "cdi-bytes")
+				b.ReportMetric(float64(len(ckpt)), "checkpoint-bytes")
+			})
+		}
 	}
+}
+
+// preparedFiles prepares c once and returns the bytes of its CDI spec and
+// of the checkpoint holding it, then unprepares it.
+func (n *node) preparedFiles(c *resourceapi.ResourceClaim) (spec, ckpt []byte) {
+	n.t.Helper()
+	n.mustPrepare(c)
+	defer n.unprepare(c)
+	files := n.cdiFiles()
+	require.Len(n.t, files, 1)
+	spec, err := os.ReadFile(filepath.Join(n.cdiDir, files[0]))
+	require.NoError(n.t, err)
+	ckpt, err = os.ReadFile(filepath.Join(n.stateDir, driver.CheckpointFile))
+	require.NoError(n.t, err)
+	return spec, ckpt
+}
+
+// measureFloor times count writes of spec and ckpt in a fresh directory
+// of the same filesystem with the code's own patterns: the CDI library's
+// (temporary file, rename, no fsync) and pkg/checkpoint's (temporary file,
+// fsync, rename, directory fsync). floorBoth fsyncs the spec too.
+func measureFloor(b *testing.B, spec, ckpt []byte, count int) (floor, floorBoth []time.Duration) {
+	b.Helper()
+	dir := b.TempDir()
+	for range count {
+		start := time.Now()
+		atomicWrite(b, dir, "spec.yaml", spec, false)
+		atomicWrite(b, dir, "checkpoint.json", ckpt, true)
+		floor = append(floor, time.Since(start))
+		start = time.Now()
+		atomicWrite(b, dir, "spec.yaml", spec, true)
+		atomicWrite(b, dir, "checkpoint.json", ckpt, true)
+		floorBoth = append(floorBoth, time.Since(start))
+	}
+	return floor, floorBoth
+}
+
+// atomicWrite replaces dir/name with data through a temporary file,
+// fsyncing the file and the directory when durable.
+func atomicWrite(b testing.TB, dir, name string, data []byte, durable bool) {
+	tmp, err := os.CreateTemp(dir, name+".tmp-*")
+	require.NoError(b, err)
+	_, err = tmp.Write(data)
+	require.NoError(b, err)
+	if durable {
+		require.NoError(b, tmp.Sync())
+	}
+	require.NoError(b, tmp.Close())
+	require.NoError(b, os.Rename(tmp.Name(), filepath.Join(dir, name)))
+	if durable {
+		d, err := os.Open(dir)
+		require.NoError(b, err)
+		require.NoError(b, d.Sync())
+		require.NoError(b, d.Close())
+	}
+}
+
+// quietTestLogger sets the harness's test logger (ktesting, verbosity 5 by
+// default) to the node agent's default verbosity 0 for tb, so formatting
+// debug lines into the test log is not measured.
+func quietTestLogger(tb testing.TB) {
+	v := ktesting.DefaultConfig.Verbosity()
+	was := v.String()
+	require.NoError(tb, v.Set("0"))
+	tb.Cleanup(func() { _ = v.Set(was) })
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}
+
+func reportLatency(b *testing.B, what string, d []time.Duration) {
+	b.ReportMetric(float64(percentile(d, 50))/1e6, what+"-p50-ms")
+	b.ReportMetric(float64(percentile(d, 99))/1e6, what+"-p99-ms")
 }
 
 // BenchmarkPluginHeapWith50PreparedClaims reports the Go heap in use by a
@@ -40,4 +187,372 @@ func BenchmarkPluginHeapWith50PreparedClaims(b *testing.B) {
 		runtime.ReadMemStats(&m)
 	}
 	b.ReportMetric(float64(m.HeapInuse)/(1<<20), "MiB-heap-inuse")
+}
+
+// BenchmarkPublish1000Nodes publishes 1000 nodes × 16 chips (half Ascend,
+// half Cambricon) each through its own upstream resourceslice controller,
+// started as the kubeletplugin helper starts it, then hands every
+// controller the same resources again, as a restarted or re-synced agent
+// does. Each node talks to its own fake clientset: the real API server is
+// only in the e2e tier, and one fake shared by 1000 watchers deep-copies
+// every event to each of them, which would measure the fake.
+func BenchmarkPublish1000Nodes(b *testing.B) {
+	for _, modes := range []string{"", "Whole"} {
+		b.Run("modes="+modeName(modes), func(b *testing.B) {
+			var r publishResult
+			for b.Loop() {
+				r = publish(b, 1000, modes)
+			}
+			b.ReportMetric(r.wall.Seconds(), "publish-s")
+			b.ReportMetric(float64(r.cpu.Microseconds())/1000/float64(r.nodes), "cpu-ms/node")
+			b.ReportMetric(float64(r.slices), "slices")
+			b.ReportMetric(float64(r.writes)/float64(r.slices), "writes/slice")
+			b.ReportMetric(float64(r.republishWrites), "republish-writes")
+		})
+	}
+}
+
+func modeName(modes string) string {
+	if modes == "" {
+		return "default"
+	}
+	return modes
+}
+
+type publishResult struct {
+	nodes, slices, writes, republishWrites int
+	wall, cpu                              time.Duration
+}
+
+// publish starts one controller per node, waits until each has synced its
+// pool once, counts the API writes, updates every controller with freshly
+// built but equal resources, waits for that sync and counts again.
+func publish(tb testing.TB, nodes int, modes string) publishResult {
+	tb.Helper()
+	// Discard the controllers' logs; their errors reach ErrorHandler.
+	ctx := klog.NewContext(context.Background(), klog.Logger{})
+	policy, err := partitions.ParsePolicy(modes)
+	require.NoError(tb, err)
+	type nodeState struct {
+		name    string
+		inv     inventory.Inventory
+		driver  string
+		client  *fake.Clientset
+		queue   *countingQueue
+		ctrl    *resourceslice.Controller
+		startup sync.WaitGroup
+	}
+	states := make([]*nodeState, nodes)
+	for i := range states {
+		bn := benchNodes[i%len(benchNodes)]
+		p, err := profile.Load(bn.profile)
+		require.NoError(tb, err)
+		name := fmt.Sprintf("node-%04d", i)
+		inv, err := simulated.New(name, p).Discover(ctx)
+		require.NoError(tb, err)
+		states[i] = &nodeState{name: name, inv: inv, driver: names.DriverFor(bn.vendor),
+			client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}),
+			queue:  newCountingQueue()}
+	}
+	resources := func(s *nodeState) *resourceslice.DriverResources {
+		r := resourceslices.DriverResourcesFor(s.name, s.inv, resourceslices.Options{Policy: policy})[s.driver]
+		return &r
+	}
+	errs := make(chan error, nodes)
+	cpu0 := cpuTime()
+	start := time.Now()
+	for _, s := range states {
+		// StartController waits for its informer to sync (polling once a
+		// second), so nodes start in parallel as they do in a cluster.
+		s.startup.Add(1)
+		go func() {
+			defer s.startup.Done()
+			var err error
+			s.ctrl, err = resourceslice.StartController(ctx, resourceslice.Options{
+				DriverName: s.driver, KubeClient: s.client, Resources: resources(s), Queue: s.queue,
+				Owner:        &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: s.name, UID: types.UID("uid-" + s.name)},
+				ErrorHandler: func(_ context.Context, err error, msg string) { errs <- fmt.Errorf("%s: %s: %w", s.name, msg, err) },
+			})
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wait := func(syncs int64) {
+		for _, s := range states {
+			s.startup.Wait()
+			for s.queue.done.Load() < syncs {
+				select {
+				case err := <-errs:
+					require.NoError(tb, err)
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}
+	}
+	wait(1)
+	r := publishResult{nodes: nodes, wall: time.Since(start), cpu: cpuTime() - cpu0}
+	defer func() {
+		for _, s := range states {
+			s.ctrl.Stop()
+		}
+	}()
+	for _, s := range states {
+		list, err := s.client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		require.NoError(tb, err)
+		require.Len(tb, list.Items, len(resources(s).Pools[s.name].Slices), "node %s publishes all its slices", s.name)
+		r.slices += len(list.Items)
+		r.writes += sliceWrites(s.client)
+	}
+	for _, s := range states {
+		s.ctrl.Update(resources(s))
+	}
+	wait(2)
+	for _, s := range states {
+		r.republishWrites += sliceWrites(s.client)
+	}
+	r.republishWrites -= r.writes
+	select {
+	case err := <-errs:
+		require.NoError(tb, err)
+	default:
+	}
+	return r
+}
+
+// sliceWrites counts the ResourceSlice creates, updates, patches and
+// deletes in the fake clientset's action log.
+func sliceWrites(c *fake.Clientset) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetResource().Resource == "resourceslices" && slices.Contains([]string{"create", "update", "patch", "delete", "delete-collection"}, a.GetVerb()) {
+			n++
+		}
+	}
+	return n
+}
+
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// countingQueue is the controller's default work queue, counting the pool
+// syncs it finished so the benchmark knows when a node is done.
+type countingQueue struct {
+	workqueue.TypedRateLimitingInterface[string]
+	done atomic.Int64
+}
+
+func newCountingQueue() *countingQueue {
+	return &countingQueue{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "node_resource_slices"})}
+}
+
+func (q *countingQueue) Done(item string) {
+	q.TypedRateLimitingInterface.Done(item)
+	q.done.Add(1)
+}
+
+// The node agent child of BenchmarkAgentMemory: the test binary re-executed
+// with these variables runs TestBenchmarkAgentChild.
+const (
+	envAgentProfile = "ACCEL_DRA_BENCH_AGENT_PROFILE"
+	envAgentClaims  = "ACCEL_DRA_BENCH_AGENT_CLAIMS"
+)
+
+// BenchmarkAgentMemory reports the resident memory of the node agent
+// serving a 16-chip node of each vendor in a process of its own, with its
+// slices published, registered, and then with 16 prepared claims (one
+// chip each, one NodePrepareResources call each, as for 16 pods).
+func BenchmarkAgentMemory(b *testing.B) {
+	for _, bn := range benchNodes {
+		b.Run(string(bn.vendor), func(b *testing.B) {
+			m := agentMemory(b, bn, 16)
+			for b.Loop() {
+				// The measurement is the child's; nothing to repeat.
+			}
+			b.ReportMetric(m.idleRSS, "idle-RSS-MiB")
+			b.ReportMetric(m.rss, "RSS-MiB")
+			b.ReportMetric(m.hwm, "peak-RSS-MiB")
+		})
+	}
+}
+
+type memory struct{ idleRSS, rss, hwm float64 }
+
+// agentMemory runs the node agent of bn in a child process, acts as its
+// kubelet, prepares claims claims and reads the child's /proc status.
+func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
+	tb.Helper()
+	_, ctx := ktesting.NewTestContext(tb)
+	driverName := names.DriverFor(bn.vendor)
+	var objs []resourceapi.ResourceClaim
+	for i := range claims {
+		objs = append(objs, resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-pod-%d", i))},
+			Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "accel", Driver: driverName, Pool: nodeName, Device: fmt.Sprintf("%s-%d", bn.prefix, i)}},
+			}}},
+		})
+	}
+	data, err := json.Marshal(objs)
+	require.NoError(tb, err)
+	claimsFile := filepath.Join(tb.TempDir(), "claims.json")
+	require.NoError(tb, os.WriteFile(claimsFile, data, 0o600))
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchmarkAgentChild$", "-test.v")
+	cmd.Env = append(os.Environ(), envAgentProfile+"="+bn.profile, envAgentClaims+"="+claimsFile)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	require.NoError(tb, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(tb, err)
+	require.NoError(tb, cmd.Start())
+	// Closing stdin stops the child, which then removes its directories.
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stdin.Close()
+			_ = cmd.Wait()
+		}
+	}
+	defer stop()
+	regDir := readRegistrarDir(tb, stdout)
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+
+	kubelet := registerAsKubelet(tb, ctx, filepath.Join(regDir, driverName+"-reg.sock"))
+	m := memory{idleRSS: procStatusMiB(tb, cmd.Process.Pid, "VmRSS")}
+	for i := range objs {
+		resp, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(&objs[i])})
+		require.NoError(tb, err)
+		require.Empty(tb, resp.Claims[string(objs[i].UID)].Error)
+	}
+	m.rss = procStatusMiB(tb, cmd.Process.Pid, "VmRSS")
+	m.hwm = procStatusMiB(tb, cmd.Process.Pid, "VmHWM")
+	stop()
+	return m
+}
+
+// readRegistrarDir reads the line in which the child names its
+// registration directory.
+func readRegistrarDir(tb testing.TB, r io.Reader) string {
+	tb.Helper()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if dir, ok := strings.CutPrefix(sc.Text(), "registrar-dir: "); ok {
+			return dir
+		}
+	}
+	require.NoError(tb, sc.Err())
+	tb.Fatal("the node agent child exited before naming its registration directory")
+	return ""
+}
+
+// registerAsKubelet waits for a plugin's registration socket, registers
+// it as the kubelet does and returns a client of its DRA service.
+func registerAsKubelet(tb testing.TB, ctx context.Context, regSock string) drapb.DRAPluginClient {
+	tb.Helper()
+	require.Eventually(tb, func() bool { _, err := os.Stat(regSock); return err == nil }, time.Minute, 10*time.Millisecond, "the plugin registers")
+	dial := func(path string) *grpc.ClientConn {
+		conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(tb, err)
+		tb.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	reg := registerapi.NewRegistrationClient(dial(regSock))
+	info, err := reg.GetInfo(ctx, &registerapi.InfoRequest{})
+	require.NoError(tb, err)
+	_, err = reg.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
+	require.NoError(tb, err)
+	return drapb.NewDRAPluginClient(dial(info.Endpoint))
+}
+
+// procStatusMiB reads a kB field of /proc/<pid>/status in MiB.
+func procStatusMiB(tb testing.TB, pid int, field string) float64 {
+	tb.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(tb, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			require.NoError(tb, err)
+			return kb / 1024
+		}
+	}
+	tb.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// TestBenchmarkAgentChild is the node agent process of agentMemory: the
+// simulated agent of the profile in envAgentProfile, with the claims in
+// envAgentClaims in its fake API server, until stdin closes.
+func TestBenchmarkAgentChild(t *testing.T) {
+	profileFile := os.Getenv(envAgentProfile)
+	if profileFile == "" {
+		t.Skip("runs only as the child process of BenchmarkAgentMemory")
+	}
+	// The binary's logger at its default verbosity, to stderr: the test
+	// logger would keep every line in memory.
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
+	defer cancel()
+	o, client := simulatedAgent(t, profileFile)
+	data, err := os.ReadFile(os.Getenv(envAgentClaims))
+	require.NoError(t, err)
+	var claims []resourceapi.ResourceClaim
+	require.NoError(t, json.Unmarshal(data, &claims))
+	for i := range claims {
+		_, err := client.ResourceV1().ResourceClaims(claims[i].Namespace).Create(ctx, &claims[i], metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	p, err := profile.Load(profileFile)
+	require.NoError(t, err)
+	inv, err := simulated.New(nodeName, p).Discover(ctx)
+	require.NoError(t, err)
+	want := 0
+	for _, r := range resourceslices.DriverResources(nodeName, inv) {
+		want += len(r.Pools[nodeName].Slices)
+	}
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	done := make(chan error, 1)
+	go func() { done <- nodeagent.Run(ctx, o) }()
+	// Serving a node means its slices are published: the helper's
+	// controller starts after the gRPC servers, taking at least a second.
+	require.Eventually(t, func() bool {
+		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		return err == nil && len(list.Items) == want
+	}, time.Minute, 10*time.Millisecond, "the node agent publishes its %d slices", want)
+	fmt.Printf("registrar-dir: %s\n", o.RegistrarDir)
+	require.NoError(t, <-done)
+}
+
+// TestBenchmarkSetups runs each benchmark's setup once at a small size,
+// so that make test catches a broken benchmark, and checks the counts the
+// benchmarks report: one API write per slice, none on an unchanged
+// republish, and a node agent child that prepares its claims.
+func TestBenchmarkSetups(t *testing.T) {
+	t.Run("publication", func(t *testing.T) {
+		for _, modes := range []string{"", "Whole"} {
+			r := publish(t, 4, modes)
+			require.Equal(t, r.slices, r.writes, "modes %q: one write per slice", modes)
+			require.Zero(t, r.republishWrites, "modes %q: republishing the same resources writes nothing", modes)
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		m := agentMemory(t, benchNodes[1], 2)
+		require.Positive(t, m.idleRSS)
+		require.GreaterOrEqual(t, m.hwm, m.rss)
+	})
+	t.Run("floor", func(t *testing.T) {
+		n := newNode(t, benchNodes[0].profile, benchNodes[0].vendor)
+		spec, ckpt := n.preparedFiles(n.claim("one", chipNames("npu", 16)))
+		require.Contains(t, string(spec), "npu-15")
+		require.Contains(t, string(ckpt), "npu-15")
+	})
 }
