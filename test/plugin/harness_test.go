@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -64,6 +65,10 @@ type node struct {
 	// runner, when set before start, answers the partition commands
 	// instead of fake.
 	runner discovery.CommandRunner
+	// configure, when set, changes the driver's config at each start;
+	// logs, when set, is the config of the plugin's test logger.
+	configure func(*driver.Config)
+	logs      *ktesting.Config
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -102,6 +107,13 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 	require.NoError(t, err)
 	inv, err := simulated.New(nodeName, p).Discover(context.Background())
 	require.NoError(t, err)
+	return newNodeOf(t, inv, vendor, chipModes, runner, nil)
+}
+
+// newNodeOf is a node serving inv (e.g. discovered from a fixture root);
+// setup, if set, changes the node before its plugin starts.
+func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner, setup func(*node)) *node {
+	t.Helper()
 	// Unix socket paths are limited to 108 bytes: keep them short.
 	sockets, err := os.MkdirTemp("", "adra-")
 	require.NoError(t, err)
@@ -119,6 +131,9 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 	n.commands = &commandLog{}
 	n.runner = runner
 	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
+	if setup != nil {
+		setup(n)
+	}
 	n.start()
 	t.Cleanup(n.stop)
 	return n
@@ -131,6 +146,9 @@ func (n *node) start() {
 	t := n.t
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
+	if n.logs != nil {
+		ctx = klog.NewContext(context.Background(), ktesting.NewLogger(t, n.logs))
+	}
 	n.ctx, n.cancel = context.WithCancel(ctx)
 	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
 	require.NoError(t, err)
@@ -140,13 +158,17 @@ func (n *node) start() {
 	}
 	tool, err := partitions.NewTool(n.vendor, n.commands)
 	require.NoError(t, err)
-	n.driver, err = driver.Start(n.ctx, driver.Config{
+	cfg := driver.Config{
 		Policy: n.policy, PartitionTool: tool,
 		Vendor: n.vendor, NodeName: nodeName, Inventory: n.inv, CDI: writer,
 		StateDir: n.stateDir, KubeClient: n.client,
 		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },
 		RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName),
-	})
+	}
+	if n.configure != nil {
+		n.configure(&cfg)
+	}
+	n.driver, err = driver.Start(n.ctx, cfg)
 	require.NoError(t, err)
 
 	reg := n.dial(filepath.Join(n.regDir, n.driverName+"-reg.sock"))
