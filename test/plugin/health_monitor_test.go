@@ -2,14 +2,21 @@ package plugin_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	healthpb "k8s.io/kubelet/pkg/apis/dra-health/v1"
@@ -30,6 +37,8 @@ type monitoredNode struct {
 	*node
 	root, tools, tool string
 	monitor           *health.Monitor
+	// writes counts the ResourceSlice writes the fake API server accepted.
+	writes *atomic.Int64
 }
 
 // newMonitoredNode copies fixture testdata/<node> of a discovery backend
@@ -39,7 +48,7 @@ type monitoredNode struct {
 func newMonitoredNode(t *testing.T, vendorDir, fixture, tool string, vendor inventory.Vendor, chipModes string) *monitoredNode {
 	t.Helper()
 	dir := filepath.Join("..", "..", "pkg", "discovery", vendorDir, "testdata", fixture)
-	m := &monitoredNode{tool: tool,
+	m := &monitoredNode{tool: tool, writes: &atomic.Int64{},
 		root:  discoverytest.CopyTree(t, filepath.Join(dir, "root")),
 		tools: discoverytest.CopyTree(t, filepath.Join(dir, tool))}
 	opts := source.Options{Root: m.root, ToolOutput: m.tools, NodeName: nodeName}
@@ -48,6 +57,7 @@ func newMonitoredNode(t *testing.T, vendorDir, fixture, tool string, vendor inve
 	interval := time.Second // Poll is called by the test; this sets the timeout the kubelet is told
 	m.node = newNodeOf(t, inv, vendor, chipModes, nil, func(n *node) {
 		n.logs = ktesting.NewConfig(ktesting.Verbosity(5), ktesting.BufferLogs(true))
+		checkSliceVersions(n.client, m.writes)
 		n.configure = func(cfg *driver.Config) { cfg.HealthCheckTimeout = health.CheckTimeout(interval) }
 	})
 	m.monitor, err = health.New(health.Config{Discovery: opts, Interval: interval, Initial: inv, Targets: []health.Target{m.driver}})
@@ -88,16 +98,41 @@ func (m *monitoredNode) poll() {
 	require.Eventually(m.t, func() bool { return m.syncs() > before }, time.Minute, 10*time.Millisecond, "the controller syncs after an update")
 }
 
-// sliceWrites counts the ResourceSlice creates, updates and deletes sent
-// to the fake API server.
-func (m *monitoredNode) sliceWrites() int {
-	n := 0
-	for _, a := range m.client.Actions() {
-		if a.GetResource().Resource == "resourceslices" && (a.GetVerb() == "create" || a.GetVerb() == "update" || a.GetVerb() == "delete") {
-			n++
+// sliceWrites counts the ResourceSlice creates, updates and deletes the
+// fake API server accepted.
+func (m *monitoredNode) sliceWrites() int { return int(m.writes.Load()) }
+
+// checkSliceVersions gives the fake clientset the API server's optimistic
+// concurrency for ResourceSlices: each write gets a new resourceVersion
+// and an update of an older one fails with a conflict. Without it, a sync
+// of the resourceslice controller that runs before its informer has seen
+// its last write (Update queues the pool twice) writes the same change
+// again, which a real API server refuses. writes counts what is accepted.
+func checkSliceVersions(c *fake.Clientset, writes *atomic.Int64) {
+	gvr := resourceapi.SchemeGroupVersion.WithResource("resourceslices")
+	var version int64 // the fake calls reactors one at a time
+	c.PrependReactor("*", "resourceslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		switch action.GetVerb() {
+		case "delete":
+			writes.Add(1)
+		case "create", "update":
+			obj := action.(k8stesting.CreateAction).GetObject().(*resourceapi.ResourceSlice)
+			if action.GetVerb() == "update" {
+				stored, err := c.Tracker().Get(gvr, "", obj.Name)
+				if err != nil {
+					return false, nil, nil // the tracker answers NotFound
+				}
+				if current := stored.(*resourceapi.ResourceSlice).ResourceVersion; obj.ResourceVersion != current {
+					return true, nil, apierrors.NewConflict(gvr.GroupResource(), obj.Name,
+						fmt.Errorf("resourceVersion %q is not the current %q", obj.ResourceVersion, current))
+				}
+			}
+			version++
+			obj.ResourceVersion = strconv.FormatInt(version, 10)
+			writes.Add(1)
 		}
-	}
-	return n
+		return false, nil, nil
+	})
 }
 
 // waitPublished waits until the published devices satisfy ok and returns them.
