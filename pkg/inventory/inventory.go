@@ -108,11 +108,13 @@ const (
 func ReasonToolHealth(value string) string {
 	var b strings.Builder
 	b.WriteString("Health")
-	for i, r := range value {
+	first := true
+	for _, r := range value {
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) || r > unicode.MaxASCII {
 			continue
 		}
-		if i == 0 {
+		if first {
+			first = false
 			r = unicode.ToUpper(r)
 		} else {
 			r = unicode.ToLower(r)

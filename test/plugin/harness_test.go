@@ -68,6 +68,10 @@ type node struct {
 	runner discovery.CommandRunner
 	// metrics outlive restarts, as in one agent process.
 	metrics *metrics.Metrics
+	// configure, when set, changes the driver's config at each start;
+	// logs, when set, is the config of the plugin's test logger.
+	configure func(*driver.Config)
+	logs      *ktesting.Config
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -106,6 +110,13 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 	require.NoError(t, err)
 	inv, err := simulated.New(nodeName, p).Discover(context.Background())
 	require.NoError(t, err)
+	return newNodeOf(t, inv, vendor, chipModes, runner, nil)
+}
+
+// newNodeOf is a node serving inv (e.g. discovered from a fixture root);
+// setup, if set, changes the node before its plugin starts.
+func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner, setup func(*node)) *node {
+	t.Helper()
 	// Unix socket paths are limited to 108 bytes: keep them short.
 	sockets, err := os.MkdirTemp("", "adra-")
 	require.NoError(t, err)
@@ -124,6 +135,9 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 	n.runner = runner
 	n.metrics = metrics.New()
 	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
+	if setup != nil {
+		setup(n)
+	}
 	n.start()
 	t.Cleanup(n.stop)
 	return n
@@ -135,8 +149,13 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 func (n *node) start() {
 	t := n.t
 	t.Helper()
-	// Buffered, so tests can check what was logged (see logOf).
-	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true))))
+	// Buffered, so tests can check what was logged (see logOf); a test
+	// may set its own logger config in n.logs.
+	logs := n.logs
+	if logs == nil {
+		logs = ktesting.NewConfig(ktesting.BufferLogs(true))
+	}
+	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, logs))
 	n.ctx, n.cancel = context.WithCancel(ctx)
 	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
 	require.NoError(t, err)
@@ -146,14 +165,18 @@ func (n *node) start() {
 	}
 	tool, err := partitions.NewTool(n.vendor, n.commands)
 	require.NoError(t, err)
-	n.driver, err = driver.Start(n.ctx, driver.Config{
+	cfg := driver.Config{
 		Policy: n.policy, PartitionTool: tool,
 		Vendor: n.vendor, NodeName: nodeName, Inventory: n.inv, CDI: writer,
 		StateDir: n.stateDir, KubeClient: n.client,
 		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },
 		RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName),
 		Metrics: n.metrics,
-	})
+	}
+	if n.configure != nil {
+		n.configure(&cfg)
+	}
+	n.driver, err = driver.Start(n.ctx, cfg)
 	require.NoError(t, err)
 
 	reg := n.dial(filepath.Join(n.regDir, n.driverName+"-reg.sock"))
