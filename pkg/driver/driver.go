@@ -143,8 +143,8 @@ type Driver struct {
 	cdi    *cdi.Writer
 	store  *checkpoint.Store
 	fatal  func(error)
-	// metrics may be nil (records nothing).
-	metrics *metrics.Metrics
+	// metrics: see metrics.go; its Metrics may be nil (records nothing).
+	metrics driverMetrics
 	// rolling: another instance (the other pod of a rolling update) may
 	// write the checkpoint too, so each call re-reads it.
 	rolling bool
@@ -182,7 +182,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		cdi:     cfg.CDI,
 		store:   checkpoint.New(cfg.StateDir, CheckpointFile),
 		fatal:   cfg.OnFatal,
-		metrics: cfg.Metrics,
+		metrics: driverMetrics{Metrics: cfg.Metrics},
 		rolling: cfg.PodUID != "",
 
 		taintEffect:   cfg.UnhealthyTaintEffect,
@@ -239,7 +239,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		helper.Stop()
 		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
 	}
-	d.metrics.Track(d)
+	d.trackMetrics()
 	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
 		"chipModes", d.policy.String(), "preparedClaims", len(d.prepared.Claims))
 	return d, nil

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -14,11 +15,33 @@ import (
 
 var _ metrics.Source = (*Driver)(nil)
 
-// PreparedClaimCount is the number of claims in the checkpoint.
+// driverMetrics are where a driver records its operations, and what a
+// scrape reads of its state without taking d.mu: a prepare stuck on a
+// hanging vendor tool holds d.mu, and /metrics must still answer then.
+type driverMetrics struct {
+	*metrics.Metrics
+	// preparedClaims is len(d.prepared.Claims) as of the end of the last
+	// Prepare or Unprepare call (or the start).
+	preparedClaims atomic.Int64
+}
+
+// trackMetrics makes the driver's state scraped from now on.
+func (d *Driver) trackMetrics() {
+	d.countPrepared()
+	d.metrics.Track(d)
+}
+
+// countPrepared publishes the number of prepared claims to scrapes.
+// Callers hold d.mu (or own d, before it serves).
+func (d *Driver) countPrepared() {
+	d.metrics.preparedClaims.Store(int64(len(d.prepared.Claims)))
+}
+
+// PreparedClaimCount is the number of claims in the checkpoint, as of the
+// end of the last Prepare or Unprepare call; it does not wait for a
+// running one.
 func (d *Driver) PreparedClaimCount() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.prepared.Claims)
+	return int(d.metrics.preparedClaims.Load())
 }
 
 // DevicesByHealth counts the published devices by the health the driver

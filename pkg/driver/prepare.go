@@ -35,6 +35,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	start := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.countPrepared()
 	if err := d.reload(); err != nil {
 		refs := make([]klog.ObjectRef, 0, len(claims))
 		for _, c := range claims {
@@ -399,6 +400,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	start := time.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.countPrepared()
 	if err := d.reload(); err != nil {
 		refs := make([]klog.ObjectRef, 0, len(claims))
 		for _, c := range claims {

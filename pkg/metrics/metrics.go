@@ -59,7 +59,9 @@ const (
 // minute, beyond which a call is hanging.
 var durationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
-// Source is a driver as the metrics read it at each scrape.
+// Source is a driver as the metrics read it at each scrape. Its methods
+// must not wait for a running prepare: a scrape has to answer while one
+// is stuck.
 type Source interface {
 	// Name is the DRA driver name, the driver label.
 	Name() string

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +22,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
@@ -146,6 +149,62 @@ func TestMetricsAndLogsFollowEachClaimPreparedAndUnprepared(t *testing.T) {
 	})
 }
 
+// stuckTool holds the first partition create in the vendor tool until
+// released, as a hanging npu-smi or cnmon would; the rest it passes on.
+type stuckTool struct {
+	next     discovery.CommandRunner
+	once     sync.Once
+	entered  chan struct{}
+	released chan struct{}
+}
+
+func (s *stuckTool) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	if strings.Contains(discovery.CommandLine(name, args...), "--create") {
+		s.once.Do(func() {
+			close(s.entered)
+			<-s.released
+		})
+	}
+	return s.next.Run(ctx, name, args...)
+}
+
+// A scrape must answer while a prepare is stuck (that is when an operator
+// looks), so it does not wait for the driver's lock: the prepared claims
+// are those of the last finished call.
+func TestAScrapeDoesNotWaitForAStuckPrepare(t *testing.T) {
+	n := newNode(t, "mlu370-x8", inventory.VendorCambricon)
+	whole := n.claim("whole", []string{"mlu-0"})
+	n.mustPrepare(whole)
+	tool := &stuckTool{next: n.fake, entered: make(chan struct{}), released: make(chan struct{})}
+	n.runner = tool
+	n.restart()
+
+	part := n.claim("part", []string{"mlu-5-smlu-50p-1"})
+	done := make(chan *drapb.NodePrepareResourcesResponse)
+	go func() {
+		resp, err := n.kubelet.NodePrepareResources(n.ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(part)})
+		if err != nil {
+			t.Errorf("NodePrepareResources: %v", err)
+		}
+		done <- resp
+	}()
+	<-tool.entered
+	of := func(name string) string { return name + `{driver="cambricon.accel-dra.dev"}` }
+	requireSamples(t, n.scrape(), map[string]float64{
+		of("accel_dra_prepared_claims"):                1,
+		of("accel_dra_prepare_duration_seconds_count"): 1,
+	})
+
+	close(tool.released)
+	resp := <-done
+	require.NotNil(t, resp)
+	require.Empty(t, resp.Claims[string(part.UID)].GetError())
+	requireSamples(t, n.scrape(), map[string]float64{
+		of("accel_dra_prepared_claims"):                2,
+		of("accel_dra_prepare_duration_seconds_count"): 2,
+	})
+}
+
 // restartWithoutSlices restarts the plugin after its ResourceSlices were
 // deleted (a node re-created, an administrator cleaning up), so the new
 // one creates them at once.
@@ -211,6 +270,11 @@ func TestSlicesStoredWithoutTheirCountersAreCountedAsDroppedFields(t *testing.T)
 
 	require.Positive(t, dropped.Load())
 	const reason = `accel_dra_resourceslice_publish_errors_total{driver="cambricon.accel-dra.dev",reason="`
+	// The controller reports a slice's dropped fields after its create
+	// returned, so the last report may come after the slices are there.
+	require.Eventually(t, func() bool {
+		return n.scrape()[reason+`dropped_fields"}`] >= float64(dropped.Load())
+	}, 30*time.Second, 20*time.Millisecond, "every slice stored without its counters is reported")
 	requireSamples(t, n.scrape(), map[string]float64{
 		reason + `api"}`:            0,
 		reason + `dropped_fields"}`: float64(dropped.Load()),
