@@ -13,7 +13,7 @@ VERSION ?= $(shell sed -n 's/^appVersion: "\(.*\)"/\1/p' deployments/helm/accel-
 IMAGE ?= ghcr.io/accel-dra/accel-dra:$(VERSION)
 CONTAINER_TOOL ?= docker
 
-.PHONY: all build static test test-e2e lint chart demo demo-cluster demo-cluster-down image clean
+.PHONY: all build static test test-e2e bench lint chart demo demo-cluster demo-cluster-down image clean
 
 all: build
 
@@ -39,6 +39,15 @@ chart:
 
 test: lint chart
 	$(GO) test -count=1 ./...
+
+# Benchmarks (docs/benchmarks.md): prepare latency next to the floor of
+# its file writes, slice publication and allocation over 1000 nodes, the
+# node agent's memory. About 6 minutes on the 2-core machine; not part of
+# make test, which runs each benchmark's setup once, small. Needs root
+# (fake device nodes), like make test.
+BENCH_PKGS := ./test/plugin/ ./test/bench/ ./pkg/resourceslices/ ./pkg/simulate/
+bench:
+	$(GO) test -count=1 -run '^$$' -bench . -benchmem -p 1 -timeout 60m $(BENCH_PKGS)
 
 # Tier 4: a real local cluster (etcd, kube-apiserver, scheduler,
 # controller-manager, a real kubelet with containerd, kwok nodes), built

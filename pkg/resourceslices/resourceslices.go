@@ -33,6 +33,7 @@ package resourceslices
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,8 +74,8 @@ func Device(c inventory.Chip) resourceapi.Device {
 		attrs[names.AttrDriverVersion] = resourceapi.DeviceAttribute{VersionValue: ptr.To(c.DriverVersion)}
 	}
 	if c.PCIBusID != "" {
-		if a, err := deviceattribute.GetPCIBusIDAttribute(c.PCIBusID); err == nil {
-			attrs[a.Name] = a.Value
+		if name, ok := pciBusIDAttribute(c.PCIBusID); ok {
+			attrs[name] = resourceapi.DeviceAttribute{StringValue: ptr.To(c.PCIBusID)}
 		}
 	}
 	if c.PCIeRoot != "" {
@@ -94,6 +95,26 @@ func Device(c inventory.Chip) resourceapi.Device {
 	}
 	d.Taints = Taints(c, "")
 	return d
+}
+
+// pciBusIDs memoizes deviceattribute.GetPCIBusIDAttribute by bus ID: it
+// compiles its format regexp on every call, which was a third of the CPU
+// of building a chip's device (docs/benchmarks.md). Bus IDs are few: a
+// node's chips, or the profiles of a simulated cluster.
+var pciBusIDs sync.Map // bus ID -> resourceapi.QualifiedName, "" if invalid
+
+// pciBusIDAttribute is the name of the standard PCI bus ID attribute if
+// busID is a valid one.
+func pciBusIDAttribute(busID string) (resourceapi.QualifiedName, bool) {
+	if name, ok := pciBusIDs.Load(busID); ok {
+		return name.(resourceapi.QualifiedName), name != resourceapi.QualifiedName("")
+	}
+	var name resourceapi.QualifiedName
+	if a, err := deviceattribute.GetPCIBusIDAttribute(busID); err == nil {
+		name = a.Name
+	}
+	pciBusIDs.Store(busID, name)
+	return name, name != ""
 }
 
 // Options say how the chips of a node are published.
