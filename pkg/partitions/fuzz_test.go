@@ -18,12 +18,8 @@ import (
 )
 
 func FuzzParseVNPUInfo(f *testing.F) {
-	discoverytest.AddFileSeeds(f, "testdata/ascend/info-vnpu_*.txt",
-		"",
-		"Total number of vnpu: 1\n| Vnpu ID | Vgroup ID | Container ID | Status | Template Name |\n| -1 | 0 | 0 | 0 | vir02 |\n",
-		"Total number of vnpu: 2\n| Vnpu ID | Vgroup ID | Container ID | Status | Template Name |\n| 100 | 0 | 0 | 0 | vir02 |\n| 100 | 0 | 0 | 0 | vir04 |\n",
-	)
-	discoverytest.FuzzParser(f, "npu-smi info -t info-vnpu -i 0 -c 0", ParseVNPUInfo, func(t *testing.T, vnpus []VNPU) {
+	discoverytest.AddFileSeeds(f, "testdata/ascend/info-vnpu_*.txt", "", "Total number of vnpu: 0", "Total number of vnpu: x")
+	discoverytest.FuzzParser(f, "npu-smi info -t info-vnpu -i 0 -c 0", ParseVNPUInfo, func(t *testing.T, _ []byte, vnpus []VNPU) {
 		seen := map[int]bool{}
 		for _, v := range vnpus {
 			require.GreaterOrEqual(t, v.ID, 0)
@@ -49,12 +45,8 @@ func FuzzParseSetResult(f *testing.F) {
 }
 
 func FuzzParseSMLUList(f *testing.F) {
-	discoverytest.AddFileSeeds(f, "testdata/cambricon/smlu_list_*.txt",
-		"",
-		"Total sMLU instances: 1\nInstance ID Profile ID Profile Name UUID Device Node\n-1 -1 x y /dev/z\n",
-		"Total sMLU instances: 2\nInstance ID Profile ID Profile Name UUID Device Node\n1 1 x y /dev/z\n1 1 x y /dev/z\n",
-	)
-	discoverytest.FuzzParser(f, "cnmon smlu -c 0 --list", ParseSMLUList, func(t *testing.T, smlus []SMLU) {
+	discoverytest.AddFileSeeds(f, "testdata/cambricon/smlu_list_*.txt", "", "Total sMLU instances: 0", "Total sMLU instances: -1")
+	discoverytest.FuzzParser(f, "cnmon smlu -c 0 --list", ParseSMLUList, func(t *testing.T, _ []byte, smlus []SMLU) {
 		seen := map[int]bool{}
 		for _, s := range smlus {
 			require.GreaterOrEqual(t, s.InstanceID, 0)
@@ -67,7 +59,7 @@ func FuzzParseSMLUList(f *testing.F) {
 }
 
 func FuzzParseSMLUCreateAndDestroy(f *testing.F) {
-	discoverytest.AddFileSeeds(f, "testdata/cambricon/smlu_*_ok.txt", "", "Create sMLU instance 99999999999999999999 success", "destroy smlu instance 0 success")
+	discoverytest.AddFileSeeds(f, "testdata/cambricon/smlu_*_ok.txt", "", "destroy smlu instance 0 success")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, p := range []struct {
 			source string

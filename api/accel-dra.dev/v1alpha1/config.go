@@ -111,10 +111,19 @@ func (c *AscendConfig) EnvVars() map[string]string { return c.Env }
 func (c *CambriconConfig) EnvVars() map[string]string { return c.Env }
 
 // Default implements DeviceConfig: sharing.strategy defaults to Shared.
-func (c *AscendConfig) Default() { c.Sharing = defaultSharing(c.Sharing) }
+func (c *AscendConfig) Default() { c.Env, c.Sharing = defaultEnv(c.Env), defaultSharing(c.Sharing) }
 
 // Default implements DeviceConfig: sharing.strategy defaults to Shared.
-func (c *CambriconConfig) Default() { c.Sharing = defaultSharing(c.Sharing) }
+func (c *CambriconConfig) Default() { c.Env, c.Sharing = defaultEnv(c.Env), defaultSharing(c.Sharing) }
+
+// defaultEnv makes "env: {}" the same as no env, so a decoded config
+// encodes (env is omitempty) and decodes to itself.
+func defaultEnv(env map[string]string) map[string]string {
+	if len(env) == 0 {
+		return nil
+	}
+	return env
+}
 
 // SharingStrategy implements DeviceConfig.
 func (c *AscendConfig) SharingStrategy() SharingStrategy { return strategyOf(c.Sharing) }

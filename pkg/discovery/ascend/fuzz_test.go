@@ -8,6 +8,7 @@ package ascend
 //	go test -run x -fuzz FuzzParseInfo -fuzztime 60s -parallel 1 ./pkg/discovery/ascend
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -22,11 +23,10 @@ import (
 func FuzzParseInfo(f *testing.F) {
 	discoverytest.AddFileSeeds(f, "testdata/*/npu-smi/npu-smi_info.txt",
 		"",
-		"| NPU Name | Health | Power |\n| Chip | Bus-Id | AICore(%) Memory-Usage(MB) HBM-Usage(MB) |\n+==+\n| 0 910B3 | OK | 1 |\n| 0 | NA | 0 1 / 9223372036854775807 0 / 0 |\n",
 		"| NPU Name | Health | Power |\n| Chip Phy-ID | Bus-Id | AICore(%) Memory-Usage(MB) |\n+==+\n| 0 910B3 | ok | 1 |\n| 0 0 | 0000:c1:00.0 | 0 1/2 |\n+==+\n| 0 910B3 | OK | 1 |\n| 0 1 | 0000:c1:00.0 | 0 1/2 |\n",
 		"| NPU Name | Health | Power |\n| Chip | Bus-Id | AICore(%) Memory-Usage(MB) |\n+==+\n| 0 910B3 | OK | 1 |\n",
 	)
-	discoverytest.FuzzParser(f, "npu-smi info", ParseInfo, func(t *testing.T, chips []ChipInfo) {
+	discoverytest.FuzzParser(f, "npu-smi info", ParseInfo, func(t *testing.T, _ []byte, chips []ChipInfo) {
 		require.NotEmpty(t, chips)
 		seen := map[[2]int]bool{}
 		for _, c := range chips {
@@ -57,7 +57,7 @@ func FuzzParseMapping(f *testing.F) {
 		"NPU ID Chip ID Chip Logic ID Chip Phy-ID Chip Name\n0 0 0 0 Ascend 910\n0 1 1 1 Ascend 910\n",
 		"NPU ID Chip ID Chip Logic ID Chip Name\n0 0 0 Ascend 910B3\n1 0 0 Ascend 910B3\n",
 	)
-	discoverytest.FuzzParser(f, "npu-smi info -m", ParseMapping, func(t *testing.T, rows []ChipMapping) {
+	discoverytest.FuzzParser(f, "npu-smi info -m", ParseMapping, func(t *testing.T, _ []byte, rows []ChipMapping) {
 		require.NotEmpty(t, rows)
 		chips, logic := map[[2]int]bool{}, map[int]bool{}
 		for _, m := range rows {
@@ -80,7 +80,7 @@ func FuzzParseTopo(f *testing.F) {
 		"Phy-ID12 Phy-ID13 CPU Affinity\nPhy-ID12 X SIO NA\nPhy-ID13 SIO X\n",
 		"NPU0 NPU99999999999999999999\nNPU0 X HCCS\n",
 	)
-	discoverytest.FuzzParser(f, "npu-smi info -t topo", ParseTopo, func(t *testing.T, topo Topology) {
+	discoverytest.FuzzParser(f, "npu-smi info -t topo", ParseTopo, func(t *testing.T, data []byte, topo Topology) {
 		if !topo.Supported {
 			require.Empty(t, topo.IDs)
 			return
@@ -93,6 +93,11 @@ func FuzzParseTopo(f *testing.F) {
 				require.Less(t, topo.IDs[i-1], id, "ids sorted and unique")
 			}
 			require.Len(t, topo.Codes[id], len(topo.IDs), "row %d is complete", id)
+			label := "NPU"
+			if topo.ByPhysicalID {
+				label = "Phy-ID"
+			}
+			require.Contains(t, string(data), fmt.Sprintf("%s%d", label, id), "ids are the labels' numbers")
 			for _, other := range topo.IDs {
 				code := topo.Codes[id][other]
 				require.True(t, topoCodes[code], "code %q", code)
@@ -104,7 +109,7 @@ func FuzzParseTopo(f *testing.F) {
 
 func FuzzParseVersionInfo(f *testing.F) {
 	discoverytest.AddFileSeeds(f, "testdata/*/root"+VersionInfoPath, "", "Version=24.1.rc2.2\n", "Version=23.0.3.1", "Version=23.0.3\nVersion=23.0.3\n", "Version=v\n", "x")
-	discoverytest.FuzzParser(f, "/usr/local/Ascend/driver/version.info", ParseVersionInfo, func(t *testing.T, v string) {
+	discoverytest.FuzzParser(f, "/usr/local/Ascend/driver/version.info", ParseVersionInfo, func(t *testing.T, _ []byte, v string) {
 		requireSemver(t, v)
 	})
 }

@@ -218,16 +218,16 @@ func RequireInventoryInvariants(t testing.TB, inv inventory.Inventory) {
 
 // FuzzParser fuzzes a parser of tool output or a file: every input it
 // rejects must give a ParseError naming source (RequireParseErrorOf), and
-// what it accepts is handed to check, which asserts the parser's
-// invariants.
-func FuzzParser[T any](f *testing.F, source string, parse func(source string, data []byte) (T, error), check func(t *testing.T, parsed T)) {
+// what it accepts is handed to check with the input, which asserts the
+// parser's invariants.
+func FuzzParser[T any](f *testing.F, source string, parse func(source string, data []byte) (T, error), check func(t *testing.T, data []byte, parsed T)) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parsed, err := parse(source, data)
 		if err != nil {
 			RequireParseErrorOf(t, err, source, data)
 			return
 		}
-		check(t, parsed)
+		check(t, data, parsed)
 	})
 }
 
