@@ -405,7 +405,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		}
 		delete(d.prepared.Claims, c.UID)
 		if err := d.store.Save(d.prepared); err != nil {
-			d.prepared.Claims[c.UID] = prev
+			d.prepared.Claims[c.UID] = withoutPartitions(prev) // they are destroyed: a retry must not destroy their reused ids
 			out[c.UID] = fmt.Errorf("claim %s (%s): saving checkpoint: %w", c.NamespacedName, c.UID, err)
 			continue
 		}
