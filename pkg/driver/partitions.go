@@ -78,6 +78,17 @@ func decodeAnnotations(a map[string]string, e *checkpoint.Device) error {
 	return nil
 }
 
+// withoutPartitions is c with its partitions forgotten, once destroyed.
+func withoutPartitions(c checkpoint.Claim) checkpoint.Claim {
+	devs := make([]checkpoint.Device, len(c.Devices))
+	for i, d := range c.Devices {
+		d.Partition = nil
+		devs[i] = d
+	}
+	c.Devices = devs
+	return c
+}
+
 // holder is a claim that has a device prepared.
 type holder struct {
 	uid   types.UID
@@ -187,24 +198,35 @@ func (d *Driver) checkShare(u usage, device string, c inventory.Chip, memory int
 	return nil
 }
 
-// reconcilePartitions destroys the partitions on the Partitioned chips
-// that the checkpoint does not list: left by a crash after the vendor tool
-// made them and before the checkpoint recorded them (the kubelet got no
-// answer and retries, making a new one). Errors are logged: a chip whose
-// partitions cannot be listed still serves everything else.
+// reconcilePartitions makes the partitions on the Partitioned chips agree
+// with the checkpoint:
+//
+//   - it destroys those the checkpoint does not list: left by a crash
+//     after the vendor tool made them and before the checkpoint recorded
+//     them (the kubelet got no answer and retries, making a new one);
+//   - it forgets those the checkpoint lists that no longer exist: left by
+//     a crash of unprepare after destroying them and before saving the
+//     checkpoint. The tool reuses ids, so a record kept would make the
+//     kubelet's retry of that unprepare destroy another claim's partition.
+//
+// Errors are logged: a chip whose partitions cannot be listed still serves
+// everything else.
 func (d *Driver) reconcilePartitions(ctx context.Context) {
 	if d.tool == nil {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	known := map[[2]int]bool{}
+	// known maps chip and id to the recorded template.
+	known := map[[2]int]string{}
 	for _, c := range d.prepared.Claims {
 		for _, dev := range c.Devices {
 			if dev.Partition != nil {
-				known[[2]int{dev.Partition.Chip, dev.Partition.ID}] = true
+				known[[2]int{dev.Partition.Chip, dev.Partition.ID}] = dev.Partition.Template
 			}
 		}
 	}
+	exists := map[[2]int]string{}
+	listed := map[int]bool{}
 	for _, c := range d.inv.Chips {
 		if d.policy.ModeOf(c) != partitions.ModePartitioned {
 			continue
@@ -214,8 +236,11 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 			logger.Error(err, "Cannot list the partitions of a chip; orphaned partitions there are not removed", "chip", partitions.ChipDeviceName(c))
 			continue
 		}
+		listed[c.Index] = true
 		for _, inst := range list {
-			if known[[2]int{inst.Chip, inst.ID}] {
+			key := [2]int{inst.Chip, inst.ID}
+			if t, ok := known[key]; ok && t == inst.Template {
+				exists[key] = inst.Template
 				continue
 			}
 			if err := d.tool.Destroy(ctx, c, inst); err != nil {
@@ -224,6 +249,27 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 			}
 			logger.Info("Removed a partition the checkpoint does not list (left by a crash before it was recorded)",
 				"chip", partitions.ChipDeviceName(c), "type", inst.Type, "template", inst.Template, "id", inst.ID, "deviceNode", inst.DeviceNode)
+		}
+	}
+	forgot := false
+	for uid, c := range d.prepared.Claims {
+		for i, dev := range c.Devices {
+			p := dev.Partition
+			if p == nil || !listed[p.Chip] {
+				continue
+			}
+			if t, ok := exists[[2]int{p.Chip, p.ID}]; ok && t == p.Template {
+				continue
+			}
+			logger.Info("Forgetting a recorded partition that no longer exists (destroyed by an unprepare that crashed before saving the checkpoint)",
+				"claimUID", uid, "device", dev.Device, "partition", fromCheckpoint(p).String())
+			c.Devices[i].Partition = nil
+			forgot = true
+		}
+	}
+	if forgot {
+		if err := d.store.Save(d.prepared); err != nil {
+			logger.Error(err, "Saving the checkpoint without the partitions that no longer exist; the next save writes it")
 		}
 	}
 }

@@ -444,7 +444,7 @@ func (d *Driver) unprepare(ctx context.Context, c kubeletplugin.NamespacedObject
 	}
 	delete(d.prepared.Claims, c.UID)
 	if err := d.store.Save(d.prepared); err != nil {
-		d.prepared.Claims[c.UID] = prev
+		d.prepared.Claims[c.UID] = withoutPartitions(prev) // they are destroyed: a retry must not destroy their reused ids
 		return nil, fmt.Errorf("claim %s (%s): saving checkpoint: %w", c.NamespacedName, c.UID, err)
 	}
 	devices := make([]string, 0, len(prev.Devices))

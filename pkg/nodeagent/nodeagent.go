@@ -111,6 +111,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 
+	// stopped is the caller's context (SIGTERM in the binary, whose cause
+	// is the signal): its end is a clean stop, a driver's fatal error not.
+	stopped := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	health := &probes{want: len(vendors), metrics: metrics.New()}
@@ -156,8 +159,8 @@ func Run(ctx context.Context, o Options) error {
 			HealthCheckTimeout:   chiphealth.CheckTimeout(o.HealthInterval),
 		})
 		if err != nil {
-			if ctx.Err() != nil && context.Cause(ctx) == context.Canceled {
-				logger.Info("Stopped while starting", "driver", name)
+			if stopped.Err() != nil {
+				logger.Info("Stopped while starting", "driver", name, "reason", context.Cause(stopped))
 				return nil
 			}
 			return err
@@ -178,10 +181,10 @@ func Run(ctx context.Context, o Options) error {
 	<-ctx.Done()
 	// The monitor must not update a driver that is being stopped.
 	<-monitorDone
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
+	if stopped.Err() == nil {
+		return context.Cause(ctx)
 	}
-	logger.Info("Shutting down")
+	logger.Info("Shutting down", "reason", context.Cause(stopped))
 	return nil
 }
 

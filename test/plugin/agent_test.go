@@ -1,0 +1,365 @@
+package plugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/driver"
+	"github.com/accel-dra/accel-dra/pkg/failpoint"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+)
+
+// agentEnv, set to a JSON agentConfig, makes the test binary the node
+// agent (TestMain runs childAgent instead of the tests): the crash and
+// soak tests need a process they can SIGKILL.
+const agentEnv = "ACCEL_DRA_TEST_AGENT"
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(agentEnv); cfg != "" {
+		os.Exit(childAgent(cfg))
+	}
+	os.Exit(m.Run())
+}
+
+// agentConfig is what the parent tells the child agent.
+type agentConfig struct {
+	Profile, ChipModes                              string
+	Root, RegistrarDir, PluginDir, CDIDir, StateDir string
+	// ClaimsDir holds the ResourceClaims the fake API server serves, one
+	// JSON file each (claimFile), read at every get so the parent can add
+	// claims while the child runs.
+	ClaimsDir string
+}
+
+func claimFile(dir, namespace, name string) string {
+	return filepath.Join(dir, namespace+"_"+name+".json")
+}
+
+// childAgent runs nodeagent.Run, as the binary does, on a simulated node
+// with fake devices against a fake API server, until SIGTERM.
+func childAgent(raw string) int {
+	var cfg agentConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "child agent:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
+	client.PrependReactor("get", "resourceclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		get := action.(k8stesting.GetAction)
+		data, err := os.ReadFile(claimFile(cfg.ClaimsDir, get.GetNamespace(), get.GetName()))
+		if errors.Is(err, os.ErrNotExist) {
+			return true, nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), get.GetName())
+		}
+		if err != nil {
+			return true, nil, err
+		}
+		c := &resourceapi.ResourceClaim{}
+		return true, c, json.Unmarshal(data, c)
+	})
+	err := nodeagent.Run(klog.NewContext(ctx, klog.Background()), nodeagent.Options{
+		Discovery:    source.Options{Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
+		FakeDevices:  true,
+		ChipModes:    cfg.ChipModes,
+		RegistrarDir: cfg.RegistrarDir,
+		PluginDir:    cfg.PluginDir,
+		CDIDir:       cfg.CDIDir,
+		StateDir:     cfg.StateDir,
+		KubeClient:   client,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child agent:", err)
+		return 1
+	}
+	return 0
+}
+
+// agent is a node agent in a child process and the kubelet's side of it:
+// the directories it keeps its state in survive its restarts.
+type agent struct {
+	t       *testing.T
+	cfg     agentConfig
+	vendors []inventory.Vendor
+	log     *os.File // the child's stderr, shown when the test fails
+	starts  int
+
+	cmd     *exec.Cmd
+	exited  chan error
+	conns   []*grpc.ClientConn
+	kubelet map[string]drapb.DRAPluginClient // by driver name
+}
+
+// newAgent prepares the directories of a simulated node of profile; start
+// runs the agent.
+func newAgent(t *testing.T, profileName, chipModes string) *agent {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the plugin tests fake device nodes with mknod and must run as root")
+	}
+	p, err := profile.Load(profileName)
+	require.NoError(t, err)
+	inv, err := simulated.New(nodeName, p).Discover(context.Background())
+	require.NoError(t, err)
+	sockets, err := os.MkdirTemp("", "adra-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(sockets) })
+	dir := t.TempDir()
+	a := &agent{t: t, vendors: inv.Vendors(), cfg: agentConfig{
+		Profile: profileName, ChipModes: chipModes,
+		Root: filepath.Join(dir, "root"), CDIDir: filepath.Join(dir, "cdi"), StateDir: filepath.Join(dir, "state"),
+		ClaimsDir: filepath.Join(dir, "claims"), RegistrarDir: filepath.Join(sockets, "reg"), PluginDir: filepath.Join(sockets, "plugins"),
+	}}
+	require.NoError(t, os.MkdirAll(a.cfg.ClaimsDir, 0o755))
+	a.log, err = os.Create(filepath.Join(dir, "agent.log"))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		a.kill()
+		if t.Failed() {
+			out, _ := os.ReadFile(a.log.Name())
+			t.Logf("agent log:\n%s", out)
+		}
+		a.log.Close()
+	})
+	return a
+}
+
+// start runs the agent with these failpoints armed (failpoint.EnvVar
+// syntax, "" for none) and registers its drivers as the kubelet does.
+func (a *agent) start(failpoints string) {
+	t := a.t
+	t.Helper()
+	require.Nil(t, a.cmd, "the agent is already running")
+	// A killed agent leaves its sockets; the kubelet would find them too,
+	// but connecting to a dead one only slows the test down.
+	require.NoError(t, os.RemoveAll(a.cfg.RegistrarDir))
+	require.NoError(t, os.RemoveAll(a.cfg.PluginDir))
+	raw, err := json.Marshal(a.cfg)
+	require.NoError(t, err)
+	a.starts++
+	fmt.Fprintf(a.log, "=== start %d, failpoints %q\n", a.starts, failpoints)
+	a.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	a.cmd.Env = append(os.Environ(), agentEnv+"="+string(raw), failpoint.EnvVar+"="+failpoints)
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	require.NoError(t, a.cmd.Start())
+	a.exited = make(chan error, 1)
+	go func(cmd *exec.Cmd, exited chan<- error) { exited <- cmd.Wait() }(a.cmd, a.exited)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a.kubelet = map[string]drapb.DRAPluginClient{}
+	for _, v := range a.vendors {
+		name := names.DriverFor(v)
+		reg := a.dial(filepath.Join(a.cfg.RegistrarDir, name+"-reg.sock"))
+		info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true))
+		require.NoError(t, err, "%s registers", name)
+		_, err = registerapi.NewRegistrationClient(reg).NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
+		require.NoError(t, err)
+		a.kubelet[name] = drapb.NewDRAPluginClient(a.dial(info.Endpoint))
+	}
+}
+
+// dial connects to a unix socket, retrying fast until it is served.
+func (a *agent) dial(path string) *grpc.ClientConn {
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.5, MaxDelay: 200 * time.Millisecond}}))
+	require.NoError(a.t, err)
+	a.conns = append(a.conns, conn)
+	return conn
+}
+
+func (a *agent) closeConns() {
+	for _, c := range a.conns {
+		c.Close()
+	}
+	a.conns, a.kubelet = nil, nil
+}
+
+// wait waits for the agent process to end and returns how.
+func (a *agent) wait() error {
+	a.t.Helper()
+	require.NotNil(a.t, a.cmd, "the agent is not running")
+	defer func() { a.cmd = nil; a.closeConns() }()
+	select {
+	case err := <-a.exited:
+		return err
+	case <-time.After(2 * time.Minute):
+		_ = a.cmd.Process.Kill()
+		a.t.Fatal("the agent did not exit")
+		return nil
+	}
+}
+
+// waitKilled asserts the agent ended by SIGKILL (a failpoint).
+func (a *agent) waitKilled() {
+	a.t.Helper()
+	err := a.wait()
+	var exit *exec.ExitError
+	require.ErrorAs(a.t, err, &exit, "the agent must die at the failpoint")
+	ws := exit.Sys().(syscall.WaitStatus)
+	require.True(a.t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the agent must die by SIGKILL, not %v", err)
+}
+
+// stop ends the agent with SIGTERM, as the kubelet does, and asserts a
+// clean exit.
+func (a *agent) stop() {
+	a.t.Helper()
+	require.NoError(a.t, a.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(a.t, a.wait(), "SIGTERM stops the agent cleanly")
+}
+
+// kill ends a running agent, if any, for cleanup.
+func (a *agent) kill() {
+	if a.cmd != nil {
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+		a.cmd = nil
+	}
+	a.closeConns()
+}
+
+// addClaim makes a claim known to the child's fake API server.
+func (a *agent) addClaim(c *resourceapi.ResourceClaim) {
+	a.t.Helper()
+	raw, err := json.Marshal(c)
+	require.NoError(a.t, err)
+	require.NoError(a.t, os.WriteFile(claimFile(a.cfg.ClaimsDir, c.Namespace, c.Name), raw, 0o644))
+}
+
+// prepare calls NodePrepareResources of one driver; an error is the
+// call's (the agent died), per-claim errors are in the responses.
+func (a *agent) prepare(driverName string, claims ...*resourceapi.ResourceClaim) (map[string]*drapb.NodePrepareResourceResponse, error) {
+	resp, err := a.kubelet[driverName].NodePrepareResources(context.Background(), &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claims...)})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Claims, nil
+}
+
+// unprepare calls NodeUnprepareResources of one driver, like prepare.
+func (a *agent) unprepare(driverName string, claims ...*resourceapi.ResourceClaim) (map[string]*drapb.NodeUnprepareResourceResponse, error) {
+	resp, err := a.kubelet[driverName].NodeUnprepareResources(context.Background(), &drapb.NodeUnprepareResourcesRequest{Claims: pbClaims(claims...)})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Claims, nil
+}
+
+// nodeState is what the agent left on the node for one driver.
+type nodeState struct {
+	// checkpoint lists the prepared claims and their devices.
+	checkpoint checkpoint.Data
+	// specs are the claims with a CDI spec of the driver's vendor.
+	specs []types.UID
+	// partitions are those on the chips, in the fake tool's state.
+	partitions []partitions.Instance
+}
+
+func (a *agent) state(v inventory.Vendor) nodeState {
+	a.t.Helper()
+	dir := filepath.Join(a.cfg.StateDir, names.DriverFor(v))
+	data, err := checkpoint.New(dir, driver.CheckpointFile).Load()
+	require.NoError(a.t, err)
+	fake := &partitions.Fake{StatePath: filepath.Join(dir, partitions.FakeStateFile)}
+	insts, err := fake.Instances()
+	require.NoError(a.t, err)
+	w, err := cdi.NewWriter(cdi.Config{SpecDir: a.cfg.CDIDir})
+	require.NoError(a.t, err)
+	specs, err := w.ClaimUIDs(v)
+	require.NoError(a.t, err)
+	return nodeState{checkpoint: data, specs: specs, partitions: insts}
+}
+
+// requireConsistent asserts that the driver of v left nothing without an
+// owner: the checkpoint lists exactly want, no other claim has a CDI spec,
+// and every partition on the chips is one the checkpoint records.
+func (a *agent) requireConsistent(v inventory.Vendor, want []types.UID, msgAndArgs ...any) nodeState {
+	a.t.Helper()
+	st := a.state(v)
+	got := make([]types.UID, 0, len(st.checkpoint.Claims))
+	owned := map[[2]int]types.UID{}
+	for uid, c := range st.checkpoint.Claims {
+		got = append(got, uid)
+		for _, d := range c.Devices {
+			if d.Partition != nil {
+				owned[[2]int{d.Partition.Chip, d.Partition.ID}] = uid
+			}
+		}
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+	want = append([]types.UID{}, want...)
+	sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
+	msg := fmt.Sprint(msgAndArgs...)
+	require.Equal(a.t, want, got, "%s: the checkpoint; %s", v, msg)
+	for _, uid := range st.specs {
+		require.Contains(a.t, want, uid, "%s: a CDI spec without a prepared claim; %s", v, msg)
+	}
+	for _, p := range st.partitions {
+		_, ok := owned[[2]int{p.Chip, p.ID}]
+		require.True(a.t, ok, "%s: partition %s has no owner in the checkpoint; %s", v, p, msg)
+	}
+	return st
+}
+
+// cdiKind is the CDI kind of a vendor's specs.
+func cdiKind(v inventory.Vendor) string {
+	if v == inventory.VendorCambricon {
+		return names.CambriconCDIKind
+	}
+	return names.AscendCDIKind
+}
+
+// cdiIDs is the CDI device IDs contract: one ID per device, named after
+// the claim UID and the device, in the vendor's kind.
+func cdiIDs(v inventory.Vendor, uid types.UID, devices ...string) []string {
+	out := make([]string, 0, len(devices))
+	for _, d := range devices {
+		out = append(out, cdiKind(v)+"="+string(uid)+"-"+d)
+	}
+	return out
+}
+
+// cdiFiles lists every file in the CDI directory.
+func (a *agent) cdiFiles() []string {
+	a.t.Helper()
+	entries, err := os.ReadDir(a.cfg.CDIDir)
+	require.NoError(a.t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
