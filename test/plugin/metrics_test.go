@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -27,7 +26,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 )
 
 // samples parses the Prometheus text exposition: each sample's value by
@@ -289,12 +287,7 @@ func TestTheNodeAgentServesItsMetricsBesideItsProbes(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o, _ := simulatedAgent(t, "mixed-910b-mlu370")
-	o.HealthAddr = "127.0.0.1:0"
-	healthAddr := make(chan net.Addr, 1)
-	o.OnHealthServing = func(a net.Addr) { healthAddr <- a }
-	done := make(chan error)
-	go func() { done <- nodeagent.Run(ctx, o) }()
-	addr := <-healthAddr
+	addr, done := runWithProbes(ctx, t, o)
 
 	scrape := func() map[string]float64 {
 		resp, err := http.Get("http://" + addr.String() + "/metrics")

@@ -51,6 +51,24 @@ func simulatedAgent(t *testing.T, profile string) (nodeagent.Options, *fake.Clie
 	}, client
 }
 
+// runWithProbes runs the node agent with its probe server on a free port
+// and returns the server's address, once it listens, and the agent's result.
+func runWithProbes(ctx context.Context, t *testing.T, o nodeagent.Options) (net.Addr, <-chan error) {
+	t.Helper()
+	o.HealthAddr = "127.0.0.1:0"
+	healthAddr := make(chan net.Addr, 1)
+	o.OnHealthServing = func(a net.Addr) { healthAddr <- a }
+	done := make(chan error, 1)
+	go func() { done <- nodeagent.Run(ctx, o) }()
+	select {
+	case addr := <-healthAddr:
+		return addr, done
+	case err := <-done:
+		t.Fatalf("node agent stopped before serving its probes: %v", err)
+		return nil, nil
+	}
+}
+
 // TestTheNodeAgentServesBothVendorsOfAMixedNode runs the node agent as the
 // binary does on the mixed profile with fake devices: both drivers
 // register, one claim with an Ascend and a Cambricon device is prepared by
@@ -60,11 +78,7 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o, client := simulatedAgent(t, "mixed-910b-mlu370")
-	o.HealthAddr = "127.0.0.1:0"
-	healthAddr := make(chan net.Addr, 1)
-	o.OnHealthServing = func(a net.Addr) { healthAddr <- a }
-	done := make(chan error)
-	go func() { done <- nodeagent.Run(ctx, o) }()
+	addr, done := runWithProbes(ctx, t, o)
 
 	claim := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ascend-plus-mlu", UID: "uid-mixed"},
@@ -89,7 +103,6 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 		return len(drivers) == 2
 	}, 30*time.Second, 20*time.Millisecond, "both drivers publish their slices")
 
-	addr := <-healthAddr
 	probe := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr.String() + path)
 		require.NoError(t, err)
