@@ -243,18 +243,7 @@ func (a *AscendTool) Create(ctx context.Context, c inventory.Chip, t Template) (
 		return Instance{}, err
 	}
 	// create-vnpu does not say what it made: confirm the id and template.
-	after, err := a.List(ctx, c)
-	if err != nil {
-		return Instance{}, fmt.Errorf("checking the new vNPU %d on chip %d: %w", id, c.Index, err)
-	}
-	e, ok := find(after, id)
-	if !ok {
-		return Instance{}, fmt.Errorf("npu-smi reported vNPU %d on chip %d created, but does not list it", id, c.Index)
-	}
-	if e.Template != t.Name {
-		return Instance{}, fmt.Errorf("created vNPU %d on chip %d with template %s, but npu-smi lists it as %s", id, c.Index, t.Name, e.Template)
-	}
-	return e, nil
+	return confirmCreated(ctx, a, c, id, t.Name, created{tool: NpuSmi, kind: "vNPU", template: "template"})
 }
 
 // Destroy implements Tool.

@@ -181,18 +181,7 @@ func (t *CambriconTool) Create(ctx context.Context, c inventory.Chip, tmpl Templ
 	if err != nil {
 		return Instance{}, err
 	}
-	after, err := t.List(ctx, c)
-	if err != nil {
-		return Instance{}, fmt.Errorf("checking the new sMLU instance %d on chip %d: %w", id, c.Index, err)
-	}
-	e, ok := find(after, id)
-	if !ok {
-		return Instance{}, fmt.Errorf("cnmon reported sMLU instance %d on chip %d created, but does not list it", id, c.Index)
-	}
-	if e.Template != tmpl.Name {
-		return Instance{}, fmt.Errorf("created sMLU instance %d on chip %d with profile %s, but cnmon lists it as %s", id, c.Index, tmpl.Name, e.Template)
-	}
-	return e, nil
+	return confirmCreated(ctx, t, c, id, tmpl.Name, created{tool: Cnmon, kind: "sMLU instance", template: "profile"})
 }
 
 // Destroy implements Tool.

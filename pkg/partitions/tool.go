@@ -126,3 +126,26 @@ func find(insts []Instance, id int) (Instance, bool) {
 	}
 	return Instance{}, false
 }
+
+// created names a tool's partition kind in confirmCreated's errors.
+type created struct {
+	tool, kind, template string
+}
+
+// confirmCreated lists the chip's partitions after the tool reported
+// partition id created, and returns it if it exists with the template
+// asked for.
+func confirmCreated(ctx context.Context, tool Tool, c inventory.Chip, id int, template string, w created) (Instance, error) {
+	after, err := tool.List(ctx, c)
+	if err != nil {
+		return Instance{}, fmt.Errorf("checking the new %s %d on chip %d: %w", w.kind, id, c.Index, err)
+	}
+	e, ok := find(after, id)
+	if !ok {
+		return Instance{}, fmt.Errorf("%s reported %s %d on chip %d created, but does not list it", w.tool, w.kind, id, c.Index)
+	}
+	if e.Template != template {
+		return Instance{}, fmt.Errorf("created %s %d on chip %d with %s %s, but %s lists it as %s", w.kind, id, c.Index, w.template, template, w.tool, e.Template)
+	}
+	return e, nil
+}
