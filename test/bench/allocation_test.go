@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,15 +40,23 @@ type cluster struct {
 	slices []*resourceapi.ResourceSlice
 }
 
+// clusters are the three sides of the allocation ratio, on the same nodes
+// with the same devices (the devices the chip modes publish, partitions
+// included):
+//   - ours: our real slices;
+//   - shared: the same devices with only the DESIGN.md shared keys
+//     (accel-dra.dev/*) and capacities, no vendor extras, no counters,
+//     what the fixed contract alone costs;
+//   - baseline: the same devices carrying only a model attribute.
+type clusters struct{ ours, shared, baseline cluster }
+
 // buildCluster publishes nodes nodes with our real slices in chip modes
-// modes (partitions.ParsePolicy syntax) and, for the same nodes, the
-// baseline: every chip as a device with only its model attribute.
-func buildCluster(tb testing.TB, nodes int, modes string) (ours, baseline cluster) {
+// modes (partitions.ParsePolicy syntax) and derives the other two sides.
+func buildCluster(tb testing.TB, nodes int, modes string) clusters {
 	tb.Helper()
 	policy, err := partitions.ParsePolicy(modes)
 	require.NoError(tb, err)
-	whole, err := partitions.ParsePolicy(string(partitions.ModeWhole))
-	require.NoError(tb, err)
+	var c clusters
 	for i := range nodes {
 		p, err := profile.Load(nodeProfiles[i%len(nodeProfiles)])
 		require.NoError(tb, err)
@@ -54,19 +64,52 @@ func buildCluster(tb testing.TB, nodes int, modes string) (ours, baseline cluste
 		inv, err := simulated.New(name, p).Discover(context.Background())
 		require.NoError(tb, err)
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
-		ours.nodes = append(ours.nodes, node)
-		baseline.nodes = append(baseline.nodes, node)
-		ours.slices = append(ours.slices, resourceslices.SlicesFor(name, inv, resourceslices.Options{Policy: policy})...)
-		for _, s := range resourceslices.SlicesFor(name, inv, resourceslices.Options{Policy: whole}) {
-			for j, d := range s.Spec.Devices {
-				s.Spec.Devices[j] = resourceapi.Device{Name: d.Name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
-					names.AttrModel: d.Attributes[names.AttrModel],
-				}}
-			}
-			baseline.slices = append(baseline.slices, s)
-		}
+		c.ours.nodes = append(c.ours.nodes, node)
+		c.shared.nodes = append(c.shared.nodes, node)
+		c.baseline.nodes = append(c.baseline.nodes, node)
+		slices := resourceslices.SlicesFor(name, inv, resourceslices.Options{Policy: policy})
+		c.ours.slices = append(c.ours.slices, slices...)
+		c.shared.slices = append(c.shared.slices, stripped(slices, true, func(n resourceapi.QualifiedName) bool {
+			return strings.HasPrefix(string(n), names.Domain+"/")
+		})...)
+		c.baseline.slices = append(c.baseline.slices, stripped(slices, false, func(n resourceapi.QualifiedName) bool {
+			return n == names.AttrModel
+		})...)
 	}
-	return ours, baseline
+	return c
+}
+
+// stripped copies one node's slices keeping the attributes keep selects
+// and, with capacity, the capacities; counters are dropped, and with them
+// the slices of counter sets only (the pools' slice counts follow).
+func stripped(slices []*resourceapi.ResourceSlice, capacity bool, keep func(resourceapi.QualifiedName) bool) []*resourceapi.ResourceSlice {
+	var out []*resourceapi.ResourceSlice
+	perPool := map[string]int64{}
+	for _, s := range slices {
+		if len(s.Spec.Devices) == 0 {
+			continue
+		}
+		s = s.DeepCopy()
+		s.Spec.SharedCounters = nil
+		for j, d := range s.Spec.Devices {
+			nd := resourceapi.Device{Name: d.Name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}}
+			for n, a := range d.Attributes {
+				if keep(n) {
+					nd.Attributes[n] = a
+				}
+			}
+			if capacity {
+				nd.Capacity = d.Capacity
+			}
+			s.Spec.Devices[j] = nd
+		}
+		perPool[s.Spec.Driver+"/"+s.Spec.Pool.Name]++
+		out = append(out, s)
+	}
+	for _, s := range out {
+		s.Spec.Pool.ResourceSliceCount = perPool[s.Spec.Driver+"/"+s.Spec.Pool.Name]
+	}
+	return out
 }
 
 // loadClaims returns the chart's DeviceClasses with the benchmark's
@@ -108,13 +151,16 @@ var benchClaims = []string{"a-one-by-model", "b-four-in-a-link-group", "c-first-
 
 // BenchmarkAllocationOn1000Nodes times one claim over 1000 nodes × 16
 // chips (half Ascend 910B3, half MLU370-X8) on our slices, in the default
-// chip modes (910B3 chips Partitioned: 7 devices per chip) and in Whole,
-// and in the same iteration on the model-only baseline. ns/op is both;
-// ours-ms and baseline-ms are per claim, ratio is ours/baseline.
+// chip modes (both models Partitioned: the chip and 6 partition slots,
+// 7 devices per chip) and in Whole, and in the same iteration on the two other
+// sides of the same devices (clusters). ns/op is all three; ours-ms,
+// shared-ms and baseline-ms are per claim; ratio is ours/baseline,
+// shared-ratio shared/baseline (what the contract's keys cost) and
+// extras-ratio ours/shared (what our vendor extras and counters add).
 func BenchmarkAllocationOn1000Nodes(b *testing.B) {
 	in, claims := loadClaims(b)
 	for _, modes := range []string{"", string(partitions.ModeWhole)} {
-		ours, baseline := buildCluster(b, 1000, modes)
+		c := buildCluster(b, 1000, modes)
 		for _, name := range benchClaims {
 			label := "default"
 			if modes != "" {
@@ -122,41 +168,93 @@ func BenchmarkAllocationOn1000Nodes(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("modes=%s/%s", label, name), func(b *testing.B) {
 				cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: true})
-				var oursTime, baseTime time.Duration
-				var fits, baseFits int
+				// Each side's time and heap allocations (runtime.MemStats
+				// counts them exactly, so the allocation ratios hold on a
+				// loaded machine where the time ratios are noisy).
+				var ours, shared, base sideCost
+				var fits, sharedFits, baseFits int
 				b.ReportAllocs()
 				for b.Loop() {
-					start := time.Now()
-					fits = allocateOnEveryNode(b, ours, in, cache, claims[name])
-					oursTime += time.Since(start)
-					start = time.Now()
-					baseFits = allocateOnEveryNode(b, baseline, in, cache, claims[name+"-baseline"])
-					baseTime += time.Since(start)
+					ours.measure(func() { fits = allocateOnEveryNode(b, c.ours, in, cache, claims[name]) })
+					shared.measure(func() { sharedFits = allocateOnEveryNode(b, c.shared, in, cache, claims[name]) })
+					base.measure(func() { baseFits = allocateOnEveryNode(b, c.baseline, in, cache, claims[name+"-baseline"]) })
 				}
-				b.ReportMetric(float64(oursTime.Microseconds())/1000/float64(b.N), "ours-ms")
-				b.ReportMetric(float64(baseTime.Microseconds())/1000/float64(b.N), "baseline-ms")
-				b.ReportMetric(float64(oursTime)/float64(baseTime), "ratio")
+				perClaim := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+				b.ReportMetric(perClaim(ours.time), "ours-ms")
+				b.ReportMetric(perClaim(shared.time), "shared-ms")
+				b.ReportMetric(perClaim(base.time), "baseline-ms")
+				b.ReportMetric(float64(ours.time)/float64(base.time), "ratio")
+				b.ReportMetric(float64(shared.time)/float64(base.time), "shared-ratio")
+				b.ReportMetric(float64(ours.time)/float64(shared.time), "extras-ratio")
+				b.ReportMetric(float64(ours.allocs)/float64(base.allocs), "allocs-ratio")
+				b.ReportMetric(float64(shared.allocs)/float64(base.allocs), "shared-allocs-ratio")
+				b.ReportMetric(float64(ours.allocs)/float64(shared.allocs), "extras-allocs-ratio")
 				b.ReportMetric(float64(fits), "nodes-fit")
+				b.ReportMetric(float64(sharedFits), "shared-nodes-fit")
 				b.ReportMetric(float64(baseFits), "baseline-nodes-fit")
 			})
 		}
 	}
 }
 
+// sideCost sums what one side of the ratio cost over the iterations.
+type sideCost struct {
+	time   time.Duration
+	allocs uint64
+}
+
+func (c *sideCost) measure(run func()) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	run()
+	c.time += time.Since(start)
+	runtime.ReadMemStats(&after)
+	c.allocs += after.Mallocs - before.Mallocs
+}
+
 // TestAllocationBenchmarkSetup runs the benchmark's claims once on four
-// nodes: each fits on the same nodes on our slices and on the baseline
-// (the Ascend nodes for a and b, the Cambricon ones for c), so the two
-// sides of the ratio do the same work.
+// nodes: each fits on the same nodes on all three sides (the Ascend nodes
+// for a and b, the Cambricon ones for c), so they do the same work, and
+// the sides have the same devices.
 func TestAllocationBenchmarkSetup(t *testing.T) {
 	in, claims := loadClaims(t)
 	want := map[string]int{"a-one-by-model": 2, "b-four-in-a-link-group": 2, "c-first-available": 2}
 	for _, modes := range []string{"", string(partitions.ModeWhole)} {
-		ours, baseline := buildCluster(t, 4, modes)
-		require.Len(t, baseline.slices, 4, "one slice of 16 model-only devices per node")
+		c := buildCluster(t, 4, modes)
+		require.Equal(t, deviceNames(c.ours), deviceNames(c.baseline), "modes %q: the baseline has our devices", modes)
+		require.Equal(t, deviceNames(c.ours), deviceNames(c.shared), "modes %q: the shared-keys side has our devices", modes)
+		for _, d := range devices(c.baseline) {
+			require.Len(t, d.Attributes, 1, "modes %q: baseline device %s carries only its model", modes, d.Name)
+			require.Contains(t, d.Attributes, resourceapi.QualifiedName(names.AttrModel))
+		}
+		for _, d := range devices(c.shared) {
+			require.Len(t, d.Attributes, 11, "modes %q: device %s carries the 11 shared keys of DESIGN.md", modes, d.Name)
+		}
 		cache := cel.NewCache(10, cel.Features{EnableConsumableCapacity: true})
 		for _, name := range benchClaims {
-			require.Equal(t, want[name], allocateOnEveryNode(t, ours, in, cache, claims[name]), "modes %q: %s on our slices", modes, name)
-			require.Equal(t, want[name], allocateOnEveryNode(t, baseline, in, cache, claims[name+"-baseline"]), "modes %q: %s on the baseline", modes, name)
+			require.Equal(t, want[name], allocateOnEveryNode(t, c.ours, in, cache, claims[name]), "modes %q: %s on our slices", modes, name)
+			require.Equal(t, want[name], allocateOnEveryNode(t, c.shared, in, cache, claims[name]), "modes %q: %s on the shared keys", modes, name)
+			require.Equal(t, want[name], allocateOnEveryNode(t, c.baseline, in, cache, claims[name+"-baseline"]), "modes %q: %s on the baseline", modes, name)
 		}
 	}
+}
+
+func devices(c cluster) []resourceapi.Device {
+	var out []resourceapi.Device
+	for _, s := range c.slices {
+		out = append(out, s.Spec.Devices...)
+	}
+	return out
+}
+
+// deviceNames lists the devices of a cluster as driver/pool/device.
+func deviceNames(c cluster) []string {
+	var out []string
+	for _, s := range c.slices {
+		for _, d := range s.Spec.Devices {
+			out = append(out, s.Spec.Driver+"/"+s.Spec.Pool.Name+"/"+d.Name)
+		}
+	}
+	return out
 }
