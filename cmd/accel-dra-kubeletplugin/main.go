@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 )
@@ -34,22 +34,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "accel-dra-kubeletplugin:", err)
 		os.Exit(1)
 	}
-}
-
-// envOr lets every flag be set from the environment too, as a DaemonSet does.
-func envOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-// splitEnv reads a comma list from the environment.
-func splitEnv(name string) []string {
-	if v := os.Getenv(name); v != "" {
-		return strings.Split(v, ",")
-	}
-	return nil
 }
 
 func newCommand() *cobra.Command {
@@ -73,6 +57,9 @@ Every flag can also be set by the environment variable in brackets.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := flagenv.Apply(cmd.Flags()); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			var err error
 			if o.Discovery.ToolTimeout, err = time.ParseDuration(toolTimeout); err != nil || o.Discovery.ToolTimeout <= 0 {
@@ -95,26 +82,26 @@ Every flag can also be set by the environment variable in brackets.`,
 	}
 	host, _ := os.Hostname()
 	f := cmd.Flags()
-	f.StringVar(&o.Discovery.NodeName, "node-name", envOr("NODE_NAME", host), "name of this node: pool and slice owner [NODE_NAME]")
-	f.StringVar(&kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account [KUBECONFIG]")
-	f.StringVar(&o.Discovery.Root, "root", envOr("ACCEL_DRA_ROOT", "/"), "host root to discover chips under (/dev, /sys, driver files) [ACCEL_DRA_ROOT]")
-	f.StringVar(&o.CDIHostRoot, "cdi-host-root", envOr("ACCEL_DRA_CDI_HOST_ROOT", ""), "the node's root as the container runtime sees it, prefix of host paths in CDI specs; set / when --root is the node's / mounted into the plugin's container; default: --root [ACCEL_DRA_CDI_HOST_ROOT]")
-	f.StringVar(&o.Discovery.Profile, "profile", envOr("ACCEL_DRA_PROFILE", ""), "simulate a node with this hardware profile (bundled name or file) instead of discovering real chips [ACCEL_DRA_PROFILE]")
-	f.StringVar(&o.Discovery.ToolOutput, "tool-output", envOr("ACCEL_DRA_TOOL_OUTPUT", ""), "read recorded npu-smi/cnmon output from this directory instead of running the tools [ACCEL_DRA_TOOL_OUTPUT]")
-	f.BoolVar(&o.FakeDevices, "fake-devices", envOr("ACCEL_DRA_FAKE_DEVICES", "") == "true", "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
-	f.StringSliceVar(&o.Discovery.Vendors, "vendors", splitEnv("ACCEL_DRA_VENDORS"), "serve only these vendors' chips: ascend, cambricon (comma list); default: every vendor found [ACCEL_DRA_VENDORS]")
-	f.StringVar(&o.ChipModes, "chip-modes", envOr("ACCEL_DRA_CHIP_MODES", ""), "how chips are published: Partitioned (whole chip plus vNPU/sMLU partitions, the default where the model has templates), Shared (one device several claims share by capacity) or Whole; one mode for all or per device, e.g. \"npu-0=Shared,mlu-*=Whole\" [ACCEL_DRA_CHIP_MODES]")
-	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", envOr("ACCEL_DRA_NPU_SMI", ""), "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
-	f.StringVar(&o.Discovery.Cnmon, "cnmon", envOr("ACCEL_DRA_CNMON", ""), "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
-	f.StringVar(&toolTimeout, "tool-timeout", envOr("ACCEL_DRA_TOOL_TIMEOUT", discovery.DefaultToolTimeout.String()), "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
-	f.StringVar(&podUID, "pod-uid", envOr("POD_UID", ""), "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
-	f.StringVar(&healthInterval, "health-interval", envOr("ACCEL_DRA_HEALTH_INTERVAL", health.DefaultInterval.String()), "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
-	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", envOr("ACCEL_DRA_UNHEALTHY_TAINT_EFFECT", "NoSchedule"), "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")
-	f.StringVar(&o.HealthAddr, "healthz-addr", envOr("ACCEL_DRA_HEALTHZ_ADDR", ""), "address for HTTP /livez, /readyz (ready once every driver is registered with the kubelet) and Prometheus /metrics, e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
-	f.StringVar(&o.RegistrarDir, "registrar-dir", envOr("ACCEL_DRA_REGISTRAR_DIR", kubeletplugin.KubeletRegistryDir), "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")
-	f.StringVar(&o.PluginDir, "plugin-dir", envOr("ACCEL_DRA_PLUGIN_DIR", kubeletplugin.KubeletPluginsDir), "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")
-	f.StringVar(&o.CDIDir, "cdi-dir", envOr("ACCEL_DRA_CDI_DIR", "/var/run/cdi"), "directory the container runtime reads CDI specs from [ACCEL_DRA_CDI_DIR]")
-	f.StringVar(&o.StateDir, "state-dir", envOr("ACCEL_DRA_STATE_DIR", "/var/lib/accel-dra"), "directory for the checkpoint of prepared claims, one subdirectory per driver [ACCEL_DRA_STATE_DIR]")
+	f.StringVar(&o.Discovery.NodeName, "node-name", host, "name of this node: pool and slice owner [NODE_NAME]")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster service account [KUBECONFIG]")
+	f.StringVar(&o.Discovery.Root, "root", "/", "host root to discover chips under (/dev, /sys, driver files) [ACCEL_DRA_ROOT]")
+	f.StringVar(&o.CDIHostRoot, "cdi-host-root", "", "the node's root as the container runtime sees it, prefix of host paths in CDI specs; set / when --root is the node's / mounted into the plugin's container; default: --root [ACCEL_DRA_CDI_HOST_ROOT]")
+	f.StringVar(&o.Discovery.Profile, "profile", "", "simulate a node with this hardware profile (bundled name or file) instead of discovering real chips [ACCEL_DRA_PROFILE]")
+	f.StringVar(&o.Discovery.ToolOutput, "tool-output", "", "read recorded npu-smi/cnmon output from this directory instead of running the tools [ACCEL_DRA_TOOL_OUTPUT]")
+	f.BoolVar(&o.FakeDevices, "fake-devices", false, "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
+	f.StringSliceVar(&o.Discovery.Vendors, "vendors", nil, "serve only these vendors' chips: ascend, cambricon (comma list); default: every vendor found [ACCEL_DRA_VENDORS]")
+	f.StringVar(&o.ChipModes, "chip-modes", "", "how chips are published: Partitioned (whole chip plus vNPU/sMLU partitions, the default where the model has templates), Shared (one device several claims share by capacity) or Whole; one mode for all or per device, e.g. \"npu-0=Shared,mlu-*=Whole\" [ACCEL_DRA_CHIP_MODES]")
+	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", "", "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
+	f.StringVar(&o.Discovery.Cnmon, "cnmon", "", "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
+	f.StringVar(&toolTimeout, "tool-timeout", discovery.DefaultToolTimeout.String(), "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
+	f.StringVar(&podUID, "pod-uid", "", "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
+	f.StringVar(&healthInterval, "health-interval", health.DefaultInterval.String(), "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
+	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", "NoSchedule", "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")
+	f.StringVar(&o.HealthAddr, "healthz-addr", "", "address for HTTP /livez, /readyz (ready once every driver is registered with the kubelet) and Prometheus /metrics, e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
+	f.StringVar(&o.RegistrarDir, "registrar-dir", kubeletplugin.KubeletRegistryDir, "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")
+	f.StringVar(&o.PluginDir, "plugin-dir", kubeletplugin.KubeletPluginsDir, "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")
+	f.StringVar(&o.CDIDir, "cdi-dir", "/var/run/cdi", "directory the container runtime reads CDI specs from [ACCEL_DRA_CDI_DIR]")
+	f.StringVar(&o.StateDir, "state-dir", "/var/lib/accel-dra", "directory for the checkpoint of prepared claims, one subdirectory per driver [ACCEL_DRA_STATE_DIR]")
 	// Of klog's flags only the verbosity ones: logs go to stderr.
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
 	klog.InitFlags(klogFlags)

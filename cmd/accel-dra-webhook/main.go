@@ -7,18 +7,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	goflag "flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/webhook"
 )
 
@@ -31,47 +30,8 @@ func main() {
 	}
 }
 
-// envOr lets every flag be set from the environment too, as a Deployment does.
-func envOr(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-// envErrors collects environment variables that do not parse, reported
-// when the command runs instead of being silently ignored.
-type envErrors []error
-
-func (envErrs *envErrors) duration(name string, def time.Duration) time.Duration {
-	v, ok := os.LookupEnv(name)
-	if !ok {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		*envErrs = append(*envErrs, fmt.Errorf("environment variable %s: %w", name, err))
-		return def
-	}
-	return d
-}
-
-func (envErrs *envErrors) int(name string, def int) int {
-	v, ok := os.LookupEnv(name)
-	if !ok {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		*envErrs = append(*envErrs, fmt.Errorf("environment variable %s: %w", name, err))
-		return def
-	}
-	return n
-}
-
 func newCommand() *cobra.Command {
 	var o webhook.Options
-	var env envErrors
 	cmd := &cobra.Command{
 		Use:   "accel-dra-webhook",
 		Short: "accel-dra admission webhook: reject bad opaque configs for ascend.accel-dra.dev and cambricon.accel-dra.dev when they are applied",
@@ -107,7 +67,7 @@ Every flag can also be set by the environment variable in brackets.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := errors.Join(env...); err != nil {
+			if err := flagenv.Apply(cmd.Flags()); err != nil {
 				return err
 			}
 			ctx := klog.NewContext(cmd.Context(), klog.Background().WithName("accel-dra-webhook"))
@@ -115,12 +75,12 @@ Every flag can also be set by the environment variable in brackets.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.Port, "port", env.int("ACCEL_DRA_WEBHOOK_PORT", 8443), "HTTPS port for the webhook and its probes [ACCEL_DRA_WEBHOOK_PORT]")
-	f.StringVar(&o.CertFile, "tls-cert-file", envOr("ACCEL_DRA_WEBHOOK_TLS_CERT_FILE", "/etc/accel-dra-webhook/tls/tls.crt"), "PEM serving certificate (leaf first, then intermediates); its SANs must include <service>.<namespace>.svc [ACCEL_DRA_WEBHOOK_TLS_CERT_FILE]")
-	f.StringVar(&o.KeyFile, "tls-private-key-file", envOr("ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE", "/etc/accel-dra-webhook/tls/tls.key"), "PEM private key of --tls-cert-file [ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE]")
-	f.DurationVar(&o.CertReloadInterval, "tls-reload-interval", env.duration("ACCEL_DRA_WEBHOOK_TLS_RELOAD_INTERVAL", 10*time.Second), "how often the certificate and key files are checked for new contents [ACCEL_DRA_WEBHOOK_TLS_RELOAD_INTERVAL]")
-	f.DurationVar(&o.ShutdownDelay, "shutdown-delay", env.duration("ACCEL_DRA_WEBHOOK_SHUTDOWN_DELAY", 5*time.Second), "on SIGTERM, keep serving this long with /readyz failing, so the Service drops the pod before its port closes [ACCEL_DRA_WEBHOOK_SHUTDOWN_DELAY]")
-	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", env.duration("ACCEL_DRA_WEBHOOK_SHUTDOWN_TIMEOUT", 10*time.Second), "after --shutdown-delay, how long reviews in flight may take to finish [ACCEL_DRA_WEBHOOK_SHUTDOWN_TIMEOUT]")
+	f.IntVar(&o.Port, "port", 8443, "HTTPS port for the webhook and its probes [ACCEL_DRA_WEBHOOK_PORT]")
+	f.StringVar(&o.CertFile, "tls-cert-file", "/etc/accel-dra-webhook/tls/tls.crt", "PEM serving certificate (leaf first, then intermediates); its SANs must include <service>.<namespace>.svc [ACCEL_DRA_WEBHOOK_TLS_CERT_FILE]")
+	f.StringVar(&o.KeyFile, "tls-private-key-file", "/etc/accel-dra-webhook/tls/tls.key", "PEM private key of --tls-cert-file [ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE]")
+	f.DurationVar(&o.CertReloadInterval, "tls-reload-interval", 10*time.Second, "how often the certificate and key files are checked for new contents [ACCEL_DRA_WEBHOOK_TLS_RELOAD_INTERVAL]")
+	f.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving this long with /readyz failing, so the Service drops the pod before its port closes [ACCEL_DRA_WEBHOOK_SHUTDOWN_DELAY]")
+	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "after --shutdown-delay, how long reviews in flight may take to finish [ACCEL_DRA_WEBHOOK_SHUTDOWN_TIMEOUT]")
 	// Of klog's flags only the verbosity ones: logs go to stderr.
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
 	klog.InitFlags(klogFlags)

@@ -55,7 +55,7 @@ func TestBadEnvironmentValuesAreErrors(t *testing.T) {
 	t.Setenv("ACCEL_DRA_WEBHOOK_PORT", "https")
 	cmd := newCommand()
 	cmd.SetArgs(nil)
-	require.EqualError(t, cmd.Execute(), `environment variable ACCEL_DRA_WEBHOOK_PORT: strconv.Atoi: parsing "https": invalid syntax`)
+	require.EqualError(t, cmd.Execute(), `environment variable ACCEL_DRA_WEBHOOK_PORT (--port): invalid argument "https" for "--port" flag: strconv.ParseInt: parsing "https": invalid syntax`)
 }
 
 // selfSigned writes a self-signed serving certificate for 127.0.0.1.
