@@ -24,6 +24,22 @@ type source struct {
 	health   map[string]int
 }
 
+// The HELP and TYPE lines of metrics several expected scrapes show.
+const (
+	devicesHeader = `# HELP accel_dra_devices Devices the driver publishes (chips and their partition devices), by the health it reports to the kubelet.
+# TYPE accel_dra_devices gauge
+`
+	preparedClaimsHeader = `# HELP accel_dra_prepared_claims ResourceClaims prepared on this node now (in the driver's checkpoint).
+# TYPE accel_dra_prepared_claims gauge
+`
+	prepareErrorsTotalHeader = `# HELP accel_dra_prepare_errors_total ResourceClaims that failed to prepare; the kubelet retries them and the pod does not start meanwhile.
+# TYPE accel_dra_prepare_errors_total counter
+`
+	unprepareErrorsTotalHeader = `# HELP accel_dra_unprepare_errors_total ResourceClaims that failed to unprepare; the kubelet retries them and their devices stay taken meanwhile.
+# TYPE accel_dra_unprepare_errors_total counter
+`
+)
+
 func (s *source) Name() string { return s.name }
 
 func (s *source) PreparedClaimCount() int {
@@ -66,12 +82,8 @@ func TestObserveCountsEveryClaimAndTheFailedOnes(t *testing.T) {
 		{
 			name: "nothing observed yet: the tracked driver's series are zero",
 			want: `
-# HELP accel_dra_prepare_errors_total ResourceClaims that failed to prepare; the kubelet retries them and the pod does not start meanwhile.
-# TYPE accel_dra_prepare_errors_total counter
-accel_dra_prepare_errors_total{driver="ascend.accel-dra.dev"} 0
-# HELP accel_dra_unprepare_errors_total ResourceClaims that failed to unprepare; the kubelet retries them and their devices stay taken meanwhile.
-# TYPE accel_dra_unprepare_errors_total counter
-accel_dra_unprepare_errors_total{driver="ascend.accel-dra.dev"} 0
+` + prepareErrorsTotalHeader + `accel_dra_prepare_errors_total{driver="ascend.accel-dra.dev"} 0
+` + unprepareErrorsTotalHeader + `accel_dra_unprepare_errors_total{driver="ascend.accel-dra.dev"} 0
 `,
 		},
 		{
@@ -85,13 +97,9 @@ accel_dra_unprepare_errors_total{driver="ascend.accel-dra.dev"} 0
 				{metrics.Unprepare, "ascend.accel-dra.dev", time.Millisecond, nil},
 			},
 			want: `
-# HELP accel_dra_prepare_errors_total ResourceClaims that failed to prepare; the kubelet retries them and the pod does not start meanwhile.
-# TYPE accel_dra_prepare_errors_total counter
-accel_dra_prepare_errors_total{driver="ascend.accel-dra.dev"} 2
+` + prepareErrorsTotalHeader + `accel_dra_prepare_errors_total{driver="ascend.accel-dra.dev"} 2
 accel_dra_prepare_errors_total{driver="cambricon.accel-dra.dev"} 1
-# HELP accel_dra_unprepare_errors_total ResourceClaims that failed to unprepare; the kubelet retries them and their devices stay taken meanwhile.
-# TYPE accel_dra_unprepare_errors_total counter
-accel_dra_unprepare_errors_total{driver="ascend.accel-dra.dev"} 0
+` + unprepareErrorsTotalHeader + `accel_dra_unprepare_errors_total{driver="ascend.accel-dra.dev"} 0
 accel_dra_unprepare_errors_total{driver="cambricon.accel-dra.dev"} 1
 `,
 		},
@@ -178,14 +186,10 @@ func TestTheDriversStateIsReadAtEachScrape(t *testing.T) {
 
 	ascend.set(0, map[string]int{metrics.HealthHealthy: 8})
 	gather(`
-# HELP accel_dra_devices Devices the driver publishes (chips and their partition devices), by the health it reports to the kubelet.
-# TYPE accel_dra_devices gauge
-accel_dra_devices{driver="ascend.accel-dra.dev",health="healthy"} 8
+` + devicesHeader + `accel_dra_devices{driver="ascend.accel-dra.dev",health="healthy"} 8
 accel_dra_devices{driver="ascend.accel-dra.dev",health="unhealthy"} 0
 accel_dra_devices{driver="ascend.accel-dra.dev",health="unknown"} 0
-# HELP accel_dra_prepared_claims ResourceClaims prepared on this node now (in the driver's checkpoint).
-# TYPE accel_dra_prepared_claims gauge
-accel_dra_prepared_claims{driver="ascend.accel-dra.dev"} 0
+` + preparedClaimsHeader + `accel_dra_prepared_claims{driver="ascend.accel-dra.dev"} 0
 `)
 
 	// A second driver, and the first one changed since the last scrape;
@@ -193,17 +197,13 @@ accel_dra_prepared_claims{driver="ascend.accel-dra.dev"} 0
 	ascend.set(3, map[string]int{metrics.HealthHealthy: 7, metrics.HealthUnhealthy: 1})
 	m.Track(&source{name: "cambricon.accel-dra.dev", prepared: 1, health: map[string]int{metrics.HealthHealthy: 2, "Degraded": 2, metrics.HealthUnknown: 1}})
 	gather(`
-# HELP accel_dra_devices Devices the driver publishes (chips and their partition devices), by the health it reports to the kubelet.
-# TYPE accel_dra_devices gauge
-accel_dra_devices{driver="ascend.accel-dra.dev",health="healthy"} 7
+` + devicesHeader + `accel_dra_devices{driver="ascend.accel-dra.dev",health="healthy"} 7
 accel_dra_devices{driver="ascend.accel-dra.dev",health="unhealthy"} 1
 accel_dra_devices{driver="ascend.accel-dra.dev",health="unknown"} 0
 accel_dra_devices{driver="cambricon.accel-dra.dev",health="healthy"} 2
 accel_dra_devices{driver="cambricon.accel-dra.dev",health="unhealthy"} 0
 accel_dra_devices{driver="cambricon.accel-dra.dev",health="unknown"} 3
-# HELP accel_dra_prepared_claims ResourceClaims prepared on this node now (in the driver's checkpoint).
-# TYPE accel_dra_prepared_claims gauge
-accel_dra_prepared_claims{driver="ascend.accel-dra.dev"} 3
+` + preparedClaimsHeader + `accel_dra_prepared_claims{driver="ascend.accel-dra.dev"} 3
 accel_dra_prepared_claims{driver="cambricon.accel-dra.dev"} 1
 `)
 
@@ -212,17 +212,13 @@ accel_dra_prepared_claims{driver="cambricon.accel-dra.dev"} 1
 	m.Track(&source{name: "ascend.accel-dra.dev", prepared: 2, health: map[string]int{metrics.HealthHealthy: 8}})
 	m.Track(&source{name: "cambricon.accel-dra.dev"})
 	gather(`
-# HELP accel_dra_devices Devices the driver publishes (chips and their partition devices), by the health it reports to the kubelet.
-# TYPE accel_dra_devices gauge
-accel_dra_devices{driver="ascend.accel-dra.dev",health="healthy"} 8
+` + devicesHeader + `accel_dra_devices{driver="ascend.accel-dra.dev",health="healthy"} 8
 accel_dra_devices{driver="ascend.accel-dra.dev",health="unhealthy"} 0
 accel_dra_devices{driver="ascend.accel-dra.dev",health="unknown"} 0
 accel_dra_devices{driver="cambricon.accel-dra.dev",health="healthy"} 0
 accel_dra_devices{driver="cambricon.accel-dra.dev",health="unhealthy"} 0
 accel_dra_devices{driver="cambricon.accel-dra.dev",health="unknown"} 0
-# HELP accel_dra_prepared_claims ResourceClaims prepared on this node now (in the driver's checkpoint).
-# TYPE accel_dra_prepared_claims gauge
-accel_dra_prepared_claims{driver="ascend.accel-dra.dev"} 2
+` + preparedClaimsHeader + `accel_dra_prepared_claims{driver="ascend.accel-dra.dev"} 2
 accel_dra_prepared_claims{driver="cambricon.accel-dra.dev"} 0
 `)
 }
