@@ -203,7 +203,8 @@ func unhealthyTaint(value string) []resourceapi.DeviceTaint {
 // TestTheMonitorTaintsAnAlarmingChipTellsTheKubeletAndUntaintsItOnRecovery
 // runs the plugin on the Atlas 800T A2 fixture, whole chips in one slice:
 // npu-smi reporting Alarm for NPU 1 taints npu-1 in the published slice
-// and the kubelet's health stream says Unhealthy with the reason; when it
+// and the kubelet's health stream says Unhealthy with the reason and the
+// chip's error codes (the fixture's recording of NPU 1's health); when it
 // reports OK again the taint goes. Each change is one write; a poll that
 // finds nothing changed writes nothing.
 func TestTheMonitorTaintsAnAlarmingChipTellsTheKubeletAndUntaintsItOnRecovery(t *testing.T) {
@@ -230,7 +231,11 @@ func TestTheMonitorTaintsAnAlarmingChipTellsTheKubeletAndUntaintsItOnRecovery(t 
 	}
 	require.Equal(t, writes+1, m.sliceWrites(), "one slice update")
 	got := kubelet.waitFor(statusOf("npu-1", healthpb.HealthStatus_UNHEALTHY), "npu-1 is unhealthy")
-	require.Equal(t, "HealthAlarm: npu-smi reports health Alarm", got["npu-1"].GetMessage())
+	require.Equal(t, "HealthAlarm: npu-smi reports health Alarm, error codes 0xA4025021, 0x8C03A000, 0x8C084E00: "+
+		"ascend_monitor adda heart beat lost error; "+
+		"node type=process-manager, sensor type=General Software, event state=The process start failed or exit abnormally; "+
+		"node type=adda, sensor type=Heartbeat Sensor, event state=Heartbeat Lost.",
+		got["npu-1"].GetMessage(), "the reason and the error codes npu-smi info -t health lists for NPU 1")
 	require.Equal(t, healthpb.HealthStatus_HEALTHY, got["npu-0"].GetHealth())
 
 	m.poll()

@@ -27,6 +27,14 @@
 // alarm), 2 重要告警 (major alarm), 3 紧急告警 (critical alarm)
 // (dcmi_get_device_health reference); npu-smi's OK, Warning, Alarm and
 // Critical are read as the same four levels.
+//
+// For a chip the table calls unhealthy whose device file and PCI function
+// are there, and only for it (one more npu-smi run per such chip per poll;
+// a healthy node runs the three queries above), `npu-smi info -t health -i
+// <NPU> -c <Chip>` gives the error codes and their descriptions, which go
+// into the chip's health message; the
+// reason, the device taint's value, stays the table's health
+// (HealthAlarm), so a taint does not change with every new code.
 package ascend
 
 import (
@@ -279,8 +287,17 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
 	}
 	if info.Health != HealthOK {
-		logger.Info("Warning: npu-smi reports an unhealthy Ascend chip", "npu", info.NPU, "chip", info.Chip, "health", info.Health)
-		faults = append(faults, fault{inventory.ReasonToolHealth(info.Health), "npu-smi reports health " + info.Health})
+		message := "npu-smi reports health " + info.Health
+		if len(faults) == 0 {
+			// Only the first fault's message is kept (MarkUnhealthy): ask
+			// for the codes only when they are what the message says.
+			var err error
+			if message, err = b.healthMessage(ctx, info); err != nil {
+				return inventory.Chip{}, err
+			}
+		}
+		logger.Info("Warning: npu-smi reports an unhealthy Ascend chip", "npu", info.NPU, "chip", info.Chip, "health", info.Health, "message", message)
+		faults = append(faults, fault{inventory.ReasonToolHealth(info.Health), message})
 	}
 
 	cores, known := aiCoresPerChip[info.Name]
@@ -342,6 +359,31 @@ func linkGroups(chips []found, topo Topology) map[int]string {
 	return discovery.LinkGroups(indices, func(a, b int) bool {
 		return topo.HCCS(byIndex[a].topoID(topo), byIndex[b].topoID(topo))
 	}, "hccs")
+}
+
+// healthMessage says why npu-smi calls a chip unhealthy: its health and the
+// error codes `npu-smi info -t health` lists for it. Only chips the table
+// calls unhealthy are asked, so a healthy node costs no more than the three
+// queries every poll makes. A chip whose codes cannot be read stays
+// unhealthy with the table's health and the reason they could not be read;
+// only a cancelled or expired poll fails.
+func (b *Backend) healthMessage(ctx context.Context, info ChipInfo) (string, error) {
+	message := "npu-smi reports health " + info.Health
+	h, err := discovery.Query(ctx, b.runner, fmt.Sprintf("reading the error codes of NPU %d chip %d", info.NPU, info.Chip),
+		ParseHealth, b.npuSmi, "info", "-t", "health", "-i", strconv.Itoa(info.NPU), "-c", strconv.Itoa(info.Chip))
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
+		klog.FromContext(ctx).Info("Warning: cannot read the error codes of an unhealthy Ascend chip, reporting its health without them",
+			"npu", info.NPU, "chip", info.Chip, "health", info.Health, "err", err)
+		return message + "; " + err.Error(), nil
+	}
+	if h.Health != info.Health {
+		// The chip changed between the two queries; say both.
+		message += fmt.Sprintf(" (%s when its error codes were read)", h.Health)
+	}
+	return message + h.Describe(), nil
 }
 
 func (b *Backend) info(ctx context.Context) ([]ChipInfo, error) {

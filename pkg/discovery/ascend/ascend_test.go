@@ -1,6 +1,7 @@
 package ascend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -150,24 +151,131 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 	require.Contains(t, logs(), "/dev/davinci9")
 }
 
-func TestDiscoverReportsChipsNpuSmiCallsUnhealthyUnhealthy(t *testing.T) {
+// alarmOn returns a node's recordings with NPU 1 (chip 0) reporting health
+// in the table and in its health output, which is the recording of an
+// alarming chip.
+func alarmOn(t *testing.T, node, health string) discoverytest.MapRunner {
+	t.Helper()
+	runner := recordings(t, node)
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| OK            | 92.0", "| "+fmt.Sprintf("%-14s", health)+"| 92.0")
+	runner[cmdHealth(1, 0)] = discoverytest.ReplaceOnce(t, readRecording(t, node, healthArgs(1, 0)...), ": Alarm", ": "+health)
+	return runner
+}
+
+func TestDiscoverReportsChipsNpuSmiCallsUnhealthyUnhealthyWithTheirErrorCodes(t *testing.T) {
 	for health, reason := range map[string]string{"Warning": "HealthWarning", "Alarm": "HealthAlarm", "Critical": "HealthCritical", "UNKNOWN": "HealthUnknown"} {
 		t.Run(health, func(t *testing.T) {
 			ctx, logs := discoverytest.BufferedContext(t)
 			root, _ := fixture("atlas-800t-a2")
-			runner := recordings(t, "atlas-800t-a2")
-			runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| OK            | 92.0", "| "+fmt.Sprintf("%-14s", health)+"| 92.0")
-			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			inv, err := New(Config{Root: root, Runner: alarmOn(t, "atlas-800t-a2", health)}).Discover(ctx)
 			require.NoError(t, err)
 			for _, c := range inv.Chips {
 				require.Equal(t, c.Index != 1, c.Healthy, "chip %d", c.Index)
 			}
-			require.Equal(t, reason, inv.Chips[1].HealthReason)
-			require.Equal(t, "npu-smi reports health "+health, inv.Chips[1].HealthMessage)
+			require.Equal(t, reason, inv.Chips[1].HealthReason, "the reason, the taint's value, stays the table's health")
+			require.Equal(t, "npu-smi reports health "+health+alarmCodesDescribe, inv.Chips[1].HealthMessage)
 			require.Contains(t, logs(), "npu-smi reports an unhealthy Ascend chip")
 			require.Contains(t, logs(), health)
+			require.Contains(t, logs(), "0x8C084E00")
 		})
 	}
+}
+
+func TestDiscoverAsksNpuSmiForTheErrorCodesOfUnhealthyChipsOnly(t *testing.T) {
+	root, recorded := fixture("atlas-800t-a2")
+	noDev1 := discoverytest.CopyTree(t, root)
+	require.NoError(t, os.Remove(filepath.Join(noDev1, "dev", "davinci1")))
+	base := []string{cmdInfo, cmdMap, cmdTopo}
+	for _, tc := range []struct {
+		name   string
+		root   string
+		runner discovery.CommandRunner
+		want   []string
+		reason string // of chip 1
+	}{
+		{name: "a healthy node runs the three queries of every poll", root: root, runner: recorded, want: base},
+		{name: "one alarming chip adds one query, for that chip", root: root, runner: alarmOn(t, "atlas-800t-a2", "Alarm"),
+			want: append(append([]string{}, base...), cmdHealth(1, 0)), reason: "HealthAlarm"},
+		{name: "an alarming chip without device file is reported for that, without asking", root: noDev1,
+			runner: alarmOn(t, "atlas-800t-a2", "Alarm"), want: base, reason: inventory.ReasonDeviceFileMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			runner := &loggingRunner{next: tc.runner}
+			inv, err := New(Config{Root: tc.root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, runner.ran)
+			require.Equal(t, tc.reason, inv.Chips[1].HealthReason)
+		})
+	}
+}
+
+func TestDiscoverReadsTheErrorCodesOfAnAlarmingChipFromItsRecording(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, _ := fixture("atlas-800t-a2")
+	tools := discoverytest.CopyTree(t, filepath.Join("testdata", "atlas-800t-a2", "npu-smi"))
+	info := filepath.Join(tools, discovery.RecordingName("npu-smi", "info"))
+	table, err := os.ReadFile(info)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(info, []byte(discoverytest.ReplaceOnce(t, string(table), "| OK            | 92.0", "| Alarm         | 92.0")), 0o644))
+
+	inv, err := New(Config{Root: src, Runner: discovery.RecordedRunner{Dir: tools}}).Discover(ctx)
+	require.NoError(t, err)
+	require.False(t, inv.Chips[1].Healthy)
+	require.Equal(t, "HealthAlarm", inv.Chips[1].HealthReason)
+	require.Equal(t, "npu-smi reports health Alarm"+alarmCodesDescribe, inv.Chips[1].HealthMessage)
+}
+
+func TestDiscoverKeepsAChipUnhealthyWhenItsErrorCodesCannotBeRead(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		output  *string // nil: the command fails
+		message string
+		warned  bool // logs that the codes could not be read
+	}{
+		{name: "npu-smi fails", warned: true, message: "npu-smi reports health Alarm; reading the error codes of NPU 1 chip 0: running npu-smi info -t health -i 1 -c 0: not found"},
+		{name: "npu-smi prints its usage", warned: true, output: ptr("Invalid card id.\nError parameter of -i\n"),
+			message: `npu-smi reports health Alarm; reading the error codes of NPU 1 chip 0: parsing npu-smi info -t health -i 1 -c 0: line 1: expected "Key : Value": "Invalid card id."`},
+		{name: "the output is cut short", warned: true, output: ptr("\tHealth Status                  : Alarm\n"),
+			message: `npu-smi reports health Alarm; reading the error codes of NPU 1 chip 0: parsing npu-smi info -t health -i 1 -c 0: no "Error Code" line in the output (truncated output?)`},
+		{name: "the chip recovered in between", output: ptr("Health Status : OK\nError Code : NA\nError Information : NA\n"),
+			message: "npu-smi reports health Alarm (OK when its error codes were read), no error code"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture("atlas-800t-a2")
+			runner := alarmOn(t, "atlas-800t-a2", "Alarm")
+			delete(runner, cmdHealth(1, 0))
+			if tc.output != nil {
+				runner[cmdHealth(1, 0)] = *tc.output
+			}
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err, "the table's health is enough to report the chip")
+			require.Len(t, inv.Chips, 8)
+			require.False(t, inv.Chips[1].Healthy)
+			require.Equal(t, "HealthAlarm", inv.Chips[1].HealthReason)
+			require.Equal(t, tc.message, inv.Chips[1].HealthMessage)
+			require.Equal(t, tc.warned, strings.Contains(logs(), "cannot read the error codes of an unhealthy Ascend chip"))
+		})
+	}
+}
+
+func TestDiscoverFailsWhenThePollIsCancelledWhileReadingErrorCodes(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	root, _ := fixture("atlas-800t-a2")
+	answers := alarmOn(t, "atlas-800t-a2", "Alarm")
+	runner := runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		if discovery.CommandLine(name, args...) == cmdHealth(1, 0) {
+			cancel() // the poll's deadline passes while npu-smi runs
+			return nil, fmt.Errorf("running %s: %w", discovery.CommandLine(name, args...), ctx.Err())
+		}
+		return answers.Run(ctx, name, args...)
+	})
+	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "reading the error codes of NPU 1 chip 0: running npu-smi info -t health -i 1 -c 0")
 }
 
 func TestDiscoverReadsTheDriverVersionFile(t *testing.T) {

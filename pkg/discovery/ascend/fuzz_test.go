@@ -10,6 +10,7 @@ package ascend
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,6 +104,32 @@ func FuzzParseTopo(f *testing.F) {
 				require.True(t, topoCodes[code], "code %q", code)
 				require.Equal(t, id == other, code == "X", "X exactly on the diagonal")
 			}
+		}
+	})
+}
+
+func FuzzParseHealth(f *testing.F) {
+	discoverytest.AddFileSeeds(f, "testdata/*/npu-smi/npu-smi_info_-t_health_*.txt")
+	discoverytest.AddFileSeeds(f, "testdata/health/*.txt",
+		"",
+		"Health Status : OK\nError Code : NA\n",
+		"Health Status : Alarm\nError Code : 0x1 ffffffff 100000000\nError Information : a\n : b\n",
+		"Error Information : x\n : y\nHealth Status : UNKNOWN\nError Code : 80E18005\n",
+	)
+	discoverytest.FuzzParser(f, cmdHealth(0, 0), ParseHealth, func(t *testing.T, _ []byte, h ChipHealth) {
+		require.Contains(t, healthValues, strings.ToLower(h.Health))
+		described := h.Describe()
+		for _, c := range h.Codes {
+			require.Regexp(t, `^0x[0-9A-F]+$`, c)
+			_, err := strconv.ParseUint(strings.TrimPrefix(c, "0x"), 16, 32)
+			require.NoError(t, err, "code %s fits 32 bits", c)
+			require.Contains(t, described, c)
+		}
+		for _, info := range h.Info {
+			require.NotEmpty(t, info)
+			require.NotContains(t, info, "\n")
+			require.NotEqual(t, "na", strings.ToLower(info))
+			require.Contains(t, described, info)
 		}
 	})
 }

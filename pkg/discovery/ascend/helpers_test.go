@@ -1,6 +1,8 @@
 package ascend
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
@@ -35,4 +37,34 @@ func recordings(t *testing.T, node string) discoverytest.MapRunner {
 		cmdMap:  readRecording(t, node, "info", "-m"),
 		cmdTopo: readRecording(t, node, "info", "-t", "topo"),
 	}
+}
+
+// cmdHealth is the command line asking npu-smi for one chip's health and
+// error codes.
+func cmdHealth(npu, chip int) string {
+	return fmt.Sprintf("npu-smi info -t health -i %d -c %d", npu, chip)
+}
+
+// healthArgs are the npu-smi arguments of cmdHealth, for readRecording.
+func healthArgs(npu, chip int) []string {
+	return []string{"info", "-t", "health", "-i", fmt.Sprint(npu), "-c", fmt.Sprint(chip)}
+}
+
+// loggingRunner passes every command to next and keeps its command line,
+// so a test can count what a discovery ran.
+type loggingRunner struct {
+	next discovery.CommandRunner
+	ran  []string
+}
+
+func (r *loggingRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	r.ran = append(r.ran, discovery.CommandLine(name, args...))
+	return r.next.Run(ctx, name, args...)
+}
+
+// runnerFunc is a discovery.CommandRunner answering with a function.
+type runnerFunc func(ctx context.Context, name string, args ...string) ([]byte, error)
+
+func (f runnerFunc) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return f(ctx, name, args...)
 }

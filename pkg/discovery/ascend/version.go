@@ -19,7 +19,6 @@ package ascend
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 )
@@ -36,27 +35,21 @@ func ParseVersionInfo(source string, data []byte) (string, error) {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
 	}
 	version, versionLine := "", 0
-	for i, raw := range strings.Split(string(data), "\n") {
-		lineNo := i + 1
-		trimmed := strings.TrimSpace(raw)
-		if trimmed == "" {
-			continue
+	for l := range keyValueLines(data, "=") {
+		if !l.HasSep {
+			return "", perr(l.No, l.Text, `expected a "key=value" line`)
 		}
-		key, value, ok := strings.Cut(trimmed, "=")
-		if !ok {
-			return "", perr(lineNo, trimmed, `expected a "key=value" line`)
-		}
-		if strings.TrimSpace(key) != "Version" {
+		if l.Key != "Version" {
 			continue
 		}
 		if versionLine > 0 {
-			return "", perr(lineNo, trimmed, "Version is given twice (first on line %d)", versionLine)
+			return "", perr(l.No, l.Text, "Version is given twice (first on line %d)", versionLine)
 		}
-		v, err := discovery.SemverFromVendor(value)
+		v, err := discovery.SemverFromVendor(l.Value)
 		if err != nil {
-			return "", perr(lineNo, trimmed, "%v", err)
+			return "", perr(l.No, l.Text, "%v", err)
 		}
-		version, versionLine = v, lineNo
+		version, versionLine = v, l.No
 	}
 	if versionLine == 0 {
 		return "", &discovery.ParseError{Source: source, Msg: `no "Version=" line`}
