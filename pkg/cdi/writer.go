@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
@@ -59,7 +60,8 @@ type Config struct {
 }
 
 // Writer writes and removes the CDI specs of claims. It is safe for
-// concurrent use; claims are independent files.
+// concurrent use; claims are independent files, written one at a time
+// (see writeSpec).
 type Writer struct {
 	cfg   Config
 	cache *cdiapi.Cache
@@ -151,12 +153,76 @@ func (w *Writer) Write(ctx context.Context, c Claim) (map[string][]string, error
 		return nil, fmt.Errorf("building CDI spec of claim %s/%s (%s): %w", c.Namespace, c.Name, c.UID, err)
 	}
 	name := specName(v, c.UID)
-	if err := w.cache.WriteSpec(spec, name); err != nil {
-		return nil, fmt.Errorf("writing CDI spec of claim %s/%s (%s): %w", c.Namespace, c.Name, c.UID, err)
+	path := filepath.Join(w.cfg.SpecDir, name+specExt)
+	if err := w.writeSpec(spec, name); err != nil {
+		return nil, fmt.Errorf("writing CDI spec of claim %s/%s (%s) to %s: %w", c.Namespace, c.Name, c.UID, path, err)
 	}
 	logger.V(4).Info("Wrote CDI spec", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", c.UID,
-		"path", filepath.Join(w.cfg.SpecDir, name+specExt), "devices", len(c.Devices))
+		"path", path, "devices", len(c.Devices))
 	return ids, nil
+}
+
+// tempPattern matches the CDI library's temporary spec files.
+const tempPattern = "spec.*.tmp"
+
+// writeSpec writes spec with the CDI library and, if that fails, removes
+// the temporary file the library leaves behind: when writing the
+// temporary fails (a full disk) it returns without removing it
+// (container-device-interface v1.1.2, pkg/cdi/spec.go, Spec.write), and
+// every retry of the prepare would leave one more. The spec directory is
+// locked meanwhile (flock, which the other driver of the agent and the
+// other pod of a rolling update take too), so the temporaries that appear
+// during the write are this write's, not another writer's in flight.
+func (w *Writer) writeSpec(spec *cdispec.Spec, name string) error {
+	dir := w.cfg.SpecDir
+	// The library creates a missing directory; so must the lock.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating CDI spec directory: %w", err)
+	}
+	lock, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("locking CDI spec directory: %w", err)
+	}
+	defer lock.Close() // releases the lock
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("locking CDI spec directory %s: %w", dir, err)
+	}
+	before, err := temporaries(dir)
+	if err != nil {
+		return err
+	}
+	writeErr := w.cache.WriteSpec(spec, name)
+	if writeErr == nil {
+		return nil
+	}
+	after, err := temporaries(dir)
+	if err != nil {
+		return errors.Join(writeErr, err)
+	}
+	for tmp := range after {
+		if before[tmp] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, tmp)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			writeErr = errors.Join(writeErr, fmt.Errorf("removing temporary CDI spec file: %w", err))
+		}
+	}
+	return writeErr
+}
+
+// temporaries are the names of the CDI library's temporary files in dir.
+func temporaries(dir string) (map[string]bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("listing temporary CDI spec files: %w", err)
+	}
+	out := map[string]bool{}
+	for _, e := range entries {
+		if ok, _ := filepath.Match(tempPattern, e.Name()); ok {
+			out[e.Name()] = true
+		}
+	}
+	return out, nil
 }
 
 // Delete removes the spec of a claim's devices of vendor. A missing spec

@@ -10,6 +10,7 @@ import (
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
@@ -522,4 +523,83 @@ func TestFiftyClaimsWrittenAndDeletedConcurrentlyLeaveExactlyTheirSpecs(t *testi
 
 	parallel(func(c cdi.Claim) error { return w.Delete(context.Background(), c.Vendor, c.UID) })
 	require.Empty(t, specFiles(t, dir))
+}
+
+// TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds: as root only a
+// full or read-only file system makes a write fail. The failed write names
+// the claim and its spec file, leaves no temporary file (the CDI library
+// leaves its spec.*.tmp when writing it fails) and keeps what was there:
+// another claim's spec and a temporary file of another writer. Once there
+// is room, or the directory is writable, the same write succeeds.
+func TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds(t *testing.T) {
+	n := newNode(t, "atlas-800t-a2", nil)
+	tests := []struct {
+		name string
+		// breakDir makes writes to dir fail; it returns what repairs it.
+		breakDir func(t *testing.T, dir string) (repair func())
+		wantErr  string
+	}{
+		{
+			name: "a full file system",
+			breakDir: func(t *testing.T, dir string) func() {
+				filler := filepath.Join(dir, "filler")
+				f, err := os.Create(filler)
+				require.NoError(t, err)
+				defer f.Close()
+				for err == nil {
+					_, err = f.Write(make([]byte, 4096))
+				}
+				require.ErrorIs(t, err, unix.ENOSPC)
+				return func() { require.NoError(t, os.Remove(filler)) }
+			},
+			wantErr: "no space left on device",
+		},
+		{
+			name: "a read-only file system",
+			breakDir: func(t *testing.T, dir string) func() {
+				remount(t, dir, unix.MS_RDONLY)
+				return func() { remount(t, dir, 0) }
+			},
+			wantErr: "read-only file system",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"))
+			// Registered after TempDir, so it runs before the removal.
+			t.Cleanup(func() { require.NoError(t, unix.Unmount(dir, 0)) })
+			w, err := cdi.NewWriter(cdi.Config{SpecDir: dir, HostRoot: n.root})
+			require.NoError(t, err)
+			const otherUID = types.UID("0a1b2c3d-0000-4000-8000-000000000001")
+			_, err = w.Write(context.Background(), n.claim(otherUID, inventory.VendorHuawei, 0))
+			require.NoError(t, err)
+			// A temporary file of a write by another program.
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "spec.12345.tmp"), nil, 0o600))
+			repair := tt.breakDir(t, dir)
+			want := specFiles(t, dir)
+
+			c := n.claim(uid, inventory.VendorHuawei, 1)
+			_, err = w.Write(context.Background(), c)
+			require.ErrorContains(t, err, "writing CDI spec of claim default/claim-9d6c1b2a ("+string(uid)+") to "+
+				filepath.Join(dir, "accel-dra.dev-ascend_"+string(uid)+".yaml")+": ")
+			require.ErrorContains(t, err, tt.wantErr)
+			require.Equal(t, want, specFiles(t, dir), "nothing added, nothing removed")
+
+			repair()
+			ids, err := w.Write(context.Background(), c)
+			require.NoError(t, err)
+			require.NoError(t, os.Remove(filepath.Join(dir, "spec.12345.tmp")))
+			require.NotEmpty(t, inject(t, dir, flatten(c, ids)...).Linux.Devices)
+			uids, err := w.ClaimUIDs(inventory.VendorHuawei)
+			require.NoError(t, err)
+			require.Equal(t, []types.UID{otherUID, uid}, uids)
+		})
+	}
+}
+
+// remount remounts the file system at dir with flags (MS_RDONLY or 0).
+func remount(t *testing.T, dir string, flags uintptr) {
+	t.Helper()
+	require.NoError(t, unix.Mount("", dir, "", unix.MS_REMOUNT|flags, ""))
 }

@@ -214,11 +214,19 @@ func (s *Store) Save(d Data) error {
 	return nil
 }
 
-// SetAside renames a corrupt checkpoint to <name>.corrupt so an operator
-// can inspect it, and returns the new path.
+// SetAside keeps a corrupt checkpoint as <name>.corrupt, replacing an
+// earlier one, so an operator can inspect it, and returns that path. It
+// is a hard link, not a rename: the checkpoint stays in place until Save
+// replaces it with the rebuilt one, so a crash or a failed Save in between
+// finds it corrupt again at the next start instead of missing, which
+// would read as "nothing prepared" and lose every prepared claim. A link
+// also needs no room on a full disk.
 func (s *Store) SetAside() (string, error) {
 	to := s.path + ".corrupt"
-	if err := os.Rename(s.path, to); err != nil {
+	if err := os.Remove(to); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("setting aside corrupt checkpoint: %w", err)
+	}
+	if err := os.Link(s.path, to); err != nil {
 		return "", fmt.Errorf("setting aside corrupt checkpoint: %w", err)
 	}
 	return to, nil

@@ -105,10 +105,20 @@ func TestACorruptCheckpointIsDetectedAndCanBeSetAside(t *testing.T) {
 
 			aside, err := s.SetAside()
 			require.NoError(t, err)
-			require.FileExists(t, aside)
+			require.Equal(t, s.Path()+".corrupt", aside)
+			_, err = s.Load()
+			require.ErrorContains(t, err, tt.want, "until the rebuilt checkpoint is saved, a restart finds the corrupt one, not none")
+			again, err := s.SetAside()
+			require.NoError(t, err, "a restart sets it aside again")
+			require.Equal(t, aside, again)
+
+			require.NoError(t, s.Save(sample))
 			d, err := s.Load()
 			require.NoError(t, err)
-			require.Empty(t, d.Claims)
+			require.Equal(t, sample, d)
+			kept, err := os.ReadFile(aside)
+			require.NoError(t, err)
+			require.Equal(t, tt.mangle(string(raw)), string(kept), "the corrupt file is kept for the operator")
 		})
 	}
 }

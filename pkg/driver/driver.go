@@ -323,8 +323,10 @@ func (d *Driver) loadState(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("rebuilding state after corrupt checkpoint %s: %w", corrupt.Path, err)
 		}
+		// Until this succeeds the corrupt file stays (SetAside links it),
+		// so a restart rebuilds again rather than forgetting the claims.
 		if err := d.store.Save(data); err != nil {
-			return err
+			return fmt.Errorf("saving the checkpoint rebuilt from the CDI specs (the corrupt one stays for the next start): %w", err)
 		}
 		d.prepared = data
 		return nil
