@@ -235,7 +235,8 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	ids, err := d.cdi.Write(ctx, spec)
 	if err != nil {
 		undo()
-		return nil, fmt.Errorf("writing CDI spec: %w", err)
+		// The writer's error names the claim, the spec file and why.
+		return nil, err
 	}
 	var devices []kubeletplugin.Device
 	for i, r := range results {
