@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
@@ -40,6 +41,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
 // agentEnv, set to a JSON agentConfig, makes the test binary the node
@@ -62,6 +64,10 @@ type agentConfig struct {
 	// JSON file each (claimFile), read at every get so the parent can add
 	// claims while the child runs.
 	ClaimsDir string
+	// PublishedFile, when set, is created once the fake API server holds
+	// every ResourceSlice of the node (see waitPublished): registration
+	// comes before publication.
+	PublishedFile string
 }
 
 func claimFile(dir, namespace, name string) string {
@@ -91,6 +97,9 @@ func childAgent(raw string) int {
 		c := &resourceapi.ResourceClaim{}
 		return true, c, json.Unmarshal(data, c)
 	})
+	if cfg.PublishedFile != "" {
+		go reportPublished(ctx, cfg, client)
+	}
 	err := nodeagent.Run(klog.NewContext(ctx, klog.Background()), nodeagent.Options{
 		Discovery:    source.Options{Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
 		FakeDevices:  true,
@@ -108,10 +117,47 @@ func childAgent(raw string) int {
 	return 0
 }
 
+// reportPublished creates cfg.PublishedFile once client holds as many
+// ResourceSlices as the node publishes with cfg's profile and chip modes.
+func reportPublished(ctx context.Context, cfg agentConfig, client *fake.Clientset) {
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "child agent: waiting for the slices to be published:", err)
+	}
+	p, err := profile.Load(cfg.Profile)
+	if err != nil {
+		fail(err)
+		return
+	}
+	inv, err := simulated.New(nodeName, p).Discover(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	policy, err := partitions.ParsePolicy(cfg.ChipModes)
+	if err != nil {
+		fail(err)
+		return
+	}
+	want := 0
+	for _, r := range resourceslices.DriverResourcesFor(nodeName, inv, resourceslices.Options{Policy: policy}) {
+		want += len(r.Pools[nodeName].Slices)
+	}
+	for ctx.Err() == nil {
+		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err == nil && len(list.Items) == want {
+			if err := os.WriteFile(cfg.PublishedFile, nil, 0o644); err != nil {
+				fail(err)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // agent is a node agent in a child process and the kubelet's side of it:
 // the directories it keeps its state in survive its restarts.
 type agent struct {
-	t       *testing.T
+	t       testing.TB
 	cfg     agentConfig
 	vendors []inventory.Vendor
 	log     *os.File // the child's stderr, shown when the test fails
@@ -125,7 +171,7 @@ type agent struct {
 
 // newAgent prepares the directories of a simulated node of profile; start
 // runs the agent.
-func newAgent(t *testing.T, profileName, chipModes string) *agent {
+func newAgent(t testing.TB, profileName, chipModes string) *agent {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the plugin tests fake device nodes with mknod and must run as root")
@@ -142,6 +188,7 @@ func newAgent(t *testing.T, profileName, chipModes string) *agent {
 		Profile: profileName, ChipModes: chipModes,
 		Root: filepath.Join(dir, "root"), CDIDir: filepath.Join(dir, "cdi"), StateDir: filepath.Join(dir, "state"),
 		ClaimsDir: filepath.Join(dir, "claims"), RegistrarDir: filepath.Join(sockets, "reg"), PluginDir: filepath.Join(sockets, "plugins"),
+		PublishedFile: filepath.Join(dir, "published"),
 	}}
 	require.NoError(t, os.MkdirAll(a.cfg.ClaimsDir, 0o755))
 	a.log, err = os.Create(filepath.Join(dir, "agent.log"))
@@ -167,6 +214,7 @@ func (a *agent) start(failpoints string) {
 	// but connecting to a dead one only slows the test down.
 	require.NoError(t, os.RemoveAll(a.cfg.RegistrarDir))
 	require.NoError(t, os.RemoveAll(a.cfg.PluginDir))
+	require.NoError(t, os.RemoveAll(a.cfg.PublishedFile))
 	raw, err := json.Marshal(a.cfg)
 	require.NoError(t, err)
 	a.starts++
@@ -190,6 +238,16 @@ func (a *agent) start(failpoints string) {
 		require.NoError(t, err)
 		a.kubelet[name] = drapb.NewDRAPluginClient(a.dial(info.Endpoint))
 	}
+}
+
+// waitPublished waits until the running agent's fake API server holds
+// all of the node's ResourceSlices.
+func (a *agent) waitPublished() {
+	a.t.Helper()
+	require.Eventually(a.t, func() bool {
+		_, err := os.Stat(a.cfg.PublishedFile)
+		return err == nil
+	}, time.Minute, 10*time.Millisecond, "the node agent publishes its ResourceSlices")
 }
 
 // dial connects to a unix socket, retrying fast until it is served.

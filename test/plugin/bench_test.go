@@ -8,13 +8,9 @@ package plugin_test
 // asserts on time; TestBenchmarkSetups runs each setup once, small.
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -27,8 +23,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,14 +32,11 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
-	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
-	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
@@ -356,13 +347,6 @@ func (q *countingQueue) Done(item string) {
 	q.done.Add(1)
 }
 
-// The node agent child of BenchmarkAgentMemory: the test binary re-executed
-// with these variables runs TestBenchmarkAgentChild.
-const (
-	envAgentProfile = "ACCEL_DRA_BENCH_AGENT_PROFILE"
-	envAgentClaims  = "ACCEL_DRA_BENCH_AGENT_CLAIMS"
-)
-
 // BenchmarkAgentMemory reports the resident memory of the node agent
 // serving a 16-chip node of each vendor in a process of its own, with its
 // slices published, registered, and then with 16 prepared claims (one
@@ -383,92 +367,39 @@ func BenchmarkAgentMemory(b *testing.B) {
 
 type memory struct{ idleRSS, rss, hwm float64 }
 
-// agentMemory runs the node agent of bn in a child process, acts as its
-// kubelet, prepares claims claims and reads the child's /proc status.
+// agentMemory runs the node agent of bn in a child process (agent, as
+// the crash and soak tests do), acts as its kubelet, prepares claims
+// claims and reads the child's /proc status.
 func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
 	tb.Helper()
-	_, ctx := ktesting.NewTestContext(tb)
 	driverName := names.DriverFor(bn.vendor)
-	var objs []resourceapi.ResourceClaim
+	a := newAgent(tb, bn.profile, "")
+	var objs []*resourceapi.ResourceClaim
 	for i := range claims {
-		objs = append(objs, resourceapi.ResourceClaim{
+		c := &resourceapi.ResourceClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-pod-%d", i))},
 			Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
 				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "accel", Driver: driverName, Pool: nodeName, Device: fmt.Sprintf("%s-%d", bn.prefix, i)}},
 			}}},
-		})
-	}
-	data, err := json.Marshal(objs)
-	require.NoError(tb, err)
-	claimsFile := filepath.Join(tb.TempDir(), "claims.json")
-	require.NoError(tb, os.WriteFile(claimsFile, data, 0o600))
-
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchmarkAgentChild$", "-test.v")
-	cmd.Env = append(os.Environ(), envAgentProfile+"="+bn.profile, envAgentClaims+"="+claimsFile)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(tb, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(tb, err)
-	require.NoError(tb, cmd.Start())
-	// Closing stdin stops the child, which then removes its directories.
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			stdin.Close()
-			_ = cmd.Wait()
 		}
+		a.addClaim(c)
+		objs = append(objs, c)
 	}
-	defer stop()
-	regDir := readRegistrarDir(tb, stdout)
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-
-	kubelet := registerAsKubelet(tb, ctx, filepath.Join(regDir, driverName+"-reg.sock"))
-	m := memory{idleRSS: procStatusMiB(tb, cmd.Process.Pid, "VmRSS")}
-	for i := range objs {
-		resp, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(&objs[i])})
+	a.start("")
+	// Serving a node means its slices are published: the helper's
+	// controller starts after the gRPC servers, taking at least a second.
+	a.waitPublished()
+	pid := a.cmd.Process.Pid
+	m := memory{idleRSS: procStatusMiB(tb, pid, "VmRSS")}
+	for _, c := range objs {
+		resp, err := a.prepare(driverName, c)
 		require.NoError(tb, err)
-		require.Empty(tb, resp.Claims[string(objs[i].UID)].Error)
+		require.Empty(tb, resp[string(c.UID)].Error)
 	}
-	m.rss = procStatusMiB(tb, cmd.Process.Pid, "VmRSS")
-	m.hwm = procStatusMiB(tb, cmd.Process.Pid, "VmHWM")
-	stop()
+	m.rss = procStatusMiB(tb, pid, "VmRSS")
+	m.hwm = procStatusMiB(tb, pid, "VmHWM")
+	a.stop()
 	return m
-}
-
-// readRegistrarDir reads the line in which the child names its
-// registration directory.
-func readRegistrarDir(tb testing.TB, r io.Reader) string {
-	tb.Helper()
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if dir, ok := strings.CutPrefix(sc.Text(), "registrar-dir: "); ok {
-			return dir
-		}
-	}
-	require.NoError(tb, sc.Err())
-	tb.Fatal("the node agent child exited before naming its registration directory")
-	return ""
-}
-
-// registerAsKubelet waits for a plugin's registration socket, registers
-// it as the kubelet does and returns a client of its DRA service.
-func registerAsKubelet(tb testing.TB, ctx context.Context, regSock string) drapb.DRAPluginClient {
-	tb.Helper()
-	require.Eventually(tb, func() bool { _, err := os.Stat(regSock); return err == nil }, time.Minute, 10*time.Millisecond, "the plugin registers")
-	dial := func(path string) *grpc.ClientConn {
-		conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(tb, err)
-		tb.Cleanup(func() { conn.Close() })
-		return conn
-	}
-	reg := registerapi.NewRegistrationClient(dial(regSock))
-	info, err := reg.GetInfo(ctx, &registerapi.InfoRequest{})
-	require.NoError(tb, err)
-	_, err = reg.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
-	require.NoError(tb, err)
-	return drapb.NewDRAPluginClient(dial(info.Endpoint))
 }
 
 // procStatusMiB reads a kB field of /proc/<pid>/status in MiB.
@@ -485,51 +416,6 @@ func procStatusMiB(tb testing.TB, pid int, field string) float64 {
 	}
 	tb.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
-}
-
-// TestBenchmarkAgentChild is the node agent process of agentMemory: the
-// simulated agent of the profile in envAgentProfile, with the claims in
-// envAgentClaims in its fake API server, until stdin closes.
-func TestBenchmarkAgentChild(t *testing.T) {
-	profileFile := os.Getenv(envAgentProfile)
-	if profileFile == "" {
-		t.Skip("runs only as the child process of BenchmarkAgentMemory")
-	}
-	// The binary's logger at its default verbosity, to stderr: the test
-	// logger would keep every line in memory.
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	defer cancel()
-	o, client := simulatedAgent(t, profileFile)
-	data, err := os.ReadFile(os.Getenv(envAgentClaims))
-	require.NoError(t, err)
-	var claims []resourceapi.ResourceClaim
-	require.NoError(t, json.Unmarshal(data, &claims))
-	for i := range claims {
-		_, err := client.ResourceV1().ResourceClaims(claims[i].Namespace).Create(ctx, &claims[i], metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
-	p, err := profile.Load(profileFile)
-	require.NoError(t, err)
-	inv, err := simulated.New(nodeName, p).Discover(ctx)
-	require.NoError(t, err)
-	want := 0
-	for _, r := range resourceslices.DriverResources(nodeName, inv) {
-		want += len(r.Pools[nodeName].Slices)
-	}
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
-	}()
-	done := make(chan error, 1)
-	go func() { done <- nodeagent.Run(ctx, o) }()
-	// Serving a node means its slices are published: the helper's
-	// controller starts after the gRPC servers, taking at least a second.
-	require.Eventually(t, func() bool {
-		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
-		return err == nil && len(list.Items) == want
-	}, time.Minute, 10*time.Millisecond, "the node agent publishes its %d slices", want)
-	fmt.Printf("registrar-dir: %s\n", o.RegistrarDir)
-	require.NoError(t, <-done)
 }
 
 // TestBenchmarkSetups runs each benchmark's setup once at a small size,
