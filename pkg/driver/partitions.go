@@ -89,10 +89,12 @@ func withoutPartitions(c checkpoint.Claim) checkpoint.Claim {
 	return c
 }
 
-// holder is a claim that has a device prepared.
+// holder is a claim that has a device prepared: another claim, or an
+// earlier result (index result) of the claim being prepared.
 type holder struct {
-	uid   types.UID
-	share *checkpoint.Share
+	uid    types.UID
+	result int
+	share  *checkpoint.Share
 }
 
 // usage is what the prepared claims other than one hold, to refuse what
@@ -101,6 +103,9 @@ type holder struct {
 // and one of its partitions, more partitions than fit, a share beyond the
 // chip's memory.
 type usage struct {
+	// self is the claim being prepared, whose own results are added as
+	// they are checked.
+	self    types.UID
 	devices map[string][]holder
 	// partitions on each chip by index, with the claim holding them.
 	partitions map[int][]partitionUse
@@ -108,19 +113,21 @@ type usage struct {
 
 type partitionUse struct {
 	uid      types.UID
+	result   int
 	device   string
 	template string
 }
 
-func (d *Driver) usage(skip types.UID) usage {
-	u := usage{devices: map[string][]holder{}, partitions: map[int][]partitionUse{}}
+// usage is what the prepared claims other than self hold.
+func (d *Driver) usage(self types.UID) usage {
+	u := usage{self: self, devices: map[string][]holder{}, partitions: map[int][]partitionUse{}}
 	uids := make([]types.UID, 0, len(d.prepared.Claims))
 	for uid := range d.prepared.Claims {
 		uids = append(uids, uid)
 	}
 	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
 	for _, uid := range uids {
-		if uid == skip {
+		if uid == self {
 			continue
 		}
 		for _, dev := range d.prepared.Claims[uid].Devices {
@@ -139,15 +146,25 @@ func (d *Driver) claimRef(uid types.UID) string {
 	return fmt.Sprintf("%s/%s (%s)", c.Namespace, c.Name, uid)
 }
 
+// heldBy names the holder of a device for messages: another claim, or
+// another result of the claim being prepared (which the checkpoint does
+// not list yet, or lists from an earlier prepare).
+func (d *Driver) heldBy(u usage, uid types.UID, result int) string {
+	if uid == u.self {
+		return fmt.Sprintf("status.allocation.devices.results[%d] of this claim", result)
+	}
+	return "claim " + d.claimRef(uid)
+}
+
 // checkPartition refuses a partition device whose chip is taken whole or
 // has no room left for it.
 func (d *Driver) checkPartition(u usage, device string, s slot) error {
 	if hs := u.devices[device]; len(hs) > 0 {
-		return fmt.Errorf("device %s is already prepared for claim %s: refusing to give it to two claims", device, d.claimRef(hs[0].uid))
+		return fmt.Errorf("device %s is already prepared for %s: refusing to give it to two claims", device, d.heldBy(u, hs[0].uid, hs[0].result))
 	}
 	parent := partitions.ChipDeviceName(s.chip)
 	if hs := u.devices[parent]; len(hs) > 0 {
-		return fmt.Errorf("device %s is a partition of %s, which is prepared whole for claim %s: refusing to give out a chip and its partition", device, parent, d.claimRef(hs[0].uid))
+		return fmt.Errorf("device %s is a partition of %s, which is prepared whole for %s: refusing to give out a chip and its partition", device, parent, d.heldBy(u, hs[0].uid, hs[0].result))
 	}
 	total := partitions.CountersOf(s.chip)
 	used := partitions.Counters{}
@@ -169,10 +186,10 @@ func (d *Driver) checkPartition(u usage, device string, s slot) error {
 // has partitions prepared.
 func (d *Driver) checkWhole(u usage, device string, c inventory.Chip) error {
 	if hs := u.devices[device]; len(hs) > 0 {
-		return fmt.Errorf("device %s is already prepared for claim %s: refusing to give it to two claims", device, d.claimRef(hs[0].uid))
+		return fmt.Errorf("device %s is already prepared for %s: refusing to give it to two claims", device, d.heldBy(u, hs[0].uid, hs[0].result))
 	}
 	if ps := u.partitions[c.Index]; len(ps) > 0 {
-		return fmt.Errorf("device %s has partition %s prepared for claim %s: refusing to give out a chip and its partition", device, ps[0].device, d.claimRef(ps[0].uid))
+		return fmt.Errorf("device %s has partition %s prepared for %s: refusing to give out a chip and its partition", device, ps[0].device, d.heldBy(u, ps[0].uid, ps[0].result))
 	}
 	return nil
 }
@@ -183,7 +200,7 @@ func (d *Driver) checkShare(u usage, device string, c inventory.Chip, memory int
 	used := int64(0)
 	for _, h := range u.devices[device] {
 		if h.share == nil {
-			return fmt.Errorf("device %s is already prepared whole for claim %s: refusing to share it", device, d.claimRef(h.uid))
+			return fmt.Errorf("device %s is already prepared whole for %s: refusing to share it", device, d.heldBy(u, h.uid, h.result))
 		}
 		if q, ok := h.share.Consumed[string(names.CapMemory)]; ok {
 			used += q.Value()

@@ -128,7 +128,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 					string(names.CapMemory): *resource.NewQuantity(memory, resource.BinarySI),
 					string(names.CapCores):  *resource.NewQuantity(cores, resource.DecimalSI),
 				}}
-				u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID, share: p.entry.Share})
+				u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID, result: i, share: p.entry.Share})
 				p.dev.DriverEnv = map[string]string{
 					cdi.EnvSuffixShareID: string(*r.ShareID),
 					cdi.EnvSuffixMemory:  strconv.FormatInt(memory, 10),
@@ -142,15 +142,15 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 				if err := d.checkWhole(u, r.Device, chip); err != nil {
 					return nil, err
 				}
-				u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID})
+				u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID, result: i})
 			}
 		} else if sl, ok := d.slots[r.Device]; ok {
 			if err := d.checkPartition(u, r.Device, sl); err != nil {
 				return nil, err
 			}
 			p.dev.Chip = sl.chip
-			u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID})
-			u.partitions[sl.chip.Index] = append(u.partitions[sl.chip.Index], partitionUse{uid: claim.UID, device: r.Device, template: sl.template.Name})
+			u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID, result: i})
+			u.partitions[sl.chip.Index] = append(u.partitions[sl.chip.Index], partitionUse{uid: claim.UID, result: i, device: r.Device, template: sl.template.Name})
 			if e, ok := earlier[r.Device]; ok && e.Partition != nil && e.Partition.Template == sl.template.Name {
 				// Prepared before (a kubelet retry, a restart): reuse it.
 				p.entry.Partition = e.Partition
