@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -133,14 +134,21 @@ func Run(ctx context.Context, o Options) error {
 			d.Stop()
 		}
 	}()
-	for _, v := range vendors {
+	// The drivers start side by side: each one's start waits about a
+	// second for its slice informer (upstream polls it once a second), and
+	// the second vendor's claims should not wait for the first's. A driver
+	// that fails to start cancels the others' starts: its error is the
+	// cause the agent exits with.
+	started := make([]*driver.Driver, len(vendors))
+	var wg sync.WaitGroup
+	for i, v := range vendors {
 		name := names.DriverFor(v)
 		stateDir := filepath.Join(o.StateDir, name)
 		tool, err := partitionTool(o, v, inv, hostRoot, stateDir)
 		if err != nil {
 			return err
 		}
-		d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", name)), driver.Config{
+		cfg := driver.Config{
 			Vendor:        v,
 			NodeName:      o.Discovery.NodeName,
 			Inventory:     inv,
@@ -157,16 +165,28 @@ func Run(ctx context.Context, o Options) error {
 
 			UnhealthyTaintEffect: effect,
 			HealthCheckTimeout:   chiphealth.CheckTimeout(o.HealthInterval),
-		})
-		if err != nil {
-			if stopped.Err() != nil {
-				logger.Info("Stopped while starting", "driver", name, "reason", context.Cause(stopped))
-				return nil
-			}
-			return err
 		}
-		drivers = append(drivers, d)
-		health.add(d)
+		wg.Go(func() {
+			d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", name)), cfg)
+			if err != nil {
+				cancel(err)
+			}
+			started[i] = d
+		})
+	}
+	wg.Wait()
+	for _, d := range started {
+		if d != nil {
+			drivers = append(drivers, d)
+			health.add(d)
+		}
+	}
+	if stopped.Err() != nil {
+		logger.Info("Stopped while starting", "reason", context.Cause(stopped))
+		return nil
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	monitor, err := chiphealth.New(chiphealth.Config{Discovery: o.Discovery, Interval: o.HealthInterval, Initial: inv, Targets: targets(drivers)})
 	if err != nil {
