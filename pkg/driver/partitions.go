@@ -209,7 +209,7 @@ func (d *Driver) checkShare(u usage, device string, c inventory.Chip, memory int
 		}
 	}
 	if used+memory > c.MemoryBytes {
-		return fmt.Errorf("device %s has %s of its %s memory prepared for other claims, no room for %s more: refusing to over-commit the chip", device,
+		return fmt.Errorf("device %s has %s of its %s memory prepared already (for other claims or this claim's other requests), no room for %s more: refusing to over-commit the chip", device,
 			resource.NewQuantity(used, resource.BinarySI), resource.NewQuantity(c.MemoryBytes, resource.BinarySI), resource.NewQuantity(memory, resource.BinarySI))
 	}
 	return nil

@@ -214,7 +214,7 @@ func TestASharedChipTakesSharesUntilItsMemoryIsUsedAndHandsEachItsShare(t *testi
 	require.Equal(t, []string{"/dev/davinci0", "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}, devicePaths(n.container(rb)))
 
 	tooBig := n.claimWithResults("too-big", []resourceapi.DeviceRequestAllocationResult{share("33333333-3333-3333-3333-333333333333", gi(9))})
-	require.Contains(t, n.prepare(tooBig)[string(tooBig.UID)].Error, "device npu-0 has 56Gi of its 64Gi memory prepared for other claims, no room for 9Gi more")
+	require.Contains(t, n.prepare(tooBig)[string(tooBig.UID)].Error, "device npu-0 has 56Gi of its 64Gi memory prepared already (for other claims or this claim's other requests), no room for 9Gi more")
 	exclusive := n.claimWithResults("exclusive", []resourceapi.DeviceRequestAllocationResult{share("44444444-4444-4444-4444-444444444444", gi(8))},
 		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","sharing":{"strategy":"Exclusive"}}`))
 	require.Contains(t, n.prepare(exclusive)[string(exclusive.UID)].Error,

@@ -44,12 +44,11 @@ const (
 	soakChipModes = "npu-0=Whole,mlu-0=Whole,npu-3=Shared,mlu-3=Shared"
 )
 
-// Rates of the soak's random events. Each start of the agent costs more
-// than a second (a two-vendor agent starts its second driver once the
-// first one's slice informer synced, which upstream polls for once a
-// second), a call a millisecond or two: restarts are rare.
+// Rates of the soak's random events. A start of the agent costs about
+// 0.1 s before both drivers serve (they start side by side), a call a
+// millisecond or two.
 const (
-	soakRestartsPer1000 = 6  // restarts between calls per 1000 cycles, half SIGTERM, half SIGKILL …
+	soakRestartsPer1000 = 20 // restarts between calls per 1000 cycles, half SIGTERM, half SIGKILL …
 	soakArmedPer6       = 4  // … of 6 restarts, this many arm a failpoint for the next start
 	soakRearmEvery      = 4  // after a failpoint killed a call, 1 in this many restarts arms another
 	soakCheckEvery      = 10 // a consistency check after 1 in this many steps
