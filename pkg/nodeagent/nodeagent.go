@@ -139,8 +139,7 @@ func Run(ctx context.Context, o Options) error {
 	// the second vendor's claims should not wait for the first's. A driver
 	// that fails to start cancels the others' starts: its error is the
 	// cause the agent exits with.
-	started := make([]*driver.Driver, len(vendors))
-	var wg sync.WaitGroup
+	cfgs := make([]driver.Config, len(vendors))
 	for i, v := range vendors {
 		name := names.DriverFor(v)
 		stateDir := filepath.Join(o.StateDir, name)
@@ -148,7 +147,7 @@ func Run(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		cfg := driver.Config{
+		cfgs[i] = driver.Config{
 			Vendor:        v,
 			NodeName:      o.Discovery.NodeName,
 			Inventory:     inv,
@@ -166,8 +165,14 @@ func Run(ctx context.Context, o Options) error {
 			UnhealthyTaintEffect: effect,
 			HealthCheckTimeout:   chiphealth.CheckTimeout(o.HealthInterval),
 		}
+	}
+	// Every config is made before any driver starts, so no error return
+	// can leave a started driver behind.
+	started := make([]*driver.Driver, len(vendors))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
 		wg.Go(func() {
-			d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", name)), cfg)
+			d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", names.DriverFor(cfg.Vendor))), cfg)
 			if err != nil {
 				cancel(err)
 			}
