@@ -174,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		name:    names.DriverFor(cfg.Vendor),
 		vendor:  cfg.Vendor,
 		node:    cfg.NodeName,
-		inv:     inventory.Inventory{Chips: cfg.Inventory.ChipsOf(cfg.Vendor), SharedDeviceNodes: map[inventory.Vendor][]string{cfg.Vendor: cfg.Inventory.SharedDeviceNodes[cfg.Vendor]}},
+		inv:     cfg.Inventory.Only(cfg.Vendor),
 		chips:   map[string]inventory.Chip{},
 		slots:   map[string]slot{},
 		policy:  cfg.Policy,

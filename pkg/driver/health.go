@@ -51,7 +51,8 @@ type deviceHealth struct {
 // run on it.
 func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified time.Time) error {
 	logger := klog.FromContext(ctx)
-	chips := inv.ChipsOf(d.vendor)
+	inv = inv.Only(d.vendor)
+	chips := inv.Chips
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.reload(); err != nil {
@@ -74,11 +75,10 @@ func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified t
 	}
 	all := append(append([]inventory.Chip{}, chips...), gone...)
 	sort.Slice(all, func(i, j int) bool { return all[i].Index < all[j].Index })
-	d.inv = inventory.Inventory{Chips: all, SharedDeviceNodes: map[inventory.Vendor][]string{d.vendor: inv.SharedDeviceNodes[d.vendor]}}
+	d.inv = inventory.Inventory{Chips: all, SharedDeviceNodes: inv.SharedDeviceNodes}
 	d.index(chips)
 	d.setHealth(chips, gone, verified)
-	published := inventory.Inventory{Chips: chips, SharedDeviceNodes: d.inv.SharedDeviceNodes}
-	if err := d.helper.PublishResources(ctx, d.resources(published)); err != nil {
+	if err := d.helper.PublishResources(ctx, d.resources(inv)); err != nil {
 		return fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
 	}
 	return nil

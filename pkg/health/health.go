@@ -64,10 +64,10 @@ type vendorState struct {
 func New(cfg Config) (*Monitor, error) {
 	m := &Monitor{cfg: cfg}
 	for _, t := range cfg.Targets {
-		if _, err := vendorFlag(t.Vendor()); err != nil {
-			return nil, err
+		if _, err := source.VendorOption(t.Vendor()); err != nil {
+			return nil, fmt.Errorf("health monitor: %w", err)
 		}
-		m.vendors = append(m.vendors, vendorState{target: t, last: only(cfg.Initial, t.Vendor())})
+		m.vendors = append(m.vendors, vendorState{target: t, last: cfg.Initial.Only(t.Vendor())})
 	}
 	return m, nil
 }
@@ -130,7 +130,7 @@ func (m *Monitor) poll(ctx context.Context, vs *vendorState) error {
 	pollCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	opts := m.cfg.Discovery
-	flag, _ := vendorFlag(v)
+	flag, _ := source.VendorOption(v) // checked in New
 	opts.Vendors = []string{flag}
 	inv, err := source.Discover(pollCtx, opts)
 	if err != nil {
@@ -196,20 +196,4 @@ func logChanges(logger klog.Logger, last, now inventory.Inventory) {
 	for _, c := range before {
 		logger.Info("Chip removed", "device", resourceslices.DeviceName(c), "model", c.Model, "uuid", c.UUID)
 	}
-}
-
-// only is inv restricted to vendor v.
-func only(inv inventory.Inventory, v inventory.Vendor) inventory.Inventory {
-	return inventory.Inventory{Chips: inv.ChipsOf(v), SharedDeviceNodes: map[inventory.Vendor][]string{v: inv.SharedDeviceNodes[v]}}
-}
-
-// vendorFlag is the --vendors value selecting v.
-func vendorFlag(v inventory.Vendor) (string, error) {
-	switch v {
-	case inventory.VendorHuawei:
-		return "ascend", nil
-	case inventory.VendorCambricon:
-		return "cambricon", nil
-	}
-	return "", fmt.Errorf("health monitor: unknown vendor %q", v)
 }

@@ -191,6 +191,12 @@ func (inv Inventory) ChipsOf(v Vendor) []Chip {
 	return out
 }
 
+// Only is the inventory of one vendor: its chips, ordered by index, and
+// its shared device nodes.
+func (inv Inventory) Only(v Vendor) Inventory {
+	return Inventory{Chips: inv.ChipsOf(v), SharedDeviceNodes: map[Vendor][]string{v: inv.SharedDeviceNodes[v]}}
+}
+
 // Validate checks the invariants the slice builder relies on: known vendors,
 // unique indices per vendor, and the fields every device must publish.
 func (inv Inventory) Validate() error {

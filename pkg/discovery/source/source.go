@@ -80,21 +80,34 @@ func Backends(o Options) ([]discovery.Backend, error) {
 	return backends, nil
 }
 
+// vendorOptions are the vendors by their Options.Vendors (--vendors) value.
+var vendorOptions = map[string]inventory.Vendor{"ascend": inventory.VendorHuawei, "cambricon": inventory.VendorCambricon}
+
+// VendorOption is the Options.Vendors value that selects v.
+func VendorOption(v inventory.Vendor) (string, error) {
+	for o, ov := range vendorOptions {
+		if ov == v {
+			return o, nil
+		}
+	}
+	return "", fmt.Errorf("unknown vendor %q", v)
+}
+
 // vendorSet maps --vendors to inventory vendors; empty means both.
 func vendorSet(names []string) (map[inventory.Vendor]bool, error) {
-	if len(names) == 0 {
-		return map[inventory.Vendor]bool{inventory.VendorHuawei: true, inventory.VendorCambricon: true}, nil
-	}
 	out := map[inventory.Vendor]bool{}
+	if len(names) == 0 {
+		for _, v := range vendorOptions {
+			out[v] = true
+		}
+		return out, nil
+	}
 	for _, n := range names {
-		switch n {
-		case "ascend":
-			out[inventory.VendorHuawei] = true
-		case "cambricon":
-			out[inventory.VendorCambricon] = true
-		default:
+		v, ok := vendorOptions[n]
+		if !ok {
 			return nil, fmt.Errorf("vendors: %q is not one of ascend, cambricon", n)
 		}
+		out[v] = true
 	}
 	return out, nil
 }
