@@ -157,8 +157,10 @@ func reportPublished(ctx context.Context, cfg agentConfig, client *fake.Clientse
 // agent is a node agent in a child process and the kubelet's side of it:
 // the directories it keeps its state in survive its restarts.
 type agent struct {
-	t       testing.TB
-	cfg     agentConfig
+	t   testing.TB
+	cfg agentConfig
+	// inv is the simulated node's chips, vendors their vendors.
+	inv     inventory.Inventory
 	vendors []inventory.Vendor
 	log     *os.File // the child's stderr, shown when the test fails
 	starts  int
@@ -173,18 +175,12 @@ type agent struct {
 // runs the agent.
 func newAgent(t testing.TB, profileName, chipModes string) *agent {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("the plugin tests fake device nodes with mknod and must run as root")
-	}
-	p, err := profile.Load(profileName)
-	require.NoError(t, err)
-	inv, err := simulated.New(nodeName, p).Discover(context.Background())
-	require.NoError(t, err)
+	inv := simulatedNode(t, profileName)
 	sockets, err := os.MkdirTemp("", "adra-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(sockets) })
 	dir := t.TempDir()
-	a := &agent{t: t, vendors: inv.Vendors(), cfg: agentConfig{
+	a := &agent{t: t, inv: inv, vendors: inv.Vendors(), cfg: agentConfig{
 		Profile: profileName, ChipModes: chipModes,
 		Root: filepath.Join(dir, "root"), CDIDir: filepath.Join(dir, "cdi"), StateDir: filepath.Join(dir, "state"),
 		ClaimsDir: filepath.Join(dir, "claims"), RegistrarDir: filepath.Join(sockets, "reg"), PluginDir: filepath.Join(sockets, "plugins"),

@@ -103,6 +103,13 @@ func newNodeWithRunner(t testing.TB, profileName string, vendor inventory.Vendor
 
 func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner) *node {
 	t.Helper()
+	return newNodeOf(t, simulatedNode(t, profileName), vendor, chipModes, runner, nil)
+}
+
+// simulatedNode is what discovery finds on a simulated node of profile,
+// for a test that fakes its device nodes (mknod: root only).
+func simulatedNode(t testing.TB, profileName string) inventory.Inventory {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the plugin tests fake device nodes with mknod and must run as root")
 	}
@@ -110,7 +117,7 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 	require.NoError(t, err)
 	inv, err := simulated.New(nodeName, p).Discover(context.Background())
 	require.NoError(t, err)
-	return newNodeOf(t, inv, vendor, chipModes, runner, nil)
+	return inv
 }
 
 // newNodeOf is a node serving inv (e.g. discovered from a fixture root);

@@ -19,13 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
@@ -249,10 +247,7 @@ func newSoak(t *testing.T, rng *rand.Rand) *soak {
 		counters: map[inventory.Vendor]map[string]map[string]int64{}, taken: map[*soakDevice]bool{}, shareLeft: map[*soakDevice]int64{},
 		prepared: map[inventory.Vendor]map[types.UID]*soakClaim{},
 		restarts: map[syscall.Signal]int{}, killedAt: map[string]int{}, kinds: map[string]int{}}
-	p, err := profile.Load(soakProfile)
-	require.NoError(t, err)
-	inv, err := simulated.New(nodeName, p).Discover(t.Context())
-	require.NoError(t, err)
+	inv := a.inv
 	policy, err := partitions.ParsePolicy(soakChipModes)
 	require.NoError(t, err)
 	// The same devices and counter sets the agent publishes.
