@@ -67,7 +67,7 @@ func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified t
 		if present[c.Index] {
 			continue
 		}
-		if claims := d.claimsOn(c); len(claims) > 0 {
+		if claims, _ := d.preparedOn(c); len(claims) > 0 {
 			logger.Info("Chip is gone but claims are prepared on it: keeping it for unprepare, no longer publishing it",
 				"device", resourceslices.DeviceName(c), "claims", claims)
 			gone = append(gone, c)
@@ -84,39 +84,28 @@ func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified t
 	return nil
 }
 
-// claimsOn lists the prepared claims that use chip c, a partition of it or
-// a share of it. Callers hold d.mu.
-func (d *Driver) claimsOn(c inventory.Chip) []string {
-	var out []string
+// preparedOn lists, sorted, the prepared claims that use chip c (the
+// chip, a partition or a share of it) and the devices of c they hold.
+// Callers hold d.mu.
+func (d *Driver) preparedOn(c inventory.Chip) (claims, devices []string) {
+	held := map[string]bool{}
 	for uid, claim := range d.prepared.Claims {
+		uses := false
 		for _, dev := range claim.Devices {
 			if onChip(c, dev.Device, dev.Partition) {
-				out = append(out, d.claimRef(uid))
-				break
+				held[dev.Device], uses = true, true
 			}
 		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// preparedOn lists the prepared devices (the chip, its partitions) of
-// chip c, sorted. Callers hold d.mu.
-func (d *Driver) preparedOn(c inventory.Chip) []string {
-	seen := map[string]bool{}
-	for _, claim := range d.prepared.Claims {
-		for _, dev := range claim.Devices {
-			if onChip(c, dev.Device, dev.Partition) {
-				seen[dev.Device] = true
-			}
+		if uses {
+			claims = append(claims, d.claimRef(uid))
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for name := range seen {
-		out = append(out, name)
+	for name := range held {
+		devices = append(devices, name)
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(claims)
+	sort.Strings(devices)
+	return claims, devices
 }
 
 // onChip reports whether a prepared device is chip c or a partition of it.
@@ -135,7 +124,8 @@ func (d *Driver) setHealth(chips, gone []inventory.Chip, verified time.Time) {
 	}
 	// The devices of a gone chip that pods still hold.
 	for _, c := range gone {
-		for _, name := range d.preparedOn(c) {
+		_, devices := d.preparedOn(c)
+		for _, name := range devices {
 			st.devices = append(st.devices, deviceHealth{name: name,
 				message: fmt.Sprintf("ChipGone: chip %s is no longer on the node (its vendor tool does not list it)", resourceslices.DeviceName(c))})
 		}
