@@ -19,6 +19,11 @@ const (
 	// the DRA device name upper-cased with non-alphanumerics as "_"
 	// (npu-3 → DRA_DEVICE_NPU_3_UUID).
 	EnvDevicePrefix = "DRA_DEVICE_"
+	// EnvAdminAccess is "true" in a container whose claim has only
+	// admin-access devices of the driver (a monitoring or debugging pod):
+	// it sees chips other claims use, and must not use them for work.
+	// Mixed claims have DRA_DEVICE_<NAME>_ADMIN_ACCESS per device instead.
+	EnvAdminAccess = "DRA_ADMIN_ACCESS"
 	// envReservedPrefix covers every variable above: user configuration may
 	// set none of them, now or when more are added.
 	envReservedPrefix = "DRA_"
@@ -41,16 +46,19 @@ const (
 	EnvAscendRuntimeOptions = "ASCEND_RUNTIME_OPTIONS"
 
 	// Suffixes of the per-device variables DRA_DEVICE_<NAME>_<SUFFIX> the
-	// driver sets for partitions and shares (never for whole chips):
+	// driver sets for partitions, shares and admin access (never for a whole
+	// chip a claim holds):
 	//   - PARTITION: the vendor template or sMLU profile (vir04, 25p.5827mb);
 	//   - MEMORY: bytes of device memory of the partition or share;
 	//   - CORES: AI cores / MLU cores of the partition, or the cores the
 	//     share reserved (0: none reserved, time-shared);
-	//   - SHARE_ID: the allocation's shareID, one per claim on a shared chip.
-	EnvSuffixPartition = "PARTITION"
-	EnvSuffixMemory    = "MEMORY"
-	EnvSuffixCores     = "CORES"
-	EnvSuffixShareID   = "SHARE_ID"
+	//   - SHARE_ID: the allocation's shareID, one per claim on a shared chip;
+	//   - ADMIN_ACCESS: "true" on a device allocated with admin access.
+	EnvSuffixAdminAccess = "ADMIN_ACCESS"
+	EnvSuffixPartition   = "PARTITION"
+	EnvSuffixMemory      = "MEMORY"
+	EnvSuffixCores       = "CORES"
+	EnvSuffixShareID     = "SHARE_ID"
 )
 
 // vendorEdits is what a vendor's own container runtime or device plugin

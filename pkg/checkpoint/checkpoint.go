@@ -25,8 +25,8 @@ const Version = "accel-dra.dev/checkpoint/v1"
 
 // Device is one prepared device of a claim.
 //
-// Partition and Share were added to format v1 without a version change:
-// both are optional, so a checkpoint written before them loads with every
+// Partition, Share and AdminAccess were added to format v1 without a
+// version change: all are optional, so a checkpoint written before them loads with every
 // device a whole chip, which is what it was. A plugin older than them that
 // reads a newer file keeps the claims but forgets their partitions (it
 // would not destroy them on unprepare): downgrades need the claims
@@ -44,6 +44,12 @@ type Device struct {
 	Partition *Partition `json:"partition,omitempty"`
 	// Share is the claim's share of a shared chip; nil otherwise.
 	Share *Share `json:"share,omitempty"`
+	// AdminAccess says the device was allocated with admin access (a
+	// monitoring or debugging claim): it holds nothing, so other claims'
+	// checks ignore it, and it never has a Partition or Share. Optional
+	// like Partition: an older plugin reading it treats the device as held,
+	// which refuses more, never less.
+	AdminAccess bool `json:"adminAccess,omitempty"`
 }
 
 // Partition is a partition that exists on a chip (partitions.Instance).

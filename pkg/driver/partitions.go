@@ -27,6 +27,7 @@ type slot struct {
 const (
 	annotationPartition = names.Domain + "/partition"
 	annotationShare     = names.Domain + "/share"
+	annotationAdmin     = names.Domain + "/admin-access"
 )
 
 func toCheckpoint(i partitions.Instance) *checkpoint.Partition {
@@ -54,6 +55,9 @@ func annotations(e checkpoint.Device) (map[string]string, error) {
 		}
 		out[annotationShare] = string(raw)
 	}
+	if e.AdminAccess {
+		out[annotationAdmin] = "true"
+	}
 	if len(out) == 0 {
 		return nil, nil
 	}
@@ -75,6 +79,7 @@ func decodeAnnotations(a map[string]string, e *checkpoint.Device) error {
 		}
 		e.Share = &s
 	}
+	e.AdminAccess = a[annotationAdmin] == "true"
 	return nil
 }
 
@@ -131,6 +136,9 @@ func (d *Driver) usage(self types.UID) usage {
 			continue
 		}
 		for _, dev := range d.prepared.Claims[uid].Devices {
+			if dev.AdminAccess {
+				continue // holds nothing: see planAdmin
+			}
 			u.devices[dev.Device] = append(u.devices[dev.Device], holder{uid: uid, share: dev.Share})
 			if dev.Partition != nil {
 				u.partitions[dev.Partition.Chip] = append(u.partitions[dev.Partition.Chip], partitionUse{uid: uid, device: dev.Device, template: dev.Partition.Template})

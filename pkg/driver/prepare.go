@@ -98,9 +98,19 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	}
 	plans := make([]plan, len(results))
 	seen := map[string]int{}
-	allVirtual := len(results) > 0
+	allVirtual, allAdmin := len(results) > 0, len(results) > 0
 	for i, r := range results {
 		field := fmt.Sprintf("status.allocation.devices.results[%d]", i)
+		if isAdmin(r) {
+			dev, entry, err := d.planAdmin(field, r, configs[r.Request].env)
+			if err != nil {
+				return nil, err
+			}
+			plans[i] = plan{dev: dev, entry: entry}
+			allVirtual = false
+			continue
+		}
+		allAdmin = false
 		_, again := seen[r.Device]
 		if j := seen[r.Device]; again && !d.isShared(r.Device) {
 			return nil, fmt.Errorf("%s: device %s is allocated twice in this claim (also results[%d])", field, r.Device, j)
@@ -166,6 +176,26 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		plans[i] = p
 	}
 
+	// An admin result may name a device another result of this claim has
+	// too (an admin request beside a normal one); CDI device names must differ.
+	taken := map[string]bool{}
+	for _, p := range plans {
+		if !p.entry.AdminAccess {
+			taken[p.dev.Name] = true
+		}
+	}
+	for i := range plans {
+		p := &plans[i]
+		if !p.entry.AdminAccess {
+			continue
+		}
+		name := p.dev.Name
+		for n := 1; taken[name]; n++ {
+			name = fmt.Sprintf("%s-admin-%d", p.dev.Name, n)
+		}
+		p.dev.Name, taken[name] = name, true
+	}
+
 	// Make the partitions. Anything made here is destroyed again if the
 	// claim cannot be completed, so a failed prepare leaves no partition.
 	var created []partitions.Instance
@@ -227,6 +257,9 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	if allVirtual && d.vendor == inventory.VendorHuawei {
 		spec.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
 	}
+	if allAdmin {
+		spec.Env = map[string]string{cdi.EnvAdminAccess: "true"}
+	}
 
 	if err := failpoint.Inject(failpoint.PrepareBeforeCDI); err != nil {
 		undo()
@@ -268,6 +301,31 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		return nil, err
 	}
 	return devices, nil
+}
+
+// isAdmin says whether an allocation result has admin access.
+func isAdmin(r resourceapi.DeviceRequestAllocationResult) bool {
+	return r.AdminAccess != nil && *r.AdminAccess
+}
+
+// planAdmin is what an admin-access result becomes: the chip's device
+// nodes, whatever holds the chip. The scheduler hands admin results out
+// next to the devices' normal holders (monitoring, debugging), so nothing
+// is checked against other claims, no partition is made (a partition
+// device gives its parent chip's nodes) and no share is counted; other
+// claims' checks ignore it (usage).
+func (d *Driver) planAdmin(field string, r resourceapi.DeviceRequestAllocationResult, env map[string]string) (cdi.Device, checkpoint.Device, error) {
+	chip, ok := d.chips[r.Device]
+	if !ok {
+		sl, isSlot := d.slots[r.Device]
+		if !isSlot {
+			return cdi.Device{}, checkpoint.Device{}, fmt.Errorf("%s: device %q is not a chip of %s on node %s (nor a partition of one)", field, r.Device, d.name, d.node)
+		}
+		chip = sl.chip
+	}
+	dev := cdi.Device{Name: r.Device, Chip: chip, Env: env, DriverEnv: map[string]string{cdi.EnvSuffixAdminAccess: "true"}}
+	entry := checkpoint.Device{Request: r.Request, Pool: r.Pool, Device: r.Device, AdminAccess: true}
+	return dev, entry, nil
 }
 
 // consumed is the capacity name the scheduler gave a share of, or def
