@@ -5,6 +5,7 @@ package inventory
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"unicode"
@@ -72,7 +73,12 @@ type Chip struct {
 	PCIeRoot string
 	// DriverVersion is the semver of the vendor driver.
 	DriverVersion string
-	Healthy       bool
+	// DeviceIP is the address of the chip's own RoCE port (Ascend training
+	// chips: set with `hccn_tool -i N -ip -s address A netmask M`), as an
+	// interface address in CIDR form, e.g. 192.168.100.101/24; empty if the
+	// chip has none or discovery does not know it.
+	DeviceIP string
+	Healthy  bool
 	// HealthReason says, machine-readably, why a chip is not Healthy (one
 	// of the Reason* values; it becomes the value of the accel-dra.dev/
 	// unhealthy device taint); HealthMessage says it for people. Both are
@@ -220,6 +226,11 @@ func (inv Inventory) Validate() error {
 		}
 		if c.LinkGroup == "" || c.LinkType == "" {
 			return fmt.Errorf("%s chip %d: link group or link type is empty", c.Vendor, c.Index)
+		}
+		if c.DeviceIP != "" {
+			if _, err := netip.ParsePrefix(c.DeviceIP); err != nil {
+				return fmt.Errorf("%s chip %d: device IP %q is not an address with prefix length (e.g. 192.168.100.101/24): %w", c.Vendor, c.Index, c.DeviceIP, err)
+			}
 		}
 	}
 	return nil

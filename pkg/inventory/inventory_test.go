@@ -31,3 +31,28 @@ func TestMarkUnhealthyKeepsTheFirstReason(t *testing.T) {
 	require.Equal(t, inventory.ReasonPCIDeviceMissing, c.HealthReason)
 	require.Equal(t, "PCI function gone", c.HealthMessage)
 }
+
+func TestValidateAcceptsADeviceIPOnlyWithItsPrefixLength(t *testing.T) {
+	tests := []struct {
+		name, deviceIP, want string
+	}{
+		{name: "no device IP", deviceIP: ""},
+		{name: "IPv4 interface address", deviceIP: "192.168.100.101/24"},
+		{name: "IPv6 interface address", deviceIP: "fd00:10::2/64"},
+		{name: "a bare address has lost its netmask", deviceIP: "192.168.100.101",
+			want: `huawei chip 0: device IP "192.168.100.101" is not an address with prefix length (e.g. 192.168.100.101/24)`},
+		{name: "not an address", deviceIP: "eth0/24", want: `huawei chip 0: device IP "eth0/24"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := inventory.Inventory{Chips: []inventory.Chip{{Vendor: inventory.VendorHuawei, Model: "Ascend910B3",
+				LinkType: inventory.LinkHCCS, LinkGroup: "hccs-0", DeviceIP: tt.deviceIP}}}
+			err := inv.Validate()
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}

@@ -335,14 +335,34 @@ func TestEveryDeviceClassSelectorCompilesWithTheUpstreamCELCompiler(t *testing.T
 	}
 }
 
-func TestTheClusterRoleGrantsExactlyWhatTheAgentUses(t *testing.T) {
-	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get"}},
-		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"list", "watch", "create", "update", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+// servedDrivers are the DRA drivers of the vendors the agent serves
+// (its --vendors argument).
+func servedDrivers(t *testing.T, c valuesCase) []string {
+	t.Helper()
+	for _, a := range c.args {
+		if vendors, ok := strings.CutPrefix(a, "--vendors="); ok {
+			var drivers []string
+			for _, v := range strings.Split(vendors, ",") {
+				drivers = append(drivers, v+".accel-dra.dev")
+			}
+			return drivers
+		}
 	}
+	require.FailNow(t, "the case has no --vendors argument")
+	return nil
+}
+
+func TestTheClusterRoleGrantsExactlyWhatTheAgentUses(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			want := []rbacv1.PolicyRule{
+				{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get"}},
+				{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices"}, Verbs: []string{"list", "watch", "create", "update", "delete"}},
+				{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+				// pkg/claimstatus: server-side apply of status.devices.
+				{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/status"}, Verbs: []string{"patch"}},
+				{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/driver"}, ResourceNames: servedDrivers(t, c), Verbs: []string{"associated-node:patch"}},
+			}
 			r := render(t, c)
 			role := r.clusterRole(t)
 			require.Equal(t, want, role.Rules)
@@ -353,6 +373,42 @@ func TestTheClusterRoleGrantsExactlyWhatTheAgentUses(t *testing.T) {
 			require.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
 			require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}, binding.Subjects)
 			require.Equal(t, sa.Name, r.daemonSet(t).Spec.Template.Spec.ServiceAccountName, "the agent runs as the bound ServiceAccount")
+		})
+	}
+}
+
+// The API server authorizes each driver's status.devices entries on the
+// synthetic resourceclaims/driver subresource, named after the driver
+// (k8s.io/kubernetes pkg/registry/resource.AuthorizedForDeviceStatus):
+// "associated-node:<verb>" for a ServiceAccount token bound to a pod on the
+// claim's node, "arbitrary-node:<verb>" for any claim. The agent's role
+// must name only our drivers and only the associated-node verbs, so a
+// stolen agent token cannot write another driver's entries or those of
+// claims on other nodes.
+func TestTheAgentMayWriteOnlyOurDriversDeviceStatusAndOnlyOnItsNode(t *testing.T) {
+	ours := []string{"ascend.accel-dra.dev", "cambricon.accel-dra.dev"}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var driverRules int
+			for _, rule := range render(t, c).clusterRole(t).Rules {
+				require.NotContains(t, rule.Resources, "*", "no wildcard resources")
+				require.NotContains(t, rule.Verbs, "*", "no wildcard verbs")
+				require.NotContains(t, rule.APIGroups, "*", "no wildcard API groups")
+				for _, v := range rule.Verbs {
+					require.False(t, strings.HasPrefix(v, "arbitrary-node:"), "verb %s lets the agent write claims of any node", v)
+				}
+				if !slices.Contains(rule.Resources, "resourceclaims/driver") {
+					continue
+				}
+				driverRules++
+				require.Equal(t, []string{"resourceclaims/driver"}, rule.Resources, "the driver rule grants nothing else")
+				require.NotEmpty(t, rule.ResourceNames, "an empty resourceNames would allow every driver")
+				require.Subset(t, ours, rule.ResourceNames)
+				for _, v := range rule.Verbs {
+					require.True(t, strings.HasPrefix(v, "associated-node:"), "verb %s", v)
+				}
+			}
+			require.Equal(t, 1, driverRules)
 		})
 	}
 }

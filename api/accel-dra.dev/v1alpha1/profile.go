@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"net/netip"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
@@ -47,6 +48,13 @@ type ChipGroup struct {
 	MLULinkPorts int `json:"mluLinkPorts,omitempty"`
 	// Unhealthy lists chip indices (within the vendor) reported unhealthy.
 	Unhealthy []int `json:"unhealthy,omitempty"`
+	// DeviceIPs are the RoCE addresses of the group's chips in index order,
+	// one per chip, each an interface address in CIDR form
+	// (192.168.100.101/24): what `hccn_tool -i N -ip -s address A netmask M`
+	// configures on a real Ascend training server. Huawei chips only;
+	// without it the chips have no device IP. Every node simulated from
+	// the profile reports the same addresses.
+	DeviceIPs []string `json:"deviceIPs,omitempty"`
 }
 
 // ParseHardwareProfile decodes a profile strictly and validates it.
@@ -75,6 +83,7 @@ func (p *HardwareProfile) Validate() error {
 	if len(p.Chips) == 0 {
 		return fmt.Errorf("chips: at least one chip group is required")
 	}
+	deviceIPs := map[netip.Addr]string{} // address -> field that has it
 	for i, g := range p.Chips {
 		field := fmt.Sprintf("chips[%d]", i)
 		switch g.Vendor {
@@ -114,6 +123,35 @@ func (p *HardwareProfile) Validate() error {
 				return fmt.Errorf("%s.unhealthy: index %d is negative", field, u)
 			}
 		}
+		if err := validateDeviceIPs(field, g, deviceIPs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateDeviceIPs checks a group's deviceIPs: one interface address per
+// chip, none used twice in the profile (seen holds the earlier ones).
+func validateDeviceIPs(field string, g ChipGroup, seen map[netip.Addr]string) error {
+	if len(g.DeviceIPs) == 0 {
+		return nil
+	}
+	if g.Vendor != "huawei" {
+		return fmt.Errorf("%s.deviceIPs: %s chips have no device IP", field, g.Vendor)
+	}
+	if len(g.DeviceIPs) != g.Count {
+		return fmt.Errorf("%s.deviceIPs: %d addresses for %d chips, want one per chip", field, len(g.DeviceIPs), g.Count)
+	}
+	for j, s := range g.DeviceIPs {
+		ipField := fmt.Sprintf("%s.deviceIPs[%d]", field, j)
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not an address with prefix length (e.g. 192.168.100.101/24): %w", ipField, s, err)
+		}
+		if other, dup := seen[p.Addr()]; dup {
+			return fmt.Errorf("%s: address %s is also %s", ipField, p.Addr(), other)
+		}
+		seen[p.Addr()] = ipField
 	}
 	return nil
 }

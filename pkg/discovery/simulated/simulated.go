@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"net/netip"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
@@ -67,6 +68,13 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 				DriverVersion: version,
 				Healthy:       true,
 				Extra:         map[string]inventory.Value{},
+			}
+			if i < len(g.DeviceIPs) {
+				ip, err := netip.ParsePrefix(g.DeviceIPs[i])
+				if err != nil {
+					return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].deviceIPs[%d]: %w", p.Name, gi, i, err)
+				}
+				c.DeviceIP = ip.String()
 			}
 			if unhealthy[idx] {
 				c.MarkUnhealthy(inventory.ReasonSimulated, "the hardware profile lists the chip as unhealthy")

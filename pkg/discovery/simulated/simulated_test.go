@@ -110,3 +110,40 @@ func TestABadDriverVersionNamesTheProfileField(t *testing.T) {
 	_, err = simulated.New("n", p).Discover(context.Background())
 	require.ErrorContains(t, err, "profile mlu270: chips[0].driverVersion")
 }
+
+func TestTrainingProfilesGiveEachNPUTheRoCEAddressOfTheProfile(t *testing.T) {
+	tests := []struct {
+		profile string
+		vendor  inventory.Vendor
+		want    []string // in index order; nil: no device IPs
+	}{
+		{"atlas-800-910a", inventory.VendorHuawei, []string{
+			"192.168.100.101/24", "192.168.101.101/24", "192.168.102.101/24", "192.168.103.101/24",
+			"192.168.100.100/24", "192.168.101.100/24", "192.168.102.100/24", "192.168.103.100/24"}},
+		{"atlas-800t-a2", inventory.VendorHuawei, []string{
+			"10.20.0.2/24", "10.20.0.3/24", "10.20.0.4/24", "10.20.0.5/24", "10.20.0.6/24", "10.20.0.7/24", "10.20.0.8/24", "10.20.0.9/24"}},
+		{"mixed-910b-mlu370", inventory.VendorHuawei, []string{"10.20.1.2/24", "10.20.1.3/24", "10.20.1.4/24", "10.20.1.5/24"}},
+		{"mixed-910b-mlu370", inventory.VendorCambricon, nil},
+		{"atlas-300i-duo", inventory.VendorHuawei, nil},
+		{"mlu590", inventory.VendorCambricon, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.profile+"/"+string(tt.vendor), func(t *testing.T) {
+			var got []string
+			for _, c := range discover(t, "node-a", tt.profile).ChipsOf(tt.vendor) {
+				if c.DeviceIP != "" {
+					got = append(got, c.DeviceIP)
+				}
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestABadDeviceIPNamesTheProfileField(t *testing.T) {
+	p, err := profile.Load("atlas-800t-a2")
+	require.NoError(t, err)
+	p.Chips[0].DeviceIPs[3] = "10.20.0.5"
+	_, err = simulated.New("n", p).Discover(context.Background())
+	require.ErrorContains(t, err, "profile atlas-800t-a2: chips[0].deviceIPs[3]")
+}
