@@ -91,6 +91,9 @@ func NewWriter(cfg Config) (*Writer, error) {
 	return &Writer{cfg: cfg, cache: cache}, nil
 }
 
+// SpecDir is the directory the specs are written to.
+func (w *Writer) SpecDir() string { return w.cfg.SpecDir }
+
 // Device is one allocated DRA device of a claim.
 type Device struct {
 	// Name is the DRA device name, e.g. npu-3.

@@ -61,15 +61,18 @@ import (
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
+	metadatav1beta1 "k8s.io/dynamic-resource-allocation/api/metadata/v1beta1"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+	"github.com/accel-dra/accel-dra/pkg/claimstatus"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
@@ -121,6 +124,12 @@ type Config struct {
 	// UnhealthyTaintEffect is the effect of the device taint on unhealthy
 	// chips: NoSchedule (default) or NoExecute (see resourceslices.Taints).
 	UnhealthyTaintEffect resourceapi.DeviceTaintEffect
+	// DeviceMetadata has the kubelet plugin helper write the device
+	// metadata file of KEP-5304 (beta in 1.37) for each prepared request
+	// and mount it into the containers through a CDI spec of its own in
+	// the CDI directory: the same facts as the claim's device status, so
+	// a launcher can build an HCCL rank table without calling the API.
+	DeviceMetadata bool
 	// HealthCheckTimeout, when set, says a health monitor re-reads the
 	// chips (calling Update) at least this often: the kubelet is told to
 	// trust a report that long, and devices not verified for longer are
@@ -157,6 +166,11 @@ type Driver struct {
 	health     atomic.Pointer[healthState]
 	healthMu   sync.Mutex
 	healthWake chan struct{}
+
+	// status writes the claims' status.devices in the background;
+	// stopStatus ends it.
+	status     *claimstatus.Writer
+	stopStatus context.CancelFunc
 
 	mu       sync.Mutex
 	prepared checkpoint.Data
@@ -226,8 +240,18 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	if cfg.PodUID != "" {
 		opts = append(opts, kubeletplugin.RollingUpdate(cfg.PodUID))
 	}
+	if cfg.DeviceMetadata {
+		// v1beta1 is the latest (and, in v0.37, the only current) version;
+		// the helper refuses to start without it.
+		opts = append(opts, kubeletplugin.EnableDeviceMetadata(true, []schema.GroupVersion{metadatav1beta1.SchemeGroupVersion}),
+			kubeletplugin.CDIDirectory(cfg.CDI.SpecDir()))
+	}
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	d.status, d.stopStatus = claimstatus.New(cfg.KubeClient, d.name), stopStatus
+	go d.status.Run(statusCtx)
 	helper, err := kubeletplugin.Start(ctx, d, opts...)
 	if err != nil {
+		stopStatus()
 		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 	}
 	d.helper = helper
@@ -237,6 +261,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	logger.Info("Publishing ResourceSlices: waiting for the API server to list this node's slices", "driver", d.name, "node", cfg.NodeName)
 	if err := helper.PublishResources(ctx, d.resources(d.inv)); err != nil {
 		helper.Stop()
+		stopStatus()
 		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
 	}
 	d.trackMetrics()
@@ -301,6 +326,11 @@ func (d *Driver) Name() string { return d.name }
 func (d *Driver) Stop() {
 	if d.helper != nil {
 		d.helper.Stop()
+	}
+	if d.stopStatus != nil {
+		// Status writes still queued are dropped: the next instance's
+		// prepare (kubelet retries) or unprepare writes them again.
+		d.stopStatus()
 	}
 }
 

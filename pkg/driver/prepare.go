@@ -20,6 +20,7 @@ import (
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+	"github.com/accel-dra/accel-dra/pkg/claimstatus"
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
@@ -48,7 +49,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
 		begin := time.Now()
-		devices, err := d.prepare(ctx, claim)
+		devices, status, err := d.prepare(ctx, claim)
 		took := time.Since(begin)
 		d.metrics.Observe(metrics.Prepare, d.name, took, err)
 		if err != nil {
@@ -60,24 +61,29 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 				prepared = append(prepared, dev.DeviceName)
 			}
 			logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", prepared, "duration", took)
+			// In the background, retried: a status the API refuses for a
+			// while must not fail nor delay the pod's start.
+			d.status.Prepared(claim.Namespace, claim.Name, claim.UID, status)
 		}
 		out[claim.UID] = kubeletplugin.PrepareResult{Devices: devices, Err: err}
 	}
 	return out, nil
 }
 
-func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
+// prepare prepares one claim and returns its devices for the kubelet and
+// for the claim's status.
+func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, []claimstatus.Device, error) {
 	logger := klog.FromContext(ctx)
 	if claim.Status.Allocation == nil {
-		return nil, errors.New("not allocated")
+		return nil, nil, errors.New("not allocated")
 	}
 	results, err := d.ourResults(claim)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	configs, err := d.requestConfigs(claim, results)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	prev, had := d.prepared.Claims[claim.UID]
@@ -104,7 +110,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		if isAdmin(r) {
 			dev, entry, err := d.planAdmin(field, r, configs[r.Request].env)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			plans[i] = plan{dev: dev, entry: entry}
 			allVirtual = false
@@ -113,7 +119,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		allAdmin = false
 		_, again := seen[r.Device]
 		if j := seen[r.Device]; again && !d.isShared(r.Device) {
-			return nil, fmt.Errorf("%s: device %s is allocated twice in this claim (also results[%d])", field, r.Device, j)
+			return nil, nil, fmt.Errorf("%s: device %s is allocated twice in this claim (also results[%d])", field, r.Device, j)
 		}
 		if !again {
 			seen[r.Device] = i
@@ -127,12 +133,12 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 				memory := consumed(r, names.CapMemory, chip.MemoryBytes)
 				cores := consumed(r, names.CapCores, int64(chip.Cores))
 				if memory < chip.MemoryBytes && cfg.strategy == v1alpha1.SharingExclusive {
-					return nil, fmt.Errorf("%s: device %s is a share (%s of %s memory) of a shared chip, but the config of request %q says sharing.strategy: %s; request all of its memory or use strategy %s",
+					return nil, nil, fmt.Errorf("%s: device %s is a share (%s of %s memory) of a shared chip, but the config of request %q says sharing.strategy: %s; request all of its memory or use strategy %s",
 						field, r.Device, resource.NewQuantity(memory, resource.BinarySI), resource.NewQuantity(chip.MemoryBytes, resource.BinarySI),
 						r.Request, v1alpha1.SharingExclusive, v1alpha1.SharingShared)
 				}
 				if err := d.checkShare(u, r.Device, chip, memory); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				p.entry.Share = &checkpoint.Share{ID: *r.ShareID, Consumed: map[string]resource.Quantity{
 					string(names.CapMemory): *resource.NewQuantity(memory, resource.BinarySI),
@@ -150,13 +156,13 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 				}
 			} else {
 				if err := d.checkWhole(u, r.Device, chip); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID, result: i})
 			}
 		} else if sl, ok := d.slots[r.Device]; ok {
 			if err := d.checkPartition(u, r.Device, sl); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			p.dev.Chip = sl.chip
 			u.devices[r.Device] = append(u.devices[r.Device], holder{uid: claim.UID, result: i})
@@ -170,7 +176,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 			}
 			isVirtual = sl.template.Type == partitions.TypeVNPU
 		} else {
-			return nil, fmt.Errorf("%s: device %q is not a chip of %s on node %s (nor a partition of one)", field, r.Device, d.name, d.node)
+			return nil, nil, fmt.Errorf("%s: device %q is not a chip of %s on node %s (nor a partition of one)", field, r.Device, d.name, d.node)
 		}
 		allVirtual = allVirtual && isVirtual
 		plans[i] = p
@@ -215,14 +221,14 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		inst, err := d.tool.Create(ctx, p.create.chip, p.create.template)
 		if err != nil {
 			undo()
-			return nil, fmt.Errorf("creating partition %s: %w", p.entry.Device, err)
+			return nil, nil, fmt.Errorf("creating partition %s: %w", p.entry.Device, err)
 		}
 		logger.V(2).Info("Created partition", "claim", klog.KObj(claim), "device", p.entry.Device, "partition", inst.String())
 		created = append(created, inst)
 		p.entry.Partition = toCheckpoint(inst)
 		if err := failpoint.Inject(failpoint.PartitionCreated); err != nil {
 			undo()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for i := range plans {
@@ -232,7 +238,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 			edits, err := partitions.EditsOf(sl.chip, fromCheckpoint(p.entry.Partition))
 			if err != nil {
 				undo()
-				return nil, fmt.Errorf("device %s: %w", p.entry.Device, err)
+				return nil, nil, fmt.Errorf("device %s: %w", p.entry.Device, err)
 			}
 			for _, n := range edits.DeviceNodes {
 				p.dev.Nodes = append(p.dev.Nodes, cdi.DeviceNode{Path: n.Path, HostPath: n.HostPath})
@@ -249,7 +255,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		a, err := annotations(p.entry)
 		if err != nil {
 			undo()
-			return nil, fmt.Errorf("device %s: %w", p.entry.Device, err)
+			return nil, nil, fmt.Errorf("device %s: %w", p.entry.Device, err)
 		}
 		p.dev.Annotations = a
 		spec.Devices = append(spec.Devices, p.dev)
@@ -263,20 +269,24 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 
 	if err := failpoint.Inject(failpoint.PrepareBeforeCDI); err != nil {
 		undo()
-		return nil, err
+		return nil, nil, err
 	}
 	ids, err := d.cdi.Write(ctx, spec)
 	if err != nil {
 		undo()
 		// The writer's error names the claim, the spec file and why.
-		return nil, err
+		return nil, nil, err
 	}
 	var devices []kubeletplugin.Device
+	var status []claimstatus.Device
 	for i, r := range results {
 		e := plans[i].entry
 		e.CDIDeviceIDs = ids[plans[i].dev.Name]
 		entry.Devices = append(entry.Devices, e)
-		devices = append(devices, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: e.CDIDeviceIDs})
+		st := statusOf(r, plans[i].dev.Chip, e.Partition)
+		devices = append(devices, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: e.CDIDeviceIDs,
+			ShareID: r.ShareID, Metadata: &kubeletplugin.DeviceMetadata{Attributes: st.Data.Attributes(), NetworkData: st.Data.NetworkData()}})
+		status = append(status, st)
 	}
 	// Checkpoint before answering: once kubelet has the IDs, a restart
 	// must still know the devices are taken and which partitions are ours.
@@ -295,12 +305,22 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 			}
 		}
 		undo()
-		return nil, fmt.Errorf("saving checkpoint: %w", err)
+		return nil, nil, fmt.Errorf("saving checkpoint: %w", err)
 	}
 	if err := failpoint.Inject(failpoint.PrepareAfterCheckpoint); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return devices, nil
+	return devices, status, nil
+}
+
+// statusOf is what the claim's status.devices (and the device metadata
+// file) say of a prepared device: its chip, and the partition made for it.
+func statusOf(r resourceapi.DeviceRequestAllocationResult, chip inventory.Chip, p *checkpoint.Partition) claimstatus.Device {
+	data := claimstatus.ChipData(chip)
+	if p != nil {
+		data.Template, data.InstanceID = p.Template, ptr.To(p.ID)
+	}
+	return claimstatus.Device{Pool: r.Pool, Device: r.Device, ShareID: r.ShareID, Data: data}
 }
 
 // isAdmin says whether an allocation result has admin access.
@@ -481,6 +501,9 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 			continue
 		}
 		logger.V(2).Info("Unprepared claim", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", c.UID, "devices", devices, "duration", took)
+		// Also for a claim not prepared here: a status an earlier
+		// instance wrote before it lost its state is cleared too.
+		d.status.Unprepared(c.Namespace, c.Name, c.UID)
 	}
 	return out, nil
 }

@@ -70,7 +70,7 @@ func TestAConflictInsideOneClaimNamesTheOtherResult(t *testing.T) {
 			}
 			// No partition tool, CDI writer or checkpoint store: a refused
 			// claim must not reach them.
-			_, err := d.prepare(context.Background(), claim)
+			_, _, err := d.prepare(context.Background(), claim)
 			require.EqualError(t, err, tt.want)
 			require.Len(t, d.prepared.Claims, 1, "the checkpoint is unchanged")
 		})

@@ -96,7 +96,9 @@ func createTemplate(t *testing.T, tmpl *resourceapi.ResourceClaimTemplate) {
 	require.NoError(t, err)
 }
 
-// probeScript prints what a container sees of its chips, then sleeps.
+// probeScript prints what a container sees of its chips (device nodes,
+// variables, mounts, whether driver files are writable, the device
+// metadata files), then sleeps.
 const probeScript = `echo "== dev"; ls -1 /dev
 echo "== env"; env | sort
 echo "== mounts"; cat /proc/mounts
@@ -104,6 +106,8 @@ echo "== write"
 for f in /usr/local/Ascend/driver/version.info /etc/ascend_install.info /usr/bin/cnmon; do
   if [ -e "$f" ]; then if (echo >> "$f") 2>/dev/null; then echo "$f writable"; else echo "$f read-only"; fi; fi
 done
+echo "== metadata"
+find /var/run/kubernetes.io/dra-device-attributes -name '*-metadata.json' 2>/dev/null | sort | while read -r f; do echo "--- $f"; cat "$f"; done
 echo "` + endMarker + `"
 exec sleep 3600`
 
