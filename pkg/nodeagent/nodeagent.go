@@ -66,6 +66,10 @@ type Options struct {
 	// hot add/remove (pkg/health); zero or less: health is only read at
 	// start.
 	HealthInterval time.Duration
+	// DeviceMetadata mounts the device metadata file (KEP-5304) into
+	// containers (see driver.Config.DeviceMetadata). The binary's
+	// --device-metadata flag, default on.
+	DeviceMetadata bool
 	// UnhealthyTaintEffect is the effect of the taint on unhealthy chips:
 	// "" or NoSchedule, or NoExecute (evicts pods that do not tolerate it).
 	UnhealthyTaintEffect string
@@ -161,6 +165,8 @@ func Run(ctx context.Context, o Options) error {
 			Policy:        policy,
 			PartitionTool: tool,
 			Metrics:       health.metrics,
+
+			DeviceMetadata: o.DeviceMetadata,
 
 			UnhealthyTaintEffect: effect,
 			HealthCheckTimeout:   chiphealth.CheckTimeout(o.HealthInterval),

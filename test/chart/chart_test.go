@@ -138,6 +138,7 @@ var commonArgs = []string{
 	"--state-dir=/var/lib/accel-dra",
 	"--health-interval=10s",
 	"--unhealthy-taint-effect=NoSchedule",
+	"--device-metadata=true",
 }
 
 func args(groups ...[]string) []string {
