@@ -25,6 +25,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
 func main() {
@@ -90,7 +91,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.Discovery.ToolOutput, "tool-output", "", "read recorded npu-smi/cnmon output from this directory instead of running the tools [ACCEL_DRA_TOOL_OUTPUT]")
 	f.BoolVar(&o.FakeDevices, "fake-devices", false, "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
 	f.StringSliceVar(&o.Discovery.Vendors, "vendors", nil, "serve only these vendors' chips: ascend, cambricon (comma list); default: every vendor found [ACCEL_DRA_VENDORS]")
-	f.StringVar(&o.ChipModes, "chip-modes", "", "how chips are published: Partitioned (whole chip plus vNPU/sMLU partitions, the default where the model has templates), Shared (one device several claims share by capacity) or Whole; one mode for all or per device, e.g. \"npu-0=Shared,mlu-*=Whole\" [ACCEL_DRA_CHIP_MODES]")
+	f.StringVar(&o.ChipModes, "chip-modes", "", partitions.PolicyHelp+" [ACCEL_DRA_CHIP_MODES]")
 	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", "", "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", "", "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
 	f.StringVar(&toolTimeout, "tool-timeout", discovery.DefaultToolTimeout.String(), "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")

@@ -40,8 +40,7 @@ func TestDiscoverAProfilePrintsOneChipPerLine(t *testing.T) {
 func TestDiscoverYAMLPrintsTheSlicesOfTheNode(t *testing.T) {
 	out, err := run(t, "discover", "--profile", "mixed-910b-mlu370", "--node-name", "mixed", "-o", "yaml")
 	require.NoError(t, err)
-	// Whole chips per driver; the slices also hold the chips' partitions
-	// and, in slices of their own, the chips' counter sets.
+	// Whole chips per driver (the default chip modes publish nothing else).
 	chips := map[string]int{}
 	for _, doc := range strings.Split(out, "---\n") {
 		if strings.TrimSpace(doc) == "" {
@@ -69,6 +68,69 @@ func TestDiscoverYAMLPrintsTheSlicesOfTheNode(t *testing.T) {
 	require.Equal(t, "cambricon.accel-dra.dev", list.Items[0].Spec.Driver)
 }
 
+func TestDiscoverPrintsPartitionsOnlyWhenAsked(t *testing.T) {
+	// An Atlas 300I Duo server: 4 × 310P3, each with 11 vNPU slots
+	// (7 × vir01, 3 × vir02, 1 × vir04) when Partitioned.
+	tests := []struct {
+		name       string
+		chipModes  []string
+		partitions map[string]int // chip -> partition rows after it
+	}{
+		{"by default chips are whole", nil, nil},
+		{"Whole", []string{"--chip-modes", "Whole"}, nil},
+		{"Shared chips have no partitions", []string{"--chip-modes", "Shared"}, nil},
+		{"Partitioned", []string{"--chip-modes", "Partitioned"}, map[string]int{"npu-0": 11, "npu-1": 11, "npu-2": 11, "npu-3": 11}},
+		{"one chip Partitioned", []string{"--chip-modes=npu-1=Partitioned"}, map[string]int{"npu-1": 11}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, append([]string{"discover", "--profile", "atlas-300i-duo", "--node-name", "duo"}, tt.chipModes...)...)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			got := map[string]int{}
+			chip := ""
+			for _, l := range lines[1:] {
+				device := strings.Fields(l)[0]
+				if !strings.Contains(strings.TrimPrefix(device, "npu-"), "-") {
+					chip = device
+					continue
+				}
+				require.True(t, strings.HasPrefix(device, chip+"-vir"), "partition %s follows its chip %s", device, chip)
+				got[chip]++
+			}
+			require.Len(t, lines, 1+4+len(got)*11, out)
+			if tt.partitions == nil {
+				tt.partitions = map[string]int{}
+			}
+			require.Equal(t, tt.partitions, got)
+			if len(got) > 0 {
+				require.Regexp(t, `(?m)^npu-1-vir04-0\s+huawei\s+Ascend310P3\s+12288Mi\s+4\s+pcie-1\s`, out, "a partition row has its own memory and cores")
+			}
+
+			out, err = run(t, append([]string{"discover", "--profile", "atlas-300i-duo", "--node-name", "duo", "-o", "yaml"}, tt.chipModes...)...)
+			require.NoError(t, err)
+			types, counterSets := map[string]int{}, 0
+			for _, doc := range strings.Split(out, "---\n") {
+				if strings.TrimSpace(doc) == "" {
+					continue
+				}
+				var s resourceapi.ResourceSlice
+				require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &s))
+				counterSets += len(s.Spec.SharedCounters)
+				for _, d := range s.Spec.Devices {
+					types[*d.Attributes["accel-dra.dev/type"].StringValue]++
+				}
+			}
+			want := map[string]int{"chip": 4}
+			if n := 11 * len(tt.partitions); n > 0 {
+				want["vnpu"] = n
+			}
+			require.Equal(t, want, types, "the slices hold what the table shows")
+			require.Equal(t, len(tt.partitions), counterSets, "one counter set per Partitioned chip")
+		})
+	}
+}
+
 func TestDiscoverReadsAFixtureRootWithRecordedToolOutput(t *testing.T) {
 	out, err := run(t, "discover", "--root", "../discovery/cambricon/testdata/mlu370-x8/root",
 		"--tool-output", "../discovery/cambricon/testdata/mlu370-x8/cnmon", "--node-name", "infer-0")
@@ -76,6 +138,14 @@ func TestDiscoverReadsAFixtureRootWithRecordedToolOutput(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 9, out)
 	require.Regexp(t, `^mlu-0\s+cambricon\s+MLU370-X8\s`, lines[1])
+
+	// Like the node agent, a node read from recorded output cannot make
+	// partitions, so it publishes none even where they are asked for.
+	out, err = run(t, "discover", "--root", "../discovery/cambricon/testdata/mlu370-x8/root",
+		"--tool-output", "../discovery/cambricon/testdata/mlu370-x8/cnmon", "--node-name", "infer-0", "--chip-modes", "Partitioned")
+	require.NoError(t, err)
+	require.Contains(t, out, "note: with --tool-output no partitions are published")
+	require.NotContains(t, out, "smlu")
 }
 
 func TestDiscoverFindsAscendChipsUnderARoot(t *testing.T) {
@@ -104,6 +174,36 @@ func TestSimulateTheDemoAllocatesEveryClaim(t *testing.T) {
 	require.Contains(t, out, `candidates: request "npus" needs 4: class ascend.accel-dra.dev matches`)
 }
 
+func TestSimulatePartitionClaimsNeedPartitionedChips(t *testing.T) {
+	tests := []struct {
+		name      string
+		chipModes []string
+		want      map[string]string // claim -> node, "" if not allocated
+	}{
+		{"the demo cluster publishes whole chips", nil, map[string]string{"one-vnpu": "", "one-smlu": ""}},
+		{"--chip-modes Partitioned for every node", []string{"--chip-modes", "Partitioned"}, map[string]string{"one-vnpu": "train-0", "one-smlu": "infer-0"}},
+		{"--chip-modes for one vendor", []string{"--chip-modes", "mlu-*=Partitioned"}, map[string]string{"one-vnpu": "", "one-smlu": "infer-0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses",
+				"-f", "../simulate/testdata/partition-claims.yaml", "-o", "json"}, tt.chipModes...)
+			out, err := run(t, args...)
+			require.NoError(t, err)
+			var res simulate.Result
+			require.NoError(t, json.Unmarshal([]byte(out), &res))
+			got := map[string]string{}
+			for _, c := range res.Claims {
+				got[c.Name] = c.Node
+				if !c.Allocated {
+					require.Contains(t, c.Reason, "would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes)")
+				}
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
 func TestInvalidInputFailsNamingTheFileAndObject(t *testing.T) {
 	tests := []struct {
 		name string
@@ -116,6 +216,15 @@ func TestInvalidInputFailsNamingTheFileAndObject(t *testing.T) {
 		{"bad YAML in a claim file",
 			[]string{"simulate", "--cluster", "../../demo/cluster.yaml", "-f", "testdata/not-yaml.yaml: document 1: yaml: line 6"},
 			"testdata/not-yaml.yaml: document 1: yaml: line 6"},
+		{"malformed chipModes in the cluster file",
+			[]string{"simulate", "--cluster", "testdata/bad-chip-modes-cluster.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses"},
+			`testdata/bad-chip-modes-cluster.yaml: nodes[1].chipModes (node "infer"): chip modes entry 1 "mlu-0=Sliced": mode "Sliced" is not one of Partitioned, Shared, Whole`},
+		{"malformed simulate --chip-modes",
+			[]string{"simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses", "--chip-modes", "npu-x=Shared"},
+			`--chip-modes: chip modes entry 1 "npu-x=Shared": "npu-x" is not a chip device name (npu-N, mlu-N, npu-* or mlu-*)`},
+		{"malformed discover --chip-modes",
+			[]string{"discover", "--profile", "mlu270", "--chip-modes", "Whole,mlu-0=Sliced"},
+			`--chip-modes: chip modes entry 2 "mlu-0=Sliced": mode "Sliced" is not one of Partitioned, Shared, Whole`},
 		{"missing cluster file",
 			[]string{"simulate", "--cluster", "testdata/nope.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses"},
 			"reading cluster file"},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
@@ -33,9 +34,9 @@ func NewRootCommand() *cobra.Command {
 }
 
 func newDiscoverCommand() *cobra.Command {
-	var rootDir, profileName, nodeName, output, toolOutput string
+	var rootDir, profileName, nodeName, output, toolOutput, chipModes string
 	cmd := &cobra.Command{
-		Use:   "discover [--root DIR | --profile NAME] [-o table|yaml|json]",
+		Use:   "discover [--root DIR | --profile NAME] [--chip-modes MODES] [-o table|yaml|json]",
 		Short: "Show the node's chips, or the ResourceSlices the node agent would publish",
 		Long: `discover finds the accelerator chips of this node and prints them.
 
@@ -44,15 +45,39 @@ With --root (default /) it reads device files, sysfs and vendor tool output
 output instead) under that directory, detecting which vendors are present; with --profile it simulates a node with a bundled
 hardware profile (` + strings.Join(profile.Names(), ", ") + `) or a profile file.
 
--o table prints one chip per line; -o yaml and -o json print the
-resource.k8s.io/v1 ResourceSlices the node agent publishes for them.`,
+--chip-modes takes the node agent's setting (same syntax): chips are
+published Whole unless it asks for partitions or shares.
+
+-o table prints one chip per line, followed by its partitions where they are
+published; -o yaml and -o json print the resource.k8s.io/v1 ResourceSlices
+the node agent publishes for them.`,
+		Example: `  # the chips of an Atlas 800T A2 as the agent publishes them by default: whole
+  accel-dra discover --profile atlas-800t-a2
+
+  # the same node with vNPUs offered on every chip, as slices
+  accel-dra discover --profile atlas-800t-a2 --chip-modes Partitioned -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			policy, err := partitions.ParsePolicy(chipModes)
+			if err != nil {
+				return fmt.Errorf("--chip-modes: %w", err)
+			}
 			inv, err := source.Discover(cmd.Context(), source.Options{Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput})
 			if err != nil {
 				return err
 			}
-			return printInventory(cmd.OutOrStdout(), output, nodeName, inv)
+			if toolOutput != "" {
+				// As the node agent: a node read from recorded tool output
+				// cannot make partitions, so it publishes none.
+				for _, c := range inv.Chips {
+					if policy.ModeOf(c) == partitions.ModePartitioned {
+						fmt.Fprintln(cmd.ErrOrStderr(), "note: with --tool-output no partitions are published (nothing can make them); Partitioned chips are shown Whole")
+						break
+					}
+				}
+				policy.NoPartitions = true
+			}
+			return printInventory(cmd.OutOrStdout(), output, nodeName, inv, resourceslices.Options{Policy: policy})
 		},
 	}
 	host, _ := os.Hostname()
@@ -60,12 +85,13 @@ resource.k8s.io/v1 ResourceSlices the node agent publishes for them.`,
 	cmd.Flags().StringVar(&profileName, "profile", "", "simulate a node with this hardware profile (bundled name or file path) instead of reading --root")
 	cmd.Flags().StringVar(&toolOutput, "tool-output", "", "read recorded npu-smi/cnmon output from this directory instead of running the tools")
 	cmd.Flags().StringVar(&nodeName, "node-name", host, "node name used for the pool and slice names")
+	cmd.Flags().StringVar(&chipModes, "chip-modes", "", partitions.PolicyHelp+" (the node agent's --chip-modes)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 	cmd.MarkFlagsMutuallyExclusive("root", "profile")
 	return cmd
 }
 
-func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventory) error {
+func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventory, opts resourceslices.Options) error {
 	switch format {
 	case "table":
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -76,13 +102,23 @@ func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventor
 				if c.NUMANode != nil {
 					numa = fmt.Sprint(*c.NUMANode)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%dMi\t%d\t%s\t%s\t%s\t%t\n", resourceslices.DeviceName(c), c.Vendor, c.Model,
-					c.MemoryBytes>>20, c.Cores, c.LinkGroup, numa, c.PCIBusID, c.Healthy)
+				row := func(device string, memory, cores int64) {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%dMi\t%d\t%s\t%s\t%s\t%t\n", device, c.Vendor, c.Model,
+						memory>>20, cores, c.LinkGroup, numa, c.PCIBusID, c.Healthy)
+				}
+				row(resourceslices.DeviceName(c), c.MemoryBytes, int64(c.Cores))
+				// The partition devices the slices hold (resourceslices
+				// publishes the same slots), with their own memory and cores.
+				if opts.Policy.ModeOf(c) == partitions.ModePartitioned {
+					for _, s := range partitions.Slots(c) {
+						row(partitions.DeviceName(c, s), s.Template.MemoryBytes, s.Template.Cores)
+					}
+				}
 			}
 		}
 		return tw.Flush()
 	case "yaml":
-		for _, s := range resourceslices.Slices(nodeName, inv) {
+		for _, s := range resourceslices.SlicesFor(nodeName, inv, opts) {
 			b, err := yaml.Marshal(s)
 			if err != nil {
 				return fmt.Errorf("encoding ResourceSlice %s: %w", s.Name, err)
@@ -93,7 +129,7 @@ func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventor
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": resourceslices.Slices(nodeName, inv)})
+		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": resourceslices.SlicesFor(nodeName, inv, opts)})
 	}
 	return fmt.Errorf("--output %q: must be table, yaml or json", format)
 }

@@ -10,15 +10,16 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 )
 
 func newSimulateCommand() *cobra.Command {
-	var clusterFile, output string
+	var clusterFile, output, chipModes string
 	var files []string
 	var explainAll bool
 	cmd := &cobra.Command{
-		Use:   "simulate --cluster FILE -f FILE_OR_DIR... [-o table|json|yaml] [--explain]",
+		Use:   "simulate --cluster FILE -f FILE_OR_DIR... [--chip-modes MODES] [-o table|json|yaml] [--explain]",
 		Short: "Dry-run ResourceClaims against a simulated cluster with the upstream DRA allocator",
 		Long: `simulate builds the ResourceSlices every node of the cluster file would
 publish (same code as the node agent), loads DeviceClasses, ResourceClaims
@@ -29,19 +30,32 @@ tried in cluster-file order, except that a node where a claim gets its
 first firstAvailable choice wins over one that needs a fallback; each
 template stands for one claim.
 
+Each node publishes its chips in the modes its chipModes field in the
+cluster file gives (the node agent's --chip-modes syntax); nodes without it
+take --chip-modes, by default every chip Whole, as the agent. So a vNPU or
+sMLU claim fits only on nodes whose chips are Partitioned.
+
 A claim that cannot be allocated is reported with the reason: per request,
 how many devices its DeviceClass matched, how many passed the request's
 selectors, how many were still free, and for matchAttribute constraints the
 largest free group on one node. --explain prints the same counts for every
 claim. Invalid input (bad YAML, unknown profile or DeviceClass, CEL that
-does not compile) exits non-zero naming the file and object.`,
+does not compile, malformed chipModes) exits non-zero naming the file and
+object or node.`,
 		Example: `  # the bundled mixed cluster and demo claims (what "make demo" runs)
   accel-dra simulate --cluster demo/cluster.yaml -f deployments/helm/accel-dra/deviceclasses -f demo/workloads
 
   # your own claim, with the candidate counts for each request, as JSON
-  accel-dra simulate --cluster demo/cluster.yaml -f deployments/helm/accel-dra/deviceclasses -f my-claim.yaml --explain -o json`,
+  accel-dra simulate --cluster demo/cluster.yaml -f deployments/helm/accel-dra/deviceclasses -f my-claim.yaml --explain -o json
+
+  # a vNPU and an sMLU claim, with partitions offered on every node that sets no chipModes
+  accel-dra simulate --cluster demo/cluster.yaml --chip-modes Partitioned -f deployments/helm/accel-dra/deviceclasses -f pkg/simulate/testdata/partition-claims.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			policy, err := partitions.ParsePolicy(chipModes)
+			if err != nil {
+				return fmt.Errorf("--chip-modes: %w", err)
+			}
 			data, err := os.ReadFile(clusterFile)
 			if err != nil {
 				return fmt.Errorf("reading cluster file: %w", err)
@@ -50,7 +64,7 @@ does not compile) exits non-zero naming the file and object.`,
 			if err != nil {
 				return err
 			}
-			cluster, err := simulate.BuildCluster(cmd.Context(), c)
+			cluster, err := simulate.BuildCluster(cmd.Context(), c, simulate.ClusterOptions{Policy: policy})
 			if err != nil {
 				return fmt.Errorf("%s: %w", clusterFile, err)
 			}
@@ -100,6 +114,7 @@ does not compile) exits non-zero naming the file and object.`,
 		},
 	}
 	cmd.Flags().StringVar(&clusterFile, "cluster", "", "SimulatedCluster file (nodes with a profile and a count)")
+	cmd.Flags().StringVar(&chipModes, "chip-modes", "", partitions.PolicyHelp+"; for the nodes whose entry in the cluster file sets no chipModes")
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "DeviceClass / ResourceClaim / ResourceClaimTemplate file or directory (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().BoolVar(&explainAll, "explain", false, "print, for every claim, the candidate device counts per request (always shown for claims that cannot be allocated)")

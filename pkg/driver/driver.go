@@ -9,7 +9,13 @@
 // Each chip is published in the mode the node agent gives it
 // (partitions.Policy):
 //
-//   - Partitioned (default, where the model has partitions): the whole chip
+//   - Whole (the default): the chip alone. Partitions and shares are
+//     published only where the admin asks for them: partition devices
+//     multiply what the scheduler evaluates per claim, and in Kubernetes
+//     1.37 an admin-access claim cannot get a chip in use that offers
+//     partitions (the allocator still checks its shared counters,
+//     kubernetes/kubernetes#140729).
+//   - Partitioned (where the model has partitions): the whole chip
 //     and its partition devices (Ascend vNPUs, Cambricon sMLU instances),
 //     kept apart by the chip's counter set. Preparing a partition device
 //     creates the partition with the vendor tool (npu-smi create-vnpu,
@@ -23,7 +29,6 @@
 //     memory and cores it requested (consumable capacity). The container
 //     gets the whole chip's device node and the share in
 //     DRA_DEVICE_<NAME>_MEMORY / _CORES / _SHARE_ID.
-//   - Whole: the chip alone.
 //
 // # What is isolated
 //
@@ -113,7 +118,7 @@ type Config struct {
 	// will not fix; the binary cancels its context there.
 	OnFatal func(error)
 	// Policy gives each chip its mode (Partitioned, Shared, Whole); the
-	// zero value publishes every chip that can be partitioned Partitioned.
+	// zero value publishes every chip Whole.
 	Policy partitions.Policy
 	// PartitionTool makes, lists and removes partitions (the vendor tool,
 	// or partitions.Fake on a simulated node). Without it no partitions are

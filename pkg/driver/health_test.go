@@ -12,6 +12,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 )
 
@@ -26,7 +27,8 @@ func healthDriver(t *testing.T, timeout time.Duration) (*Driver, []inventory.Chi
 	require.NoError(t, err)
 	chips := inv.ChipsOf(inventory.VendorHuawei)
 	require.NotEmpty(t, chips)
-	d := &Driver{vendor: inventory.VendorHuawei, node: "node-0", healthTimeout: timeout, healthWake: make(chan struct{})}
+	d := &Driver{vendor: inventory.VendorHuawei, node: "node-0", policy: partitions.Policy{Default: partitions.ModePartitioned},
+		healthTimeout: timeout, healthWake: make(chan struct{})}
 	d.index(chips)
 	require.NotEmpty(t, d.slots, "the profile's chips have partition slots")
 	return d, chips

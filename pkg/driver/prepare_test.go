@@ -28,7 +28,7 @@ func TestAConflictInsideOneClaimNamesTheOtherResult(t *testing.T) {
 	require.NoError(t, err)
 	inv, err := simulated.New("node-0", p).Discover(context.Background())
 	require.NoError(t, err)
-	policy, err := partitions.ParsePolicy("mlu-3=Shared")
+	policy, err := partitions.ParsePolicy("Partitioned,mlu-3=Shared")
 	require.NoError(t, err)
 	d := &Driver{name: names.CambriconDriver, vendor: inventory.VendorCambricon, node: "node-0", policy: policy,
 		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{

@@ -58,9 +58,10 @@ type Options struct {
 	OnHealthServing func(net.Addr)
 	KubeClient      kubernetes.Interface
 	// ChipModes says how each chip is published, in partitions.ParsePolicy
-	// syntax: "" (every chip that can be partitioned is Partitioned, the
-	// others Whole), "Shared", "npu-0=Shared,mlu-*=Whole", … The binary's
-	// --chip-modes flag [ACCEL_DRA_CHIP_MODES].
+	// syntax: "" (every chip Whole, the default), "Partitioned" (chips
+	// whose model has partitions offer them too), "Shared",
+	// "npu-0=Shared,mlu-*=Partitioned", … The binary's --chip-modes flag
+	// [ACCEL_DRA_CHIP_MODES].
 	ChipModes string
 	// HealthInterval is how often the chips are re-read for health and
 	// hot add/remove (pkg/health); zero or less: health is only read at

@@ -84,9 +84,14 @@ func TestPolicyGivesEachChipItsMode(t *testing.T) {
 		want [4]partitions.Mode // npu0, npu1, mlu0, mlu270
 		err  string
 	}{
-		{"", [4]partitions.Mode{partitions.ModePartitioned, partitions.ModePartitioned, partitions.ModePartitioned, partitions.ModeWhole}, ""},
+		{"", [4]partitions.Mode{partitions.ModeWhole, partitions.ModeWhole, partitions.ModeWhole, partitions.ModeWhole}, ""},
+		{" , ", [4]partitions.Mode{partitions.ModeWhole, partitions.ModeWhole, partitions.ModeWhole, partitions.ModeWhole}, ""},
+		{"Partitioned", [4]partitions.Mode{partitions.ModePartitioned, partitions.ModePartitioned, partitions.ModePartitioned, partitions.ModeWhole}, ""},
+		{"npu-*=Partitioned", [4]partitions.Mode{partitions.ModePartitioned, partitions.ModePartitioned, partitions.ModeWhole, partitions.ModeWhole}, ""},
+		{"mlu-0=Partitioned", [4]partitions.Mode{partitions.ModeWhole, partitions.ModeWhole, partitions.ModePartitioned, partitions.ModeWhole}, ""},
 		{"Shared", [4]partitions.Mode{partitions.ModeShared, partitions.ModeShared, partitions.ModeShared, partitions.ModeShared}, ""},
-		{"npu-1=Shared, mlu-*=Whole", [4]partitions.Mode{partitions.ModePartitioned, partitions.ModeShared, partitions.ModeWhole, partitions.ModeWhole}, ""},
+		{"npu-1=Shared, mlu-*=Whole", [4]partitions.Mode{partitions.ModeWhole, partitions.ModeShared, partitions.ModeWhole, partitions.ModeWhole}, ""},
+		{"Partitioned,npu-1=Shared", [4]partitions.Mode{partitions.ModePartitioned, partitions.ModeShared, partitions.ModePartitioned, partitions.ModeWhole}, ""},
 		{"Whole,npu-*=Shared,npu-0=Partitioned", [4]partitions.Mode{partitions.ModePartitioned, partitions.ModeShared, partitions.ModeWhole, partitions.ModeWhole}, ""},
 		{"npu-0=Exclusive", [4]partitions.Mode{}, `chip modes entry 1 "npu-0=Exclusive": mode "Exclusive" is not one of Partitioned, Shared, Whole`},
 		{"gpu-0=Shared", [4]partitions.Mode{}, `chip modes entry 1 "gpu-0=Shared": "gpu-0" is not a chip device name (npu-N, mlu-N, npu-* or mlu-*)`},
@@ -105,6 +110,28 @@ func TestPolicyGivesEachChipItsMode(t *testing.T) {
 			again, err := partitions.ParsePolicy(p.String())
 			require.NoError(t, err)
 			require.Equal(t, p, again, "String round-trips")
+		})
+	}
+}
+
+func TestChipsAreWholeUnlessThePolicyAsksForMore(t *testing.T) {
+	npu := chip(inventory.VendorHuawei, "Ascend910B3", 0, 20, 64*gib)
+	mlu := chip(inventory.VendorCambricon, "MLU370-X8", 0, 16, 23308<<20)
+	tests := []struct {
+		name   string
+		policy partitions.Policy
+		want   partitions.Mode
+	}{
+		{"the zero policy publishes whole chips", partitions.Policy{}, partitions.ModeWhole},
+		{"an empty default is Whole", partitions.Policy{Chips: map[string]partitions.Mode{"npu-1": partitions.ModeShared}}, partitions.ModeWhole},
+		{"a Partitioned default partitions", partitions.Policy{Default: partitions.ModePartitioned}, partitions.ModePartitioned},
+		{"no partition tool makes Partitioned chips Whole", partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true}, partitions.ModeWhole},
+		{"no partition tool leaves Shared chips shared", partitions.Policy{Default: partitions.ModeShared, NoPartitions: true}, partitions.ModeShared},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, tt.policy.ModeOf(npu), "npu-0")
+			require.Equal(t, tt.want, tt.policy.ModeOf(mlu), "mlu-0")
 		})
 	}
 }

@@ -11,12 +11,18 @@ import (
 // Mode is how a node publishes one chip. It is a node setting (the node
 // agent's chip modes), not a claim's: what a chip offers must be in its
 // ResourceSlice before any claim is scheduled.
+//
+// Whole is the default: partitions multiply the devices the scheduler
+// evaluates per claim (docs/benchmarks.md) and, in Kubernetes 1.37, their
+// shared counters keep admin-access claims off a chip in use
+// (kubernetes/kubernetes#140729), so a node offers partitions or shares
+// only where its admin asks for them.
 type Mode string
 
 const (
 	// ModePartitioned publishes the whole chip and, where the model has
 	// templates, one device per partition that could be made on it; the
-	// chip's counter set keeps them exclusive of each other. The default.
+	// chip's counter set keeps them exclusive of each other.
 	ModePartitioned Mode = "Partitioned"
 	// ModeShared publishes the chip as one device with
 	// allowMultipleAllocations: several claims each get a share of its
@@ -24,7 +30,8 @@ const (
 	// capacity gets all of the memory, that is the whole chip. No
 	// partitions.
 	ModeShared Mode = "Shared"
-	// ModeWhole publishes only the whole chip, as before partitions.
+	// ModeWhole publishes only the whole chip, as before partitions. The
+	// default.
 	ModeWhole Mode = "Whole"
 )
 
@@ -33,7 +40,7 @@ var Modes = []Mode{ModePartitioned, ModeShared, ModeWhole}
 
 // Policy says how each chip of a node is published.
 type Policy struct {
-	// Default is the mode of chips not in Chips; empty means Partitioned.
+	// Default is the mode of chips not in Chips; empty means Whole.
 	Default Mode
 	// Chips maps DRA device names of whole chips (npu-0, mlu-3) to a mode;
 	// the keys npu-* and mlu-* set the mode of a vendor's other chips.
@@ -43,8 +50,9 @@ type Policy struct {
 	NoPartitions bool
 }
 
-// ModeOf returns the mode chip c is published in. A chip whose model has
-// no partitions is published Whole where Partitioned was asked for.
+// ModeOf returns the mode chip c is published in: Whole unless the policy
+// says otherwise. A chip whose model has no partitions is published Whole
+// where Partitioned was asked for.
 func (p Policy) ModeOf(c inventory.Chip) Mode {
 	name := ChipDeviceName(c)
 	m, ok := p.Chips[name]
@@ -56,7 +64,7 @@ func (p Policy) ModeOf(c inventory.Chip) Mode {
 		m = p.Default
 	}
 	if m == "" {
-		m = ModePartitioned
+		m = ModeWhole
 	}
 	if m == ModePartitioned {
 		if _, ok := ModelOf(c); !ok || p.NoPartitions {
@@ -66,13 +74,21 @@ func (p Policy) ModeOf(c inventory.Chip) Mode {
 	return m
 }
 
+// PolicyHelp describes the chip-modes setting for the --chip-modes flags
+// of the node agent and the CLI, which take the same syntax.
+const PolicyHelp = `how chips are published: Whole (the chip only; the default), ` +
+	`Partitioned (the whole chip plus its vNPU/sMLU partitions, where the model has templates; ` +
+	`costs the scheduler about 5-7x per claim) or Shared (one device several claims share by capacity); ` +
+	`one mode for all chips or per device, e.g. "Partitioned", "npu-0=Shared,mlu-*=Partitioned"`
+
 // ParsePolicy parses the node agent's chip-modes setting: a comma list of
 // entries, each a mode (the default for every chip) or <device>=<mode>
 // with a whole-chip device name (npu-0, mlu-3), or npu-*=<mode> /
 // mlu-*=<mode> for every chip of a vendor. Modes are Partitioned, Shared
 // and Whole. A device name beats npu-*/mlu-*, which beat the default;
-// otherwise later entries win. Examples: "Shared", "npu-0=Shared,npu-1=Shared",
-// "Whole,mlu-*=Partitioned". The empty string is the default policy.
+// otherwise later entries win. Examples: "Partitioned", "Shared",
+// "npu-0=Shared,npu-1=Shared", "mlu-*=Partitioned". The empty string is the
+// default policy: every chip Whole.
 func ParsePolicy(s string) (Policy, error) {
 	p := Policy{Chips: map[string]Mode{}}
 	for i, entry := range strings.Split(s, ",") {

@@ -120,8 +120,7 @@ func pciBusIDAttribute(busID string) (resourceapi.QualifiedName, bool) {
 // Options say how the chips of a node are published.
 type Options struct {
 	// Policy gives each chip its mode (partitions.ModePartitioned,
-	// ModeShared, ModeWhole). The zero value publishes every chip whose
-	// model has partitions Partitioned, the others Whole.
+	// ModeShared, ModeWhole). The zero value publishes every chip Whole.
 	Policy partitions.Policy
 	// UnhealthyTaintEffect is the effect of the taint on unhealthy chips
 	// (see Taints); empty means NoSchedule.
@@ -231,7 +230,7 @@ func partitionDevice(c inventory.Chip, chip resourceapi.Device, s partitions.Slo
 }
 
 // Devices returns the devices of one vendor's chips, ordered by index,
-// each chip followed by its partitions, with the default options.
+// with the default options: whole chips only.
 func Devices(inv inventory.Inventory, v inventory.Vendor) []resourceapi.Device {
 	devices, _ := DevicesFor(inv, v, Options{})
 	return devices
@@ -295,7 +294,8 @@ func chunkCounterSets(sets []resourceapi.CounterSet) [][]resourceapi.CounterSet 
 }
 
 // DriverResources returns, per driver name, what the node agent hands to
-// the kubeletplugin helper's PublishResources, with the default options.
+// the kubeletplugin helper's PublishResources, with the default options
+// (whole chips only).
 func DriverResources(nodeName string, inv inventory.Inventory) map[string]resourceslice.DriverResources {
 	return DriverResourcesFor(nodeName, inv, Options{})
 }
@@ -322,7 +322,7 @@ func DriverResourcesFor(nodeName string, inv inventory.Inventory, opts Options) 
 }
 
 // Slices returns the ResourceSlice objects of a node with the default
-// options (see SlicesFor).
+// options, whole chips only (see SlicesFor).
 func Slices(nodeName string, inv inventory.Inventory) []*resourceapi.ResourceSlice {
 	return SlicesFor(nodeName, inv, Options{})
 }

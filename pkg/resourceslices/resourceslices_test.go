@@ -38,17 +38,37 @@ func TestSlicesOfEveryProfileMatchTheGoldenYAML(t *testing.T) {
 	require.NotEmpty(t, profile.Names())
 	for _, name := range profile.Names() {
 		t.Run(name, func(t *testing.T) {
-			requireGolden(t, filepath.Join("testdata", "golden", name+".yaml"), resourceslices.Slices("node-0", inventoryOf(t, "node-0", name)))
+			requireGolden(t, filepath.Join("testdata", "golden", name+".yaml"), resourceslices.SlicesFor("node-0", inventoryOf(t, "node-0", name), partitioned))
+		})
+	}
+}
+
+func TestTheDefaultOptionsPublishWholeChipsOnly(t *testing.T) {
+	for _, name := range profile.Names() {
+		t.Run(name, func(t *testing.T) {
+			inv := inventoryOf(t, "node-0", name)
+			slices := resourceslices.Slices("node-0", inv)
+			require.Equal(t, resourceslices.SlicesFor("node-0", inv, whole), slices)
+			var devices int
+			for _, s := range slices {
+				require.Empty(t, s.Spec.SharedCounters, "no counter sets without partitions")
+				for _, d := range s.Spec.Devices {
+					require.Equal(t, names.TypeChip, *d.Attributes[names.AttrType].StringValue, d.Name)
+					require.Nil(t, d.AllowMultipleAllocations, d.Name)
+					devices++
+				}
+			}
+			require.Len(t, inv.Chips, devices, "one device per chip")
 		})
 	}
 }
 
 func TestSlicesAreDeterministic(t *testing.T) {
 	inv := inventoryOf(t, "n", "mixed-910b-mlu370")
-	a, err := yaml.Marshal(resourceslices.Slices("n", inv))
+	a, err := yaml.Marshal(resourceslices.SlicesFor("n", inv, partitioned))
 	require.NoError(t, err)
 	for i := 0; i < 5; i++ {
-		b, err := yaml.Marshal(resourceslices.Slices("n", inv))
+		b, err := yaml.Marshal(resourceslices.SlicesFor("n", inv, partitioned))
 		require.NoError(t, err)
 		require.Equal(t, string(a), string(b))
 	}
@@ -62,7 +82,7 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 	}
 	for _, name := range profile.Names() {
 		t.Run(name, func(t *testing.T) {
-			for _, s := range resourceslices.Slices("node-0", inventoryOf(t, "node-0", name)) {
+			for _, s := range resourceslices.SlicesFor("node-0", inventoryOf(t, "node-0", name), partitioned) {
 				require.Equal(t, "node-0", s.Spec.Pool.Name, "one pool per node and driver")
 				require.False(t, len(s.Spec.Devices) > 0 && len(s.Spec.SharedCounters) > 0, "a slice holds devices or counter sets, not both")
 				require.LessOrEqual(t, len(s.Spec.SharedCounters), resourceapi.ResourceSliceMaxCounterSets)
@@ -141,8 +161,12 @@ func bigInventory(n int, unhealthy bool) inventory.Inventory {
 	return inv
 }
 
-// whole publishes whole chips only, as before partitions.
-var whole = resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModeWhole}}
+// whole publishes whole chips only, as before partitions (the default);
+// partitioned adds the partitions of every chip whose model has them.
+var (
+	whole       = resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModeWhole}}
+	partitioned = resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModePartitioned}}
+)
 
 func TestSlicesSplitAtThePerSliceDeviceLimit(t *testing.T) {
 	tests := []struct {
@@ -187,13 +211,13 @@ func BenchmarkSlicesFor1000Nodes(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := 0; i < 1000; i++ {
-			_ = resourceslices.Slices(fmt.Sprintf("node-%d", i), inv)
+			_ = resourceslices.SlicesFor(fmt.Sprintf("node-%d", i), inv, partitioned)
 		}
 	}
 }
 
 func TestPartitionedChipsPublishTheirCounterSetsInSlicesOfTheirOwn(t *testing.T) {
-	slices := resourceslices.Slices("big", bigInventory(20, false))
+	slices := resourceslices.SlicesFor("big", bigInventory(20, false), partitioned)
 	var sets, devices []int
 	counterSets := map[string]resourceapi.CounterSet{}
 	for _, s := range slices {
@@ -228,14 +252,14 @@ func TestPartitionedChipsPublishTheirCounterSetsInSlicesOfTheirOwn(t *testing.T)
 
 func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	inv := bigInventory(3, false)
-	policy, err := partitions.ParsePolicy("npu-0=Shared,npu-2=Whole")
+	policy, err := partitions.ParsePolicy("npu-0=Shared,npu-1=Partitioned")
 	require.NoError(t, err)
 	devices, sets := resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{Policy: policy})
 	byName := map[string]resourceapi.Device{}
 	for _, d := range devices {
 		byName[d.Name] = d
 	}
-	require.Len(t, devices, 1+7+1, "npu-0 shared, npu-1 with its 6 vNPUs, npu-2 whole")
+	require.Len(t, devices, 1+7+1, "npu-0 shared, npu-1 with its 6 vNPUs, npu-2 whole (the default)")
 	require.Len(t, sets, 1)
 	require.Equal(t, "npu-1", sets[0].Name)
 
@@ -254,14 +278,14 @@ func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	require.Empty(t, whole.ConsumesCounters)
 	require.Equal(t, resourceslices.Device(inv.ChipsOf(inventory.VendorHuawei)[2]), whole, "a Whole chip is published as before partitions")
 
-	noTool := partitions.Policy{NoPartitions: true}
+	noTool := partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true}
 	devices, sets = resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{Policy: noTool})
 	require.Len(t, devices, 3, "without a partition tool no partitions are published")
 	require.Empty(t, sets)
 }
 
 func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
-	devices, _ := resourceslices.DevicesFor(bigInventory(1, true), inventory.VendorHuawei, resourceslices.Options{})
+	devices, _ := resourceslices.DevicesFor(bigInventory(1, true), inventory.VendorHuawei, partitioned)
 	require.Len(t, devices, 7)
 	for _, d := range devices {
 		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: resourceslices.TaintValueUnknown, Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)

@@ -67,7 +67,7 @@ func TestParseTaintEffectAcceptsNoScheduleAndNoExecuteOnly(t *testing.T) {
 func TestEveryDeviceOfAChipCarriesItsHealth(t *testing.T) {
 	inv := sick(inventoryOf(t, "n", "atlas-800t-a2"), map[int]string{1: "HealthCritical"})
 	for _, effect := range []resourceapi.DeviceTaintEffect{resourceapi.DeviceTaintEffectNoSchedule, resourceapi.DeviceTaintEffectNoExecute} {
-		devices, _ := resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{UnhealthyTaintEffect: effect})
+		devices, _ := resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{Policy: partitioned.Policy, UnhealthyTaintEffect: effect})
 		tainted := 0
 		for _, d := range devices {
 			parent := d.Name
@@ -108,7 +108,7 @@ func TestTaintedSlicesMatchTheGoldenYAML(t *testing.T) {
 		t.Run(tc.golden, func(t *testing.T) {
 			inv := sick(inventoryOf(t, "node-0", tc.profile), tc.reasons)
 			requireGolden(t, filepath.Join("testdata", "golden-taints", tc.golden+".yaml"),
-				resourceslices.SlicesFor("node-0", inv, resourceslices.Options{UnhealthyTaintEffect: tc.effect}))
+				resourceslices.SlicesFor("node-0", inv, resourceslices.Options{Policy: partitioned.Policy, UnhealthyTaintEffect: tc.effect}))
 		})
 	}
 }

@@ -3,11 +3,16 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
+
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
 // explain says, per request (and per firstAvailable subrequest), how many
@@ -70,6 +75,16 @@ func explain(ctx context.Context, cluster *Cluster, in *Inputs, cache *cel.Cache
 				}
 			}
 			msg := fmt.Sprintf("request %q needs %d: class %s matches %d devices, %d pass the request's selectors, %d of those are free", ch.name, ch.count, ch.class, classN, selN, freeN)
+			if int64(freeN) < ch.count && class != nil {
+				// Too few free devices anywhere: say where partitions would
+				// be if the nodes offered them (chips are Whole by default).
+				n, nodes := cluster.unpublishedPartitions(func(driver string, d resourceapi.Device) bool {
+					return matches(class.Spec.Selectors, driver, d) && matches(ch.sels, driver, d)
+				})
+				if n > 0 {
+					msg += fmt.Sprintf("; %d partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on %s", n, nodeList(nodes))
+				}
+			}
 			if attr != "" && freeN > 0 {
 				best, where := 0, ""
 				for k, n := range groups {
@@ -83,6 +98,48 @@ func explain(ctx context.Context, cluster *Cluster, in *Inputs, cache *cel.Cache
 		}
 	}
 	return parts
+}
+
+// unpublishedPartitions counts the partition devices passing match that
+// the cluster's nodes would publish if every chip not Partitioned now
+// were, and names those nodes.
+func (c *Cluster) unpublishedPartitions(match func(driver string, d resourceapi.Device) bool) (int, []string) {
+	all := resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModePartitioned}}
+	total := 0
+	var nodes []string
+	for _, n := range c.chips {
+		found := 0
+		for _, v := range n.inv.Vendors() {
+			partitioned := map[string]bool{}
+			for _, chip := range n.inv.ChipsOf(v) {
+				partitioned[partitions.ChipDeviceName(chip)] = n.policy.ModeOf(chip) == partitions.ModePartitioned
+			}
+			devices, _ := resourceslices.DevicesFor(n.inv, v, all)
+			for _, d := range devices {
+				parent, ok := d.Attributes[resourceslices.AttrParentDevice]
+				if !ok || parent.StringValue == nil || partitioned[*parent.StringValue] {
+					continue
+				}
+				if match(names.DriverFor(v), d) {
+					found++
+				}
+			}
+		}
+		if found > 0 {
+			total += found
+			nodes = append(nodes, n.node)
+		}
+	}
+	return total, nodes
+}
+
+// nodeList names up to four nodes, or three and how many more.
+func nodeList(nodes []string) string {
+	const shown = 3
+	if len(nodes) <= shown+1 {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:shown], ", "), len(nodes)-shown)
 }
 
 // constraintAttr returns the matchAttribute of a constraint covering the

@@ -25,7 +25,9 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
@@ -38,15 +40,42 @@ var Features = structured.Features{AdminAccess: true, PrioritizedList: true, Par
 type Cluster struct {
 	Nodes  []*v1.Node
 	Slices []*resourceapi.ResourceSlice
+
+	// chips are the nodes' chips and chip modes (set by BuildCluster), so
+	// a claim that finds nothing can be told which nodes would have
+	// partitions for it with other chip modes.
+	chips []nodeChips
 }
 
-// BuildCluster generates the slices of every node of a cluster file.
-func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster) (*Cluster, error) {
+type nodeChips struct {
+	node   string
+	inv    inventory.Inventory
+	policy partitions.Policy
+}
+
+// ClusterOptions tune BuildCluster.
+type ClusterOptions struct {
+	// Policy gives the chips of nodes that set no chipModes their modes
+	// (simulate --chip-modes); the zero value publishes them Whole, as the
+	// node agent does by default.
+	Policy partitions.Policy
+}
+
+// BuildCluster generates the slices of every node of a cluster file, each
+// node's chips in the modes its chipModes (or else opts.Policy) give them,
+// as the node agent with that --chip-modes would publish them.
+func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster, opts ClusterOptions) (*Cluster, error) {
 	out := &Cluster{}
 	for i, n := range c.Nodes {
 		p, err := profile.Load(n.Profile)
 		if err != nil {
 			return nil, fmt.Errorf("nodes[%d].profile: %w", i, err)
+		}
+		policy := opts.Policy
+		if n.ChipModes != "" {
+			if policy, err = partitions.ParsePolicy(n.ChipModes); err != nil {
+				return nil, fmt.Errorf("nodes[%d].chipModes (node %q): %w", i, n.Name, err)
+			}
 		}
 		for _, name := range n.NodeNames() {
 			inv, err := simulated.New(name, p).Discover(ctx)
@@ -58,7 +87,8 @@ func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster) (*Cluster, 
 				labels[k] = v
 			}
 			out.Nodes = append(out.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
-			out.Slices = append(out.Slices, resourceslices.Slices(name, inv)...)
+			out.chips = append(out.chips, nodeChips{node: name, inv: inv, policy: policy})
+			out.Slices = append(out.Slices, resourceslices.SlicesFor(name, inv, resourceslices.Options{Policy: policy})...)
 		}
 	}
 	return out, nil

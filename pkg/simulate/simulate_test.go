@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 )
 
@@ -16,9 +17,99 @@ func demoCluster(t *testing.T) *simulate.Cluster {
 	require.NoError(t, err)
 	c, err := v1alpha1.ParseSimulatedCluster("cluster.yaml", data)
 	require.NoError(t, err)
-	cl, err := simulate.BuildCluster(context.Background(), c)
+	cl, err := simulate.BuildCluster(context.Background(), c, simulate.ClusterOptions{})
 	require.NoError(t, err)
 	return cl
+}
+
+// clusterOf builds a cluster from an inline cluster file.
+func clusterOf(t *testing.T, doc string, opts simulate.ClusterOptions) (*simulate.Cluster, error) {
+	t.Helper()
+	c, err := v1alpha1.ParseSimulatedCluster("cluster.yaml", []byte("apiVersion: accel-dra.dev/v1alpha1\nkind: SimulatedCluster\n"+doc))
+	require.NoError(t, err)
+	return simulate.BuildCluster(context.Background(), c, opts)
+}
+
+func TestPartitionClaimsFitOnlyWherePartitionsArePublished(t *testing.T) {
+	partitioned := simulate.ClusterOptions{Policy: partitions.Policy{Default: partitions.ModePartitioned}}
+	tests := []struct {
+		name    string
+		nodes   string
+		opts    simulate.ClusterOptions
+		want    map[string]string // claim -> node, "" for not allocated
+		reasons []string          // in the reasons of the claims not allocated
+	}{{
+		name:  "whole chips by default: no node offers a vNPU or an sMLU, and the reason says where they would be",
+		nodes: "nodes:\n- {name: duo, profile: atlas-300i-duo}\n- {name: x8, profile: mlu370-x8}\n",
+		want:  map[string]string{"one-vnpu": "", "one-smlu": ""},
+		reasons: []string{
+			`request "vnpu" needs 1: class ascend-vnpu.accel-dra.dev matches 0 devices, 0 pass the request's selectors, 0 of those are free; 4 partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on duo`,
+			`request "smlu" needs 1: class cambricon-partition.accel-dra.dev matches 0 devices, 0 pass the request's selectors, 0 of those are free; 48 partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on x8`,
+		},
+	}, {
+		name:  "a Whole node is passed over for the Partitioned one",
+		nodes: "nodes:\n- {name: whole, profile: atlas-300i-duo}\n- {name: parted, profile: atlas-300i-duo, chipModes: Partitioned}\n- {name: x8, profile: mlu370-x8, chipModes: \"mlu-*=Partitioned\"}\n",
+		want:  map[string]string{"one-vnpu": "parted", "one-smlu": "x8"},
+	}, {
+		name:  "one chip Partitioned is enough",
+		nodes: "nodes:\n- {name: duo, profile: atlas-300i-duo, chipModes: npu-2=Partitioned}\n- {name: x8, profile: mlu370-x8, chipModes: \"Shared,mlu-7=Partitioned\"}\n",
+		want:  map[string]string{"one-vnpu": "duo", "one-smlu": "x8"},
+	}, {
+		name:  "--chip-modes Partitioned for the nodes that set no chipModes",
+		nodes: "nodes:\n- {name: whole, profile: atlas-300i-duo, chipModes: Whole}\n- {name: x8, profile: mlu370-x8}\n",
+		opts:  partitioned,
+		want:  map[string]string{"one-vnpu": "", "one-smlu": "x8"},
+		reasons: []string{
+			`class ascend-vnpu.accel-dra.dev matches 0 devices, 0 pass the request's selectors, 0 of those are free; 4 partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on whole`,
+		},
+	}}
+	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "testdata/partition-claims.yaml"})
+	require.NoError(t, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster, err := clusterOf(t, tt.nodes, tt.opts)
+			require.NoError(t, err)
+			res, err := simulate.Run(context.Background(), cluster, in, simulate.Options{})
+			require.NoError(t, err)
+			got := map[string]string{}
+			var reasons []string
+			for _, c := range res.Claims {
+				got[c.Name] = c.Node
+				require.Equal(t, c.Node != "", c.Allocated, c.Name)
+				if !c.Allocated {
+					require.Empty(t, c.Devices)
+					reasons = append(reasons, c.Reason)
+					continue
+				}
+				require.Len(t, c.Devices, 1)
+				require.Contains(t, c.Devices[0].Device, "-", "%s gets a partition device, not a chip", c.Name)
+			}
+			require.Equal(t, tt.want, got)
+			require.Len(t, reasons, len(tt.reasons))
+			for i, want := range tt.reasons {
+				require.Contains(t, reasons[i], want)
+			}
+		})
+	}
+}
+
+func TestMalformedChipModesNameTheNodeAndField(t *testing.T) {
+	tests := []struct {
+		name, nodes, want string
+	}{
+		{"an unknown mode", "nodes:\n- {name: ok, profile: mlu270}\n- {name: infer, profile: mlu370-x8, count: 2, chipModes: \"mlu-0=Sliced\"}\n",
+			`nodes[1].chipModes (node "infer"): chip modes entry 1 "mlu-0=Sliced": mode "Sliced" is not one of Partitioned, Shared, Whole`},
+		{"not a chip device name", "nodes:\n- {name: a2, profile: atlas-800t-a2, chipModes: \"Partitioned,gpu-0=Whole\"}\n",
+			`nodes[0].chipModes (node "a2"): chip modes entry 2 "gpu-0=Whole": "gpu-0" is not a chip device name (npu-N, mlu-N, npu-* or mlu-*)`},
+		{"a lower-case mode", "nodes:\n- {name: a2, profile: atlas-800t-a2, chipModes: partitioned}\n",
+			`nodes[0].chipModes (node "a2"): chip modes entry 1 "partitioned": mode "partitioned" is not one of Partitioned, Shared, Whole`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := clusterOf(t, tt.nodes, simulate.ClusterOptions{})
+			require.EqualError(t, err, tt.want)
+		})
+	}
 }
 
 func TestEveryDemoClaimIsAllocatedOnTheExpectedNode(t *testing.T) {
@@ -93,7 +184,8 @@ func TestExplainShowsCandidatesBeforeEachClaimWasAllocated(t *testing.T) {
 
 // BenchmarkAllocateDemoClaimsOn1000Nodes allocates the demo claims over a
 // 1000-node cluster (half 910B servers, half MLU370-X8 servers), the
-// scale DESIGN.md asks allocation time for. ns/op covers all claims.
+// scale DESIGN.md asks allocation time for, chips Whole (the default;
+// test/bench measures Partitioned ones too). ns/op covers all claims.
 func BenchmarkAllocateDemoClaimsOn1000Nodes(b *testing.B) {
 	c, err := v1alpha1.ParseSimulatedCluster("bench", []byte(`apiVersion: accel-dra.dev/v1alpha1
 kind: SimulatedCluster
@@ -103,7 +195,7 @@ nodes:
 - {name: mixed, profile: mixed-910b-mlu370}
 `))
 	require.NoError(b, err)
-	cluster, err := simulate.BuildCluster(context.Background(), c)
+	cluster, err := simulate.BuildCluster(context.Background(), c, simulate.ClusterOptions{})
 	require.NoError(b, err)
 	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "../../demo/workloads"})
 	require.NoError(b, err)

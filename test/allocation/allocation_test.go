@@ -23,6 +23,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
@@ -92,12 +93,23 @@ func loadTemplateClaim(t *testing.T, file string) *resourceapi.ResourceClaim {
 	return claim
 }
 
+// slicesFor returns the slices of a simulated node with the default chip
+// modes: whole chips only.
 func slicesFor(t *testing.T, node, profileName string) []*resourceapi.ResourceSlice {
+	return slicesWith(t, node, profileName, "")
+}
+
+// slicesWith returns the slices of a simulated node whose agent runs with
+// --chip-modes=chipModes.
+func slicesWith(t *testing.T, node, profileName, chipModes string) []*resourceapi.ResourceSlice {
+	t.Helper()
+	policy, err := partitions.ParsePolicy(chipModes)
+	require.NoError(t, err)
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
 	inv, err := simulated.New(node, p).Discover(context.Background())
 	require.NoError(t, err)
-	return resourceslices.Slices(node, inv)
+	return resourceslices.SlicesFor(node, inv, resourceslices.Options{Policy: policy})
 }
 
 var features = structured.Features{AdminAccess: true, PrioritizedList: true, PartitionableDevices: true,

@@ -18,14 +18,15 @@ func matching(t *testing.T, expr string) []string {
 	return matchingDevices(t, expr, true)
 }
 
-// matchingDevices is matching over partitions too unless chipsOnly.
+// matchingDevices is matching over partitions too unless chipsOnly, every
+// chip that has partitions published Partitioned.
 func matchingDevices(t *testing.T, expr string, chipsOnly bool) []string {
 	t.Helper()
 	c := cel.NewCache(10, cel.Features{EnableConsumableCapacity: true}).GetOrCompile(expr)
 	require.Nil(t, c.Error, "compiling %s", expr)
 	var out []string
 	for _, p := range profile.Names() {
-		for _, s := range slicesFor(t, p, p) {
+		for _, s := range slicesWith(t, p, p, "Partitioned") {
 			for _, d := range s.Spec.Devices {
 				if chipsOnly && *d.Attributes["accel-dra.dev"+"/type"].StringValue != "chip" {
 					continue

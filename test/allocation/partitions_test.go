@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,7 +134,7 @@ func TestAPartitionAndItsWholeChipExcludeEachOther(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+": a partition first keeps the chip from being given whole", func(t *testing.T) {
-			n := newNode(t, tt.profile, "")
+			n := newNode(t, tt.profile, "Partitioned")
 			part := n.allocate(request{class: tt.partClass, cel: onChip(tt.parent)})
 			require.Len(t, part, 1)
 			require.Regexp(t, "^"+tt.parent+"-", part[0].Device)
@@ -142,10 +144,42 @@ func TestAPartitionAndItsWholeChipExcludeEachOther(t *testing.T) {
 			require.NotEqual(t, tt.parent, other[0].Device)
 		})
 		t.Run(tt.name+": a whole chip first keeps its partitions from being given", func(t *testing.T) {
-			n := newNode(t, tt.profile, "")
+			n := newNode(t, tt.profile, "Partitioned")
 			require.Equal(t, []string{tt.parent}, deviceNames(n.allocate(request{class: tt.chipClass, cel: chip(tt.chipIndex)})))
 			require.Nil(t, n.allocate(request{class: tt.partClass, cel: onChip(tt.parent)}))
 			require.Len(t, n.allocate(request{class: tt.partClass}), 1, "partitions of other chips are free")
+		})
+	}
+}
+
+// chipOf finds the chip's device name in a partition's (npu-5-vir05-1c-16g-0).
+var chipOf = regexp.MustCompile(`^(npu|mlu)-\d+`)
+
+func TestPartitionClaimsFitOnlyOnChipsPublishedPartitioned(t *testing.T) {
+	tests := []struct {
+		name, profile, chipModes, class string
+		want                            []string // parents of the partitions a claim for all of them gets; nil: unsatisfiable
+	}{
+		{"a vNPU on whole chips (the default)", "atlas-800t-a2", "", "ascend-vnpu.accel-dra.dev", nil},
+		{"an sMLU on whole chips (the default)", "mlu370-x8", "", "cambricon-partition.accel-dra.dev", nil},
+		{"an sMLU on shared chips", "mlu370-x8", "Shared", "cambricon-partition.accel-dra.dev", nil},
+		{"a vNPU where one chip is Partitioned", "atlas-800t-a2", "npu-5=Partitioned", "ascend-vnpu.accel-dra.dev", []string{"npu-5"}},
+		{"an sMLU where one vendor's chips are Partitioned", "mixed-910b-mlu370", "mlu-*=Partitioned", "cambricon-partition.accel-dra.dev", []string{"mlu-0", "mlu-1", "mlu-2", "mlu-3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newNode(t, tt.profile, tt.chipModes)
+			var parents []string
+			for {
+				res := n.allocate(request{class: tt.class})
+				if res == nil {
+					break
+				}
+				if p := chipOf.FindString(res[0].Device); !slices.Contains(parents, p) {
+					parents = append(parents, p)
+				}
+			}
+			require.Equal(t, tt.want, parents)
 		})
 	}
 }
@@ -179,7 +213,7 @@ func TestNPartitionsFillAChipAndOneMoreIsUnsatisfiable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := newNode(t, tt.profile, "")
+			n := newNode(t, tt.profile, "Partitioned")
 			got := map[string]bool{}
 			for i, tmpl := range tt.fill {
 				res := n.allocate(request{class: tt.class, cel: onChip(tt.parent) + " && (" + template(tmpl) + ")"})
@@ -195,7 +229,7 @@ func TestNPartitionsFillAChipAndOneMoreIsUnsatisfiable(t *testing.T) {
 }
 
 func TestAClaimForManyPartitionsSpreadsOverChipsWithinTheirCounters(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", "")
+	n := newNode(t, "atlas-800t-a2", "Partitioned")
 	// 8 chips × 4 quarter vNPUs: 32 (the most one claim may hold) fit, and
 	// then nothing of the node is left.
 	res := n.allocate(request{class: "ascend-vnpu.accel-dra.dev", count: 32, cel: template("vir05_1c_16g")})
@@ -261,8 +295,8 @@ func TestASharedChipTakesClaimsUntilItsMemoryIsUsedUp(t *testing.T) {
 		require.Zero(t, q.Cmp(gi(64)), "the default is all of the memory")
 		require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: shared, capacity: memory(gi(1))}))
 	})
-	t.Run("a shared chip has no partitions, the others keep theirs", func(t *testing.T) {
-		n := newNode(t, "atlas-800t-a2", "npu-0=Shared")
+	t.Run("a shared chip has no partitions, the Partitioned ones keep theirs", func(t *testing.T) {
+		n := newNode(t, "atlas-800t-a2", "Partitioned,npu-0=Shared")
 		require.Nil(t, n.allocate(request{class: "ascend-vnpu.accel-dra.dev", cel: onChip("npu-0")}))
 		require.Len(t, n.allocate(request{class: "ascend-vnpu.accel-dra.dev", cel: onChip("npu-1")}), 1)
 		require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: shared + " && " + chip(1)}), "only npu-0 is shared")
@@ -271,27 +305,22 @@ func TestASharedChipTakesClaimsUntilItsMemoryIsUsedUp(t *testing.T) {
 
 // TestTheDemoClaimsGetTheSameChipsWithPartitionsPublished runs every demo
 // claim over the demo cluster twice, with the chips published whole only
-// (as before partitions) and with partitions: the whole-chip DeviceClasses
-// select type "chip", so each claim gets exactly the same devices.
+// (the default) and with partitions on every node: the whole-chip
+// DeviceClasses select type "chip", so each claim gets exactly the same
+// devices.
 func TestTheDemoClaimsGetTheSameChipsWithPartitionsPublished(t *testing.T) {
 	ctx := context.Background()
 	data, err := os.ReadFile("../../demo/cluster.yaml")
 	require.NoError(t, err)
 	sc, err := v1alpha1.ParseSimulatedCluster("demo/cluster.yaml", data)
 	require.NoError(t, err)
-	withPartitions, err := simulate.BuildCluster(ctx, sc)
-	require.NoError(t, err)
-	wholeOnly := &simulate.Cluster{Nodes: withPartitions.Nodes}
-	for _, sn := range sc.Nodes {
-		p, err := profile.Load(sn.Profile)
-		require.NoError(t, err)
-		for _, name := range sn.NodeNames() {
-			inv, err := simulated.New(name, p).Discover(ctx)
-			require.NoError(t, err)
-			wholeOnly.Slices = append(wholeOnly.Slices, resourceslices.SlicesFor(name, inv,
-				resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModeWhole}})...)
-		}
+	for i := range sc.Nodes {
+		sc.Nodes[i].ChipModes = "" // every node takes the modes below
 	}
+	wholeOnly, err := simulate.BuildCluster(ctx, sc, simulate.ClusterOptions{})
+	require.NoError(t, err)
+	withPartitions, err := simulate.BuildCluster(ctx, sc, simulate.ClusterOptions{Policy: partitions.Policy{Default: partitions.ModePartitioned}})
+	require.NoError(t, err)
 	require.Greater(t, len(withPartitions.Slices), len(wholeOnly.Slices))
 	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "../../demo/workloads"})
 	require.NoError(t, err)

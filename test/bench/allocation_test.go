@@ -149,24 +149,24 @@ func allocateOnEveryNode(tb testing.TB, c cluster, classes structured.DeviceClas
 
 var benchClaims = []string{"a-one-by-model", "b-four-in-a-link-group", "c-first-available"}
 
+// benchModes are the chip modes measured: with partitions, and Whole (the
+// default); their ratio is what offering partitions costs the scheduler.
+var benchModes = []string{string(partitions.ModePartitioned), string(partitions.ModeWhole)}
+
 // BenchmarkAllocationOn1000Nodes times one claim over 1000 nodes × 16
-// chips (half Ascend 910B3, half MLU370-X8) on our slices, in the default
-// chip modes (both models Partitioned: the chip and 6 partition slots,
-// 7 devices per chip) and in Whole, and in the same iteration on the two other
+// chips (half Ascend 910B3, half MLU370-X8) on our slices, with the chips
+// Partitioned (both models: the chip and 6 partition slots, 7 devices per
+// chip) and Whole (the default), and in the same iteration on the two other
 // sides of the same devices (clusters). ns/op is all three; ours-ms,
 // shared-ms and baseline-ms are per claim; ratio is ours/baseline,
 // shared-ratio shared/baseline (what the contract's keys cost) and
 // extras-ratio ours/shared (what our vendor extras and counters add).
 func BenchmarkAllocationOn1000Nodes(b *testing.B) {
 	in, claims := loadClaims(b)
-	for _, modes := range []string{"", string(partitions.ModeWhole)} {
+	for _, modes := range benchModes {
 		c := buildCluster(b, 1000, modes)
 		for _, name := range benchClaims {
-			label := "default"
-			if modes != "" {
-				label = modes
-			}
-			b.Run(fmt.Sprintf("modes=%s/%s", label, name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("modes=%s/%s", modes, name), func(b *testing.B) {
 				cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: true})
 				// Each side's time and heap allocations (runtime.MemStats
 				// counts them exactly, so the allocation ratios hold on a
@@ -220,7 +220,7 @@ func (c *sideCost) measure(run func()) {
 func TestAllocationBenchmarkSetup(t *testing.T) {
 	in, claims := loadClaims(t)
 	want := map[string]int{"a-one-by-model": 2, "b-four-in-a-link-group": 2, "c-first-available": 2}
-	for _, modes := range []string{"", string(partitions.ModeWhole)} {
+	for _, modes := range benchModes {
 		c := buildCluster(t, 4, modes)
 		require.Equal(t, deviceNames(c.ours), deviceNames(c.baseline), "modes %q: the baseline has our devices", modes)
 		require.Equal(t, deviceNames(c.ours), deviceNames(c.shared), "modes %q: the shared-keys side has our devices", modes)

@@ -65,7 +65,8 @@ func BenchmarkPrepare(b *testing.B) {
 	for _, bn := range benchNodes {
 		for _, chips := range []int{1, 8, 16} {
 			b.Run(fmt.Sprintf("%s/%d-chips", bn.vendor, chips), func(b *testing.B) {
-				n := newNode(b, bn.profile, bn.vendor)
+				// Partitioned, as measured in docs/benchmarks.md.
+				n := newPartitionedNode(b, bn.profile, bn.vendor)
 				c := n.claim("bench", chipNames(bn.prefix, chips))
 				var prep []time.Duration
 				b.ReportAllocs()
@@ -166,9 +167,10 @@ func reportLatency(b *testing.B, what string, d []time.Duration) {
 
 // BenchmarkPluginHeapWith50PreparedClaims reports the Go heap in use by a
 // plugin (in the test process) holding 50 prepared claims of 64 chips'
-// node: the memory the checkpointed state and the helper cost.
+// node (chips Partitioned): the memory the checkpointed state and the
+// helper cost.
 func BenchmarkPluginHeapWith50PreparedClaims(b *testing.B) {
-	n := newNode(b, "testdata/64-npu.yaml", inventory.VendorHuawei)
+	n := newPartitionedNode(b, "testdata/64-npu.yaml", inventory.VendorHuawei)
 	for i := 0; i < 50; i++ {
 		n.mustPrepare(n.claim(fmt.Sprintf("c%d", i), []string{fmt.Sprintf("npu-%d", i)}))
 	}
@@ -188,8 +190,8 @@ func BenchmarkPluginHeapWith50PreparedClaims(b *testing.B) {
 // only in the e2e tier, and one fake shared by 1000 watchers deep-copies
 // every event to each of them, which would measure the fake.
 func BenchmarkPublish1000Nodes(b *testing.B) {
-	for _, modes := range []string{"", "Whole"} {
-		b.Run("modes="+modeName(modes), func(b *testing.B) {
+	for _, modes := range publishModes {
+		b.Run("modes="+modes, func(b *testing.B) {
 			var r publishResult
 			for b.Loop() {
 				r = publish(b, 1000, modes)
@@ -203,12 +205,9 @@ func BenchmarkPublish1000Nodes(b *testing.B) {
 	}
 }
 
-func modeName(modes string) string {
-	if modes == "" {
-		return "default"
-	}
-	return modes
-}
+// publishModes are the chip modes publication is measured in: with
+// partitions and Whole (the default).
+var publishModes = []string{string(partitions.ModePartitioned), string(partitions.ModeWhole)}
 
 type publishResult struct {
 	nodes, slices, writes, republishWrites int
@@ -348,7 +347,8 @@ func (q *countingQueue) Done(item string) {
 }
 
 // BenchmarkAgentMemory reports the resident memory of the node agent
-// serving a 16-chip node of each vendor in a process of its own, with its
+// serving a 16-chip node of each vendor (chips Partitioned, the most
+// devices a node publishes) in a process of its own, with its
 // slices published, registered, and then with 16 prepared claims (one
 // chip each, one NodePrepareResources call each, as for 16 pods).
 func BenchmarkAgentMemory(b *testing.B) {
@@ -373,7 +373,7 @@ type memory struct{ idleRSS, rss, hwm float64 }
 func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
 	tb.Helper()
 	driverName := names.DriverFor(bn.vendor)
-	a := newAgent(tb, bn.profile, "")
+	a := newAgent(tb, bn.profile, string(partitions.ModePartitioned))
 	var objs []*resourceapi.ResourceClaim
 	for i := range claims {
 		c := &resourceapi.ResourceClaim{
@@ -424,7 +424,7 @@ func procStatusMiB(tb testing.TB, pid int, field string) float64 {
 // republish, and a node agent child that prepares its claims.
 func TestBenchmarkSetups(t *testing.T) {
 	t.Run("publication", func(t *testing.T) {
-		for _, modes := range []string{"", "Whole"} {
+		for _, modes := range publishModes {
 			r := publish(t, 4, modes)
 			require.Equal(t, r.slices, r.writes, "modes %q: one write per slice", modes)
 			require.Zero(t, r.republishWrites, "modes %q: republishing the same resources writes nothing", modes)

@@ -13,6 +13,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
 // The crash tests run one agent per vendor (a node agent serving two
@@ -20,8 +21,8 @@ import (
 // slices, which upstream polls for once a second): chip 3 Shared, the
 // others Partitioned.
 var crashNodes = map[inventory.Vendor]struct{ profile, chipModes string }{
-	inventory.VendorHuawei:    {"atlas-800t-a2", "npu-3=Shared"},
-	inventory.VendorCambricon: {"mlu370-x8", "mlu-3=Shared"},
+	inventory.VendorHuawei:    {"atlas-800t-a2", "Partitioned,npu-3=Shared"},
+	inventory.VendorCambricon: {"mlu370-x8", "Partitioned,mlu-3=Shared"},
 }
 
 // claimKind is a kind of claim of one vendor on the mixed node.
@@ -169,7 +170,7 @@ func TestAKilledAgentLosesNothing(t *testing.T) {
 // after the restart another claim gets a partition the tool gives the
 // freed id, and the kubelet's retry of the first unprepare must leave it.
 func TestARetriedUnprepareNeverDestroysAnotherClaimsPartition(t *testing.T) {
-	a := newAgent(t, "mlu370-x8", "")
+	a := newAgent(t, "mlu370-x8", string(partitions.ModePartitioned))
 	first := claimKind{vendor: inventory.VendorCambricon, devices: []string{"mlu-1-smlu-25p-0"}}
 	second := claimKind{vendor: inventory.VendorCambricon, devices: []string{"mlu-1-smlu-25p-1"}}
 	c1, c2 := first.allocated("first", "uid-first"), second.allocated("second", "uid-second")

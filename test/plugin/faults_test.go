@@ -49,7 +49,7 @@ var faultKinds = func() []claimKind {
 	return out
 }()
 
-const faultChipModes = "npu-3=Shared"
+const faultChipModes = "Partitioned,npu-3=Shared"
 
 // prepareKinds prepares one claim of each kind, named prefix-<i>, and
 // returns them; each gets the CDI device IDs of the contract.

@@ -87,6 +87,14 @@ func newNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
 	return newNodeWithModes(t, profileName, vendor, "")
 }
 
+// newPartitionedNode is newNode with every chip that has partitions
+// published Partitioned (--chip-modes=Partitioned), for the tests of
+// partitions.
+func newPartitionedNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
+	t.Helper()
+	return newNodeWithModes(t, profileName, vendor, string(partitions.ModePartitioned))
+}
+
 // newNodeWithModes is newNode with the node agent's chip modes
 // (partitions.ParsePolicy syntax).
 func newNodeWithModes(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string) *node {
@@ -94,11 +102,12 @@ func newNodeWithModes(t testing.TB, profileName string, vendor inventory.Vendor,
 	return newNodeWith(t, profileName, vendor, chipModes, nil)
 }
 
-// newNodeWithRunner is newNode with the partition commands answered by
-// runner (recorded vendor tool output) instead of the fake tool.
+// newNodeWithRunner is newPartitionedNode with the partition commands
+// answered by runner (recorded vendor tool output) instead of the fake
+// tool.
 func newNodeWithRunner(t testing.TB, profileName string, vendor inventory.Vendor, runner discovery.CommandRunner) *node {
 	t.Helper()
-	return newNodeWith(t, profileName, vendor, "", runner)
+	return newNodeWith(t, profileName, vendor, string(partitions.ModePartitioned), runner)
 }
 
 func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner) *node {

@@ -253,7 +253,7 @@ func TestTheMonitorTaintsAnAlarmingChipTellsTheKubeletAndUntaintsItOnRecovery(t 
 // TestAChipWhoseDeviceFileVanishesIsTaintedWithItsPartitions: deleting
 // /dev/davinci3 taints npu-3 and every vNPU device of it.
 func TestAChipWhoseDeviceFileVanishesIsTaintedWithItsPartitions(t *testing.T) {
-	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", inventory.VendorHuawei, "")
+	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", inventory.VendorHuawei, "Partitioned")
 	kubelet := m.watchHealth(t)
 	require.NoError(t, os.Remove(filepath.Join(m.root, "dev", "davinci3")))
 	m.poll()
@@ -287,7 +287,7 @@ func TestAChipWhoseDeviceFileVanishesIsTaintedWithItsPartitions(t *testing.T) {
 // kubelet is told the held partition is Unhealthy, and unpreparing still
 // destroys the partition. Plugged back in, it is published again.
 func TestChipsRemovedAndAddedWhileRunningChangeTheSlices(t *testing.T) {
-	m := newMonitoredNode(t, "cambricon", "mlu370-x8", "cnmon", inventory.VendorCambricon, "")
+	m := newMonitoredNode(t, "cambricon", "mlu370-x8", "cnmon", inventory.VendorCambricon, "Partitioned")
 	kubelet := m.watchHealth(t)
 	m.waitPublished(func(d map[string]resourceapi.Device) bool { _, ok := d["mlu-7"]; return ok }, "mlu-7 published")
 	held := m.claim("held", []string{"mlu-7-smlu-25p-0"})

@@ -170,7 +170,7 @@ func (s *stuckTool) Run(ctx context.Context, name string, args ...string) ([]byt
 // looks), so it does not wait for the driver's lock: the prepared claims
 // are those of the last finished call.
 func TestAScrapeDoesNotWaitForAStuckPrepare(t *testing.T) {
-	n := newNode(t, "mlu370-x8", inventory.VendorCambricon)
+	n := newPartitionedNode(t, "mlu370-x8", inventory.VendorCambricon)
 	whole := n.claim("whole", []string{"mlu-0"})
 	n.mustPrepare(whole)
 	tool := &stuckTool{next: n.fake, entered: make(chan struct{}), released: make(chan struct{})}
@@ -244,7 +244,7 @@ func TestResourceSliceCreatesTheAPIServerRejectsAreCountedAsPublishErrors(t *tes
 }
 
 func TestSlicesStoredWithoutTheirCountersAreCountedAsDroppedFields(t *testing.T) {
-	n := newNode(t, "mlu590", inventory.VendorCambricon)
+	n := newPartitionedNode(t, "mlu590", inventory.VendorCambricon)
 	require.Eventually(t, func() bool { return len(n.publishedDevices()) > 8 }, 30*time.Second, 20*time.Millisecond, "the chips and their partitions are published")
 
 	// An API server without partitionable devices drops the counters.
@@ -287,6 +287,7 @@ func TestTheNodeAgentServesItsMetricsBesideItsProbes(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o, _ := simulatedAgent(t, "mixed-910b-mlu370")
+	o.ChipModes = "Partitioned"
 	addr, done := runWithProbes(ctx, t, o)
 
 	scrape := func() map[string]float64 {

@@ -182,7 +182,7 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o, client := simulatedAgent(t, "mlu590")
-	o.ChipModes = "mlu-0=Shared"
+	o.ChipModes = "Partitioned,mlu-0=Shared"
 	done := make(chan error)
 	go func() { done <- nodeagent.Run(ctx, o) }()
 

@@ -51,7 +51,7 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := newNode(t, tt.profile, tt.vendor)
+			n := newPartitionedNode(t, tt.profile, tt.vendor)
 			require.Empty(t, n.commands.changes(), "start-up changes no partition")
 			c := n.claim("infer", []string{tt.device})
 			ids := n.mustPrepare(c)
@@ -88,7 +88,7 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 }
 
 func TestAPartitionLeftByACrashBeforeTheCheckpointIsRemovedAtStartUp(t *testing.T) {
-	n := newNode(t, "atlas-300i-duo", inventory.VendorHuawei)
+	n := newPartitionedNode(t, "atlas-300i-duo", inventory.VendorHuawei)
 	kept := n.claim("kept", []string{"npu-1-vir02-0"})
 	n.mustPrepare(kept)
 	n.stop()
@@ -119,7 +119,7 @@ func TestAPartitionLeftByACrashBeforeTheCheckpointIsRemovedAtStartUp(t *testing.
 }
 
 func TestAFailedPrepareLeavesNoPartitionBehind(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", inventory.VendorHuawei)
+	n := newPartitionedNode(t, "atlas-800t-a2", inventory.VendorHuawei)
 	// Someone takes half of npu-0 behind the plugin's back: the second of
 	// the claim's vNPUs cannot be made, and the first is destroyed again.
 	chip0 := n.inv.ChipsOf(inventory.VendorHuawei)[0]
@@ -143,7 +143,7 @@ func TestAFailedPrepareLeavesNoPartitionBehind(t *testing.T) {
 }
 
 func TestTheDriverNeverGivesAChipAndItsPartitionOrMorePartitionsThanFit(t *testing.T) {
-	n := newNode(t, "mlu590", inventory.VendorCambricon)
+	n := newPartitionedNode(t, "mlu590", inventory.VendorCambricon)
 	whole := n.claim("whole", []string{"mlu-1"})
 	n.mustPrepare(whole)
 	half := n.claim("half", []string{"mlu-2-smlu-50p-0"})
@@ -175,7 +175,7 @@ func TestTheDriverNeverGivesAChipAndItsPartitionOrMorePartitionsThanFit(t *testi
 }
 
 func TestABadPartitionOrSharingConfigFailsOnlyItsClaimAndNamesTheField(t *testing.T) {
-	n := newNode(t, "atlas-300i-duo", inventory.VendorHuawei)
+	n := newPartitionedNode(t, "atlas-300i-duo", inventory.VendorHuawei)
 	good := n.claim("good", []string{"npu-0-vir04-0"},
 		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","sharing":{"strategy":"Exclusive"},"env":{"MODEL":"qwen"}}`))
 	badStrategy := n.claim("bad-strategy", []string{"npu-1-vir04-0"},
@@ -229,7 +229,7 @@ func TestASharedChipTakesSharesUntilItsMemoryIsUsedAndHandsEachItsShare(t *testi
 }
 
 func TestACorruptCheckpointRecoversPartitionsFromTheCDISpecsAndKeepsThem(t *testing.T) {
-	n := newNode(t, "mlu370-x8", inventory.VendorCambricon)
+	n := newPartitionedNode(t, "mlu370-x8", inventory.VendorCambricon)
 	c := n.claim("serve", []string{"mlu-0-smlu-25p-0", "mlu-0-smlu-25p-1"})
 	ids := n.mustPrepare(c)
 	n.stop()
@@ -250,9 +250,9 @@ func TestACorruptCheckpointRecoversPartitionsFromTheCDISpecsAndKeepsThem(t *test
 }
 
 func TestPublishedSlicesFollowTheChipModes(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "Whole,npu-1=Partitioned,npu-2=Shared")
+	n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "npu-1=Partitioned,npu-2=Shared")
 	require.Eventually(t, func() bool { return len(n.publishedDevices()) == 8+6 }, 30*time.Second, 50*time.Millisecond,
-		"8 chips and the vNPUs of npu-1 are published")
+		"8 chips and the vNPUs of npu-1 are published, the others Whole by default")
 	devs := n.publishedDevices()
 	var partitioned []string
 	for name, d := range devs {

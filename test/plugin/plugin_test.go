@@ -283,9 +283,9 @@ func TestPublishedSlicesAreTheFoundationCodesSlices(t *testing.T) {
 		vendor  inventory.Vendor
 	}{{"atlas-800-910a", inventory.VendorHuawei}, {"mixed-910b-mlu370", inventory.VendorCambricon}} {
 		t.Run(tt.profile, func(t *testing.T) {
-			n := newNode(t, tt.profile, tt.vendor)
+			n := newPartitionedNode(t, tt.profile, tt.vendor)
 			var want []resourceapi.ResourceSliceSpec
-			for _, s := range resourceslices.Slices(nodeName, n.inv) {
+			for _, s := range resourceslices.SlicesFor(nodeName, n.inv, resourceslices.Options{Policy: n.policy}) {
 				if s.Spec.Driver == n.driverName {
 					want = append(want, s.Spec)
 				}

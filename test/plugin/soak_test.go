@@ -39,7 +39,7 @@ const (
 // vNPUs / sMLUs), chip 3 Shared, so every kind of device is on offer.
 const (
 	soakProfile   = "mixed-910b-mlu370"
-	soakChipModes = "npu-0=Whole,mlu-0=Whole,npu-3=Shared,mlu-3=Shared"
+	soakChipModes = "Partitioned,npu-0=Whole,mlu-0=Whole,npu-3=Shared,mlu-3=Shared"
 )
 
 // Rates of the soak's random events. A start of the agent costs about

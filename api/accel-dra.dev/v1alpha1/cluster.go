@@ -26,6 +26,12 @@ type SimulatedNode struct {
 	// Labels are added to the Node objects (for DeviceClass or claim
 	// selectors that look at nodes).
 	Labels map[string]string `json:"labels,omitempty"`
+	// ChipModes is how the node's chips are published, the node agent's
+	// --chip-modes (e.g. "Partitioned", "npu-*=Partitioned,mlu-0=Shared");
+	// empty: simulate's --chip-modes, by default every chip Whole. It is
+	// checked when the cluster is built (pkg/simulate), which knows the
+	// syntax.
+	ChipModes string `json:"chipModes,omitempty"`
 }
 
 // NodeNames expands Count into the node names, in order.

@@ -15,10 +15,13 @@ nodes:
   count: 2
 - name: infer
   profile: mlu370-x8
+  chipModes: mlu-*=Partitioned
 `))
 	require.NoError(t, err)
 	require.Equal(t, []string{"train-0", "train-1"}, c.Nodes[0].NodeNames())
 	require.Equal(t, []string{"infer"}, c.Nodes[1].NodeNames())
+	require.Empty(t, c.Nodes[0].ChipModes, "no chipModes: simulate's default, Whole")
+	require.Equal(t, "mlu-*=Partitioned", c.Nodes[1].ChipModes)
 }
 
 func TestParseSimulatedClusterRejectsBadFilesNamingTheField(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 )
 
@@ -26,6 +27,8 @@ import (
 type Agent struct {
 	Node    string
 	Profile string
+	// ChipModes is passed as --chip-modes where set.
+	ChipModes string
 	// Real is the node with the kubelet; there the agent registers with
 	// it and creates fake device nodes that containers open.
 	Real bool
@@ -71,7 +74,12 @@ func (c *Cluster) newAgent(ctx context.Context, n NodeInfo) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	a := &Agent{Node: n.Name, Profile: n.Profile, Real: n.Real, Chips: map[string]int{}, StandIn: "agent-stand-in-" + n.Name}
+	// Checked here, so a typo fails the start naming the node rather than
+	// as an agent that never publishes.
+	if _, err := partitions.ParsePolicy(n.ChipModes); err != nil {
+		return nil, fmt.Errorf("node %s: chipModes: %w", n.Name, err)
+	}
+	a := &Agent{Node: n.Name, Profile: n.Profile, ChipModes: n.ChipModes, Real: n.Real, Chips: map[string]int{}, StandIn: "agent-stand-in-" + n.Name}
 	for _, g := range p.Chips {
 		d := names.DriverFor(inventory.Vendor(g.Vendor))
 		if a.Chips[d] == 0 {
@@ -126,6 +134,9 @@ func (c *Cluster) newAgent(ctx context.Context, n NodeInfo) (*Agent, error) {
 		"--plugin-dir=" + a.PluginDir,
 		"--healthz-addr=" + a.HealthAddr,
 		"--v=2",
+	}
+	if a.ChipModes != "" {
+		a.args = append(a.args, "--chip-modes="+a.ChipModes)
 	}
 	if a.Real {
 		a.args = append(a.args, "--fake-devices")

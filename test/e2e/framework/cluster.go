@@ -188,8 +188,11 @@ type Cluster struct {
 // NodeInfo is one node of demo/cluster.yaml.
 type NodeInfo struct {
 	Name, Profile string
-	Real          bool
-	Labels        map[string]string
+	// ChipModes is the agent's --chip-modes (the node's chipModes in the
+	// cluster file); empty: the agent's default, every chip Whole.
+	ChipModes string
+	Real      bool
+	Labels    map[string]string
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -270,7 +273,7 @@ func (c *Cluster) readClusterFile() error {
 	}
 	for _, n := range sc.Nodes {
 		for _, name := range n.NodeNames() {
-			info := NodeInfo{Name: name, Profile: n.Profile, Labels: n.Labels}
+			info := NodeInfo{Name: name, Profile: n.Profile, ChipModes: n.ChipModes, Labels: n.Labels}
 			if n.Profile == RealNodeProfile && c.State.RealNode == "" {
 				info.Real = true
 				c.State.RealNode = name
