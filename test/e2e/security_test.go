@@ -10,10 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	resourceac "k8s.io/client-go/applyconfigurations/resource/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -179,5 +181,50 @@ func TestTheNodeAgentTokenOnlyWritesItsOwnNodesSlicesAndNothingElse(t *testing.T
 		assert.True(t, apierrors.IsForbidden(err), "create: %v", err)
 		_, err = agent.ResourceV1().ResourceClaims("").List(t.Context(), metav1.ListOptions{})
 		assert.True(t, apierrors.IsForbidden(err), "list: %v", err)
+	})
+
+	t.Run("it writes device status only for its drivers and claims allocated on its node", func(t *testing.T) {
+		ns := newNamespace(t)
+		// Claims allocated by hand (as the scheduler would) on a device no
+		// other test uses; the namespace goes with the test.
+		allocatedOn := func(name, node string) *resourceapi.ResourceClaim {
+			c := &resourceapi.ResourceClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
+					exactly("npu", "ascend.accel-dra.dev", 1), exactly("probe", "ascend.accel-dra.dev", 1)}}},
+			}
+			c, err := cluster.Admin.ResourceV1().ResourceClaims(ns).Create(t.Context(), c, metav1.CreateOptions{})
+			require.NoError(t, err)
+			c.Status.Allocation = &resourceapi.AllocationResult{
+				Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
+					{Request: "npu", Driver: names.AscendDriver, Pool: node, Device: "npu-7"},
+					{Request: "probe", Driver: probeDriver, Pool: node, Device: "probe-0"},
+				}},
+				NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+					{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}},
+				}}}},
+			}
+			c, err = cluster.Admin.ResourceV1().ResourceClaims(ns).UpdateStatus(t.Context(), c, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			return c
+		}
+		apply := func(c *resourceapi.ResourceClaim, driver, pool, device string) error {
+			ac := resourceac.ResourceClaim(c.Name, c.Namespace).WithStatus(resourceac.ResourceClaimStatus().WithDevices(
+				resourceac.AllocatedDeviceStatus().WithDriver(driver).WithPool(pool).WithDevice(device)))
+			_, err := agent.ResourceV1().ResourceClaims(c.Namespace).ApplyStatus(t.Context(), ac, metav1.ApplyOptions{FieldManager: "e2e-" + driver, Force: true})
+			return err
+		}
+		mine := allocatedOn("on-my-node", own)
+		require.NoError(t, apply(mine, names.AscendDriver, own, "npu-7"), "status of our driver on the agent's node")
+		// The API server's per-driver check answers with a field error
+		// (Invalid: status.devices: Forbidden).
+		err := apply(mine, probeDriver, own, "probe-0")
+		require.Error(t, err, "status of another driver")
+		assert.Contains(t, err.Error(), `changing status.devices requires resource="resourceclaims/driver"`)
+		assert.Contains(t, err.Error(), "cannot associated-node:patch")
+		elsewhere := allocatedOn("on-another-node", other)
+		err = apply(elsewhere, names.AscendDriver, other, "npu-7")
+		require.Error(t, err, "status of a claim on %s", other)
+		assert.Contains(t, err.Error(), "cannot arbitrary-node:patch", "a claim of another node needs arbitrary-node, which the agent lacks")
 	})
 }
