@@ -158,7 +158,14 @@ type State struct {
 	// the CNI result cache); Teardown removes them.
 	HostPaths   []string `json:"hostPaths"`
 	NetnsBefore []string `json:"netnsBefore"`
-	Procs       []*proc  `json:"procs"`
+	// ServiceRule is the iptables rule that sends the pods' traffic for
+	// the kubernetes Service to the API server, RouteLocalnetBefore the
+	// sysctl it changed (servicenet.go).
+	ServiceRule []string `json:"serviceRule,omitempty"`
+	// Image is the accel-dra image archive imported into containerd.
+	Image               string  `json:"image,omitempty"`
+	RouteLocalnetBefore string  `json:"routeLocalnetBefore,omitempty"`
+	Procs               []*proc `json:"procs"`
 }
 
 // Cluster is a running cluster.
@@ -245,6 +252,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		fn   func(context.Context) error
 	}{
 		{"control plane", c.startControlPlane},
+		{"kubernetes Service route", c.routeServiceToAPIServer},
 		{"containerd", c.startContainerd},
 		{"kubelet", c.startKubelet},
 		{"kwok", c.startKwok},

@@ -68,15 +68,18 @@ server = "http://127.0.0.1:1"
   capabilities = ["pull", "resolve"]
 `
 
-// cniConfig is a bridge without a gateway or masquerading: pods get an
-// address on a private /24 of a bridge that routes nowhere.
+// cniConfig is a bridge with the host as gateway but no masquerading:
+// pods get an address on a private /24; the host reaches them (the
+// kubelet's HTTP probes, the API server calling the chart's webhook) and
+// they reach the host (the kubernetes Service, see servicenet.go), but
+// nothing beyond it: ip_forward stays as it is and no source is NATed.
 const cniConfig = `{
   "cniVersion": "1.0.0",
   "name": "%s",
   "plugins": [{
     "type": "bridge",
     "bridge": "%s",
-    "isGateway": false,
+    "isGateway": true,
     "ipMasq": false,
     "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s"}]], "dataDir": "%s"}
   }]
@@ -162,11 +165,15 @@ func (c *Cluster) importImages() error {
 			return fmt.Errorf("importing %s: %w", img.name, err)
 		}
 	}
+	accel, err := c.importAccelDRAImage()
+	if err != nil {
+		return err
+	}
 	out, err := c.ctr("images", "ls", "-q")
 	if err != nil {
 		return err
 	}
-	for _, want := range []string{BusyboxImage, PauseImage} {
+	for _, want := range append([]string{BusyboxImage, PauseImage}, accel...) {
 		if !strings.Contains(out, want) {
 			return fmt.Errorf("image %s missing after import; containerd has:\n%s", want, out)
 		}

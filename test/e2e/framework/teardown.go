@@ -140,6 +140,7 @@ func Teardown(st State, logf func(string, ...any)) {
 			}
 		}
 	}
+	unrouteService(st, say)
 	if st.RunDir != "" {
 		unmountUnder(st.RunDir, say)
 	}

@@ -1,0 +1,90 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ImageEnv names the image archive `make image` wrote (a multi-platform
+// OCI archive); hack/e2e/run.sh builds it and sets this. The real node's
+// containerd imports its linux/amd64 image at start, under the name the
+// chart deploys by default, so `helm install` runs the agent and the
+// webhook from the image a user would push.
+const ImageEnv = "ACCEL_DRA_E2E_IMAGE"
+
+// importAccelDRAImage imports the archive named by ImageEnv, if set, and
+// returns the image names it holds.
+func (c *Cluster) importAccelDRAImage() ([]string, error) {
+	archive := os.Getenv(ImageEnv)
+	if archive == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(archive); err != nil {
+		return nil, fmt.Errorf("%s: %w (make image writes it)", ImageEnv, err)
+	}
+	out, err := c.ctr("images", "import", "--platform", "linux/amd64", archive)
+	if err != nil {
+		return nil, fmt.Errorf("importing the accel-dra image %s: %w", archive, err)
+	}
+	c.State.Image = archive
+	var names []string
+	for _, line := range strings.Split(out, "\n") {
+		// ctr prints "unpacking <name> (sha256:…)...done" per image.
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "unpacking" {
+			names = append(names, f[1])
+		}
+	}
+	c.logf("Imported the accel-dra image %s: %v", archive, names)
+	return names, nil
+}
+
+// StopAgent stops the agent of node with SIGTERM, as a DaemonSet rollout
+// or a node drain would: it unregisters from the kubelet; its slices,
+// CDI specs and checkpoint stay for the next agent.
+func (c *Cluster) StopAgent(node string) error {
+	a := c.Agents[node]
+	if a == nil || a.proc == nil {
+		return fmt.Errorf("no agent on node %s", node)
+	}
+	return a.proc.stop(30 * time.Second)
+}
+
+// Helm runs the helm binary hack/e2e/build.sh built against the cluster
+// with the admin kubeconfig and returns its output.
+func (c *Cluster) Helm(ctx context.Context, timeout time.Duration, args ...string) (string, error) {
+	args = append([]string{"--kubeconfig", c.State.Kubeconfig}, args...)
+	out, err := runContext(ctx, timeout, c.bin("helm"), args...)
+	if err != nil {
+		return out.stdout + out.stderr, fmt.Errorf("helm %s: %w", strings.Join(args[2:], " "), err)
+	}
+	return out.stdout, nil
+}
+
+// WriteValues writes Helm values to a file in the run directory.
+func (c *Cluster) WriteValues(name string, values map[string]any) (string, error) {
+	dir, err := c.dir("helm")
+	if err != nil {
+		return "", err
+	}
+	raw, err := yaml.Marshal(values)
+	if err != nil {
+		return "", fmt.Errorf("encoding Helm values %s: %w", name, err)
+	}
+	path := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		return "", fmt.Errorf("writing Helm values %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// RealAgent is the real node's agent: its directories are the ones a
+// DaemonSet pod must take over.
+func (c *Cluster) RealAgent() *Agent { return c.Agents[c.State.RealNode] }
