@@ -1,5 +1,6 @@
 # accel-dra build, test and demo targets. Everything runs from Go modules;
-# no binaries are downloaded.
+# no binaries are downloaded but the Debian 12 packages of the image's base
+# layer (apt-get, make image and make test, cached in _output/image).
 GO ?= go
 BIN := bin
 
