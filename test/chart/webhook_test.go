@@ -754,6 +754,8 @@ func TestEveryFlagTheWebhookDeploymentPassesIsAFlagOfTheWebhook(t *testing.T) {
 	})
 }
 
+// make image (hack/image) and make image-docker (the Dockerfile) build the
+// same image: both must hold every command the chart runs.
 func TestTheImageHoldsEveryCommandTheChartRuns(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(repoRoot(t), "deployments", "container", "Dockerfile"))
 	require.NoError(t, err)
@@ -772,11 +774,41 @@ func TestTheImageHoldsEveryCommandTheChartRuns(t *testing.T) {
 		require.True(t, built[name], "%s is copied but not built", name)
 		inImage["/usr/bin/"+name] = true
 	}
+	entrypoint := regexp.MustCompile(`(?m)^ENTRYPOINT \["(.*)"\]$`).FindStringSubmatch(dockerfile)
+	require.NotNil(t, entrypoint, "the Dockerfile's ENTRYPOINT")
+
+	// The Makefile's IMAGE_BINARIES, the first being the entrypoint.
+	makefile, err := os.ReadFile(filepath.Join(repoRoot(t), "Makefile"))
+	require.NoError(t, err)
+	binaries := regexp.MustCompile(`(?m)^IMAGE_BINARIES := (.*)$`).FindStringSubmatch(string(makefile))
+	require.NotNil(t, binaries, "the Makefile's IMAGE_BINARIES")
+	var made []string
+	for _, b := range strings.Fields(binaries[1]) {
+		made = append(made, "/usr/bin/"+b)
+	}
+	require.ElementsMatch(t, made, keys(inImage), "make image and the Dockerfile put the same binaries into /usr/bin")
+	require.Equal(t, entrypoint[1], made[0], "make image and the Dockerfile have the same entrypoint")
+
 	r := render(t, cases[0])
 	commands := [][]string{agentContainer(t, r.daemonSet(t)).Command, r.deployment(t).Spec.Template.Spec.Containers[0].Command}
 	for _, cmd := range commands {
 		require.True(t, inImage[cmd[0]], "the image has no %s", cmd[0])
 	}
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// make image names the image the chart deploys by default.
+func TestMakeImageBuildsTheImageTheChartDeploys(t *testing.T) {
+	out, err := exec.Command("make", "--no-print-directory", "-s", "-C", repoRoot(t), "--eval", "print-image: ; @echo $(IMAGE)", "print-image").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, agentContainer(t, render(t, cases[0]).daemonSet(t)).Image, strings.TrimSpace(string(out)))
 }
 
 func TestTheNotesSayWhetherAndHowTheWebhookRuns(t *testing.T) {
