@@ -14,6 +14,11 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 start=$SECONDS
 bash "$REPO/hack/e2e/build.sh" >/dev/null
+# The image the chart's pods run on the real node (make image, linux/amd64
+# only: the node is this machine), imported into its containerd.
+CACHE=${ACCEL_DRA_E2E_CACHE:-$REPO/_output/e2e-cache}
+export ACCEL_DRA_E2E_IMAGE=${ACCEL_DRA_E2E_IMAGE:-$CACHE/accel-dra-image-amd64.tar}
+make -C "$REPO" --no-print-directory image IMAGE_PLATFORMS=linux/amd64 IMAGE_ARCHIVE="$ACCEL_DRA_E2E_IMAGE" >&2
 built=$SECONDS
 echo "run.sh: binaries ready in $((built - start))s" >&2
 

@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
@@ -93,6 +95,9 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 	require.NoError(t, err)
 	chart := repoPath(framework.ChartPath)
 	out, err := cluster.Helm(t.Context(), helmTimeout, "install", releaseName, chart, "-n", releaseNamespace, "-f", valuesFile, "--wait", "--timeout", "4m")
+	if err != nil {
+		logReleasePods(t)
+	}
 	require.NoError(t, err, out)
 	installed = true
 
@@ -131,8 +136,10 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 
 	t.Run("the agent registered with the kubelet from its container", func(t *testing.T) {
 		for _, d := range []string{names.AscendDriver, names.CambriconDriver} {
-			sockets, _ := filepath.Glob(filepath.Join(agent.RegistrarDir, d+"-*"+string(first.UID)+"*"))
-			assert.NotEmpty(t, sockets, "registration socket of %s named by the pod's UID (rolling update) in %s", d, agent.RegistrarDir)
+			// With --pod-uid the helper names the sockets per pod.
+			reg := filepath.Join(agent.RegistrarDir, kubeletplugin.RollingUpdateRegistrarSocketFile(agent.RegistrarDir, d, first.UID))
+			assert.FileExists(t, reg, "registration socket of the pod's %s", d)
+			assert.FileExists(t, filepath.Join(agent.PluginDir, d, "dra-"+string(first.UID)+".sock"), "DRA socket of the pod's %s", d)
 		}
 	})
 	t.Run("a pod gets its chips from the release's agent", func(t *testing.T) {
@@ -142,6 +149,28 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 			devs = append(devs, allocated(t, c)...)
 		}
 		assertContainerSees(t, podLogs(t, pod), devs)
+	})
+	t.Run("the demo's mixed pod gets one chip of each vendor", func(t *testing.T) {
+		objs, err := framework.ReadObjects(repoPath("demo", "manifests", "07-mixed-pod.yaml"))
+		require.NoError(t, err)
+		for _, o := range objs {
+			o.SetNamespace(ns)
+		}
+		out, err := cluster.Apply(t.Context(), "kubectl", objs...)
+		require.NoError(t, err)
+		for _, o := range out {
+			if o.GetKind() != "Pod" {
+				continue
+			}
+			pod := waitForPodRunning(t, ns, o.GetName())
+			require.Equal(t, real, pod.Spec.NodeName)
+			var devs []device
+			for _, c := range podClaims(t, pod) {
+				devs = append(devs, allocated(t, c)...)
+			}
+			require.Len(t, devs, 2)
+			assertDemoContainerSees(t, pod, devs)
+		}
 	})
 	t.Run("the webhook pod rejects a bad claim through its Service", func(t *testing.T) {
 		bad := &resourceapi.ResourceClaim{
@@ -183,6 +212,9 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 			time.Sleep(2 * time.Second)
 		}
 		wg.Wait()
+		if upgradeErr != nil {
+			logReleasePods(t)
+		}
 		require.NoError(t, upgradeErr, upgradeOut)
 		second := agentPod()
 		assert.NotEqual(t, first.UID, second.UID, "the upgrade replaced the agent's pod")
@@ -221,6 +253,22 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 		_, err = cluster.Helm(t.Context(), time.Minute, "status", releaseName, "-n", releaseNamespace)
 		assert.Error(t, err, "the release is gone")
 	})
+}
+
+// logReleasePods logs the status and logs of the release's pods, for a
+// failed install or upgrade.
+func logReleasePods(t *testing.T) {
+	ctx := context.Background()
+	pods, err := cluster.Admin.CoreV1().Pods(releaseNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("listing the release's pods: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		logs, _ := cluster.Admin.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](15)}).DoRaw(ctx)
+		previous, _ := cluster.Admin.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](15), Previous: true}).DoRaw(ctx)
+		t.Logf("pod %s on %s: %s\n%s\nprevious container:\n%s", p.Name, p.Spec.NodeName, podStatus(&p), logs, previous)
+	}
 }
 
 func podReady(p *corev1.Pod) bool {

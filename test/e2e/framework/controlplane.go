@@ -168,7 +168,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		"--service-account-issuer="+serviceAccountIssuer,
 		"--service-account-key-file="+saPub,
 		"--service-account-signing-key-file="+saKey,
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range="+serviceCIDR,
 		"--kubelet-preferred-address-types=InternalIP",
 		// Webhooks are called at their endpoints (pod IPs: loopback on
 		// kwok nodes), never at a ClusterIP, which nothing here routes

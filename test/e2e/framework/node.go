@@ -72,7 +72,8 @@ server = "http://127.0.0.1:1"
 // pods get an address on a private /24; the host reaches them (the
 // kubelet's HTTP probes, the API server calling the chart's webhook) and
 // they reach the host (the kubernetes Service, see servicenet.go), but
-// nothing beyond it: ip_forward stays as it is and no source is NATed.
+// nothing beyond it: their one route is the Service range, via the host;
+// ip_forward stays as it is and no source is NATed.
 const cniConfig = `{
   "cniVersion": "1.0.0",
   "name": "%s",
@@ -81,7 +82,7 @@ const cniConfig = `{
     "bridge": "%s",
     "isGateway": true,
     "ipMasq": false,
-    "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s"}]], "dataDir": "%s"}
+    "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s"}]], "routes": [{"dst": "` + serviceCIDR + `"}], "dataDir": "%s"}
   }]
 }
 `
@@ -182,7 +183,10 @@ func (c *Cluster) importImages() error {
 }
 
 func (c *Cluster) startKubelet(ctx context.Context) error {
-	root, err := c.dir("kubelet")
+	// "k", not "kubelet": the DRA socket of a DaemonSet pod's agent is
+	// <root>/plugins/<driver>/dra-<pod UID>.sock, and a unix socket path
+	// has at most 107 bytes.
+	root, err := c.dir("k")
 	if err != nil {
 		return err
 	}

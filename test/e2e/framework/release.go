@@ -30,20 +30,40 @@ func (c *Cluster) importAccelDRAImage() ([]string, error) {
 	if _, err := os.Stat(archive); err != nil {
 		return nil, fmt.Errorf("%s: %w (make image writes it)", ImageEnv, err)
 	}
-	out, err := c.ctr("images", "import", "--platform", "linux/amd64", archive)
-	if err != nil {
+	if _, err := c.ctr("images", "import", "--platform", "linux/amd64", archive); err != nil {
 		return nil, fmt.Errorf("importing the accel-dra image %s: %w", archive, err)
 	}
 	c.State.Image = archive
-	var names []string
-	for _, line := range strings.Split(out, "\n") {
-		// ctr prints "unpacking <name> (sha256:…)...done" per image.
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "unpacking" {
-			names = append(names, f[1])
+	name, err := c.chartImage()
+	if err != nil {
+		return nil, err
+	}
+	c.logf("Imported the accel-dra image %s as %s", archive, name)
+	return []string{name}, nil
+}
+
+// chartImage is the image the chart deploys by default:
+// image.repository:appVersion.
+func (c *Cluster) chartImage() (string, error) {
+	chart := filepath.Join(c.opts.RepoRoot, ChartPath)
+	var meta struct {
+		AppVersion string `json:"appVersion"`
+	}
+	var values struct {
+		Image struct {
+			Repository string `json:"repository"`
+		} `json:"image"`
+	}
+	for file, into := range map[string]any{"Chart.yaml": &meta, "values.yaml": &values} {
+		raw, err := os.ReadFile(filepath.Join(chart, file))
+		if err != nil {
+			return "", fmt.Errorf("reading the chart's %s: %w", file, err)
+		}
+		if err := yaml.Unmarshal(raw, into); err != nil {
+			return "", fmt.Errorf("parsing the chart's %s: %w", file, err)
 		}
 	}
-	c.logf("Imported the accel-dra image %s: %v", archive, names)
-	return names, nil
+	return values.Image.Repository + ":" + meta.AppVersion, nil
 }
 
 // StopAgent stops the agent of node with SIGTERM, as a DaemonSet rollout

@@ -22,8 +22,10 @@ import (
 const (
 	// KubernetesServiceIP is the first address of --service-cluster-ip-range.
 	KubernetesServiceIP = "10.96.0.1"
-	natComment          = "accel-dra-e2e: kubernetes Service to the API server"
-	routeLocalnetPath   = "/proc/sys/net/ipv4/conf/all/route_localnet"
+	// serviceCIDR is --service-cluster-ip-range, the pods' one route.
+	serviceCIDR       = "10.96.0.0/16"
+	natComment        = "accel-dra-e2e: kubernetes Service to the API server"
+	routeLocalnetPath = "/proc/sys/net/ipv4/conf/all/route_localnet"
 )
 
 // serviceRule is the iptables rule of the nat table (after -A/-D) for
