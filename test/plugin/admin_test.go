@@ -15,7 +15,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 )
 
 // adminResults are admin-access allocation results for devices, as the
@@ -143,11 +142,8 @@ func TestAnAdminClaimNeverTouchesPartitionsNorShares(t *testing.T) {
 	})
 	t.Run("shares", func(t *testing.T) {
 		n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "npu-0=Shared")
-		gi := func(n int64) resource.Quantity { return *resource.NewQuantity(n<<30, resource.BinarySI) }
 		share := func(id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
-			uid := types.UID(id)
-			return resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: n.driverName, Pool: nodeName, Device: "npu-0", ShareID: &uid,
-				ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{names.CapMemory: memory, names.CapCores: *resource.NewQuantity(0, resource.DecimalSI)}}
+			return n.share("npu-0", id, memory)
 		}
 		a := n.claimWithResults("a", []resourceapi.DeviceRequestAllocationResult{share("11111111-1111-1111-1111-111111111111", gi(40))})
 		n.mustPrepare(a)

@@ -193,13 +193,21 @@ func TestABadPartitionOrSharingConfigFailsOnlyItsClaimAndNamesTheField(t *testin
 	require.Equal(t, []types.UID{good.UID}, n.driver.PreparedClaims())
 }
 
+// gi is n GiB.
+func gi(n int64) resource.Quantity { return *resource.NewQuantity(n<<30, resource.BinarySI) }
+
+// share is an allocation result for a share of device with this much
+// memory and no reserved cores, as the scheduler makes it for a shared chip.
+func (n *node) share(device, id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
+	uid := types.UID(id)
+	return resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: n.driverName, Pool: nodeName, Device: device, ShareID: &uid,
+		ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{names.CapMemory: memory, names.CapCores: *resource.NewQuantity(0, resource.DecimalSI)}}
+}
+
 func TestASharedChipTakesSharesUntilItsMemoryIsUsedAndHandsEachItsShare(t *testing.T) {
 	n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "npu-0=Shared")
-	gi := func(n int64) resource.Quantity { return *resource.NewQuantity(n<<30, resource.BinarySI) }
 	share := func(id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
-		uid := types.UID(id)
-		return resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: n.driverName, Pool: nodeName, Device: "npu-0", ShareID: &uid,
-			ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{names.CapMemory: memory, names.CapCores: *resource.NewQuantity(0, resource.DecimalSI)}}
+		return n.share("npu-0", id, memory)
 	}
 	a := n.claimWithResults("a", []resourceapi.DeviceRequestAllocationResult{share("11111111-1111-1111-1111-111111111111", gi(16))})
 	b := n.claimWithResults("b", []resourceapi.DeviceRequestAllocationResult{share("22222222-2222-2222-2222-222222222222", gi(40))})
