@@ -32,6 +32,10 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 		env     map[string]string
 		// mutate turns whole chips into partitions or shares.
 		mutate func(*cdi.Claim)
+		// visibleEnv is the writer's VisibleDevicesEnv; ascendRuntime
+		// installs ascend-docker-runtime on the node first.
+		visibleEnv    string
+		ascendRuntime bool
 	}{
 		{golden: "ascend-910b-1-chip", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{3}},
 		{golden: "ascend-910a-4-chips-one-ring", profile: "atlas-800-910a", vendor: inventory.VendorHuawei, indices: []int{4, 5, 6, 7},
@@ -61,6 +65,17 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 			}
 			d.DriverEnv = map[string]string{"PARTITION": "25p.5827mb", "MEMORY": "6110052352", "CORES": "4"}
 		}},
+		// A node that still has the Ascend runtime: auto leaves
+		// ASCEND_VISIBLE_DEVICES out; omit does so for Cambricon too.
+		{golden: "ascend-910b-1-chip-ascend-runtime", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{3}, ascendRuntime: true},
+		{golden: "ascend-310p-vnpu-omit", profile: "atlas-300i-duo", vendor: inventory.VendorHuawei, indices: []int{1}, visibleEnv: cdi.VisibleDevicesOmit, mutate: func(c *cdi.Claim) {
+			d := &c.Devices[0]
+			d.Name = "npu-1-vir02-0"
+			d.Nodes = []cdi.DeviceNode{{Path: "/dev/davinci116", HostPath: "/dev/vdavinci116"}}
+			d.VisibleID = ptr.To(116)
+			c.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
+		}},
+		{golden: "cambricon-mlu370-1-chip-omit", profile: "mlu370-x8", vendor: inventory.VendorCambricon, indices: []int{2}, visibleEnv: cdi.VisibleDevicesOmit},
 		{golden: "ascend-910b-shared", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{0}, mutate: func(c *cdi.Claim) {
 			c.Devices[0].DriverEnv = map[string]string{"SHARE_ID": "5e1d0c4b-8f3a-4c2e-9b7d-6a5f4e3d2c1b", "MEMORY": "8589934592", "CORES": "0"}
 		}},
@@ -68,7 +83,10 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {
 			n := newNode(t, tt.profile, tt.adjust)
-			w, dir := n.writer(t)
+			if tt.ascendRuntime {
+				n.installAscendRuntime(t)
+			}
+			w, dir := n.writerWith(t, tt.visibleEnv)
 			c := n.claim("6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b", tt.vendor, tt.indices...)
 			for i := range c.Devices {
 				c.Devices[i].Env = tt.env

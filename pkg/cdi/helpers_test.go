@@ -80,10 +80,25 @@ func (n node) claim(uid types.UID, vendor inventory.Vendor, indices ...int) cdi.
 
 func (n node) writer(t *testing.T) (*cdi.Writer, string) {
 	t.Helper()
+	return n.writerWith(t, "")
+}
+
+// writerWith is writer with a Config.VisibleDevicesEnv mode.
+func (n node) writerWith(t *testing.T, visibleDevicesEnv string) (*cdi.Writer, string) {
+	t.Helper()
 	specDir := t.TempDir()
-	w, err := cdi.NewWriter(cdi.Config{SpecDir: specDir, HostRoot: n.root})
+	w, err := cdi.NewWriter(cdi.Config{SpecDir: specDir, HostRoot: n.root, VisibleDevicesEnv: visibleDevicesEnv})
 	require.NoError(t, err)
 	return w, specDir
+}
+
+// installAscendRuntime puts the file that marks ascend-docker-runtime as
+// installed on the node (the installer's default path) under its root.
+func (n node) installAscendRuntime(t *testing.T) {
+	t.Helper()
+	p := filepath.Join(n.root, "usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime")
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
 }
 
 // flatten returns the IDs of the devices in the claim's order, which is

@@ -57,6 +57,12 @@ type Config struct {
 	// driver files exist: "/host" when a DaemonSet mounts the node's / at
 	// /host. Default HostRoot.
 	VisibleRoot string
+	// VisibleDevicesEnv says whether specs set the vendors'
+	// visible-devices variables (ASCEND_VISIBLE_DEVICES,
+	// CAMBRICON_VISIBLE_DEVICES): VisibleDevicesAuto (the default, ""),
+	// VisibleDevicesSet or VisibleDevicesOmit. A vendor runtime still
+	// configured on the node acts on the variable (see vendorruntime.go).
+	VisibleDevicesEnv string
 }
 
 // Writer writes and removes the CDI specs of claims. It is safe for
@@ -65,10 +71,20 @@ type Config struct {
 type Writer struct {
 	cfg   Config
 	cache *cdiapi.Cache
+	// omitVisible are the vendors whose visible-devices variable the
+	// specs leave out.
+	omitVisible map[inventory.Vendor]bool
 }
 
 // NewWriter returns a Writer for cfg and creates the spec directory.
+// With VisibleDevicesAuto it looks for the Ascend runtime under
+// VisibleRoot once, here.
 func NewWriter(cfg Config) (*Writer, error) {
+	return NewWriterContext(context.Background(), cfg)
+}
+
+// NewWriterContext is NewWriter logging what it decided to ctx's logger.
+func NewWriterContext(ctx context.Context, cfg Config) (*Writer, error) {
 	if cfg.SpecDir == "" {
 		cfg.SpecDir = cdiapi.DefaultDynamicDir
 	}
@@ -77,6 +93,9 @@ func NewWriter(cfg Config) (*Writer, error) {
 	}
 	if cfg.VisibleRoot == "" {
 		cfg.VisibleRoot = cfg.HostRoot
+	}
+	if cfg.VisibleDevicesEnv == "" {
+		cfg.VisibleDevicesEnv = VisibleDevicesAuto
 	}
 	if err := os.MkdirAll(cfg.SpecDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating CDI spec directory: %w", err)
@@ -88,7 +107,19 @@ func NewWriter(cfg Config) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CDI cache for %s: %w", cfg.SpecDir, err)
 	}
-	return &Writer{cfg: cfg, cache: cache}, nil
+	omit, marker, err := omittedVisibleEnv(cfg.VisibleDevicesEnv, cfg.VisibleRoot)
+	if err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	if omit[inventory.VendorHuawei] && marker != "" {
+		logger.Info("ascend-docker-runtime is installed on this node: CDI specs leave out "+EnvAscendVisibleDevices+
+			" so it does not inject the claimed chips a second time; DRA_DEVICE_* variables and the device metadata file carry the facts",
+			"found", marker, "override", "--visible-devices-env=set")
+	}
+	logger.V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv,
+		"omitAscend", omit[inventory.VendorHuawei], "omitCambricon", omit[inventory.VendorCambricon])
+	return &Writer{cfg: cfg, cache: cache, omitVisible: omit}, nil
 }
 
 // SpecDir is the directory the specs are written to.
@@ -318,7 +349,11 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		EnvDriver + "=" + names.DriverFor(c.Vendor),
 		EnvClaimUID + "=" + string(c.UID),
 		EnvClaim + "=" + c.Namespace + "/" + c.Name,
-		v.visibleEnv + "=" + joinIndices(indices),
+	}
+	// The variable is what a vendor runtime reacts to; left out, the
+	// runtime passes the container through (vendorruntime.go).
+	if !w.omitVisible[c.Vendor] {
+		env = append(env, v.visibleEnv+"="+joinIndices(indices))
 	}
 	for _, k := range sortedKeys(c.Env) {
 		env = append(env, k+"="+c.Env[k])

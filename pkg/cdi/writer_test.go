@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -602,4 +603,89 @@ func TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds(t *testing.T) {
 func remount(t *testing.T, dir string, flags uintptr) {
 	t.Helper()
 	require.NoError(t, unix.Mount("", dir, "", unix.MS_REMOUNT|flags, ""))
+}
+
+// Which visible-devices variable a claim's spec sets, by mode and by
+// whether ascend-docker-runtime is on the node: the vendor runtimes inject
+// chips for any container whose spec carries it (vendorruntime.go).
+func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
+	tests := []struct {
+		name          string
+		mode          string
+		ascendRuntime bool
+		wantAscend    bool
+		wantCambricon bool
+	}{
+		{name: "auto without a vendor runtime sets both", mode: cdi.VisibleDevicesAuto, wantAscend: true, wantCambricon: true},
+		{name: "the default is auto", mode: "", wantAscend: true, wantCambricon: true},
+		{name: "auto with the Ascend runtime installed leaves the Ascend variable out", mode: cdi.VisibleDevicesAuto, ascendRuntime: true, wantCambricon: true},
+		{name: "set sets both even with the Ascend runtime", mode: cdi.VisibleDevicesSet, ascendRuntime: true, wantAscend: true, wantCambricon: true},
+		{name: "omit sets neither", mode: cdi.VisibleDevicesOmit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newNode(t, "mixed-910b-mlu370", nil)
+			if tt.ascendRuntime {
+				n.installAscendRuntime(t)
+			}
+			w, dir := n.writerWith(t, tt.mode)
+			uid := types.UID("0a1b2c3d-0000-4000-8000-000000000002")
+			got := map[string]string{}
+			for _, v := range []inventory.Vendor{inventory.VendorHuawei, inventory.VendorCambricon} {
+				c := n.claim(uid, v, 0, 1)
+				ids, err := w.Write(context.Background(), c)
+				require.NoError(t, err)
+				spec := inject(t, dir, flatten(c, ids)...)
+				for _, e := range spec.Process.Env {
+					k, val, _ := strings.Cut(e, "=")
+					got[k] = val
+				}
+				// The per-device facts are there in every mode.
+				require.Contains(t, got, cdi.DeviceEnvKey(c.Devices[1].Name)+"_UUID")
+			}
+			requireVar := func(name string, want bool) {
+				if want {
+					require.Equal(t, "0,1", got[name], name)
+				} else {
+					require.NotContains(t, got, name)
+				}
+			}
+			requireVar(cdi.EnvAscendVisibleDevices, tt.wantAscend)
+			requireVar(cdi.EnvCambriconVisibleDevices, tt.wantCambricon)
+		})
+	}
+}
+
+func TestAscendRuntimeIsFoundByItsBinaryOrTheRuntimeConfiguration(t *testing.T) {
+	tests := []struct {
+		name, path, content string
+		want                bool
+	}{
+		{name: "nothing installed"},
+		{name: "the binary at the installer's default path", path: "usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime", content: "x", want: true},
+		{name: "containerd configured with a custom install path", path: "etc/containerd/config.toml",
+			content: "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.ascend.options]\n  BinaryName = \"/opt/adr/ascend-docker-runtime\"\n", want: true},
+		{name: "containerd without it", path: "etc/containerd/config.toml", content: "version = 2\n"},
+		{name: "docker configured", path: "etc/docker/daemon.json", content: `{"runtimes":{"ascend":{"path":"/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"}}}`, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			if tt.path != "" {
+				p := filepath.Join(root, tt.path)
+				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				require.NoError(t, os.WriteFile(p, []byte(tt.content), 0o644))
+			}
+			found, marker := cdi.AscendRuntimeFound(root)
+			require.Equal(t, tt.want, found)
+			if tt.want {
+				require.Equal(t, "/"+tt.path, marker)
+			}
+		})
+	}
+}
+
+func TestAnUnknownVisibleDevicesEnvModeIsAnError(t *testing.T) {
+	_, err := cdi.NewWriter(cdi.Config{SpecDir: t.TempDir(), HostRoot: t.TempDir(), VisibleDevicesEnv: "sometimes"})
+	require.EqualError(t, err, `visible-devices env mode "sometimes" is not one of [auto set omit]`)
 }

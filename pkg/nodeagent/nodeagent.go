@@ -47,6 +47,12 @@ type Options struct {
 	// container with the node's / mounted at Discovery.Root. Default
 	// Discovery.Root (a plugin running on the host, or fake devices).
 	CDIHostRoot string
+	// VisibleDevicesEnv says whether CDI specs set ASCEND_VISIBLE_DEVICES
+	// and CAMBRICON_VISIBLE_DEVICES: "auto" (default: left out for Ascend
+	// where ascend-docker-runtime is installed), "set" or "omit" (see
+	// cdi.Config.VisibleDevicesEnv). The binary's --visible-devices-env
+	// [ACCEL_DRA_VISIBLE_DEVICES_ENV].
+	VisibleDevicesEnv string
 	// StateDir holds one directory per driver with its checkpoint.
 	StateDir string
 	// PodUID enables rolling updates (see driver.Config.PodUID).
@@ -90,6 +96,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("--chip-modes: %w", err)
 	}
+	if err := cdi.ValidateVisibleDevicesEnv(o.VisibleDevicesEnv); err != nil {
+		return fmt.Errorf("--visible-devices-env: %w", err)
+	}
 	effect, err := resourceslices.ParseTaintEffect(o.UnhealthyTaintEffect)
 	if err != nil {
 		return fmt.Errorf("--unhealthy-taint-effect: %w", err)
@@ -112,9 +121,10 @@ func Run(ctx context.Context, o Options) error {
 	if cdiHostRoot == "" {
 		cdiHostRoot = hostRoot
 	}
-	writer, err := cdi.NewWriter(cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot})
+	writer, err := cdi.NewWriterContext(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot,
+		VisibleDevicesEnv: o.VisibleDevicesEnv})
 	if err != nil {
-		return err
+		return fmt.Errorf("--visible-devices-env: %w", err)
 	}
 
 	// stopped is the caller's context (SIGTERM in the binary, whose cause

@@ -139,6 +139,7 @@ var commonArgs = []string{
 	"--health-interval=10s",
 	"--unhealthy-taint-effect=NoSchedule",
 	"--device-metadata=true",
+	"--visible-devices-env=auto",
 }
 
 func args(groups ...[]string) []string {
@@ -272,14 +273,14 @@ kubeletPlugin: {chipModes: ""}
 		values: `
 vendors:
   ascend: {nodeSelector: null}
-kubeletPlugin: {healthzPort: 0, chipModes: "Shared", health: {interval: "0", unhealthyTaintEffect: NoExecute}}
+kubeletPlugin: {healthzPort: 0, chipModes: "Shared", visibleDevicesEnv: omit, health: {interval: "0", unhealthyTaintEffect: NoExecute}}
 validatingAdmissionPolicy: {enabled: false}
 logVerbosity: 5
 `,
 		deviceClasses:   allClasses,
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
 		affinity:        nil,
-		args:            args(slices.Replace(slices.Replace(slices.Clone(commonArgs), 7, 9, "--health-interval=0", "--unhealthy-taint-effect=NoExecute"), 2, 3, "-v=5"), []string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
+		args:            args(slices.Replace(slices.Replace(slices.Clone(commonArgs), 7, 11, "--health-interval=0", "--unhealthy-taint-effect=NoExecute", "--device-metadata=true", "--visible-devices-env=omit"), 2, 3, "-v=5"), []string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
 		libraryPath:     ascendLibraryPath,
 		securityContext: privileged,
 		probes:          false,
@@ -621,6 +622,8 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			"at '/kubeletPlugin/health/interval'"},
 		{"a taint effect the API does not have", "kubeletPlugin: {health: {unhealthyTaintEffect: PreferNoSchedule}}",
 			"at '/kubeletPlugin/health/unhealthyTaintEffect': value must be one of 'NoSchedule', 'NoExecute'"},
+		{"a visible-devices mode the agent does not have", "kubeletPlugin: {visibleDevicesEnv: never}",
+			"at '/kubeletPlugin/visibleDevicesEnv': value must be one of 'auto', 'set', 'omit'"},
 		{"no webhook replica", "webhook: {replicas: 0}",
 			"at '/webhook/replicas': minimum: got 0, want 1"},
 		{"a misspelt webhook key", "webhook: {certmanager: {enabled: true}}",

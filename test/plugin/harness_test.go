@@ -72,6 +72,8 @@ type node struct {
 	// logs, when set, is the config of the plugin's test logger.
 	configure func(*driver.Config)
 	logs      *ktesting.Config
+	// visibleDevicesEnv is the node agent's --visible-devices-env.
+	visibleDevicesEnv string
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -173,7 +175,7 @@ func (n *node) start() {
 	}
 	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, logs))
 	n.ctx, n.cancel = context.WithCancel(ctx)
-	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
+	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root, VisibleDevicesEnv: n.visibleDevicesEnv})
 	require.NoError(t, err)
 	n.commands.runner = n.fake
 	if n.runner != nil {

@@ -1,0 +1,82 @@
+package plugin_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// On a node migrating from the device plugins the vendor's runtime may
+// still be containerd's default; it injects chips for any container whose
+// spec carries its visible-devices variable (pkg/cdi/vendorruntime.go).
+// Whatever the mode, a claimed container gets each chip's node once and
+// the per-device facts; only the variable follows the mode.
+func TestVisibleDevicesEnvOnNodesWithAndWithoutTheVendorRuntime(t *testing.T) {
+	tests := []struct {
+		name          string
+		profile       string
+		vendor        inventory.Vendor
+		mode          string
+		ascendRuntime bool
+		// visible is the variable and, if wantVisible, its value.
+		visible     string
+		wantVisible bool
+	}{
+		{name: "ascend, auto, no vendor runtime: set", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
+			mode: cdi.VisibleDevicesAuto, visible: cdi.EnvAscendVisibleDevices, wantVisible: true},
+		{name: "ascend, auto, ascend-docker-runtime installed: left out", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
+			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: cdi.EnvAscendVisibleDevices},
+		{name: "ascend, set, ascend-docker-runtime installed: set", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
+			mode: cdi.VisibleDevicesSet, ascendRuntime: true, visible: cdi.EnvAscendVisibleDevices, wantVisible: true},
+		{name: "ascend, omit: left out", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
+			mode: cdi.VisibleDevicesOmit, visible: cdi.EnvAscendVisibleDevices},
+		{name: "cambricon, auto: set", profile: "mlu370-x8", vendor: inventory.VendorCambricon,
+			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: cdi.EnvCambriconVisibleDevices, wantVisible: true},
+		{name: "cambricon, omit: left out", profile: "mlu370-x8", vendor: inventory.VendorCambricon,
+			mode: cdi.VisibleDevicesOmit, visible: cdi.EnvCambriconVisibleDevices},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := newNodeOf(t, simulatedNode(t, tt.profile), tt.vendor, "", nil, func(n *node) {
+				n.visibleDevicesEnv = tt.mode
+				if tt.ascendRuntime {
+					p := filepath.Join(n.root, "usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime")
+					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+					require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
+				}
+			})
+			prefix := "npu"
+			if tt.vendor == inventory.VendorCambricon {
+				prefix = "mlu"
+			}
+			c := n.claim("job", chipNames(prefix, 2))
+			ctr := n.container(n.mustPrepare(c))
+
+			paths := devicePaths(ctr)
+			seen := map[string]bool{}
+			for _, p := range paths {
+				require.False(t, seen[p], "%s is in the container twice", p)
+				seen[p] = true
+			}
+			require.True(t, sort.StringsAreSorted(paths))
+			env := envMap(ctr)
+			if tt.wantVisible {
+				require.Equal(t, "0,1", env[tt.visible])
+			} else {
+				require.NotContains(t, env, tt.visible)
+			}
+			for i := 0; i < 2; i++ {
+				chip := n.inv.ChipsOf(tt.vendor)[i]
+				require.Equal(t, chip.UUID, env[fmt.Sprintf("DRA_DEVICE_%s_%d_UUID", map[string]string{"npu": "NPU", "mlu": "MLU"}[prefix], i)])
+			}
+			n.unprepare(c)
+		})
+	}
+}
