@@ -10,6 +10,8 @@
 #   kwok 0.8.0 + its stage files     go install
 #   helm                             hack/tools/go.mod (if present)
 #   pause                            hack/e2e/pause (sandbox image binary)
+#   ascend-runtime                   hack/e2e/ascend-runtime (a stand-in for
+#                                      ascend-docker-runtime, RuntimeClass ascend)
 #   accel-dra-kubeletplugin,         this repository (rebuilt every time; the
 #   accel-dra                          Go build cache makes that quick)
 #
@@ -138,6 +140,10 @@ build_pause() {
 	CGO_ENABLED=0 go -C "$REPO/hack/e2e/pause" build -trimpath -ldflags "-s -w" -o "$1/pause" .
 }
 
+build_ascend_runtime() {
+	CGO_ENABLED=0 go -C "$REPO/hack/e2e/ascend-runtime" build -trimpath -ldflags "-s -w" -o "$1/ascend-runtime" .
+}
+
 apt_deps
 
 # Kubernetes first: it is the long one (measured here, two cores, empty Go
@@ -148,6 +154,7 @@ component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btr
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
 component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION $KWOK_STAGES" build_kwok
 component pause "$(sha "$REPO/hack/e2e/pause/main.go" "$REPO/hack/e2e/pause/go.mod")" "$GO_VERSION" build_pause
+component ascend-runtime "$(sha "$REPO/hack/e2e/ascend-runtime/main.go" "$REPO/hack/e2e/ascend-runtime/go.mod")" "$GO_VERSION" build_ascend_runtime
 if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/tools/go.mod"; then
 	component helm "$(sha "$REPO/hack/tools/go.mod" "$REPO/hack/tools/go.sum")" "$GO_VERSION" build_helm
 fi

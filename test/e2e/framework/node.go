@@ -51,6 +51,14 @@ disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.snapshotter.v1.de
         BinaryName = '%[5]s'
         Root = '%[1]s/runc'
         SystemdCgroup = false
+    # A stand-in for ascend-docker-runtime (hack/e2e/ascend-runtime), as its
+    # installer registers it, for pods of the RuntimeClass ascend.
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.ascend]
+      runtime_type = 'io.containerd.runc.v2'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.ascend.options]
+        BinaryName = '%[6]s'
+        Root = '%[1]s/runc'
+        SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ['/usr/lib/cni']
     conf_dir = '%[1]s/net.d'
@@ -110,7 +118,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	}
 	c.State.Runc, c.State.RuncRoot = runc, filepath.Join(dir, "runc", "k8s.io")
 	files := map[string]string{
-		"config.toml":                     fmt.Sprintf(containerdConfig, dir, c.State.ContainerdSocket, PauseImage, cdiDir, runc),
+		"config.toml":                     fmt.Sprintf(containerdConfig, dir, c.State.ContainerdSocket, PauseImage, cdiDir, runc, c.bin("ascend-runtime")),
 		"certs.d/_default/hosts.toml":     registryHosts,
 		"net.d/10-accel-dra-e2e.conflist": fmt.Sprintf(cniConfig, cniNetwork, bridgeName, podSubnet, filepath.Join(dir, "ipam")),
 	}
@@ -123,7 +131,10 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 		return err
 	}
 	// The shim is found on PATH.
-	env := []string{"PATH=" + c.opts.BinDir + ":" + os.Getenv("PATH")}
+	// The ascend-runtime stand-in finds runc and the real node agent's
+	// fake device files through the shim, which passes this on.
+	env := []string{"PATH=" + c.opts.BinDir + ":" + os.Getenv("PATH"),
+		"ACCEL_DRA_E2E_RUNC=" + runc, "ACCEL_DRA_E2E_DEV_ROOT=" + c.realAgentRoot()}
 	p, err := c.start("containerd", env, c.bin("containerd"), "--config", filepath.Join(dir, "config.toml"), "--log-level", "info")
 	if err != nil {
 		return err

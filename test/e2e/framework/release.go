@@ -108,3 +108,33 @@ func (c *Cluster) WriteValues(name string, values map[string]any) (string, error
 // RealAgent is the real node's agent: its directories are the ones a
 // DaemonSet pod must take over.
 func (c *Cluster) RealAgent() *Agent { return c.Agents[c.State.RealNode] }
+
+// realAgentRoot is the fake root of the real node's agent (newAgent's
+// <run dir>/agents/<node>/root), known before the agent starts.
+func (c *Cluster) realAgentRoot() string {
+	return filepath.Join(c.State.RunDir, "agents", c.State.RealNode, "root")
+}
+
+// AgentArgs returns the flags the agent of node runs with; SetAgentArgs
+// replaces them for its next start.
+func (c *Cluster) AgentArgs(node string) []string {
+	return append([]string(nil), c.Agents[node].args...)
+}
+
+// SetAgentArgs sets the flags of the agent of node for its next start.
+func (c *Cluster) SetAgentArgs(node string, args []string) {
+	c.Agents[node].args = append([]string(nil), args...)
+}
+
+// ContainerSpec is the OCI spec containerd handed the runtime for a
+// container of the real node ("containerd://<id>" as the pod status
+// names it): what the runtime, and any runtime wrapper, made of it.
+func (c *Cluster) ContainerSpec(containerID string) ([]byte, error) {
+	id := strings.TrimPrefix(containerID, "containerd://")
+	path := filepath.Join(c.State.RunDir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io", id, "config.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the OCI spec of container %s: %w", id, err)
+	}
+	return raw, nil
+}

@@ -1,0 +1,113 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+)
+
+// TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce runs pods
+// through a stand-in for ascend-docker-runtime (hack/e2e/ascend-runtime,
+// RuntimeClass ascend: it appends /dev/davinciN for every id of
+// ASCEND_VISIBLE_DEVICES to the container's spec, as the real runtime
+// does) on a node where the runtime is installed. With the default
+// --visible-devices-env=auto the agent leaves the variable out of its CDI
+// specs, so the runtime adds nothing and the spec lists each chip once;
+// with set, the runtime lists them a second time, which is what auto
+// avoids.
+func TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce(t *testing.T) {
+	real := cluster.RealNode()
+	agent := cluster.RealAgent()
+	_, err := cluster.Admin.NodeV1().RuntimeClasses().Create(t.Context(), &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "ascend"}, Handler: "ascend"}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	// The installer's default path (run_main.sh INSTALL_PATH), which auto
+	// looks for under the agent's root.
+	marker := filepath.Join(agent.Root, "usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime")
+	require.NoError(t, os.MkdirAll(filepath.Dir(marker), 0o755))
+	require.NoError(t, os.WriteFile(marker, []byte("#!/bin/sh\n"), 0o755))
+	args := cluster.AgentArgs(real)
+	restart := func(extra ...string) {
+		t.Helper()
+		require.NoError(t, cluster.StopAgent(real))
+		cluster.SetAgentArgs(real, append(append([]string(nil), args...), extra...))
+		require.NoError(t, cluster.RestartAgent(t.Context(), real))
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		_ = os.RemoveAll(filepath.Join(agent.Root, "usr/local/Ascend/Ascend-Docker-Runtime"))
+		_ = cluster.Admin.NodeV1().RuntimeClasses().Delete(ctx, "ascend", metav1.DeleteOptions{})
+		_ = cluster.StopAgent(real)
+		cluster.SetAgentArgs(real, args)
+		if err := cluster.RestartAgent(ctx, real); err != nil {
+			t.Errorf("restarting the agent of %s: %v", real, err)
+		}
+	})
+	restart() // auto, now with the runtime on the node
+	ns := newNamespace(t)
+	createTemplate(t, template(ns, "two-npus", exactly("npus", "ascend.accel-dra.dev", 2)))
+
+	run := func(name string) (logs string, davinci map[string]int, devs []device) {
+		t.Helper()
+		pod := realNodePod(ns, name, "two-npus")
+		pod.Spec.RuntimeClassName = ptr.To("ascend")
+		pod = waitForPodRunning(t, ns, createPod(t, pod).Name)
+		devs = allocated(t, podClaims(t, pod)[0])
+		logs = podLogs(t, pod)
+		raw, err := cluster.ContainerSpec(pod.Status.ContainerStatuses[0].ContainerID)
+		require.NoError(t, err)
+		var spec struct {
+			Linux struct {
+				Devices []struct {
+					Path string `json:"path"`
+				} `json:"devices"`
+			} `json:"linux"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &spec))
+		davinci = map[string]int{}
+		for _, d := range spec.Linux.Devices {
+			davinci[d.Path]++
+		}
+		return logs, davinci, devs
+	}
+
+	logs, spec, devs := run("auto")
+	v, _ := envOf(logs, "ASCEND_DOCKER_RUNTIME")
+	assert.Equal(t, "True", v, "the runtime stand-in ran")
+	_, set := envOf(logs, "ASCEND_VISIBLE_DEVICES")
+	assert.False(t, set, "auto leaves ASCEND_VISIBLE_DEVICES out where the runtime is installed")
+	assert.Equal(t, expectedDevNodes(t, devs), extraDev(logs))
+	for _, d := range devs {
+		c := realChip(t, d)
+		assert.Equal(t, 1, spec["/dev/davinci"+strconv.Itoa(c.Index)], "%s is in the container's spec once: %v", resourceslices.DeviceName(c), spec)
+		u, _ := envOf(logs, cdi.DeviceEnvKey(resourceslices.DeviceName(c))+"_UUID")
+		assert.Equal(t, c.UUID, u, "the chip's facts are in the DRA_DEVICE_* variables")
+	}
+	deletePod(t, ns, "auto")
+
+	restart("--visible-devices-env=set")
+	logs, spec, devs = run("set")
+	got, _ := envOf(logs, "ASCEND_VISIBLE_DEVICES")
+	assert.ElementsMatch(t, indicesOf(devs, names.AscendDriver), strings.Split(got, ","))
+	for _, d := range devs {
+		c := realChip(t, d)
+		assert.Equal(t, 2, spec["/dev/davinci"+strconv.Itoa(c.Index)], "with set the runtime adds %s again: %v", resourceslices.DeviceName(c), spec)
+	}
+}
