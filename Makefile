@@ -28,7 +28,7 @@ CONTAINER_TOOL ?= docker
 comma := ,
 space := $(subst ,, )
 
-.PHONY: all build static test test-e2e bench lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
+.PHONY: all build static test testdeps test-e2e bench lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
 
 all: build
 
@@ -56,9 +56,14 @@ chart:
 # hack/image's tests build the image from fixtures, push it to an
 # in-process registry, and run a C++ program on the real Debian packages'
 # C runtime (downloaded once into _output/image, as make image does).
-test: lint chart
+test: lint chart testdeps
 	$(GO) test -count=1 ./...
 	$(GO) -C hack/image test -count=1 ./...
+
+# What the tests need besides Go and gcc, from Debian's apt where missing
+# (as root, like the tests): g++ builds hack/image's C++ test program.
+testdeps:
+	@command -v g++ >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing g++ (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; } || { echo "make test needs g++: apt-get install g++"; exit 1; }
 
 # Benchmarks (docs/benchmarks.md): prepare latency next to the floor of
 # its file writes, slice publication and allocation over 1000 nodes, the
