@@ -277,6 +277,18 @@ func (a *agent) wait() error {
 	}
 }
 
+// alive reports whether the agent is still running after up to within:
+// false as soon as it exits (wait still gets how).
+func (a *agent) alive(within time.Duration) bool {
+	select {
+	case err := <-a.exited:
+		a.exited <- err // for wait; the channel has room for it
+		return false
+	case <-time.After(within):
+		return true
+	}
+}
+
 // waitKilled asserts the agent ended by SIGKILL (a failpoint).
 func (a *agent) waitKilled() {
 	a.t.Helper()
