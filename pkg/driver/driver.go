@@ -172,6 +172,9 @@ type Driver struct {
 	healthMu   sync.Mutex
 	healthWake chan struct{}
 
+	// metadata: the helper writes the device metadata file
+	// (Config.DeviceMetadata), so prepare hands it the devices' facts.
+	metadata bool
 	// status writes the claims' status.devices in the background;
 	// stopStatus ends it.
 	status     *claimstatus.Writer
@@ -203,6 +206,8 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		fatal:   cfg.OnFatal,
 		metrics: driverMetrics{Metrics: cfg.Metrics},
 		rolling: cfg.PodUID != "",
+
+		metadata: cfg.DeviceMetadata,
 
 		taintEffect:   cfg.UnhealthyTaintEffect,
 		healthTimeout: cfg.HealthCheckTimeout,

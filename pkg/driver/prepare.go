@@ -284,8 +284,11 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		e.CDIDeviceIDs = ids[plans[i].dev.Name]
 		entry.Devices = append(entry.Devices, e)
 		st := statusOf(r, plans[i].dev.Chip, e.Partition)
-		devices = append(devices, kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: e.CDIDeviceIDs,
-			ShareID: r.ShareID, Metadata: &kubeletplugin.DeviceMetadata{Attributes: st.Data.Attributes(), NetworkData: st.Data.NetworkData()}})
+		dev := kubeletplugin.Device{Requests: []string{r.Request}, PoolName: r.Pool, DeviceName: r.Device, CDIDeviceIDs: e.CDIDeviceIDs, ShareID: r.ShareID}
+		if d.metadata {
+			dev.Metadata = &kubeletplugin.DeviceMetadata{Attributes: st.Data.Attributes(), NetworkData: st.Data.NetworkData()}
+		}
+		devices = append(devices, dev)
 		status = append(status, st)
 	}
 	// Checkpoint before answering: once kubelet has the IDs, a restart

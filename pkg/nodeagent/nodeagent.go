@@ -124,7 +124,7 @@ func Run(ctx context.Context, o Options) error {
 	writer, err := cdi.NewWriterContext(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot,
 		VisibleDevicesEnv: o.VisibleDevicesEnv})
 	if err != nil {
-		return fmt.Errorf("--visible-devices-env: %w", err)
+		return err
 	}
 
 	// stopped is the caller's context (SIGTERM in the binary, whose cause

@@ -144,7 +144,7 @@ func TestAMonitoringPodSeesEveryChipNextToAWorkloadOnTheRealNode(t *testing.T) {
 		for _, driver := range []string{names.AscendDriver, names.CambriconDriver} {
 			file := "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/chips/chips/" + driver + "-metadata.json"
 			require.Contains(t, files, file, "metadata files: %v", keysOf(files))
-			assert.Len(t, metadataAttributes(t, files[file]), len(inv.ChipsOf(vendorOf(driver))), "one entry per chip of %s", driver)
+			assert.Len(t, metadataAttributes(t, files[file]), len(inv.ChipsOf(names.VendorFor(driver))), "one entry per chip of %s", driver)
 		}
 		waitForDeviceStatus(t, mclaims[0], func(s []resourceapi.AllocatedDeviceStatus) bool { return len(ours(s)) == len(inv.Chips) })
 	})
@@ -229,13 +229,6 @@ func realChip(t *testing.T, d device) inventory.Chip {
 	}
 	t.Fatalf("device %s is not in the real node's inventory", d)
 	return inventory.Chip{}
-}
-
-func vendorOf(driver string) inventory.Vendor {
-	if driver == names.AscendDriver {
-		return inventory.VendorHuawei
-	}
-	return inventory.VendorCambricon
 }
 
 // metadataFiles splits the "== metadata" section of a probe's output

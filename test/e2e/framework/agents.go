@@ -92,7 +92,7 @@ func (c *Cluster) newAgent(ctx context.Context, n NodeInfo) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Root, a.StateDir = filepath.Join(base, "root"), filepath.Join(base, "state")
+	a.Root, a.StateDir = c.agentRoot(n.Name), filepath.Join(base, "state")
 	if n.Real {
 		a.CDIDir = c.State.CDIDir
 		a.RegistrarDir = filepath.Join(c.State.KubeletRoot, "plugins_registry")

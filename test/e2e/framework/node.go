@@ -134,7 +134,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	// The ascend-runtime stand-in finds runc and the real node agent's
 	// fake device files through the shim, which passes this on.
 	env := []string{"PATH=" + c.opts.BinDir + ":" + os.Getenv("PATH"),
-		"ACCEL_DRA_E2E_RUNC=" + runc, "ACCEL_DRA_E2E_DEV_ROOT=" + c.realAgentRoot()}
+		"ACCEL_DRA_E2E_RUNC=" + runc, "ACCEL_DRA_E2E_DEV_ROOT=" + c.agentRoot(c.State.RealNode)}
 	p, err := c.start("containerd", env, c.bin("containerd"), "--config", filepath.Join(dir, "config.toml"), "--log-level", "info")
 	if err != nil {
 		return err

@@ -109,10 +109,10 @@ func (c *Cluster) WriteValues(name string, values map[string]any) (string, error
 // DaemonSet pod must take over.
 func (c *Cluster) RealAgent() *Agent { return c.Agents[c.State.RealNode] }
 
-// realAgentRoot is the fake root of the real node's agent (newAgent's
-// <run dir>/agents/<node>/root), known before the agent starts.
-func (c *Cluster) realAgentRoot() string {
-	return filepath.Join(c.State.RunDir, "agents", c.State.RealNode, "root")
+// agentRoot is the fake root of the agent of node (newAgent's), known
+// before the agent starts.
+func (c *Cluster) agentRoot(node string) string {
+	return filepath.Join(c.State.RunDir, "agents", node, "root")
 }
 
 // AgentArgs returns the flags the agent of node runs with; SetAgentArgs
