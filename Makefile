@@ -44,6 +44,7 @@ static:
 lint:
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags failpoint ./pkg/failpoint/ ./pkg/driver/ ./test/plugin/
 	$(GO) -C hack/image vet ./...
 	$(HELM) lint --strict $(CHART)
 
@@ -56,8 +57,12 @@ chart:
 # hack/image's tests build the image from fixtures, push it to an
 # in-process registry, and run a C++ program on the real Debian packages'
 # C runtime (downloaded once into _output/image, as make image does).
+# Failpoints exist only with the build tag failpoint: the crash tests
+# build their node agent with it themselves; pkg/failpoint's own tests of
+# the armed points need it on the command line.
 test: lint chart testdeps
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags failpoint ./pkg/failpoint/
 	$(GO) -C hack/image test -count=1 ./...
 
 # What the tests need besides Go and gcc, from Debian's apt where missing

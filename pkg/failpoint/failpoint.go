@@ -1,7 +1,14 @@
 // Package failpoint is a test hook: named points in the plugin's code
 // where a test makes the process fail on purpose, to prove that a crash or
-// an error there loses nothing. Points are armed only by the environment
-// variable ACCEL_DRA_FAILPOINTS (read once, at the first Inject), e.g.
+// an error there loses nothing.
+//
+// Failpoints exist only in binaries built with the build tag failpoint
+// (go build -tags failpoint, as the crash tests build the node agent). In
+// every other build, the production binaries included, Inject is a
+// function that returns nil: no environment variable is read and there is
+// no code that kills the process, so nothing can arm a failpoint in a
+// DaemonSet. With the tag, points are armed by the environment variable
+// ACCEL_DRA_FAILPOINTS (read once, at the first Inject), e.g.
 //
 //	ACCEL_DRA_FAILPOINTS=prepare-before-cdi=kill,unprepare-after-cdi=error
 //
@@ -10,19 +17,10 @@
 //   - kill: the process sends itself SIGKILL, as the OOM killer or a node
 //     reboot would end it, with no deferred function or flush run;
 //   - error: Inject returns an error naming the point.
-//
-// Unset (production), Inject is a map lookup in an empty map.
 package failpoint
 
-import (
-	"fmt"
-	"os"
-	"strings"
-	"sync"
-	"syscall"
-)
-
-// EnvVar arms failpoints: a comma list of point=action.
+// EnvVar arms failpoints in a binary built with the tag: a comma list of
+// point=action.
 const EnvVar = "ACCEL_DRA_FAILPOINTS"
 
 // The points the driver calls, in the order a prepare passes them.
@@ -48,56 +46,3 @@ const (
 	Kill  Action = "kill"
 	Error Action = "error"
 )
-
-// Points are the armed failpoints by name.
-type Points map[string]Action
-
-// Parse reads an ACCEL_DRA_FAILPOINTS value.
-func Parse(s string) (Points, error) {
-	out := Points{}
-	for i, entry := range strings.Split(s, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		name, action, ok := strings.Cut(entry, "=")
-		if !ok || name == "" {
-			return nil, fmt.Errorf("%s entry %d %q: want point=action", EnvVar, i+1, entry)
-		}
-		switch a := Action(action); a {
-		case Kill, Error:
-			out[name] = a
-		default:
-			return nil, fmt.Errorf("%s entry %d %q: action %q is not one of %s, %s", EnvVar, i+1, entry, action, Kill, Error)
-		}
-	}
-	return out, nil
-}
-
-// armed is parsed once; a bad value panics at the first Inject, since it
-// can only come from a test that set the variable wrong.
-var armed = sync.OnceValue(func() Points {
-	p, err := Parse(os.Getenv(EnvVar))
-	if err != nil {
-		panic(err)
-	}
-	return p
-})
-
-// Inject runs the action armed at point name, if any.
-func Inject(name string) error {
-	return armed().Inject(name)
-}
-
-// Inject runs the action of point name in p, if any.
-func (p Points) Inject(name string) error {
-	switch p[name] {
-	case Kill:
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		// SIGKILL is not delivered synchronously: never go on.
-		select {}
-	case Error:
-		return fmt.Errorf("failpoint %s", name)
-	}
-	return nil
-}

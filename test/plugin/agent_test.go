@@ -9,7 +9,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,7 +55,53 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(agentEnv); cfg != "" {
 		os.Exit(childAgent(cfg))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if agentBuild.dir != "" {
+		os.RemoveAll(agentBuild.dir)
+	}
+	os.Exit(code)
+}
+
+// agentBuild is the test binary built with failpoints, which the child
+// agents run: production code, and so a plain go test, has none (see
+// package failpoint).
+var agentBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// agentBinary is this test binary when it was built with -tags failpoint,
+// else the same package built with it once (go test -c, in the package
+// directory go test runs in).
+func agentBinary(t testing.TB) string {
+	t.Helper()
+	if failpoint.Enabled {
+		return os.Args[0]
+	}
+	agentBuild.once.Do(func() {
+		agentBuild.dir, agentBuild.err = os.MkdirTemp("", "adra-agent-")
+		if agentBuild.err != nil {
+			return
+		}
+		bin := filepath.Join(agentBuild.dir, "plugin.test")
+		out, err := exec.Command(goCommand(), "test", "-c", "-tags", "failpoint", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			agentBuild.err = fmt.Errorf("building the agent with failpoints: %w\n%s", err, out)
+			return
+		}
+		agentBuild.bin = bin
+	})
+	require.NoError(t, agentBuild.err)
+	return agentBuild.bin
+}
+
+// goCommand is the go command of the toolchain that runs the tests.
+func goCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(goruntime.GOROOT(), "bin", "go")
 }
 
 // agentConfig is what the parent tells the child agent.
@@ -215,7 +263,7 @@ func (a *agent) start(failpoints string) {
 	require.NoError(t, err)
 	a.starts++
 	fmt.Fprintf(a.log, "=== start %d, failpoints %q\n", a.starts, failpoints)
-	a.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	a.cmd = exec.Command(agentBinary(t), "-test.run=^$")
 	a.cmd.Env = append(os.Environ(), agentEnv+"="+string(raw), failpoint.EnvVar+"="+failpoints)
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	require.NoError(t, a.cmd.Start())

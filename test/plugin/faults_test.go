@@ -129,7 +129,7 @@ func (a *agent) runUntilExit() (string, error) {
 	require.NoError(a.t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd := exec.CommandContext(ctx, agentBinary(a.t), "-test.run=^$")
 	cmd.Env = append(os.Environ(), agentEnv+"="+string(raw))
 	out, err := cmd.CombinedOutput()
 	require.NoError(a.t, ctx.Err(), "the agent neither started nor exited")

@@ -1,3 +1,5 @@
+//go:build failpoint
+
 package failpoint_test
 
 import (
