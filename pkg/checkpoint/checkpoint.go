@@ -20,36 +20,50 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Version is the checkpoint format written; Load refuses others.
-const Version = "accel-dra.dev/checkpoint/v1"
+// Version is the checkpoint format Save writes. Load reads it and the
+// formats before it (VersionV1), converting them; any other is refused
+// with a *VersionError.
+//
+// v2 says what each device is (Device.Kind). In v1 a reader had to infer
+// it from optional fields, which were added to v1 without a version
+// change: a plugin that predates them read a newer file as whole chips
+// and forgot its partitions. A new kind or field now changes the version,
+// so an older plugin refuses the file instead of misreading it.
+const Version = "accel-dra.dev/checkpoint/v2"
+
+// DeviceKind is what a prepared device is.
+type DeviceKind string
+
+const (
+	// KindChip is a whole chip.
+	KindChip DeviceKind = "chip"
+	// KindPartition is a partition device: the plugin made the partition
+	// (Device.Partition) for the claim.
+	KindPartition DeviceKind = "partition"
+	// KindShare is a share of a Shared chip (Device.Share).
+	KindShare DeviceKind = "share"
+	// KindAdmin is a chip or partition device allocated with admin access
+	// (a monitoring or debugging claim): it holds nothing, so other
+	// claims' checks ignore it, and it has no Partition or Share.
+	KindAdmin DeviceKind = "admin"
+)
 
 // Device is one prepared device of a claim.
-//
-// Partition, Share and AdminAccess were added to format v1 without a
-// version change: all are optional, so a checkpoint written before them loads with every
-// device a whole chip, which is what it was. A plugin older than them that
-// reads a newer file keeps the claims but forgets their partitions (it
-// would not destroy them on unprepare): downgrades need the claims
-// unprepared first.
 type Device struct {
+	Kind DeviceKind `json:"kind"`
 	// Request is the request (or request/subrequest) the device was allocated for.
 	Request      string   `json:"request"`
 	Pool         string   `json:"pool"`
 	Device       string   `json:"device"`
 	CDIDeviceIDs []string `json:"cdiDeviceIDs"`
-	// Partition is the partition the plugin made on the chip for this
-	// device (a vNPU, an sMLU instance); nil for a whole chip or a share.
-	// It is recorded before the plugin answers the kubelet, so a restart
-	// knows the partition is in use and Unprepare can destroy it.
+	// Partition is the partition the plugin made on the chip for a
+	// KindPartition device (a vNPU, an sMLU instance). It is recorded
+	// before the plugin answers the kubelet, so a restart knows the
+	// partition is in use and Unprepare can destroy it. Nil once the
+	// partition is destroyed (an unprepare that did not finish).
 	Partition *Partition `json:"partition,omitempty"`
-	// Share is the claim's share of a shared chip; nil otherwise.
+	// Share is the claim's share of a KindShare device.
 	Share *Share `json:"share,omitempty"`
-	// AdminAccess says the device was allocated with admin access (a
-	// monitoring or debugging claim): it holds nothing, so other claims'
-	// checks ignore it, and it never has a Partition or Share. Optional
-	// like Partition: an older plugin reading it treats the device as held,
-	// which refuses more, never less.
-	AdminAccess bool `json:"adminAccess,omitempty"`
 }
 
 // Partition is a partition that exists on a chip (partitions.Instance).
@@ -87,6 +101,38 @@ type Claim struct {
 // Data is the checkpoint content: prepared claims by UID.
 type Data struct {
 	Claims map[types.UID]Claim `json:"claims"`
+	// ConvertedFrom is the format Load converted the file from, "" when
+	// it was in Version; Save always writes Version.
+	ConvertedFrom string `json:"-"`
+}
+
+// validate checks what the format says of each device's kind.
+func (d Data) validate() error {
+	for uid, c := range d.Claims {
+		for i, dev := range c.Devices {
+			var err error
+			switch dev.Kind {
+			case KindChip, KindAdmin:
+				if dev.Partition != nil || dev.Share != nil {
+					err = errors.New("has a partition or share")
+				}
+			case KindPartition:
+				if dev.Share != nil {
+					err = errors.New("has a share")
+				}
+			case KindShare:
+				if dev.Share == nil || dev.Partition != nil {
+					err = errors.New("needs a share and no partition")
+				}
+			default:
+				err = errors.New("is not a kind of this format")
+			}
+			if err != nil {
+				return fmt.Errorf("claim %s device %d (%s) of kind %q %w", uid, i, dev.Device, dev.Kind, err)
+			}
+		}
+	}
+	return nil
 }
 
 // file is the on-disk envelope.
@@ -116,7 +162,7 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("checkpoint %s has format version %q, this plugin reads only %q: refusing to start rather than forget the claims it lists; run the plugin version that wrote it, or unprepare those claims and remove the file",
+	return fmt.Sprintf("checkpoint %s has format version %q, this plugin reads only %q and older: refusing to start rather than forget the claims it lists; run the plugin version that wrote it, or unprepare those claims and remove the file",
 		e.Path, e.Version, Version)
 }
 
@@ -151,8 +197,12 @@ func (s *Store) Load() (Data, error) {
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return Data{}, &CorruptError{Path: s.path, Reason: fmt.Sprintf("not JSON (%d bytes, truncated?): %v", len(raw), err)}
 	}
+	var decode func(json.RawMessage) (Data, error)
 	switch f.Version {
 	case Version:
+		decode = decodeV2
+	case VersionV1:
+		decode = decodeV1
 	case "":
 		return Data{}, &CorruptError{Path: s.path, Reason: "no version: not a checkpoint of this plugin"}
 	default:
@@ -160,7 +210,7 @@ func (s *Store) Load() (Data, error) {
 		return Data{}, &VersionError{Path: s.path, Version: f.Version}
 	}
 	// The file is indented for people to read; the checksum is of the
-	// compact form.
+	// compact form (in every version so far).
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, f.Data); err != nil {
 		return Data{}, &CorruptError{Path: s.path, Reason: err.Error()}
@@ -168,14 +218,22 @@ func (s *Store) Load() (Data, error) {
 	if sum := checksum(compact.Bytes()); sum != f.Checksum {
 		return Data{}, &CorruptError{Path: s.path, Reason: fmt.Sprintf("checksum %s does not match the content (%s)", f.Checksum, sum)}
 	}
-	d := Data{}
-	if err := json.Unmarshal(f.Data, &d); err != nil {
-		return Data{}, &CorruptError{Path: s.path, Reason: err.Error()}
+	d, err := decode(f.Data)
+	if err != nil {
+		return Data{}, &CorruptError{Path: s.path, Reason: fmt.Sprintf("format %s: %v", f.Version, err)}
 	}
 	if d.Claims == nil {
 		d.Claims = map[types.UID]Claim{}
 	}
 	return d, nil
+}
+
+func decodeV2(raw json.RawMessage) (Data, error) {
+	var d Data
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return Data{}, err
+	}
+	return d, d.validate()
 }
 
 // Save replaces the checkpoint atomically: a crash leaves either the old

@@ -1,8 +1,10 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,12 +20,12 @@ import (
 
 var sample = checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{
 	"uid-1": {Namespace: "default", Name: "train", Devices: []checkpoint.Device{
-		{Request: "npus", Pool: "node-a", Device: "npu-0", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-1-npu-0"}},
+		{Kind: checkpoint.KindChip, Request: "npus", Pool: "node-a", Device: "npu-0", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-1-npu-0"}},
 	}},
 	"uid-2": {Namespace: "default", Name: "serve", Devices: []checkpoint.Device{
-		{Request: "vnpu", Pool: "node-a", Device: "npu-1-vir04-0", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-2-npu-1-vir04-0"},
+		{Kind: checkpoint.KindPartition, Request: "vnpu", Pool: "node-a", Device: "npu-1-vir04-0", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-2-npu-1-vir04-0"},
 			Partition: &checkpoint.Partition{Type: "vnpu", Chip: 1, Template: "vir04", ID: 116, DeviceNode: "/dev/vdavinci116"}},
-		{Request: "share", Pool: "node-a", Device: "npu-2", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-2-npu-2"},
+		{Kind: checkpoint.KindShare, Request: "share", Pool: "node-a", Device: "npu-2", CDIDeviceIDs: []string{"accel-dra.dev/ascend=uid-2-npu-2"},
 			Share: &checkpoint.Share{ID: "share-1", Consumed: map[string]resource.Quantity{"accel-dra.dev/memory": resource.MustParse("8Gi")}}},
 	}},
 }}
@@ -46,8 +48,8 @@ func TestACheckpointWrittenBeforePartitionsStillLoads(t *testing.T) {
 	require.NoError(t, os.WriteFile(s.Path(), []byte(raw), 0o600))
 	d, err := s.Load()
 	require.NoError(t, err)
-	want := checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{"uid-1": sample.Claims["uid-1"]}}
-	require.Equal(t, want, d)
+	want := checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{"uid-1": sample.Claims["uid-1"]}, ConvertedFrom: checkpoint.VersionV1}
+	require.Equal(t, want, d, "an old device is a whole chip")
 	require.Nil(t, d.Claims["uid-1"].Devices[0].Partition, "an old device is a whole chip")
 	require.Nil(t, d.Claims["uid-1"].Devices[0].Share)
 }
@@ -87,6 +89,11 @@ func TestACorruptCheckpointIsDetectedAndCanBeSetAside(t *testing.T) {
 		{"no version", func(s string) string { return strings.Replace(s, `"version"`, `"format"`, 1) }, "no version: not a checkpoint of this plugin"},
 		{"not JSON", func(string) string { return "\x00\x01garbage" }, "invalid character"},
 		{"JSON of another shape", func(string) string { return `["claims"]` }, "cannot unmarshal array"},
+		{"a device of no kind", func(s string) string { return reseal(t, s, `"kind":"chip",`, "") },
+			`format accel-dra.dev/checkpoint/v2: claim uid-1 device 0 (npu-0) of kind "" is not a kind of this format`},
+		{"a share without its share", func(s string) string {
+			return reseal(t, s, `"kind":"partition"`, `"kind":"share"`)
+		}, `claim uid-2 device 0 (npu-1-vir04-0) of kind "share" needs a share and no partition`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,7 +137,7 @@ func TestACheckpointOfANewerFormatIsRefusedNotSetAside(t *testing.T) {
 	require.NoError(t, s.Save(sample))
 	raw, err := os.ReadFile(s.Path())
 	require.NoError(t, err)
-	newer := strings.Replace(string(raw), checkpoint.Version, "accel-dra.dev/checkpoint/v2", 1)
+	newer := strings.Replace(string(raw), checkpoint.Version, "accel-dra.dev/checkpoint/v3", 1)
 	require.NoError(t, os.WriteFile(s.Path(), []byte(newer), 0o600))
 
 	_, err = s.Load()
@@ -138,10 +145,78 @@ func TestACheckpointOfANewerFormatIsRefusedNotSetAside(t *testing.T) {
 	require.ErrorAs(t, err, &verr)
 	var corrupt *checkpoint.CorruptError
 	require.False(t, errors.As(err, &corrupt), "not corrupt: nothing may set it aside")
-	require.Equal(t, "accel-dra.dev/checkpoint/v2", verr.Version)
-	require.EqualError(t, err, "checkpoint "+s.Path()+` has format version "accel-dra.dev/checkpoint/v2", this plugin reads only "accel-dra.dev/checkpoint/v1": `+
+	require.Equal(t, "accel-dra.dev/checkpoint/v3", verr.Version)
+	require.EqualError(t, err, "checkpoint "+s.Path()+` has format version "accel-dra.dev/checkpoint/v3", this plugin reads only "accel-dra.dev/checkpoint/v2" and older: `+
 		"refusing to start rather than forget the claims it lists; run the plugin version that wrote it, or unprepare those claims and remove the file")
 	after, err := os.ReadFile(s.Path())
 	require.NoError(t, err)
 	require.Equal(t, newer, string(after), "Load leaves the file as it is")
+}
+
+// reseal replaces old by new once in a saved checkpoint's compacted data
+// and gives it the checksum of its new content, as if the plugin had
+// written it.
+func reseal(t *testing.T, raw, old, new string) string {
+	t.Helper()
+	var f struct {
+		Version  string          `json:"version"`
+		Checksum string          `json:"checksum"`
+		Data     json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw), &f))
+	var compact bytes.Buffer
+	require.NoError(t, json.Compact(&compact, f.Data))
+	require.Contains(t, compact.String(), old)
+	data := strings.Replace(compact.String(), old, new, 1)
+	sum := sha256.Sum256([]byte(data))
+	f.Data, f.Checksum = json.RawMessage(data), "sha256:"+hex.EncodeToString(sum[:])
+	out, err := json.Marshal(f)
+	require.NoError(t, err)
+	return string(out)
+}
+
+// TestACheckpointOfTodaysV1AgentConverts: testdata/v1.json is what the
+// agent wrote before v2 (a whole chip, two vNPUs, a share, an admin
+// claim): it loads, each device gets its kind, nothing else changes, and
+// saving it writes v2 that loads the same.
+func TestACheckpointOfTodaysV1AgentConverts(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "v1.json"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	s := checkpoint.New(dir, "checkpoint.json")
+	require.NoError(t, os.WriteFile(s.Path(), raw, 0o600))
+
+	d, err := s.Load()
+	require.NoError(t, err)
+	require.Equal(t, checkpoint.VersionV1, d.ConvertedFrom)
+	kinds := map[string][]checkpoint.DeviceKind{}
+	for uid, c := range d.Claims {
+		for _, dev := range c.Devices {
+			kinds[string(uid)] = append(kinds[string(uid)], dev.Kind)
+		}
+	}
+	require.Equal(t, map[string][]checkpoint.DeviceKind{
+		"uid-train-1":   {checkpoint.KindChip},
+		"uid-infer-2":   {checkpoint.KindPartition, checkpoint.KindPartition},
+		"uid-serve-3":   {checkpoint.KindShare},
+		"uid-monitor-4": {checkpoint.KindAdmin, checkpoint.KindAdmin},
+	}, kinds)
+	infer := d.Claims["uid-infer-2"]
+	require.Equal(t, "infer", infer.Name)
+	require.Equal(t, &checkpoint.Partition{Type: "vnpu", Chip: 1, Template: "vir10_3c_32g", ID: 117, DeviceNode: "/dev/vdavinci117"}, infer.Devices[1].Partition)
+	require.Equal(t, []string{"accel-dra.dev/ascend=uid-infer-2-npu-1-vir10-3c-32g-0"}, infer.Devices[1].CDIDeviceIDs)
+	serve := d.Claims["uid-serve-3"].Devices[0]
+	require.Equal(t, types.UID("share-a"), serve.Share.ID)
+	mem := serve.Share.Consumed["accel-dra.dev/memory"]
+	require.Equal(t, "8Gi", mem.String())
+
+	require.NoError(t, s.Save(d))
+	saved, err := os.ReadFile(s.Path())
+	require.NoError(t, err)
+	require.Contains(t, string(saved), `"version": "`+checkpoint.Version+`"`)
+	again, err := s.Load()
+	require.NoError(t, err)
+	require.Empty(t, again.ConvertedFrom)
+	d.ConvertedFrom = ""
+	require.Equal(t, d, again)
 }

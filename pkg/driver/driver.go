@@ -1,57 +1,7 @@
-// Package driver is the kubelet plugin of one accel-dra driver
-// (ascend.accel-dra.dev or cambricon.accel-dra.dev) on one node: it
-// publishes the node's chips of that vendor as ResourceSlices and prepares
-// allocated chips for containers through CDI, remembering what it prepared
-// in a checkpoint so restarts lose nothing.
-//
-// # Whole chips, partitions and shares
-//
-// Each chip is published in the mode the node agent gives it
-// (partitions.Policy):
-//
-//   - Whole (the default): the chip alone. Partitions and shares are
-//     published only where the admin asks for them: partition devices
-//     multiply what the scheduler evaluates per claim, and in Kubernetes
-//     1.37 an admin-access claim cannot get a chip in use that offers
-//     partitions (the allocator still checks its shared counters,
-//     kubernetes/kubernetes#140729).
-//   - Partitioned (where the model has partitions): the whole chip
-//     and its partition devices (Ascend vNPUs, Cambricon sMLU instances),
-//     kept apart by the chip's counter set. Preparing a partition device
-//     creates the partition with the vendor tool (npu-smi create-vnpu,
-//     cnmon smlu), records it in the checkpoint before the kubelet gets an
-//     answer, and points the CDI spec at the partition's own device node;
-//     Unprepare destroys it. On start-up the plugin lists the partitions of
-//     its Partitioned chips and destroys those the checkpoint does not
-//     know, which a crash between creating and recording leaves behind
-//     (chips served by accel-dra must not be partitioned by hand).
-//   - Shared: one device with allowMultipleAllocations; each claim gets the
-//     memory and cores it requested (consumable capacity). The container
-//     gets the whole chip's device node and the share in
-//     DRA_DEVICE_<NAME>_MEMORY / _CORES / _SHARE_ID.
-//
-// # What is isolated
-//
-// A vNPU is isolated by the Ascend driver and firmware: its AI cores, AI
-// CPUs and HBM are its own and the container only has /dev/vdavinci<id>
-// (on a 310P two vir01 time-share one vGroup of 2 AI cores). An sMLU
-// instance is limited by the Cambricon driver: its device memory is capped
-// at the profile's size and its MLU-core time at the profile's utilization
-// quota, but the cores are time-shared with the chip's other instances,
-// not dedicated; the container has the chip's nodes plus the instance's
-// capability node, without which the driver refuses work on a chip in sMLU
-// mode.
-//
-// A share of a Shared chip isolates nothing. The scheduler never hands out
-// more memory or cores than the chip has, but nothing on the node enforces
-// a share: every container sharing the chip sees the whole chip and all of
-// its memory, can allocate beyond its share (and so starve or crash its
-// neighbours with out-of-memory errors), and competes for all AI/MLU cores
-// by the driver's time slicing. The share is passed to the container
-// (DRA_DEVICE_<NAME>_MEMORY, _CORES) for frameworks to limit themselves
-// (e.g. a serving engine's memory fraction); it is not a limit. Faults of
-// one process may reset the chip for all. Use partitions where tenants
-// must not affect each other, shares for cooperative workloads.
+// driver.go is the plugin's front: its configuration, start and stop,
+// and the kubelet's calls (kubeletplugin.DRAPlugin), which take the lock,
+// re-read the state and hand each claim to prepare or unprepare.
+
 package driver
 
 import (
@@ -60,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,9 +33,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
-
-// CheckpointFile is the checkpoint's name inside the driver's state directory.
-const CheckpointFile = "checkpoint.json"
 
 // Config configures one driver instance.
 type Config struct {
@@ -313,21 +259,6 @@ func (d *Driver) Registered() bool {
 	return st != nil && st.PluginRegistered
 }
 
-// reload re-reads the checkpoint, which another instance of the plugin
-// (during a rolling update) may have changed since. A lone instance is
-// the checkpoint's only writer and keeps it in memory. Callers hold d.mu.
-func (d *Driver) reload() error {
-	if !d.rolling {
-		return nil
-	}
-	data, err := d.store.Load()
-	if err != nil {
-		return fmt.Errorf("reloading state of %s: %w", d.name, err)
-	}
-	d.prepared = data
-	return nil
-}
-
 // Name is the DRA driver name.
 func (d *Driver) Name() string { return d.name }
 
@@ -344,53 +275,6 @@ func (d *Driver) Stop() {
 	}
 }
 
-// loadState reads the checkpoint and removes CDI specs of claims that it
-// does not list (left by a crash between writing the spec and the
-// checkpoint: kubelet got no answer and will ask again). A corrupt
-// checkpoint is set aside and the prepared claims are rebuilt from the CDI
-// specs, so devices in use stay protected.
-func (d *Driver) loadState(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
-	data, err := d.store.Load()
-	var corrupt *checkpoint.CorruptError
-	if errors.As(err, &corrupt) {
-		aside, err := d.store.SetAside()
-		if err != nil {
-			return err
-		}
-		logger.Error(corrupt, "Checkpoint is corrupt; set it aside and rebuilding the prepared claims from the CDI specs", "setAside", aside)
-		data, err = d.rebuildFromCDI(ctx)
-		if err != nil {
-			return fmt.Errorf("rebuilding state after corrupt checkpoint %s: %w", corrupt.Path, err)
-		}
-		// Until this succeeds the corrupt file stays (SetAside links it),
-		// so a restart rebuilds again rather than forgetting the claims.
-		if err := d.store.Save(data); err != nil {
-			return fmt.Errorf("saving the checkpoint rebuilt from the CDI specs (the corrupt one stays for the next start): %w", err)
-		}
-		d.prepared = data
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("loading state of %s: %w", d.name, err)
-	}
-	d.prepared = data
-	uids, err := d.cdi.ClaimUIDs(d.vendor)
-	if err != nil {
-		return fmt.Errorf("listing CDI specs of %s: %w", d.name, err)
-	}
-	for _, uid := range uids {
-		if _, ok := data.Claims[uid]; ok {
-			continue
-		}
-		logger.Info("Removing CDI spec of a claim the checkpoint does not list", "claimUID", uid)
-		if err := d.cdi.Delete(ctx, d.vendor, uid); err != nil {
-			return fmt.Errorf("removing stale CDI spec of claim %s: %w", uid, err)
-		}
-	}
-	return nil
-}
-
 // HandleError implements kubeletplugin.DRAPlugin.
 func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	utilruntime.HandleErrorWithContext(ctx, err, msg, "driver", d.name)
@@ -400,39 +284,79 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	}
 }
 
-// rebuildFromCDI recovers the prepared claims from the CDI specs on disk,
-// which the plugin writes before the checkpoint. Request names are not in
-// the specs; they are only informational in the checkpoint.
-func (d *Driver) rebuildFromCDI(ctx context.Context) (checkpoint.Data, error) {
-	logger := klog.FromContext(ctx)
-	data := checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{}}
-	uids, err := d.cdi.ClaimUIDs(d.vendor)
-	if err != nil {
-		return data, err
+// PrepareResourceClaims implements kubeletplugin.DRAPlugin. Each claim
+// succeeds or fails on its own: a bad config in one claim does not stop
+// the others of the same call.
+func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
+	start := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer d.countPrepared()
+	if err := d.reload(); err != nil {
+		refs := make([]klog.ObjectRef, 0, len(claims))
+		for _, c := range claims {
+			refs = append(refs, klog.KObj(c))
+		}
+		d.callFailed(ctx, metrics.Prepare, refs, start, err)
+		return nil, err
 	}
-	for _, uid := range uids {
-		sc, err := d.cdi.ReadClaim(d.vendor, uid)
+	logger := klog.FromContext(ctx)
+	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
+	for _, claim := range claims {
+		begin := time.Now()
+		devices, status, err := d.prepare(ctx, claim)
+		took := time.Since(begin)
+		d.metrics.Observe(metrics.Prepare, d.name, took, err)
 		if err != nil {
-			// Keep the file for the operator; kubelet re-prepares the claim
-			// if a pod still needs it.
-			logger.Error(err, "Cannot recover a claim from its CDI spec", "claimUID", uid)
+			err = fmt.Errorf("claim %s/%s (%s): %w", claim.Namespace, claim.Name, claim.UID, err)
+			logger.Error(err, "Preparing claim failed", "claim", klog.KObj(claim), "claimUID", claim.UID, "duration", took)
+		} else {
+			prepared := make([]string, 0, len(devices))
+			for _, dev := range devices {
+				prepared = append(prepared, dev.DeviceName)
+			}
+			logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", prepared, "duration", took)
+			// In the background, retried: a status the API refuses for a
+			// while must not fail nor delay the pod's start.
+			d.status.Prepared(claim.Namespace, claim.Name, claim.UID, status)
+		}
+		out[claim.UID] = kubeletplugin.PrepareResult{Devices: devices, Err: err}
+	}
+	return out, nil
+}
+
+// UnprepareResourceClaims implements kubeletplugin.DRAPlugin. A claim this
+// plugin does not know is not an error (kubelet may retry), but a CDI spec
+// left for it is still removed.
+func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletplugin.NamespacedObject) (map[types.UID]error, error) {
+	start := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer d.countPrepared()
+	if err := d.reload(); err != nil {
+		refs := make([]klog.ObjectRef, 0, len(claims))
+		for _, c := range claims {
+			refs = append(refs, klog.KRef(c.Namespace, c.Name))
+		}
+		d.callFailed(ctx, metrics.Unprepare, refs, start, err)
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	out := make(map[types.UID]error, len(claims))
+	for _, c := range claims {
+		begin := time.Now()
+		devices, err := d.unprepare(ctx, c)
+		took := time.Since(begin)
+		d.metrics.Observe(metrics.Unprepare, d.name, took, err)
+		out[c.UID] = err
+		if err != nil {
+			logger.Error(err, "Unpreparing claim failed", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", c.UID, "duration", took)
 			continue
 		}
-		c := checkpoint.Claim{Namespace: sc.Namespace, Name: sc.Name}
-		devs := make([]string, 0, len(sc.Devices))
-		for dev := range sc.Devices {
-			devs = append(devs, dev)
-		}
-		sort.Strings(devs)
-		for _, dev := range devs {
-			entry := checkpoint.Device{Pool: d.node, Device: dev, CDIDeviceIDs: sc.Devices[dev]}
-			if err := decodeAnnotations(sc.Annotations[dev], &entry); err != nil {
-				logger.Error(err, "Cannot recover the partition or share of a device from its CDI spec", "claimUID", uid, "device", dev)
-			}
-			c.Devices = append(c.Devices, entry)
-		}
-		data.Claims[uid] = c
-		logger.Info("Recovered prepared claim from its CDI spec", "claim", klog.KRef(sc.Namespace, sc.Name), "claimUID", uid, "devices", devs)
+		logger.V(2).Info("Unprepared claim", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", c.UID, "devices", devices, "duration", took)
+		// Also for a claim not prepared here: a status an earlier
+		// instance wrote before it lost its state is cleared too.
+		d.status.Unprepared(c.Namespace, c.Name, c.UID)
 	}
-	return data, nil
+	return out, nil
 }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
@@ -55,7 +52,7 @@ func annotations(e checkpoint.Device) (map[string]string, error) {
 		}
 		out[annotationShare] = string(raw)
 	}
-	if e.AdminAccess {
+	if e.Kind == checkpoint.KindAdmin {
 		out[annotationAdmin] = "true"
 	}
 	if len(out) == 0 {
@@ -64,161 +61,24 @@ func annotations(e checkpoint.Device) (map[string]string, error) {
 	return out, nil
 }
 
+// decodeAnnotations reads back what annotations wrote into e, and its kind.
 func decodeAnnotations(a map[string]string, e *checkpoint.Device) error {
+	if a[annotationAdmin] == "true" {
+		e.Kind = checkpoint.KindAdmin
+	}
 	if raw, ok := a[annotationPartition]; ok {
 		var p checkpoint.Partition
 		if err := json.Unmarshal([]byte(raw), &p); err != nil {
 			return fmt.Errorf("annotation %s: %w", annotationPartition, err)
 		}
-		e.Partition = &p
+		e.Kind, e.Partition = checkpoint.KindPartition, &p
 	}
 	if raw, ok := a[annotationShare]; ok {
 		var s checkpoint.Share
 		if err := json.Unmarshal([]byte(raw), &s); err != nil {
 			return fmt.Errorf("annotation %s: %w", annotationShare, err)
 		}
-		e.Share = &s
-	}
-	e.AdminAccess = a[annotationAdmin] == "true"
-	return nil
-}
-
-// withoutPartitions is c with its partitions forgotten, once destroyed.
-func withoutPartitions(c checkpoint.Claim) checkpoint.Claim {
-	devs := make([]checkpoint.Device, len(c.Devices))
-	for i, d := range c.Devices {
-		d.Partition = nil
-		devs[i] = d
-	}
-	c.Devices = devs
-	return c
-}
-
-// holder is a claim that has a device prepared: another claim, or an
-// earlier result (index result) of the claim being prepared.
-type holder struct {
-	uid    types.UID
-	result int
-	share  *checkpoint.Share
-}
-
-// usage is what the prepared claims other than one hold, to refuse what
-// the scheduler should never have allocated (a stale allocation, a
-// restart that lost the scheduler's view): a device twice, a whole chip
-// and one of its partitions, more partitions than fit, a share beyond the
-// chip's memory.
-type usage struct {
-	// self is the claim being prepared, whose own results are added as
-	// they are checked.
-	self    types.UID
-	devices map[string][]holder
-	// partitions on each chip by index, with the claim holding them.
-	partitions map[int][]partitionUse
-}
-
-type partitionUse struct {
-	uid      types.UID
-	result   int
-	device   string
-	template string
-}
-
-// usage is what the prepared claims other than self hold.
-func (d *Driver) usage(self types.UID) usage {
-	u := usage{self: self, devices: map[string][]holder{}, partitions: map[int][]partitionUse{}}
-	uids := make([]types.UID, 0, len(d.prepared.Claims))
-	for uid := range d.prepared.Claims {
-		uids = append(uids, uid)
-	}
-	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
-	for _, uid := range uids {
-		if uid == self {
-			continue
-		}
-		for _, dev := range d.prepared.Claims[uid].Devices {
-			if dev.AdminAccess {
-				continue // holds nothing: see planAdmin
-			}
-			u.devices[dev.Device] = append(u.devices[dev.Device], holder{uid: uid, share: dev.Share})
-			if dev.Partition != nil {
-				u.partitions[dev.Partition.Chip] = append(u.partitions[dev.Partition.Chip], partitionUse{uid: uid, device: dev.Device, template: dev.Partition.Template})
-			}
-		}
-	}
-	return u
-}
-
-// claimRef names a prepared claim for messages.
-func (d *Driver) claimRef(uid types.UID) string {
-	c := d.prepared.Claims[uid]
-	return fmt.Sprintf("%s/%s (%s)", c.Namespace, c.Name, uid)
-}
-
-// heldBy names the holder of a device for messages: another claim, or
-// another result of the claim being prepared (which the checkpoint does
-// not list yet, or lists from an earlier prepare).
-func (d *Driver) heldBy(u usage, uid types.UID, result int) string {
-	if uid == u.self {
-		return fmt.Sprintf("status.allocation.devices.results[%d] of this claim", result)
-	}
-	return "claim " + d.claimRef(uid)
-}
-
-// checkPartition refuses a partition device whose chip is taken whole or
-// has no room left for it.
-func (d *Driver) checkPartition(u usage, device string, s slot) error {
-	if hs := u.devices[device]; len(hs) > 0 {
-		return fmt.Errorf("device %s is already prepared for %s: refusing to give it to two claims", device, d.heldBy(u, hs[0].uid, hs[0].result))
-	}
-	parent := partitions.ChipDeviceName(s.chip)
-	if hs := u.devices[parent]; len(hs) > 0 {
-		return fmt.Errorf("device %s is a partition of %s, which is prepared whole for %s: refusing to give out a chip and its partition", device, parent, d.heldBy(u, hs[0].uid, hs[0].result))
-	}
-	total := partitions.CountersOf(s.chip)
-	used := partitions.Counters{}
-	for _, p := range u.partitions[s.chip.Index] {
-		if t, ok := partitions.TemplateByName(s.chip, p.template); ok {
-			used.Cores += t.Cores
-			used.MemoryBytes += t.MemoryBytes
-			used.AICPUs += t.AICPUs
-		}
-	}
-	if used.Cores+s.template.Cores > total.Cores || used.MemoryBytes+s.template.MemoryBytes > total.MemoryBytes ||
-		(total.AICPUs > 0 && used.AICPUs+s.template.AICPUs > total.AICPUs) {
-		return fmt.Errorf("device %s (%s) does not fit on %s next to the %d partitions prepared there: refusing to over-commit the chip", device, s.template.Name, parent, len(u.partitions[s.chip.Index]))
-	}
-	return nil
-}
-
-// checkWhole refuses a whole chip that is prepared for another claim or
-// has partitions prepared.
-func (d *Driver) checkWhole(u usage, device string, c inventory.Chip) error {
-	if hs := u.devices[device]; len(hs) > 0 {
-		return fmt.Errorf("device %s is already prepared for %s: refusing to give it to two claims", device, d.heldBy(u, hs[0].uid, hs[0].result))
-	}
-	if ps := u.partitions[c.Index]; len(ps) > 0 {
-		return fmt.Errorf("device %s has partition %s prepared for %s: refusing to give out a chip and its partition", device, ps[0].device, d.heldBy(u, ps[0].uid, ps[0].result))
-	}
-	return nil
-}
-
-// checkShare refuses a share that does not fit next to the other shares
-// of a shared chip, or a share of a chip another claim holds exclusively.
-func (d *Driver) checkShare(u usage, device string, c inventory.Chip, memory int64) error {
-	used := int64(0)
-	for _, h := range u.devices[device] {
-		if h.share == nil {
-			return fmt.Errorf("device %s is already prepared whole for %s: refusing to share it", device, d.heldBy(u, h.uid, h.result))
-		}
-		if q, ok := h.share.Consumed[string(names.CapMemory)]; ok {
-			used += q.Value()
-		} else {
-			used += c.MemoryBytes
-		}
-	}
-	if used+memory > c.MemoryBytes {
-		return fmt.Errorf("device %s has %s of its %s memory prepared already (for other claims or this claim's other requests), no room for %s more: refusing to over-commit the chip", device,
-			resource.NewQuantity(used, resource.BinarySI), resource.NewQuantity(c.MemoryBytes, resource.BinarySI), resource.NewQuantity(memory, resource.BinarySI))
+		e.Kind, e.Share = checkpoint.KindShare, &s
 	}
 	return nil
 }
@@ -297,4 +157,14 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 			logger.Error(err, "Saving the checkpoint without the partitions that no longer exist; the next save writes it")
 		}
 	}
+}
+
+// chipByIndex is the chip of index on this node.
+func (d *Driver) chipByIndex(index int) (inventory.Chip, bool) {
+	for _, c := range d.inv.Chips {
+		if c.Index == index {
+			return c, true
+		}
+	}
+	return inventory.Chip{}, false
 }

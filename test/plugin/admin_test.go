@@ -83,9 +83,9 @@ func TestAnAdminClaimAndAClaimOfTheSameChipArePreparedSideBySideInEitherOrder(t 
 				devs := n.checkpointDevices(monitor.UID)
 				require.Len(t, devs, 8)
 				for _, d := range devs {
-					require.Equal(t, true, d["adminAccess"], "the checkpoint records which results are admin: %v", d)
+					require.Equal(t, "admin", d["kind"], "the checkpoint records which results are admin: %v", d)
 				}
-				require.NotContains(t, n.checkpointDevices(work.UID)[0], "adminAccess")
+				require.Equal(t, "chip", n.checkpointDevices(work.UID)[0]["kind"])
 
 				other := n.claim("other", []string{v.chip})
 				require.Contains(t, n.prepare(other)[string(other.UID)].Error, "device "+v.chip+" is already prepared for claim default/train",
@@ -178,7 +178,7 @@ func TestAdminResultsStayAdminAcrossRestartsAndACorruptCheckpoint(t *testing.T) 
 	devs := n.checkpointDevices(monitor.UID)
 	require.Len(t, devs, 2, "the admin claim is rebuilt from its CDI spec")
 	for _, d := range devs {
-		require.Equal(t, true, d["adminAccess"], "and stays admin: %v", d)
+		require.Equal(t, "admin", d["kind"], "and stays admin: %v", d)
 	}
 	n.mustPrepare(work) // still not blocked by the monitor
 	require.Equal(t, ids, n.mustPrepare(monitor))

@@ -323,7 +323,7 @@ func files(t *testing.T, dirs ...string) map[string]string {
 func TestAnAgentRefusesACheckpointOfAnotherVersionAndTouchesNothing(t *testing.T) {
 	a := newAgent(t, "atlas-800t-a2", faultChipModes)
 	claims, _ := a.holdClaims()
-	const newer = "accel-dra.dev/checkpoint/v2"
+	const newer = "accel-dra.dev/checkpoint/v3"
 	path, v1, _ := a.rewriteCheckpoint(func(raw []byte) []byte {
 		return bytes.Replace(raw, []byte(`"`+checkpoint.Version+`"`), []byte(`"`+newer+`"`), 1)
 	})
@@ -334,7 +334,7 @@ func TestAnAgentRefusesACheckpointOfAnotherVersionAndTouchesNothing(t *testing.T
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "the agent exits non-zero:\n%s", out)
 	require.Equal(t, 1, exit.ExitCode(), out)
-	require.Contains(t, out, fmt.Sprintf("checkpoint %s has format version %q, this plugin reads only %q: refusing to start", path, newer, checkpoint.Version))
+	require.Contains(t, out, fmt.Sprintf("checkpoint %s has format version %q, this plugin reads only %q and older: refusing to start", path, newer, checkpoint.Version))
 	require.NotContains(t, out, "panic")
 	require.Equal(t, was, files(t, a.cfg.StateDir, a.cfg.CDIDir), "nothing was changed")
 

@@ -1,0 +1,116 @@
+package driver
+
+// config.go reads what a claim asks of this driver: its allocation
+// results on this node and the opaque configs that apply to each.
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
+)
+
+// allocationConfigs is where the plugin finds the configs of a claim.
+var allocationConfigs = field.NewPath("status", "allocation", "devices", "config")
+
+// ourResults are the allocation results this plugin must prepare. A result
+// of our driver in another pool means the claim was allocated for another
+// node: preparing it here would hand out the wrong chip.
+func (d *Driver) ourResults(claim *resourceapi.ResourceClaim) ([]resourceapi.DeviceRequestAllocationResult, error) {
+	var out []resourceapi.DeviceRequestAllocationResult
+	for i, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != d.name {
+			continue
+		}
+		if r.Pool != d.node {
+			return nil, fmt.Errorf("status.allocation.devices.results[%d]: device %s is in pool %q, but this is node %q", i, r.Device, r.Pool, d.node)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// requestConfig is what the opaque configs say about one request.
+type requestConfig struct {
+	env      map[string]string
+	strategy v1alpha1.SharingStrategy
+}
+
+// requestConfigs decodes the opaque configs for our driver that apply to
+// each allocated request: class configs first, then claim configs, later
+// ones win (the order the allocation lists them in); env variables merge,
+// the last sharing.strategy set wins. Errors name the config.
+func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []resourceapi.DeviceRequestAllocationResult) (map[string]requestConfig, error) {
+	configs := claim.Status.Allocation.Devices.Config
+	// Class configs first, then the claim's, keeping their order.
+	order := make([]int, 0, len(configs))
+	for i, c := range configs {
+		if c.Source == resourceapi.AllocationConfigSourceClass {
+			order = append(order, i)
+		}
+	}
+	for i, c := range configs {
+		if c.Source != resourceapi.AllocationConfigSourceClass {
+			order = append(order, i)
+		}
+	}
+	decoded := map[int]v1alpha1.DeviceConfig{}
+	for _, i := range order {
+		c := configs[i]
+		if c.Opaque == nil || c.Opaque.Driver != d.name {
+			continue
+		}
+		// The webhook words the same errors for kubectl apply.
+		cfg, _, err := opaque.Decode(opaque.ParametersPath(allocationConfigs, i), c.Opaque.Driver, c.Opaque.Parameters.Raw)
+		if err != nil {
+			var oe *opaque.Error
+			if errors.As(err, &oe) {
+				oe.Source = "claim"
+				if c.Source == resourceapi.AllocationConfigSourceClass {
+					oe.Source = "DeviceClass"
+				}
+			}
+			return nil, err
+		}
+		decoded[i] = cfg
+	}
+	out := map[string]requestConfig{}
+	for _, r := range results {
+		rc := requestConfig{env: map[string]string{}, strategy: v1alpha1.SharingShared}
+		for _, i := range order {
+			cfg, ok := decoded[i]
+			if !ok || !appliesTo(configs[i].Requests, r.Request) {
+				continue
+			}
+			for k, v := range cfg.EnvVars() {
+				rc.env[k] = v
+			}
+			rc.strategy = cfg.SharingStrategy()
+		}
+		if len(rc.env) == 0 {
+			rc.env = nil
+		}
+		out[r.Request] = rc
+	}
+	return out, nil
+}
+
+// appliesTo reports whether a config listing requests covers request
+// (which may be "request/subrequest"): an empty list covers all.
+func appliesTo(requests []string, request string) bool {
+	if len(requests) == 0 {
+		return true
+	}
+	parent, _, _ := strings.Cut(request, "/")
+	for _, r := range requests {
+		if r == request || r == parent {
+			return true
+		}
+	}
+	return false
+}
