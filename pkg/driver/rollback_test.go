@@ -1,0 +1,239 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+)
+
+// failingRunner runs the fake vendor tool, but fails the failCreate-th
+// partition create and the failDestroy-th destroy (counting from 1; 0:
+// none).
+type failingRunner struct {
+	fake                    *partitions.Fake
+	failCreate, failDestroy int
+	creates, destroys       int
+}
+
+func (r *failingRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := discovery.CommandLine(name, args...)
+	if strings.Contains(cmd, "create") {
+		if r.creates++; r.creates == r.failCreate {
+			return nil, fmt.Errorf("running %s: no room (injected)", cmd)
+		}
+	}
+	if strings.Contains(cmd, "destroy") {
+		if r.destroys++; r.destroys == r.failDestroy {
+			return nil, fmt.Errorf("running %s: busy (injected)", cmd)
+		}
+	}
+	return r.fake.Run(ctx, name, args...)
+}
+
+// testNode is a Driver on a simulated atlas-800t-a2, chips Partitioned,
+// with the fake vendor tool, a CDI writer and a checkpoint in temporary
+// directories: no kubelet, no API server.
+type testNode struct {
+	d       *Driver
+	runner  *failingRunner
+	cdiDir  string
+	ckptDir string
+}
+
+func newTestNode(t *testing.T) *testNode {
+	t.Helper()
+	p, err := profile.Load("atlas-800t-a2")
+	require.NoError(t, err)
+	inv, err := simulated.New("node-0", p).Discover(context.Background())
+	require.NoError(t, err)
+	policy, err := partitions.ParsePolicy("Partitioned")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	n := &testNode{cdiDir: filepath.Join(dir, "cdi"), ckptDir: filepath.Join(dir, "state")}
+	n.runner = &failingRunner{fake: &partitions.Fake{StatePath: filepath.Join(dir, "partitions.json"), Chips: inv.Chips}}
+	tool, err := partitions.NewTool(inventory.VendorHuawei, n.runner)
+	require.NoError(t, err)
+	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
+	require.NoError(t, err)
+	n.d = &Driver{name: names.AscendDriver, vendor: inventory.VendorHuawei, node: "node-0", inv: inv.Only(inventory.VendorHuawei),
+		policy: policy, tool: tool, cdi: writer, store: checkpoint.New(n.ckptDir, CheckpointFile),
+		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{}}}
+	n.d.index(n.d.inv.Chips)
+	return n
+}
+
+func (n *testNode) claim(uid types.UID, devices ...string) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uid), UID: uid},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
+	for _, d := range devices {
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
+			resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: names.AscendDriver, Pool: "node-0", Device: d})
+	}
+	return c
+}
+
+// left is what the node has: partitions, claims with a CDI spec, and the
+// claims of the checkpoint on disk.
+func (n *testNode) left(t *testing.T) (parts []string, specs []types.UID, saved []types.UID) {
+	t.Helper()
+	insts, err := n.runner.fake.Instances()
+	require.NoError(t, err)
+	for _, i := range insts {
+		parts = append(parts, i.Template)
+	}
+	specs, err = n.d.cdi.ClaimUIDs(inventory.VendorHuawei)
+	require.NoError(t, err)
+	data, err := n.d.store.Load()
+	require.NoError(t, err)
+	for uid := range data.Claims {
+		saved = append(saved, uid)
+	}
+	return parts, specs, saved
+}
+
+var vnpus = []string{"npu-1-vir05-1c-16g-0", "npu-1-vir10-3c-32g-0"}
+
+// blockWith moves path aside and puts a directory (a file, when dir is
+// false) in its place, so writing path fails, and returns what undoes it.
+func blockWith(t *testing.T, path string, dir bool) (repair func()) {
+	t.Helper()
+	require.NoError(t, os.Rename(path, path+".aside"))
+	if dir {
+		require.NoError(t, os.Mkdir(path, 0o750))
+	} else {
+		require.NoError(t, os.WriteFile(path, nil, 0o600))
+	}
+	return func() {
+		require.NoError(t, os.RemoveAll(path))
+		require.NoError(t, os.Rename(path+".aside", path))
+	}
+}
+
+// TestAFailedPhaseRollsBackTheOnesBefore fails each phase of prepare
+// that can fail once the node is changing, for a new claim of two vNPUs
+// and for a claim prepared before (a kubelet retry): whatever failed,
+// the node and the checkpoint are as before the call.
+func TestAFailedPhaseRollsBackTheOnesBefore(t *testing.T) {
+	tests := []struct {
+		name    string
+		retry   bool // the claim was prepared before
+		breakIt func(*testing.T, *testNode) (repair func())
+		wantErr string
+	}{{
+		name:    "the second partition cannot be made",
+		breakIt: func(_ *testing.T, n *testNode) func() { n.runner.failCreate = n.runner.creates + 2; return func() {} },
+		wantErr: "creating partition npu-1-vir10-3c-32g-0: ",
+	}, {
+		name:    "the CDI spec cannot be written",
+		breakIt: func(t *testing.T, n *testNode) func() { return blockWith(t, n.cdiDir, false) },
+		wantErr: "CDI",
+	}, {
+		name:    "the checkpoint cannot be saved",
+		breakIt: func(t *testing.T, n *testNode) func() { return blockWith(t, n.d.store.Path(), true) },
+		wantErr: "saving checkpoint: replacing checkpoint: ",
+	}, {
+		name:    "the CDI spec cannot be written on a retry",
+		retry:   true,
+		breakIt: func(t *testing.T, n *testNode) func() { return blockWith(t, n.cdiDir, false) },
+		wantErr: "CDI",
+	}, {
+		name:    "the checkpoint cannot be saved on a retry",
+		retry:   true,
+		breakIt: func(t *testing.T, n *testNode) func() { return blockWith(t, n.d.store.Path(), true) },
+		wantErr: "saving checkpoint: replacing checkpoint: ",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			n := newTestNode(t)
+			other := n.claim("uid-other", "npu-0")
+			_, _, err := n.d.prepare(ctx, other)
+			require.NoError(t, err)
+			c := n.claim("uid-vnpus", vnpus...)
+			wantParts, wantClaims := []string(nil), []types.UID{other.UID}
+			if tt.retry {
+				_, _, err := n.d.prepare(ctx, c)
+				require.NoError(t, err)
+				wantParts, wantClaims = []string{"vir05_1c_16g", "vir10_3c_32g"}, []types.UID{other.UID, c.UID}
+			}
+			memory := make(map[types.UID]checkpoint.Claim, len(n.d.prepared.Claims))
+			for uid, cl := range n.d.prepared.Claims {
+				memory[uid] = cl
+			}
+
+			repair := tt.breakIt(t, n)
+			_, _, err = n.d.prepare(ctx, c)
+			require.ErrorContains(t, err, tt.wantErr)
+			repair()
+			require.Equal(t, memory, n.d.prepared.Claims, "the prepared claims in memory are as before")
+			parts, specs, saved := n.left(t)
+			require.Equal(t, wantParts, parts, "partitions made by the failed call are destroyed, those of an earlier prepare kept")
+			require.ElementsMatch(t, wantClaims, specs, "a new claim's CDI spec is removed, an earlier prepare's kept")
+			require.ElementsMatch(t, wantClaims, saved, "the checkpoint on disk is unchanged")
+
+			_, _, err = n.d.prepare(ctx, c)
+			require.NoError(t, err, "the kubelet's retry succeeds")
+			parts, specs, saved = n.left(t)
+			require.Equal(t, []string{"vir05_1c_16g", "vir10_3c_32g"}, parts)
+			require.ElementsMatch(t, []types.UID{other.UID, c.UID}, specs)
+			require.ElementsMatch(t, []types.UID{other.UID, c.UID}, saved)
+		})
+	}
+}
+
+// TestAnUnprepareThatFailsHalfwayForgetsWhatItDestroyed: the second of a
+// claim's two vNPUs cannot be destroyed. The claim stays prepared with
+// only that one, in memory and on disk, so when another claim gets a
+// vNPU of the id the first one freed, the kubelet's retry of the
+// unprepare leaves that vNPU alone.
+func TestAnUnprepareThatFailsHalfwayForgetsWhatItDestroyed(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	n := newTestNode(t)
+	c := n.claim("uid-vnpus", vnpus...)
+	_, _, err := n.d.prepare(ctx, c)
+	require.NoError(t, err)
+	obj := kubeletplugin.NamespacedObject{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, UID: c.UID}
+
+	n.runner.failDestroy = n.runner.destroys + 2
+	_, err = n.d.unprepare(ctx, obj)
+	require.ErrorContains(t, err, "claim default/uid-vnpus (uid-vnpus): destroying partition vnpu 117 (vir10_3c_32g) on chip 1 of device npu-1-vir10-3c-32g-0: ")
+	parts, specs, saved := n.left(t)
+	require.Equal(t, []string{"vir10_3c_32g"}, parts)
+	require.Empty(t, specs, "the CDI spec is removed first")
+	require.Equal(t, []types.UID{c.UID}, saved, "the claim stays for the retry")
+	data, err := n.d.store.Load()
+	require.NoError(t, err)
+	for _, st := range []checkpoint.Claim{n.d.prepared.Claims[c.UID], data.Claims[c.UID]} {
+		require.Nil(t, st.Devices[0].Partition, "the destroyed vNPU is forgotten")
+		require.Equal(t, 117, st.Devices[1].Partition.ID, "the other is still to destroy")
+	}
+
+	again := n.claim("uid-again", "npu-1-vir05-1c-16g-1")
+	_, _, err = n.d.prepare(ctx, again)
+	require.NoError(t, err)
+	require.Equal(t, 116, n.d.prepared.Claims[again.UID].Devices[0].Partition.ID, "the tool reuses the freed id")
+	_, err = n.d.unprepare(ctx, obj)
+	require.NoError(t, err)
+	parts, _, saved = n.left(t)
+	require.Equal(t, []string{"vir05_1c_16g"}, parts, "the other claim's vNPU of the reused id survives the retry")
+	require.Equal(t, []types.UID{again.UID}, saved)
+}
