@@ -214,7 +214,7 @@ func TestTheAgentReferenceListsEveryAgentFlagAndItsVariable(t *testing.T) {
 	flags := agentFlagRE.FindAllStringSubmatch(string(out), -1)
 	require.Greater(t, len(flags), 10, "no flags with variables found in:\n%s", out)
 	for _, f := range flags {
-		require.Contains(t, string(page), "`--"+f[1]+"`", "docs/agent.md does not describe the agent's flag --%s", f[1])
-		require.Contains(t, string(page), "`"+f[2]+"`", "docs/agent.md does not name %s, the variable of --%s", f[2], f[1])
+		require.True(t, strings.Contains(string(page), "`--"+f[1]+"`"), "docs/agent.md does not describe the agent's flag --%s", f[1])
+		require.True(t, strings.Contains(string(page), "`"+f[2]+"`"), "docs/agent.md does not name %s, the variable of --%s", f[2], f[1])
 	}
 }
