@@ -96,17 +96,25 @@ func TestEveryCELBlockIsTakenFromAFile(t *testing.T) {
 }
 
 func parseYAMLStream(data []byte) error {
+	return eachDocument(data, func(raw []byte) error {
+		var v any
+		return yaml.Unmarshal(raw, &v)
+	})
+}
+
+// eachDocument calls f with every document of a YAML stream, and says
+// which document failed.
+func eachDocument(data []byte, f func(raw []byte) error) error {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("document %d: %w", doc, err)
+		if err == nil {
+			err = f(raw)
 		}
-		var v any
-		if err := yaml.Unmarshal(raw, &v); err != nil {
+		if err != nil {
 			return fmt.Errorf("document %d: %w", doc, err)
 		}
 	}
@@ -177,19 +185,10 @@ func decodeFile(file string) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for doc := 1; ; doc++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", file, doc, err)
-		}
-		if err := decodeDocument(raw); err != nil {
-			return fmt.Errorf("%s: document %d: %w", file, doc, err)
-		}
+	if err := eachDocument(data, decodeDocument); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
+	return nil
 }
 
 func decodeDocument(raw []byte) error {
@@ -299,6 +298,32 @@ func TestExcerptMatching(t *testing.T) {
 			} else {
 				require.Error(t, err)
 			}
+		})
+	}
+}
+
+func TestDecodingASourceFileIsStrict(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		wantErr string
+	}{
+		{"docs/examples/opaque-config.yaml", ""},
+		{"docs/examples/claim-status.yaml", ""},
+		{"docs/examples/podmonitor.yaml", ""},
+		{"docs/examples/cluster-chip-modes.yaml", ""},
+		{"test/docs/testdata/bad-opaque-config.yaml", `unknown field "envs"`},
+		{"test/docs/testdata/bad-status-data.yaml", `status.devices[0].data: json: unknown field "modell"`},
+		{"test/docs/testdata/bad-claim-field.yaml", `unknown field "spec.devices.request"`},
+		{"test/docs/testdata/bad-cluster-field.yaml", `unknown field "chips"`},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			err := decodeFile(tc.file)
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.wantErr)
+			require.ErrorContains(t, err, tc.file+": document 1", "the error names the file and document")
 		})
 	}
 }
