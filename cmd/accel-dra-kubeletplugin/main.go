@@ -22,9 +22,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
-	"github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
@@ -98,7 +98,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", "", "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
 	f.StringVar(&toolTimeout, "tool-timeout", discovery.DefaultToolTimeout.String(), "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
 	f.StringVar(&podUID, "pod-uid", "", "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
-	f.StringVar(&healthInterval, "health-interval", health.DefaultInterval.String(), "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
+	f.StringVar(&healthInterval, "health-interval", devicemonitor.DefaultInterval.String(), "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
 	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", "NoSchedule", "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")
 	f.BoolVar(&o.DeviceMetadata, "device-metadata", true, "give each container a read-only file per request and driver with the facts of its devices (uuid, model, index, pciBusID, driverVersion, partition template and id, RoCE address) under /var/run/kubernetes.io/dra-device-attributes/ (KEP-5304 device metadata, written through a CDI spec of its own in --cdi-dir) [ACCEL_DRA_DEVICE_METADATA=false]")
 	f.StringVar(&o.HealthAddr, "healthz-addr", "", "address for HTTP /livez, /readyz (ready once every driver is registered with the kubelet) and Prometheus /metrics, e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
