@@ -26,7 +26,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
 )
 
 // PrepareResourceClaims implements kubeletplugin.DRAPlugin. Each claim
@@ -426,9 +425,9 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 			continue
 		}
 		// The webhook words the same errors for kubectl apply.
-		cfg, _, err := opaque.Decode(opaque.ParametersPath(allocationConfigs, i), c.Opaque.Driver, c.Opaque.Parameters.Raw)
+		cfg, _, err := v1alpha1.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(allocationConfigs, i), c.Opaque.Driver, c.Opaque.Parameters.Raw)
 		if err != nil {
-			var oe *opaque.Error
+			var oe *v1alpha1.OpaqueConfigError
 			if errors.As(err, &oe) {
 				oe.Source = "claim"
 				if c.Source == resourceapi.AllocationConfigSourceClass {
