@@ -1,4 +1,4 @@
-// Package plugin_test is tier 3 of DESIGN.md: the real kubelet plugin,
+// Package plugin_test is tier 3 of docs/architecture.md: the real kubelet plugin,
 // started in-process on temporary unix sockets against a fake clientset,
 // driven by a test that speaks the kubelet's plugin registration and DRA
 // v1 gRPC APIs, with CDI specs checked by injecting them into OCI specs
