@@ -6,12 +6,10 @@ package main
 
 import (
 	"context"
-	goflag "flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,12 +17,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
-	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
-	"github.com/accel-dra/accel-dra/pkg/health"
+	"github.com/accel-dra/accel-dra/pkg/logflags"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
@@ -40,7 +38,8 @@ func main() {
 
 func newCommand() *cobra.Command {
 	var o nodeagent.Options
-	var kubeconfig, podUID, healthInterval, toolTimeout string
+	var kubeconfig, podUID string
+	var logging *logflags.Config
 	cmd := &cobra.Command{
 		Use:   "accel-dra-kubeletplugin",
 		Short: "accel-dra node agent: publish Ascend and Cambricon chips as DRA devices and prepare them through CDI",
@@ -62,10 +61,12 @@ Every flag can also be set by the environment variable in brackets.`,
 			if err := flagenv.Apply(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := logging.Apply(cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
-			var err error
-			if o.Discovery.ToolTimeout, err = time.ParseDuration(toolTimeout); err != nil || o.Discovery.ToolTimeout <= 0 {
-				return fmt.Errorf("--tool-timeout %q: want a positive duration such as 30s", toolTimeout)
+			if o.Discovery.ToolTimeout <= 0 {
+				return fmt.Errorf("--tool-timeout %s: want a positive duration such as 30s", o.Discovery.ToolTimeout)
 			}
 			cfg, err := clientConfig(kubeconfig)
 			if err != nil {
@@ -76,9 +77,6 @@ Every flag can also be set by the environment variable in brackets.`,
 				return fmt.Errorf("creating Kubernetes client: %w", err)
 			}
 			o.PodUID = types.UID(podUID)
-			if o.HealthInterval, err = time.ParseDuration(healthInterval); err != nil {
-				return fmt.Errorf("--health-interval [ACCEL_DRA_HEALTH_INTERVAL]: %q is not a duration such as 10s or 1m (0 disables): %w", healthInterval, err)
-			}
 			return nodeagent.Run(ctx, o)
 		},
 	}
@@ -96,9 +94,9 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.ChipModes, "chip-modes", "", partitions.PolicyHelp+" [ACCEL_DRA_CHIP_MODES]")
 	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", "", "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", "", "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
-	f.StringVar(&toolTimeout, "tool-timeout", discovery.DefaultToolTimeout.String(), "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
+	f.DurationVar(&o.Discovery.ToolTimeout, "tool-timeout", discovery.DefaultToolTimeout, "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
 	f.StringVar(&podUID, "pod-uid", "", "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
-	f.StringVar(&healthInterval, "health-interval", health.DefaultInterval.String(), "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
+	f.DurationVar(&o.HealthInterval, "health-interval", devicemonitor.DefaultInterval, "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
 	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", "NoSchedule", "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")
 	f.BoolVar(&o.DeviceMetadata, "device-metadata", true, "give each container a read-only file per request and driver with the facts of its devices (uuid, model, index, pciBusID, driverVersion, partition template and id, RoCE address) under /var/run/kubernetes.io/dra-device-attributes/ (KEP-5304 device metadata, written through a CDI spec of its own in --cdi-dir) [ACCEL_DRA_DEVICE_METADATA=false]")
 	f.StringVar(&o.HealthAddr, "healthz-addr", "", "address for HTTP /livez, /readyz (ready once every driver is registered with the kubelet) and Prometheus /metrics, e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
@@ -106,12 +104,9 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.PluginDir, "plugin-dir", kubeletplugin.KubeletPluginsDir, "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")
 	f.StringVar(&o.CDIDir, "cdi-dir", "/var/run/cdi", "directory the container runtime reads CDI specs from [ACCEL_DRA_CDI_DIR]")
 	f.StringVar(&o.StateDir, "state-dir", "/var/lib/accel-dra", "directory for the checkpoint of prepared claims, one subdirectory per driver [ACCEL_DRA_STATE_DIR]")
-	// Of klog's flags only the verbosity ones: logs go to stderr.
-	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	for _, name := range []string{"v", "vmodule"} {
-		f.AddGoFlag(klogFlags.Lookup(name))
-	}
+	// Kubernetes' logging flags (--logging-format text or json, -v,
+	// --vmodule, ...); logs go to stderr.
+	logging = logflags.Add(f, "ACCEL_DRA_LOGGING_FORMAT")
 	cmd.MarkFlagsMutuallyExclusive("profile", "tool-output")
 	return cmd
 }

@@ -7,14 +7,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
+	"github.com/accel-dra/accel-dra/pkg/logflags"
 )
 
 // Every flag of ours can be set by the variable its usage names, as the
-// chart's DaemonSet sets them; klog's verbosity flags are the exception.
+// chart's DaemonSet sets them; of Kubernetes' logging flags only
+// --logging-format is.
 func TestEveryFlagNamesItsEnvironmentVariable(t *testing.T) {
+	logging := pflag.NewFlagSet("logging", pflag.ContinueOnError)
+	logflags.Add(logging, "")
 	seen := map[string]string{}
 	newCommand().Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Name == "v" || f.Name == "vmodule" {
+		if logging.Lookup(f.Name) != nil && f.Name != "logging-format" {
 			return
 		}
 		env := flagenv.Var(f)
@@ -33,12 +37,34 @@ func TestBadEnvironmentValuesAreErrors(t *testing.T) {
 	require.EqualError(t, cmd.Execute(), `environment variable ACCEL_DRA_FAKE_DEVICES (--fake-devices): invalid argument "yes please" for "--fake-devices" flag: strconv.ParseBool: parsing "yes please": invalid syntax`)
 }
 
-func TestEnvironmentAndCommandLine(t *testing.T) {
-	t.Setenv("ACCEL_DRA_TOOL_TIMEOUT", "soon")
-	cmd := newCommand()
-	cmd.SetArgs(nil)
-	require.EqualError(t, cmd.Execute(), `--tool-timeout "soon": want a positive duration such as 30s`, "the variable reaches the flag")
-	cmd = newCommand()
-	cmd.SetArgs([]string{"--tool-timeout=0s"})
-	require.EqualError(t, cmd.Execute(), `--tool-timeout "0s": want a positive duration such as 30s`, "the command line beats the variable")
+// Durations are flag.Duration values: a bad one is pflag's error naming
+// the flag (and the variable it came from), zero is refused where it makes
+// no sense, and the command line beats the environment.
+func TestDurationFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{name: "not a duration, from the environment", env: map[string]string{"ACCEL_DRA_TOOL_TIMEOUT": "soon"},
+			want: `environment variable ACCEL_DRA_TOOL_TIMEOUT (--tool-timeout): invalid argument "soon" for "--tool-timeout" flag: time: invalid duration "soon"`},
+		{name: "not a duration, on the command line", args: []string{"--health-interval=often"},
+			want: `invalid argument "often" for "--health-interval" flag: time: invalid duration "often"`},
+		{name: "the command line beats the variable", env: map[string]string{"ACCEL_DRA_TOOL_TIMEOUT": "soon"}, args: []string{"--tool-timeout=0s"},
+			want: `--tool-timeout 0s: want a positive duration such as 30s`},
+		{name: "a negative tool timeout", env: map[string]string{"ACCEL_DRA_TOOL_TIMEOUT": "-5s"},
+			want: `--tool-timeout -5s: want a positive duration such as 30s`},
+		{name: "a bad logging format, from the environment", env: map[string]string{"ACCEL_DRA_LOGGING_FORMAT": "xml"},
+			want: `logging flags: format: Invalid value: "xml": Unsupported log format`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cmd := newCommand()
+			cmd.SetArgs(tc.args)
+			require.EqualError(t, cmd.Execute(), tc.want)
+		})
+	}
 }

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	goflag "flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
+	"github.com/accel-dra/accel-dra/pkg/logflags"
 	"github.com/accel-dra/accel-dra/pkg/webhook"
 )
 
@@ -32,6 +32,7 @@ func main() {
 
 func newCommand() *cobra.Command {
 	var o webhook.Options
+	var logging *logflags.Config
 	cmd := &cobra.Command{
 		Use:   "accel-dra-webhook",
 		Short: "accel-dra admission webhook: reject bad opaque configs for ascend.accel-dra.dev and cambricon.accel-dra.dev when they are applied",
@@ -70,6 +71,9 @@ Every flag can also be set by the environment variable in brackets.`,
 			if err := flagenv.Apply(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := logging.Apply(cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			ctx := klog.NewContext(cmd.Context(), klog.Background().WithName("accel-dra-webhook"))
 			return webhook.Run(ctx, o)
 		},
@@ -81,12 +85,9 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.DurationVar(&o.CertReloadInterval, "tls-reload-interval", 10*time.Second, "how often the certificate and key files are checked for new contents [ACCEL_DRA_WEBHOOK_TLS_RELOAD_INTERVAL]")
 	f.DurationVar(&o.ShutdownDelay, "shutdown-delay", 5*time.Second, "on SIGTERM, keep serving this long with /readyz failing, so the Service drops the pod before its port closes [ACCEL_DRA_WEBHOOK_SHUTDOWN_DELAY]")
 	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "after --shutdown-delay, how long reviews in flight may take to finish [ACCEL_DRA_WEBHOOK_SHUTDOWN_TIMEOUT]")
-	// Of klog's flags only the verbosity ones: logs go to stderr.
-	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	for _, name := range []string{"v", "vmodule"} {
-		f.AddGoFlag(klogFlags.Lookup(name))
-	}
-	f.Lookup("v").Usage = "log verbosity: 0 start, stop and certificate reloads; 2 every denial; 4 every review [klog]"
+	// Kubernetes' logging flags (--logging-format text or json, -v,
+	// --vmodule, ...); logs go to stderr.
+	logging = logflags.Add(f, "ACCEL_DRA_WEBHOOK_LOGGING_FORMAT")
+	f.Lookup("v").Usage = "log verbosity: 0 start, stop and certificate reloads; 2 every denial; 4 every review"
 	return cmd
 }

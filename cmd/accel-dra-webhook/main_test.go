@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -44,18 +46,38 @@ func TestHelpExplainsEndpointsCertificatesAndEveryFlag(t *testing.T) {
 		"/validate-resource-claim-parameters", "/livez", "/readyz", "HTTPS only",
 		"ascend.accel-dra.dev", "cambricon.accel-dra.dev", "AscendConfig", "CambriconConfig",
 		"cert-manager", "SIGTERM",
-		"--port", "--tls-cert-file", "--tls-private-key-file", "--tls-reload-interval", "--shutdown-delay", "--shutdown-timeout", "--v",
-		"[ACCEL_DRA_WEBHOOK_PORT]", "[ACCEL_DRA_WEBHOOK_TLS_CERT_FILE]", "[ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE]",
+		"--port", "--tls-cert-file", "--tls-private-key-file", "--tls-reload-interval", "--shutdown-delay", "--shutdown-timeout", "--v", "--logging-format",
+		"[ACCEL_DRA_WEBHOOK_PORT]", "[ACCEL_DRA_WEBHOOK_TLS_CERT_FILE]", "[ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE]", "[ACCEL_DRA_WEBHOOK_LOGGING_FORMAT]",
 	} {
 		require.Contains(t, help, want)
 	}
 }
 
-func TestBadEnvironmentValuesAreErrors(t *testing.T) {
-	t.Setenv("ACCEL_DRA_WEBHOOK_PORT", "https")
-	cmd := newCommand()
-	cmd.SetArgs(nil)
-	require.EqualError(t, cmd.Execute(), `environment variable ACCEL_DRA_WEBHOOK_PORT (--port): invalid argument "https" for "--port" flag: strconv.ParseInt: parsing "https": invalid syntax`)
+func TestBadFlagValuesAreErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{name: "a port from the environment", env: map[string]string{"ACCEL_DRA_WEBHOOK_PORT": "https"},
+			want: `environment variable ACCEL_DRA_WEBHOOK_PORT (--port): invalid argument "https" for "--port" flag: strconv.ParseInt: parsing "https": invalid syntax`},
+		{name: "a duration", args: []string{"--shutdown-delay=later"},
+			want: `invalid argument "later" for "--shutdown-delay" flag: time: invalid duration "later"`},
+		{name: "a logging format", args: []string{"--logging-format=xml"},
+			want: `logging flags: format: Invalid value: "xml": Unsupported log format`},
+		{name: "a logging format from the environment", env: map[string]string{"ACCEL_DRA_WEBHOOK_LOGGING_FORMAT": "yaml"},
+			want: `logging flags: format: Invalid value: "yaml": Unsupported log format`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			cmd := newCommand()
+			cmd.SetArgs(tc.args)
+			require.EqualError(t, cmd.Execute(), tc.want)
+		})
+	}
 }
 
 // selfSigned writes a self-signed serving certificate for 127.0.0.1.
@@ -84,7 +106,44 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	return certFile, keyFile, pool
 }
 
+// The real binary, in both log formats: --logging-format=json (here from
+// its environment variable, as the chart sets it) makes every line on
+// stderr one JSON object.
 func TestSIGTERMStopsTheWebhookCleanly(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		json bool
+	}{
+		{name: "text logs"},
+		{name: "JSON logs", env: []string{"ACCEL_DRA_WEBHOOK_LOGGING_FORMAT=json"}, json: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stderr := runUntilSIGTERM(t, tc.env)
+			if !tc.json {
+				require.Contains(t, stderr, "Shutting down admission webhook")
+				require.Contains(t, stderr, "Admission webhook stopped")
+				return
+			}
+			var msgs []string
+			for _, line := range strings.Split(strings.TrimSuffix(stderr, "\n"), "\n") {
+				var entry struct {
+					Msg string `json:"msg"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(line), &entry), "not a JSON line: %s", line)
+				msgs = append(msgs, entry.Msg)
+			}
+			require.Contains(t, msgs, "Shutting down admission webhook")
+			require.Contains(t, msgs, "Admission webhook stopped")
+		})
+	}
+}
+
+// runUntilSIGTERM runs the webhook with env added to the test's, checks
+// that SIGTERM makes it fail /readyz while still serving for
+// --shutdown-delay and then exit cleanly, and returns its stderr.
+func runUntilSIGTERM(t *testing.T, env []string) string {
+	t.Helper()
 	certFile, keyFile, pool := selfSigned(t, t.TempDir())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -92,7 +151,7 @@ func TestSIGTERMStopsTheWebhookCleanly(t *testing.T) {
 	require.NoError(t, ln.Close())
 
 	cmd := exec.Command(os.Args[0], fmt.Sprintf("--port=%d", port), "--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile, "--v=2", "--shutdown-delay=2s")
-	cmd.Env = append(os.Environ(), "ACCEL_DRA_WEBHOOK_TEST_MAIN=1")
+	cmd.Env = append(append(os.Environ(), "ACCEL_DRA_WEBHOOK_TEST_MAIN=1"), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
@@ -136,6 +195,5 @@ func TestSIGTERMStopsTheWebhookCleanly(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("still running 20s after SIGTERM; stderr:\n%s", stderr.String())
 	}
-	require.Contains(t, stderr.String(), "Shutting down admission webhook")
-	require.Contains(t, stderr.String(), "Admission webhook stopped")
+	return stderr.String()
 }

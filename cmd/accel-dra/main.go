@@ -9,14 +9,29 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/accel-dra/accel-dra/pkg/cli"
+	"github.com/accel-dra/accel-dra/pkg/logflags"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := cli.NewRootCommand().ExecuteContext(ctx); err != nil {
+	if err := newCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "accel-dra:", err)
 		os.Exit(1)
 	}
+}
+
+// newCommand is the CLI with Kubernetes' logging flags (-v,
+// --logging-format, ...) on every subcommand: discovery logs what it
+// skips or finds unhealthy on stderr, apart from the output on stdout.
+func newCommand() *cobra.Command {
+	cmd := cli.NewRootCommand()
+	logging := logflags.Add(cmd.PersistentFlags(), "")
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return logging.Apply(cmd.ErrOrStderr())
+	}
+	return cmd
 }

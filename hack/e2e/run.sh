@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tier 4 of DESIGN.md: builds the cluster's binaries (hack/e2e/build.sh,
+# Tier 4 of docs/architecture.md: builds the cluster's binaries (hack/e2e/build.sh,
 # cached) and runs the e2e tests of test/e2e against a real control plane,
 # a real containerd + kubelet node and kwok nodes. Needs root.
 #

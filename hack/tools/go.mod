@@ -2,11 +2,17 @@
 // helm for `make lint`, `make chart` and test/chart, run as
 // `go -C hack/tools run helm.sh/helm/v4/cmd/helm ...` (or `go -C hack/tools
 // tool helm ...`). Upgrade with `go get -tool helm.sh/helm/v4/cmd/helm@vX.Y.Z`.
+// deepcopy-gen (k8s.io/code-generator, the version of the k8s.io libraries)
+// for `make generate` and its check in `make lint`; upgrade with
+// `go get -tool k8s.io/code-generator/cmd/deepcopy-gen@v0.X.Y`.
 module github.com/accel-dra/accel-dra/hack/tools
 
 go 1.26.0
 
-tool helm.sh/helm/v4/cmd/helm
+tool (
+	helm.sh/helm/v4/cmd/helm
+	k8s.io/code-generator/cmd/deepcopy-gen
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
@@ -102,6 +108,7 @@ require (
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -109,6 +116,7 @@ require (
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
+	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -119,7 +127,9 @@ require (
 	k8s.io/apiserver v0.37.2 // indirect
 	k8s.io/cli-runtime v0.37.2 // indirect
 	k8s.io/client-go v0.37.2 // indirect
+	k8s.io/code-generator v0.37.2 // indirect
 	k8s.io/component-base v0.37.2 // indirect
+	k8s.io/gengo/v2 v2.0.0-20260408192533-25e2208e0dc3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/kubectl v0.37.2 // indirect

@@ -64,7 +64,7 @@ const (
 // vendorEdits is what a vendor's own container runtime or device plugin
 // puts into a container, which our CDI specs reproduce.
 type vendorEdits struct {
-	// kind is the CDI vendor/class of the vendor's specs (DESIGN.md).
+	// kind is the CDI vendor/class of the vendor's specs (docs/architecture.md).
 	kind string
 	// visibleEnv lists the claim's chip indices.
 	visibleEnv string

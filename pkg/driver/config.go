@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
-	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
 )
 
 // allocationConfigs is where the plugin finds the configs of a claim.
@@ -66,9 +65,9 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 			continue
 		}
 		// The webhook words the same errors for kubectl apply.
-		cfg, _, err := opaque.Decode(opaque.ParametersPath(allocationConfigs, i), c.Opaque.Driver, c.Opaque.Parameters.Raw)
+		cfg, _, err := v1alpha1.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(allocationConfigs, i), c.Opaque.Driver, c.Opaque.Parameters.Raw)
 		if err != nil {
-			var oe *opaque.Error
+			var oe *v1alpha1.OpaqueConfigError
 			if errors.As(err, &oe) {
 				oe.Source = "claim"
 				if c.Source == resourceapi.AllocationConfigSourceClass {

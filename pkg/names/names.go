@@ -1,4 +1,4 @@
-// Package names holds the names users type, fixed by DESIGN.md: driver
+// Package names holds the names users type, fixed by docs/architecture.md: driver
 // names, the shared attribute domain and its keys, CDI kinds.
 package names
 

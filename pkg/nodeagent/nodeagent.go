@@ -18,10 +18,10 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
+	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
-	chiphealth "github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/names"
@@ -69,9 +69,9 @@ type Options struct {
 	// "npu-0=Shared,mlu-*=Partitioned", … The binary's --chip-modes flag
 	// [ACCEL_DRA_CHIP_MODES].
 	ChipModes string
-	// HealthInterval is how often the chips are re-read for health and
-	// hot add/remove (pkg/health); zero or less: health is only read at
-	// start.
+	// HealthInterval is how often the device monitor (pkg/devicemonitor)
+	// re-reads the chips for health and hot add/remove; zero or less:
+	// health is only read at start.
 	HealthInterval time.Duration
 	// DeviceMetadata mounts the device metadata file (KEP-5304) into
 	// containers (see driver.Config.DeviceMetadata). The binary's
@@ -132,9 +132,9 @@ func Run(ctx context.Context, o Options) error {
 	stopped := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	health := &probes{want: len(vendors), metrics: metrics.New()}
+	probeServer := &probes{want: len(vendors), metrics: metrics.New()}
 	if o.HealthAddr != "" {
-		addr, err := health.serve(ctx, o.HealthAddr)
+		addr, err := probeServer.serve(ctx, o.HealthAddr)
 		if err != nil {
 			return err
 		}
@@ -175,12 +175,12 @@ func Run(ctx context.Context, o Options) error {
 			PodUID:        o.PodUID,
 			Policy:        policy,
 			PartitionTool: tool,
-			Metrics:       health.metrics,
+			Metrics:       probeServer.metrics,
 
 			DeviceMetadata: o.DeviceMetadata,
 
 			UnhealthyTaintEffect: effect,
-			HealthCheckTimeout:   chiphealth.CheckTimeout(o.HealthInterval),
+			HealthCheckTimeout:   devicemonitor.CheckTimeout(o.HealthInterval),
 		}
 	}
 	// Every config is made before any driver starts, so no error return
@@ -200,7 +200,7 @@ func Run(ctx context.Context, o Options) error {
 	for _, d := range started {
 		if d != nil {
 			drivers = append(drivers, d)
-			health.add(d)
+			probeServer.add(d)
 		}
 	}
 	if stopped.Err() != nil {
@@ -210,7 +210,7 @@ func Run(ctx context.Context, o Options) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	monitor, err := chiphealth.New(chiphealth.Config{Discovery: o.Discovery, Interval: o.HealthInterval, Initial: inv, Targets: targets(drivers)})
+	monitor, err := devicemonitor.New(devicemonitor.Config{Discovery: o.Discovery, Interval: o.HealthInterval, Initial: inv, Targets: targets(drivers)})
 	if err != nil {
 		return err
 	}
@@ -257,8 +257,8 @@ func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostR
 	return partitions.NewTool(v, discovery.ExecRunner{Tools: tools, Timeout: o.Discovery.ToolTimeout})
 }
 
-func targets(drivers []*driver.Driver) []chiphealth.Target {
-	out := make([]chiphealth.Target, len(drivers))
+func targets(drivers []*driver.Driver) []devicemonitor.Target {
+	out := make([]devicemonitor.Target, len(drivers))
 	for i, d := range drivers {
 		out[i] = d
 	}

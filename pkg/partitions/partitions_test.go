@@ -261,7 +261,17 @@ func TestCambriconToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 	}}, edits, "the chip's nodes and the instance's capability node")
 }
 
+// needsRoot skips t, saying why, unless the test runs as root (make test
+// does, as CI does).
+func needsRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root: %s", why)
+	}
+}
+
 func TestTheFakeBehavesLikeTheToolsAndKeepsItsStateAcrossRestarts(t *testing.T) {
+	needsRoot(t, "the fake tool makes each partition's device node with mknod")
 	ctx := context.Background()
 	root := t.TempDir()
 	npu := chip(inventory.VendorHuawei, "Ascend310P3", 1, 8, 24*gib)

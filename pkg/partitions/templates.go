@@ -112,7 +112,7 @@ func vnpu(name string, cores, memoryMiB, aicpus int64) Template {
 		Cores: cores, MemoryBytes: memoryMiB * mib, AICPUs: aicpus}
 }
 
-// ascendModels are the vNPU templates of DESIGN.md's table, by the
+// ascendModels are the vNPU templates of docs/architecture.md's table, by the
 // accel-dra.dev/model of the chip. AI cores, HBM and AI CPUs per template
 // are the `templates` entries of HAMi's Ascend device config
 // (Project-HAMi/ascend-device-plugin, ascend-device-configmap.yaml,

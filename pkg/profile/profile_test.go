@@ -10,7 +10,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profile"
 )
 
-func TestEveryProfileDESIGNPromisesIsBundledAndLoads(t *testing.T) {
+func TestEveryProfileTheContractPromisesIsBundledAndLoads(t *testing.T) {
 	want := []string{"atlas-300i-duo", "atlas-800-910a", "atlas-800t-a2", "mixed-910b-mlu370", "mlu270", "mlu370-x8", "mlu590"}
 	require.Subset(t, profile.Names(), want)
 	for _, name := range profile.Names() {

@@ -184,7 +184,7 @@ func TestExplainShowsCandidatesBeforeEachClaimWasAllocated(t *testing.T) {
 
 // BenchmarkAllocateDemoClaimsOn1000Nodes allocates the demo claims over a
 // 1000-node cluster (half 910B servers, half MLU370-X8 servers), the
-// scale DESIGN.md asks allocation time for, chips Whole (the default;
+// scale docs/architecture.md asks allocation time for, chips Whole (the default;
 // test/bench measures Partitioned ones too). ns/op covers all claims.
 func BenchmarkAllocateDemoClaimsOn1000Nodes(b *testing.B) {
 	c, err := v1alpha1.ParseSimulatedCluster("bench", []byte(`apiVersion: accel-dra.dev/v1alpha1

@@ -22,7 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 
-	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 )
 
 // ValidatePath is where the API server posts AdmissionReviews of
@@ -207,7 +207,7 @@ func invalid(kind, name string, errs []error) *metav1.Status {
 	gk := schema.GroupKind{Group: resourcev1.GroupName, Kind: kind}
 	var causes []metav1.StatusCause
 	for _, err := range errs {
-		var oe *opaque.Error
+		var oe *v1alpha1.OpaqueConfigError
 		var fe *field.Error
 		switch {
 		case errors.As(err, &oe):

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 )
 
 // unknownRequest is the detail of a config that names a request the claim
@@ -53,7 +53,7 @@ func (d devices) validate(configsPath *field.Path, isClass bool) []error {
 		if !c.opaque {
 			continue
 		}
-		if _, ours := opaque.KindFor(c.driver); !ours {
+		if _, ours := v1alpha1.ConfigKindFor(c.driver); !ours {
 			continue
 		}
 		if !isClass {
@@ -63,7 +63,7 @@ func (d devices) validate(configsPath *field.Path, isClass bool) []error {
 				}
 			}
 		}
-		if _, _, err := opaque.Decode(opaque.ParametersPath(configsPath, i), c.driver, c.parameters); err != nil {
+		if _, _, err := v1alpha1.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(configsPath, i), c.driver, c.parameters); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // matching returns "<node>/<device>" of every whole chip, across one node
-// per bundled profile, that the expression selects: the DESIGN.md examples
+// per bundled profile, that the expression selects: the docs/architecture.md examples
 // are written for the whole-chip DeviceClasses, which select type "chip".
 func matching(t *testing.T, expr string) []string {
 	return matchingDevices(t, expr, true)

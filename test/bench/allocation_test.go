@@ -44,7 +44,7 @@ type cluster struct {
 // with the same devices (the devices the chip modes publish, partitions
 // included):
 //   - ours: our real slices;
-//   - shared: the same devices with only the DESIGN.md shared keys
+//   - shared: the same devices with only the docs/architecture.md shared keys
 //     (accel-dra.dev/*) and capacities, no vendor extras, no counters,
 //     what the fixed contract alone costs;
 //   - baseline: the same devices carrying only a model attribute.
@@ -229,7 +229,7 @@ func TestAllocationBenchmarkSetup(t *testing.T) {
 			require.Contains(t, d.Attributes, resourceapi.QualifiedName(names.AttrModel))
 		}
 		for _, d := range devices(c.shared) {
-			require.Len(t, d.Attributes, 11, "modes %q: device %s carries the 11 shared keys of DESIGN.md", modes, d.Name)
+			require.Len(t, d.Attributes, 11, "modes %q: device %s carries the 11 shared keys of docs/architecture.md", modes, d.Name)
 		}
 		cache := cel.NewCache(10, cel.Features{EnableConsumableCapacity: true})
 		for _, name := range benchClaims {

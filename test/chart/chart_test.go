@@ -132,6 +132,7 @@ var commonArgs = []string{
 	"--node-name=$(NODE_NAME)",
 	"--pod-uid=$(POD_UID)",
 	"-v=2",
+	"--logging-format=text",
 	"--registrar-dir=/var/lib/kubelet/plugins_registry",
 	"--plugin-dir=/var/lib/kubelet/plugins",
 	"--cdi-dir=/var/run/cdi",
@@ -276,11 +277,12 @@ vendors:
 kubeletPlugin: {healthzPort: 0, chipModes: "Shared", visibleDevicesEnv: omit, health: {interval: "0", unhealthyTaintEffect: NoExecute}}
 validatingAdmissionPolicy: {enabled: false}
 logVerbosity: 5
+logging: {format: json}
 `,
 		deviceClasses:   allClasses,
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
 		affinity:        nil,
-		args:            args(slices.Replace(slices.Replace(slices.Clone(commonArgs), 7, 11, "--health-interval=0", "--unhealthy-taint-effect=NoExecute", "--device-metadata=true", "--visible-devices-env=omit"), 2, 3, "-v=5"), []string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
+		args:            args(slices.Replace(slices.Replace(slices.Clone(commonArgs), 8, 12, "--health-interval=0", "--unhealthy-taint-effect=NoExecute", "--device-metadata=true", "--visible-devices-env=omit"), 2, 4, "-v=5", "--logging-format=json"), []string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
 		libraryPath:     ascendLibraryPath,
 		securityContext: privileged,
 		probes:          false,
@@ -624,6 +626,8 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			"at '/kubeletPlugin/health/unhealthyTaintEffect': value must be one of 'NoSchedule', 'NoExecute'"},
 		{"a visible-devices mode the agent does not have", "kubeletPlugin: {visibleDevicesEnv: never}",
 			"at '/kubeletPlugin/visibleDevicesEnv': value must be one of 'auto', 'set', 'omit'"},
+		{"a log format the agent does not have", "logging: {format: logfmt}",
+			"at '/logging/format': value must be one of 'text', 'json'"},
 		{"no webhook replica", "webhook: {replicas: 0}",
 			"at '/webhook/replicas': minimum: got 0, want 1"},
 		{"a misspelt webhook key", "webhook: {certmanager: {enabled: true}}",

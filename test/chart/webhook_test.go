@@ -60,6 +60,7 @@ type webhookCase struct {
 	timeoutSeconds int32
 	replicas       int32
 	verbosity      string
+	logFormat      string
 	resources      corev1.ResourceRequirements
 	tolerations    []corev1.Toleration
 	nodeSelector   map[string]string
@@ -108,6 +109,7 @@ webhook:
 		values: `
 fullnameOverride: dra
 namespaceOverride: accel-system
+logging: {format: json}
 webhook:
   failurePolicy: Fail
   replicas: 3
@@ -128,6 +130,7 @@ webhook:
 		timeoutSeconds: 10,
 		replicas:       3,
 		verbosity:      "4",
+		logFormat:      "json",
 		resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{"cpu": resource.MustParse("20m"), "memory": resource.MustParse("40Mi")},
 			Limits:   corev1.ResourceList{"cpu": resource.MustParse("500m"), "memory": resource.MustParse("200Mi")},
@@ -157,6 +160,9 @@ func (c webhookCase) withDefaults(t *testing.T) webhookCase {
 	}
 	if c.verbosity == "" {
 		c.verbosity = "2"
+	}
+	if c.logFormat == "" {
+		c.logFormat = "text"
 	}
 	if c.resources.Requests == nil {
 		c.resources = defaultWebhookResources
@@ -709,6 +715,7 @@ func TestTheWebhookDeploymentRunsTheServerFromTheAgentsImage(t *testing.T) {
 			"--tls-cert-file=/etc/accel-dra-webhook/tls/tls.crt",
 			"--tls-private-key-file=/etc/accel-dra-webhook/tls/tls.key",
 			"--v=" + c.verbosity,
+			"--logging-format=" + c.logFormat,
 		}, ctr.Args)
 		require.Equal(t, []corev1.ContainerPort{{Name: "https", ContainerPort: 8443, Protocol: corev1.ProtocolTCP}}, ctr.Ports)
 		require.Equal(t, intstr.FromString("https"), svc.Spec.Ports[0].TargetPort)

@@ -1,4 +1,4 @@
-// Package e2e is tier 4 of DESIGN.md: the driver in a real Kubernetes 1.37
+// Package e2e is tier 4 of docs/architecture.md: the driver in a real Kubernetes 1.37
 // cluster on this machine (etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler, one real containerd + kubelet node, kwok nodes, the real
 // node agents and the Helm chart), started by test/e2e/framework.

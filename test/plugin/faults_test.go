@@ -24,10 +24,10 @@ import (
 	healthpb "k8s.io/kubelet/pkg/apis/dra-health/v1"
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
+	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
-	"github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
@@ -505,7 +505,7 @@ func (n *node) logged(message, errText string) int {
 }
 
 // TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing runs
-// the plugin on the Atlas 800T A2 fixture with its health monitor polling
+// the plugin on the Atlas 800T A2 fixture with its device monitor polling
 // npu-smi through the real command runner every 50ms. npu-1 alarms and is
 // tainted; then npu-smi hangs, and later prints garbage: each failed poll
 // logs an error naming the command and the timeout or what it could not
@@ -516,7 +516,7 @@ func (n *node) logged(message, errText string) int {
 func TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing(t *testing.T) {
 	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", inventory.VendorHuawei, "Whole")
 	opts := source.Options{Root: m.root, NodeName: nodeName, NpuSmi: installTool(t, m.tools, recordedTool), ToolTimeout: toolTimeout}
-	monitor, err := health.New(health.Config{Discovery: opts, Interval: 50 * time.Millisecond, Initial: m.inv, Targets: []health.Target{m.driver}})
+	monitor, err := devicemonitor.New(devicemonitor.Config{Discovery: opts, Interval: 50 * time.Millisecond, Initial: m.inv, Targets: []devicemonitor.Target{m.driver}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(m.ctx)
 	done := make(chan struct{})

@@ -1,4 +1,4 @@
-// Package plugin_test is tier 3 of DESIGN.md: the real kubelet plugin,
+// Package plugin_test is tier 3 of docs/architecture.md: the real kubelet plugin,
 // started in-process on temporary unix sockets against a fake clientset,
 // driven by a test that speaks the kubelet's plugin registration and DRA
 // v1 gRPC APIs, with CDI specs checked by injecting them into OCI specs
@@ -117,13 +117,21 @@ func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chip
 	return newNodeOf(t, simulatedNode(t, profileName), vendor, chipModes, runner, nil)
 }
 
+// needsRoot skips t, saying why, unless the test runs as root (make test
+// does, as CI does): most plugin tests fake the chips' device nodes with
+// mknod, which only root may do.
+func needsRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root: %s (run the plugin tests as root, as make test does)", why)
+	}
+}
+
 // simulatedNode is what discovery finds on a simulated node of profile,
 // for a test that fakes its device nodes (mknod: root only).
 func simulatedNode(t testing.TB, profileName string) inventory.Inventory {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("the plugin tests fake device nodes with mknod and must run as root")
-	}
+	needsRoot(t, "mknod of the simulated chips' fake device nodes")
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
 	inv, err := simulated.New(nodeName, p).Discover(context.Background())
@@ -152,6 +160,7 @@ func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, c
 	n.commands = &commandLog{}
 	n.runner = runner
 	n.metrics = metrics.New()
+	needsRoot(t, "mknod of the node's fake device nodes")
 	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
 	if setup != nil {
 		setup(n)
@@ -427,6 +436,7 @@ func (n *node) publishedDevices() map[string]resourceapi.Device {
 // mknodNull makes path a /dev/null clone (1:3), replacing what is there.
 func mknodNull(t testing.TB, path string) {
 	t.Helper()
+	needsRoot(t, "mknod of a fake device node")
 	_ = os.Remove(path)
 	require.NoError(t, unix.Mknod(path, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
 }

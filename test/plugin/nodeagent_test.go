@@ -35,6 +35,7 @@ import (
 // limited to 108 bytes), and the fake API server it talks to.
 func simulatedAgent(t *testing.T, profile string) (nodeagent.Options, *fake.Clientset) {
 	t.Helper()
+	needsRoot(t, "the node agent's --fake-devices makes device nodes with mknod")
 	sockets, err := os.MkdirTemp("", "adra-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(sockets) })

@@ -34,6 +34,8 @@ var SchemeGroupVersion = schema.GroupVersion{Group: "accel-dra.dev", Version: "v
 //
 // Every field is optional; DecodeConfig fills in the defaults (see
 // Default) and rejects unknown fields.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type AscendConfig struct {
 	metav1.TypeMeta `json:",inline"`
 	// Env adds environment variables to every container that uses the
@@ -48,6 +50,8 @@ type AscendConfig struct {
 // CambriconConfig is the opaque config of the cambricon.accel-dra.dev
 // driver; the same fields as AscendConfig, with CAMBRICON_VISIBLE_DEVICES
 // reserved instead of ASCEND_VISIBLE_DEVICES.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 type CambriconConfig struct {
 	metav1.TypeMeta `json:",inline"`
 	// Env adds environment variables to every container that uses the
@@ -195,41 +199,6 @@ func validateEnv(kind string, env map[string]string) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// DeepCopyObject implements runtime.Object.
-func (c *AscendConfig) DeepCopyObject() runtime.Object {
-	out := *c
-	out.Env = copyMap(c.Env)
-	out.Sharing = copySharing(c.Sharing)
-	return &out
-}
-
-// DeepCopyObject implements runtime.Object.
-func (c *CambriconConfig) DeepCopyObject() runtime.Object {
-	out := *c
-	out.Env = copyMap(c.Env)
-	out.Sharing = copySharing(c.Sharing)
-	return &out
-}
-
-func copySharing(s *Sharing) *Sharing {
-	if s == nil {
-		return nil
-	}
-	out := *s
-	return &out
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 var (

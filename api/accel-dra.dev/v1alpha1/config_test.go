@@ -84,7 +84,10 @@ func TestDecodeConfigIsStrictAndNamesTheField(t *testing.T) {
 }
 
 func TestDefaultFillsInTheSharingStrategyAndDeepCopyIsDeep(t *testing.T) {
-	for _, cfg := range []v1alpha1.DeviceConfig{&v1alpha1.AscendConfig{}, &v1alpha1.CambriconConfig{}} {
+	for _, cfg := range []v1alpha1.DeviceConfig{
+		&v1alpha1.AscendConfig{Env: map[string]string{"A": "1"}},
+		&v1alpha1.CambriconConfig{Env: map[string]string{"A": "1"}},
+	} {
 		cfg.Default()
 		require.Equal(t, v1alpha1.SharingShared, cfg.SharingStrategy())
 		cp := cfg.DeepCopyObject().(v1alpha1.DeviceConfig)
@@ -94,7 +97,9 @@ func TestDefaultFillsInTheSharingStrategyAndDeepCopyIsDeep(t *testing.T) {
 		case *v1alpha1.CambriconConfig:
 			c.Sharing.Strategy = v1alpha1.SharingExclusive
 		}
+		cp.EnvVars()["A"] = "2"
 		require.Equal(t, v1alpha1.SharingShared, cfg.SharingStrategy(), "the copy does not share the Sharing struct")
 		require.Equal(t, v1alpha1.SharingExclusive, cp.SharingStrategy())
+		require.Equal(t, map[string]string{"A": "1"}, cfg.EnvVars(), "the copy does not share the env map")
 	}
 }

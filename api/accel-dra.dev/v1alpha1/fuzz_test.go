@@ -1,7 +1,7 @@
 package v1alpha1_test
 
 // Fuzz target of the opaque config decoder, which both the kubelet plugin
-// and the admission webhook (pkg/webhook/opaque) run on user input. Run it
+// and the admission webhook run on user input (DecodeOpaqueConfig). Run it
 // for a while with
 //
 //	go test -run x -fuzz FuzzDecodeConfig -fuzztime 60s -parallel 1 ./api/accel-dra.dev/v1alpha1

@@ -13,7 +13,7 @@ import (
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 )
 
-func TestDeviceStatusDataHasTheKeysOfDESIGNAndWritesChipZero(t *testing.T) {
+func TestDeviceStatusDataHasTheContractKeysAndWritesChipZero(t *testing.T) {
 	tests := []struct {
 		name string
 		data v1alpha1.DeviceStatusData

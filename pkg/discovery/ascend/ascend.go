@@ -55,14 +55,14 @@ import (
 
 // Device node names, as the Ascend device plugin and docker runtime mount
 // them (Ascend/ascend-device-plugin pkg/common/constants.go HiAIManagerDevice,
-// pkg/server/plugin.go getDevPath; DESIGN.md hardware facts).
+// pkg/server/plugin.go getDevPath; docs/architecture.md hardware facts).
 const devPrefix = "davinci"
 
 // sharedNodes are the device files every container using Ascend chips needs,
 // in the order the simulated backend lists them.
 var sharedNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
 
-// Chip.Extra keys, published unqualified in the driver's domain (DESIGN.md).
+// Chip.Extra keys, published unqualified in the driver's domain (docs/architecture.md).
 const (
 	// ExtraChipName is the chip name npu-smi prints, e.g. 910B3.
 	ExtraChipName = "chipName"

@@ -7,7 +7,7 @@ import "strings"
 // a core count. The numbers are the aiCore field of HAMi's Ascend device
 // config (Project-HAMi/ascend-device-plugin, ascend-device-configmap.yaml:
 // 910A 30, 910B2 24, 910B3 20, 910B4 20, 910B4-1 20, 310P3 8, and the A3 die
-// "Ascend910" 20), which also sizes the vNPU templates of DESIGN.md
+// "Ascend910" 20), which also sizes the vNPU templates of docs/architecture.md
 // (910A vir02…vir16, 910B3 vir05_1c_16g / vir10_3c_32g, 310P3 vir01…vir04).
 //
 // The 910A figure is the SKU's enabled cores: the Ascend 910 die has 32, and
@@ -28,7 +28,7 @@ var aiCoresPerChip = map[string]int{
 
 // modelName is the accel-dra.dev/model of a chip name: Ascend910B3 for
 // 910B3, as the Ascend tools spell a chip (npu-smi info -m "Ascend 910B3",
-// DESIGN.md models); names npu-smi already prints with the prefix (the A3
+// docs/architecture.md models); names npu-smi already prints with the prefix (the A3
 // "Ascend910") are kept.
 func modelName(chipName string) string {
 	if strings.HasPrefix(chipName, "Ascend") {

@@ -15,7 +15,7 @@ package ascend
 // Version=24.1.rc1 … compatible_version_fw=[7.0.0,7.2.99]); a MindIE 800I A2
 // deployment note printing Version=24.1.rc2.2 and package_version; and the
 // container runs in vllm-ascend's docs, which mount exactly this file read-
-// only into every Ascend container (DESIGN.md's driver mounts list it too).
+// only into every Ascend container (docs/architecture.md's driver mounts list it too).
 
 import (
 	"fmt"

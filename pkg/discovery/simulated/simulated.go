@@ -32,7 +32,7 @@ func New(nodeName string, profile *v1alpha1.HardwareProfile) *Backend {
 func (b *Backend) Name() string { return "simulated profile " + b.Profile.Name }
 
 // sharedNodes are the device files every container of a vendor gets, as the
-// vendors' container runtimes inject them (DESIGN.md hardware facts).
+// vendors' container runtimes inject them (docs/architecture.md hardware facts).
 var sharedNodes = map[inventory.Vendor][]string{
 	inventory.VendorHuawei:    {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"},
 	inventory.VendorCambricon: {"/dev/cambricon_ctl"},

@@ -1,6 +1,6 @@
 //go:build e2e
 
-// Package framework runs the tier-4 cluster of DESIGN.md on this machine:
+// Package framework runs the tier-4 cluster of docs/architecture.md on this machine:
 // etcd, kube-apiserver, kube-controller-manager and kube-scheduler on
 // 127.0.0.1; one real node (containerd + runc + kubelet, a CNI bridge,
 // images imported locally) whose accel-dra-kubeletplugin simulates the

@@ -1,4 +1,4 @@
-package health_test
+package devicemonitor_test
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	resourceapi "k8s.io/api/resource/v1"
 
+	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
-	"github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
@@ -103,11 +103,11 @@ func (s *slicesTarget) chipTaints() map[string]string {
 	return out
 }
 
-func newMonitor(t *testing.T, ctx context.Context, f *fixtureNode, target *slicesTarget) *health.Monitor {
+func newMonitor(t *testing.T, ctx context.Context, f *fixtureNode, target *slicesTarget) *devicemonitor.Monitor {
 	t.Helper()
 	initial, err := source.Discover(ctx, f.options())
 	require.NoError(t, err)
-	m, err := health.New(health.Config{Discovery: f.options(), Interval: time.Second, Initial: initial, Targets: []health.Target{target}})
+	m, err := devicemonitor.New(devicemonitor.Config{Discovery: f.options(), Interval: time.Second, Initial: initial, Targets: []devicemonitor.Target{target}})
 	require.NoError(t, err)
 	return m
 }
@@ -269,14 +269,14 @@ func TestCheckTimeoutCoversThreePollsAndNeverUndercutsTheKubelet(t *testing.T) {
 	for interval, want := range map[time.Duration]time.Duration{
 		0: 0, time.Second: 30 * time.Second, 10 * time.Second: 30 * time.Second, time.Minute: 3 * time.Minute,
 	} {
-		require.Equal(t, want, health.CheckTimeout(interval), "interval %s", interval)
+		require.Equal(t, want, devicemonitor.CheckTimeout(interval), "interval %s", interval)
 	}
 }
 
 func TestADisabledMonitorReturnsAtOnce(t *testing.T) {
 	ctx, logs := discoverytest.BufferedContext(t)
-	m, err := health.New(health.Config{Interval: 0, Targets: []health.Target{&slicesTarget{vendor: inventory.VendorHuawei}}})
+	m, err := devicemonitor.New(devicemonitor.Config{Interval: 0, Targets: []devicemonitor.Target{&slicesTarget{vendor: inventory.VendorHuawei}}})
 	require.NoError(t, err)
 	m.Run(ctx) // would block until ctx is done if it polled
-	require.Contains(t, logs(), "Health monitor disabled")
+	require.Contains(t, logs(), "Device monitor disabled")
 }

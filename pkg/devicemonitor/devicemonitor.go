@@ -1,16 +1,16 @@
-// Package health watches the chips of a node while the agent runs: every
-// interval it re-runs discovery per vendor, with the same options and
-// command runners as at start (so npu-smi's and cnmon's health fields,
-// the device files and the PCI functions are read by the same code), and
-// hands each vendor's chips to its driver, which republishes its slices
-// (taints on unhealthy chips, added and removed chips) and tells the
-// kubelet.
+// Package devicemonitor re-discovers the chips of a node while the agent
+// runs, for health changes and hot plug: every interval it re-runs
+// discovery per vendor, with the same options and command runners as at
+// start (so npu-smi's and cnmon's health fields, the device files and the
+// PCI functions are read by the same code), and hands each vendor's chips
+// to its driver, which republishes its slices (taints on unhealthy chips,
+// added and removed chips) and tells the kubelet.
 //
 // A poll that fails (the tool fails, times out or prints garbage) changes
 // nothing: the last known state stays published, so one bad read does not
 // taint or drop every chip; the driver reports the devices Unknown to the
 // kubelet once no poll has verified them within its health check timeout.
-package health
+package devicemonitor
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func New(cfg Config) (*Monitor, error) {
 	m := &Monitor{cfg: cfg}
 	for _, t := range cfg.Targets {
 		if _, err := source.VendorOption(t.Vendor()); err != nil {
-			return nil, fmt.Errorf("health monitor: %w", err)
+			return nil, fmt.Errorf("device monitor: %w", err)
 		}
 		m.vendors = append(m.vendors, vendorState{target: t, last: cfg.Initial.Only(t.Vendor())})
 	}
@@ -88,10 +88,10 @@ func CheckTimeout(interval time.Duration) time.Duration {
 func (m *Monitor) Run(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	if m.cfg.Interval <= 0 {
-		logger.Info("Health monitor disabled: chip health is what discovery found at start")
+		logger.Info("Device monitor disabled: chips and their health are what discovery found at start")
 		return
 	}
-	logger.Info("Health monitor started", "interval", m.cfg.Interval, "vendors", len(m.vendors))
+	logger.Info("Device monitor started: re-discovering the chips every interval", "interval", m.cfg.Interval, "vendors", len(m.vendors))
 	ticker := time.NewTicker(m.cfg.Interval)
 	defer ticker.Stop()
 	for {

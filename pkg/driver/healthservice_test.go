@@ -54,7 +54,7 @@ func TestHealthReportVouchesOnlyForWhatAPollVerified(t *testing.T) {
 		{name: "no monitor: the start-up state", want: kubeletplugin.HealthStatusHealthy},
 		{name: "verified within the timeout", timeout: time.Hour, verified: time.Now(), want: kubeletplugin.HealthStatusHealthy},
 		{name: "not verified for longer than the timeout", timeout: time.Minute, verified: verified,
-			want: kubeletplugin.HealthStatusUnknown, msg: "not verified since 2026-01-02T03:04:05Z: the health monitor cannot read the chips"},
+			want: kubeletplugin.HealthStatusUnknown, msg: "not verified since 2026-01-02T03:04:05Z: the device monitor cannot re-read the chips"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, chips := healthDriver(t, tc.timeout)

@@ -1,4 +1,4 @@
-package opaque_test
+package v1alpha1_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
-	"github.com/accel-dra/accel-dra/pkg/webhook/opaque"
+	"github.com/accel-dra/accel-dra/pkg/names"
 )
 
 func TestDecodeWordsErrorsAsFieldColonDecodeConfigError(t *testing.T) {
@@ -32,12 +32,12 @@ func TestDecodeWordsErrorsAsFieldColonDecodeConfigError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, ours, err := opaque.Decode(opaque.ParametersPath(configs, 3), tt.driver, []byte(tt.raw))
+			cfg, ours, err := v1alpha1.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(configs, 3), tt.driver, []byte(tt.raw))
 			require.Equal(t, tt.ours, ours)
 			if tt.want != "" {
 				require.EqualError(t, err, tt.want)
 				require.Nil(t, cfg)
-				var oe *opaque.Error
+				var oe *v1alpha1.OpaqueConfigError
 				require.ErrorAs(t, err, &oe)
 				require.Equal(t, "spec.devices.config[3].opaque.parameters", oe.Field)
 				return
@@ -54,8 +54,8 @@ func TestDecodeWordsErrorsAsFieldColonDecodeConfigError(t *testing.T) {
 
 func TestErrorWithSourceKeepsThePluginsWording(t *testing.T) {
 	inner := errors.New("decoding: boom")
-	err := &opaque.Error{
-		Field:  opaque.ParametersPath(field.NewPath("status", "allocation", "devices", "config"), 0).String(),
+	err := &v1alpha1.OpaqueConfigError{
+		Field:  v1alpha1.OpaqueParametersPath(field.NewPath("status", "allocation", "devices", "config"), 0).String(),
 		Source: "claim",
 		Err:    inner,
 	}
@@ -63,13 +63,23 @@ func TestErrorWithSourceKeepsThePluginsWording(t *testing.T) {
 	require.ErrorIs(t, err, inner)
 }
 
-func TestKindForKnowsBothDrivers(t *testing.T) {
-	kind, ok := opaque.KindFor("ascend.accel-dra.dev")
-	require.True(t, ok)
-	require.Equal(t, v1alpha1.AscendConfigKind, kind)
-	kind, ok = opaque.KindFor("cambricon.accel-dra.dev")
-	require.True(t, ok)
-	require.Equal(t, v1alpha1.CambriconConfigKind, kind)
-	_, ok = opaque.KindFor("accel-dra.dev")
-	require.False(t, ok)
+// The API package spells the driver names itself (it imports nothing of
+// the driver's): they must be the contract's, as pkg/names has them.
+func TestConfigKindForKnowsBothDriversByTheirContractNames(t *testing.T) {
+	tests := []struct {
+		driver, kind string
+		ours         bool
+	}{
+		{driver: names.AscendDriver, kind: v1alpha1.AscendConfigKind, ours: true},
+		{driver: names.CambriconDriver, kind: v1alpha1.CambriconConfigKind, ours: true},
+		{driver: names.Domain},
+		{driver: "gpu.example.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.driver, func(t *testing.T) {
+			kind, ok := v1alpha1.ConfigKindFor(tt.driver)
+			require.Equal(t, tt.ours, ok)
+			require.Equal(t, tt.kind, kind)
+		})
+	}
 }

@@ -21,22 +21,22 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	healthpb "k8s.io/kubelet/pkg/apis/dra-health/v1"
 
+	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
-	"github.com/accel-dra/accel-dra/pkg/health"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 )
 
 // monitoredNode is a plugin serving the chips of a discovery fixture node
 // (a copy the test changes: device files, sysfs, recorded npu-smi/cnmon
-// output) with the health monitor polling them when the test says.
+// output) with the device monitor polling them when the test says.
 type monitoredNode struct {
 	*node
 	root, tools, tool string
-	monitor           *health.Monitor
+	monitor           *devicemonitor.Monitor
 	// writes counts the ResourceSlice writes the fake API server accepted.
 	writes *atomic.Int64
 }
@@ -58,9 +58,9 @@ func newMonitoredNode(t *testing.T, vendorDir, fixture, tool string, vendor inve
 	m.node = newNodeOf(t, inv, vendor, chipModes, nil, func(n *node) {
 		n.logs = ktesting.NewConfig(ktesting.Verbosity(5), ktesting.BufferLogs(true))
 		checkSliceVersions(n.client, m.writes)
-		n.configure = func(cfg *driver.Config) { cfg.HealthCheckTimeout = health.CheckTimeout(interval) }
+		n.configure = func(cfg *driver.Config) { cfg.HealthCheckTimeout = devicemonitor.CheckTimeout(interval) }
 	})
-	m.monitor, err = health.New(health.Config{Discovery: opts, Interval: interval, Initial: inv, Targets: []health.Target{m.driver}})
+	m.monitor, err = devicemonitor.New(devicemonitor.Config{Discovery: opts, Interval: interval, Initial: inv, Targets: []devicemonitor.Target{m.driver}})
 	require.NoError(t, err)
 	return m
 }

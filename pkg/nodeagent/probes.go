@@ -1,5 +1,7 @@
 package nodeagent
 
+// The agent's HTTP probes (/livez, /readyz) and /metrics.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,10 @@
 package driver
 
+// The kubelet's DRA health service (dra-health/v1, WatchHealthStatus):
+// what the driver tells the kubelet about each device's health, and Update,
+// through which the device monitor (pkg/devicemonitor) hands it re-read
+// chips.
+
 import (
 	"context"
 	"fmt"
@@ -36,7 +41,7 @@ type deviceHealth struct {
 }
 
 // Update makes the driver serve inv's chips of its vendor from now on, as
-// a health monitor read them at verified. It republishes the slices (the
+// the device monitor (pkg/devicemonitor) re-read them at verified. It republishes the slices (the
 // resourceslice controller writes nothing when they did not change), with
 // the taints and healthy attribute of each chip's current health, and
 // tells WatchHealthStatus streams at once when a device's health changed.
@@ -221,7 +226,7 @@ func (d *Driver) healthReport() kubeletplugin.DeviceHealthReport {
 		switch {
 		case stale:
 			h.Health = kubeletplugin.HealthStatusUnknown
-			h.Message = fmt.Sprintf("not verified since %s: the health monitor cannot read the chips (see the node agent's log)", st.verified.UTC().Format(time.RFC3339))
+			h.Message = fmt.Sprintf("not verified since %s: the device monitor cannot re-read the chips (see the node agent's log)", st.verified.UTC().Format(time.RFC3339))
 		case !dh.healthy:
 			h.Health = kubeletplugin.HealthStatusUnhealthy
 		}
