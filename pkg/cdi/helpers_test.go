@@ -49,7 +49,7 @@ func newNode(t *testing.T, profileName string, adjust func(*inventory.Inventory)
 
 // withMLU590Nodes gives every Cambricon chip the IPC, communication and
 // message nodes the Cambricon backend finds on an MLU590 host
-// (pkg/discovery/cambricon/testdata/mlu590/root/dev), which the simulated
+// (pkg/vendors/cambricon/testdata/mlu590/root/dev), which the simulated
 // backend leaves out.
 func withMLU590Nodes(inv *inventory.Inventory) {
 	for i, c := range inv.Chips {

@@ -458,7 +458,7 @@ func TestAVendorToolThatHangsOrPrintsGarbageFailsTheStartClearly(t *testing.T) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			o, client := simulatedAgent(t, "")
-			fixture := filepath.Join("..", "..", "pkg", "discovery", "ascend", "testdata", "atlas-800t-a2")
+			fixture := filepath.Join("..", "..", "pkg", "vendors", "ascend", "testdata", "atlas-800t-a2")
 			tools := discoverytest.CopyTree(t, filepath.Join(fixture, "npu-smi"))
 			o.Discovery = source.Options{Root: discoverytest.CopyTree(t, filepath.Join(fixture, "root")), NodeName: nodeName,
 				NpuSmi: installTool(t, tools, tt.tool), ToolTimeout: toolTimeout}

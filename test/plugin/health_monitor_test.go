@@ -47,7 +47,7 @@ type monitoredNode struct {
 // where the resourceslice controller says when it has synced.
 func newMonitoredNode(t *testing.T, vendorDir, fixture, tool string, vendor inventory.Vendor, chipModes string) *monitoredNode {
 	t.Helper()
-	dir := filepath.Join("..", "..", "pkg", "discovery", vendorDir, "testdata", fixture)
+	dir := filepath.Join("..", "..", "pkg", "vendors", vendorDir, "testdata", fixture)
 	m := &monitoredNode{tool: tool, writes: &atomic.Int64{},
 		root:  discoverytest.CopyTree(t, filepath.Join(dir, "root")),
 		tools: discoverytest.CopyTree(t, filepath.Join(dir, tool))}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/ascend"
-	"github.com/accel-dra/accel-dra/pkg/discovery/cambricon"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"

@@ -19,10 +19,10 @@ func mixedRoot(t *testing.T) (root, tools string) {
 	t.Helper()
 	dir := t.TempDir()
 	root, tools = filepath.Join(dir, "root"), filepath.Join(dir, "tools")
-	require.NoError(t, os.CopyFS(root, os.DirFS("../ascend/testdata/atlas-800t-a2/root")))
-	require.NoError(t, os.CopyFS(root, os.DirFS("../cambricon/testdata/mlu370-x8/root")))
-	require.NoError(t, os.CopyFS(tools, os.DirFS("../ascend/testdata/atlas-800t-a2/npu-smi")))
-	require.NoError(t, os.CopyFS(tools, os.DirFS("../cambricon/testdata/mlu370-x8/cnmon")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../../vendors/ascend/testdata/atlas-800t-a2/root")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../../vendors/cambricon/testdata/mlu370-x8/root")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../../vendors/ascend/testdata/atlas-800t-a2/npu-smi")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../../vendors/cambricon/testdata/mlu370-x8/cnmon")))
 	return root, tools
 }
 

@@ -5,7 +5,7 @@ package cambricon
 // keeps the inputs fuzzing once broke a parser with. Run one for a while
 // with
 //
-//	go test -run x -fuzz FuzzParseInfo -fuzztime 60s -parallel 1 ./pkg/discovery/cambricon
+//	go test -run x -fuzz FuzzParseInfo -fuzztime 60s -parallel 1 ./pkg/vendors/cambricon
 
 import (
 	"fmt"

@@ -5,7 +5,7 @@ package ascend
 // testdata/fuzz/<target> keeps the inputs fuzzing once broke a parser with.
 // Run one for a while with
 //
-//	go test -run x -fuzz FuzzParseInfo -fuzztime 60s -parallel 1 ./pkg/discovery/ascend
+//	go test -run x -fuzz FuzzParseInfo -fuzztime 60s -parallel 1 ./pkg/vendors/ascend
 
 import (
 	"fmt"
