@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/accel-dra/accel-dra/pkg/cli"
+	// Every vendor accel-dra supports (pkg/vendors).
+	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func main() {

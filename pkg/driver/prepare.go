@@ -260,9 +260,9 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		p.dev.Annotations = a
 		spec.Devices = append(spec.Devices, p.dev)
 	}
-	if allVirtual && d.vendor == inventory.VendorHuawei {
-		spec.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
-	}
+	// A claim of only virtual partitions gets what the vendor's runtime
+	// sets for them (the vendor's CDI edits); an admin claim only its flag.
+	spec.Virtual = allVirtual && !allAdmin
 	if allAdmin {
 		spec.Env = map[string]string{cdi.EnvAdminAccess: "true"}
 	}

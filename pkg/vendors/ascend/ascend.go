@@ -158,7 +158,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	}
 	for _, n := range devs {
 		if !listed[n] {
-			logger.Info("Warning: skipping Ascend device file that npu-smi does not list", "device", devPath(n))
+			logger.Info("Skipping Ascend device file that npu-smi does not list", "device", devPath(n))
 		}
 	}
 
@@ -182,7 +182,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		}
 	}
 	if len(shared) > 0 {
-		inv.SharedDeviceNodes = map[inventory.Vendor][]string{inventory.VendorHuawei: shared}
+		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: shared}
 	}
 	return inv, nil
 }
@@ -265,15 +265,15 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 		case pci.IsMissing(b.root, info.BusID):
 			// A chip that fell off the bus is a health fault of that chip,
 			// not a reason to serve none of the node's chips.
-			logger.Info("Warning: npu-smi lists an Ascend chip whose PCI function is gone from sysfs, reporting it unhealthy",
+			logger.Info("The npu-smi tool lists an Ascend chip whose PCI function is gone from sysfs, reporting it unhealthy",
 				"npu", info.NPU, "chip", info.Chip, "pciBusID", info.BusID)
 			faults = append(faults, fault{inventory.ReasonPCIDeviceMissing, fmt.Sprintf("PCI function %s is gone from sysfs", info.BusID)})
 			d = pci.Device{BusID: info.BusID}
 		case err != nil:
 			return inventory.Chip{}, fmt.Errorf("reading PCI facts of NPU %d chip %d (%s) from sysfs: %w", info.NPU, info.Chip, info.BusID, err)
-		case d.VendorID != pci.VendorHuawei:
+		case d.VendorID != PCIVendorID:
 			return inventory.Chip{}, fmt.Errorf("NPU %d chip %d: PCI function %s has vendor id %#04x, not Huawei's %#04x: npu-smi and sysfs disagree",
-				info.NPU, info.Chip, info.BusID, d.VendorID, pci.VendorHuawei)
+				info.NPU, info.Chip, info.BusID, d.VendorID, PCIVendorID)
 		}
 		dev = d
 	} else {
@@ -282,7 +282,7 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 
 	node := devPath(c.index)
 	if !b.exists(node) {
-		logger.Info("Warning: npu-smi lists an Ascend chip whose device file is missing, reporting it unhealthy",
+		logger.Info("The npu-smi tool lists an Ascend chip whose device file is missing, reporting it unhealthy",
 			"npu", info.NPU, "chip", info.Chip, "device", node)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
 	}
@@ -296,13 +296,13 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 				return inventory.Chip{}, err
 			}
 		}
-		logger.Info("Warning: npu-smi reports an unhealthy Ascend chip", "npu", info.NPU, "chip", info.Chip, "health", info.Health, "message", message)
+		logger.Info("The npu-smi tool reports an unhealthy Ascend chip", "npu", info.NPU, "chip", info.Chip, "health", info.Health, "message", message)
 		faults = append(faults, fault{inventory.ReasonToolHealth(info.Health), message})
 	}
 
 	cores, known := aiCoresPerChip[info.Name]
 	if !known {
-		logger.Info("Warning: no AI core count known for this Ascend chip, publishing none", "chipName", info.Name, "device", node)
+		logger.Info("No AI core count known for this Ascend chip, publishing none", "chipName", info.Name, "device", node)
 	}
 
 	uuid := "ascend-" + dev.BusID
@@ -315,7 +315,7 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 	}
 
 	chip := inventory.Chip{
-		Vendor:        inventory.VendorHuawei,
+		Vendor:        Vendor,
 		Model:         modelName(info.Name),
 		Index:         c.index,
 		UUID:          uuid,
@@ -375,7 +375,7 @@ func (b *Backend) healthMessage(ctx context.Context, info ChipInfo) (string, err
 		if ctx.Err() != nil {
 			return "", err
 		}
-		klog.FromContext(ctx).Info("Warning: cannot read the error codes of an unhealthy Ascend chip, reporting its health without them",
+		klog.FromContext(ctx).Info("Cannot read the error codes of an unhealthy Ascend chip, reporting its health without them",
 			"npu", info.NPU, "chip", info.Chip, "health", info.Health, "err", err)
 		return message + "; " + err.Error(), nil
 	}

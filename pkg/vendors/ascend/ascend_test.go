@@ -34,7 +34,7 @@ func expectChips(chipName string, memory int64, cores int, driver string, slots 
 	for i, s := range slots {
 		lt, lg := groupOf(i)
 		out = append(out, inventory.Chip{
-			Vendor:        inventory.VendorHuawei,
+			Vendor:        Vendor,
 			Model:         "Ascend" + chipName,
 			Index:         i,
 			UUID:          "ascend-" + s.bus,
@@ -58,7 +58,7 @@ func expectChips(chipName string, memory int64, cores int, driver string, slots 
 }
 
 var allSharedNodes = map[inventory.Vendor][]string{
-	inventory.VendorHuawei: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"},
+	Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"},
 }
 
 func TestDiscoverReadsEveryFactOfEachFixtureNode(t *testing.T) {
@@ -174,7 +174,7 @@ func TestDiscoverReportsChipsNpuSmiCallsUnhealthyUnhealthyWithTheirErrorCodes(t 
 			}
 			require.Equal(t, reason, inv.Chips[1].HealthReason, "the reason, the taint's value, stays the table's health")
 			require.Equal(t, "npu-smi reports health "+health+alarmCodesDescribe, inv.Chips[1].HealthMessage)
-			require.Contains(t, logs(), "npu-smi reports an unhealthy Ascend chip")
+			require.Contains(t, logs(), "npu-smi tool reports an unhealthy Ascend chip")
 			require.Contains(t, logs(), health)
 			require.Contains(t, logs(), "0x8C084E00")
 		})
@@ -255,7 +255,7 @@ func TestDiscoverKeepsAChipUnhealthyWhenItsErrorCodesCannotBeRead(t *testing.T) 
 			require.False(t, inv.Chips[1].Healthy)
 			require.Equal(t, "HealthAlarm", inv.Chips[1].HealthReason)
 			require.Equal(t, tc.message, inv.Chips[1].HealthMessage)
-			require.Equal(t, tc.warned, strings.Contains(logs(), "cannot read the error codes of an unhealthy Ascend chip"))
+			require.Equal(t, tc.warned, strings.Contains(logs(), "Cannot read the error codes of an unhealthy Ascend chip"))
 		})
 	}
 }
@@ -646,7 +646,7 @@ func TestDiscoverPublishesZeroCoresAndWarnsForAnUnknownChipName(t *testing.T) {
 		require.Zero(t, c.Cores)
 		require.Equal(t, inventory.StringValue("910B9"), c.Extra[ExtraChipName])
 	}
-	require.Contains(t, logs(), "no AI core count known")
+	require.Contains(t, logs(), "No AI core count known")
 }
 
 func TestDiscoverPublishesOnlyTheSharedDeviceNodesThatExist(t *testing.T) {
@@ -655,7 +655,7 @@ func TestDiscoverPublishesOnlyTheSharedDeviceNodesThatExist(t *testing.T) {
 		remove []string
 		want   map[inventory.Vendor][]string
 	}{
-		{name: "without hisi_hdc", remove: []string{"hisi_hdc"}, want: map[inventory.Vendor][]string{inventory.VendorHuawei: {"/dev/davinci_manager", "/dev/devmm_svm"}}},
+		{name: "without hisi_hdc", remove: []string{"hisi_hdc"}, want: map[inventory.Vendor][]string{Vendor: {"/dev/davinci_manager", "/dev/devmm_svm"}}},
 		{name: "without any", remove: []string{"davinci_manager", "devmm_svm", "hisi_hdc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -116,7 +116,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	}
 	for _, n := range devs {
 		if !listed[n] {
-			logger.Info("Warning: skipping Cambricon device file that cnmon does not list", "device", fmt.Sprintf("/dev/%s%d", devPrefix, n))
+			logger.Info("Skipping Cambricon device file that cnmon does not list", "device", fmt.Sprintf("/dev/%s%d", devPrefix, n))
 		}
 	}
 
@@ -131,7 +131,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	}
 	sort.Slice(inv.Chips, func(i, j int) bool { return inv.Chips[i].Index < inv.Chips[j].Index })
 	if b.exists(ctlNode) {
-		inv.SharedDeviceNodes = map[inventory.Vendor][]string{inventory.VendorCambricon: {ctlNode}}
+		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: {ctlNode}}
 	}
 	return inv, nil
 }
@@ -147,28 +147,28 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 	case pci.IsMissing(b.root, c.PCIBusID):
 		// A card that fell off the bus is a health fault of that card,
 		// not a reason to serve none of the node's chips.
-		logger.Info("Warning: cnmon lists an MLU card whose PCI function is gone from sysfs, reporting it unhealthy", "card", c.Card, "pciBusID", c.PCIBusID)
+		logger.Info("The cnmon tool lists an MLU card whose PCI function is gone from sysfs, reporting it unhealthy", "card", c.Card, "pciBusID", c.PCIBusID)
 		faults = append(faults, fault{inventory.ReasonPCIDeviceMissing, fmt.Sprintf("PCI function %s is gone from sysfs", c.PCIBusID)})
 		id, _ := pci.NormalizeBusID(c.PCIBusID)
 		dev = pci.Device{BusID: id}
 	case err != nil:
 		return inventory.Chip{}, fmt.Errorf("reading PCI facts of MLU card %d (%s) from sysfs: %w", c.Card, c.PCIBusID, err)
-	case dev.VendorID != pci.VendorCambricon:
+	case dev.VendorID != PCIVendorID:
 		return inventory.Chip{}, fmt.Errorf("MLU card %d: PCI function %s has vendor id %#04x, not Cambricon's %#04x: cnmon and sysfs disagree",
-			c.Card, c.PCIBusID, dev.VendorID, pci.VendorCambricon)
+			c.Card, c.PCIBusID, dev.VendorID, PCIVendorID)
 	}
 
 	devPath := fmt.Sprintf("/dev/%s%d", devPrefix, c.Card)
 	if !b.exists(devPath) {
-		logger.Info("Warning: cnmon lists an MLU card whose device file is missing, reporting it unhealthy", "card", c.Card, "device", devPath)
+		logger.Info("The cnmon tool lists an MLU card whose device file is missing, reporting it unhealthy", "card", c.Card, "device", devPath)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + devPath + " is missing"})
 	}
 	if c.DeviceHealth != "" && !strings.EqualFold(c.DeviceHealth, "Good") {
-		logger.Info("Warning: cnmon reports an unhealthy MLU card", "card", c.Card, "health", c.DeviceHealth)
+		logger.Info("The cnmon tool reports an unhealthy MLU card", "card", c.Card, "health", c.DeviceHealth)
 		faults = append(faults, fault{inventory.ReasonToolHealth(c.DeviceHealth), "cnmon reports device health " + c.DeviceHealth})
 	}
 	if c.DriverState != "" && !strings.EqualFold(c.DriverState, "Running") {
-		logger.Info("Warning: cnmon reports the MLU driver not running for a card", "card", c.Card, "driver", c.DriverState)
+		logger.Info("The cnmon tool reports the MLU driver not running for a card", "card", c.Card, "driver", c.DriverState)
 		faults = append(faults, fault{inventory.ReasonDriverNotRunning, "cnmon reports the driver " + c.DriverState})
 	}
 
@@ -184,7 +184,7 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 		uuid = c.SerialNumber
 	}
 	chip := inventory.Chip{
-		Vendor:        inventory.VendorCambricon,
+		Vendor:        Vendor,
 		Model:         c.ProductName,
 		Index:         c.Card,
 		UUID:          uuid,

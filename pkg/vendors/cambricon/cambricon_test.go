@@ -41,7 +41,7 @@ func TestDiscoverReadsEveryFactOfAnMLU370X8Server(t *testing.T) {
 	var want []inventory.Chip
 	for i, l := range layout {
 		want = append(want, inventory.Chip{
-			Vendor:        inventory.VendorCambricon,
+			Vendor:        Vendor,
 			Model:         "MLU370-X8",
 			Index:         i,
 			UUID:          fmt.Sprintf("54010%03d-2311-0000-0000-000000000000", i),
@@ -64,7 +64,7 @@ func TestDiscoverReadsEveryFactOfAnMLU370X8Server(t *testing.T) {
 	}
 	require.Equal(t, inventory.Inventory{
 		Chips:             want,
-		SharedDeviceNodes: map[inventory.Vendor][]string{inventory.VendorCambricon: {"/dev/cambricon_ctl"}},
+		SharedDeviceNodes: map[inventory.Vendor][]string{Vendor: {"/dev/cambricon_ctl"}},
 	}, inv)
 	require.NoError(t, inv.Validate())
 }
@@ -131,11 +131,11 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, inv.Validate())
 			require.Len(t, inv.Chips, len(tc.want.groups))
-			require.Equal(t, []string{"/dev/cambricon_ctl"}, inv.SharedDeviceNodes[inventory.VendorCambricon])
+			require.Equal(t, []string{"/dev/cambricon_ctl"}, inv.SharedDeviceNodes[Vendor])
 			uuids := map[string]bool{}
 			for i, c := range inv.Chips {
 				require.Equal(t, i, c.Index)
-				require.Equal(t, inventory.VendorCambricon, c.Vendor)
+				require.Equal(t, Vendor, c.Vendor)
 				require.Equal(t, tc.want.model, c.Model)
 				require.Equal(t, tc.want.memory, c.MemoryBytes)
 				require.Equal(t, tc.want.cores, c.Cores)

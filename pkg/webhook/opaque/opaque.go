@@ -11,16 +11,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
-	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // KindFor returns the config kind a driver of ours accepts; ok is false for
 // any other driver, whose configs are not ours to judge.
 func KindFor(driver string) (kind string, ok bool) {
 	switch driver {
-	case names.AscendDriver:
+	case ascend.Driver:
 		return v1alpha1.AscendConfigKind, true
-	case names.CambriconDriver:
+	case cambricon.Driver:
 		return v1alpha1.CambriconConfigKind, true
 	}
 	return "", false

@@ -1,8 +1,8 @@
-package partitions
+package ascend
 
 // Ascend vNPUs with npu-smi (Huawei "npu-smi command reference", AVI
 // section; the commands as an Atlas 800T A2 operator runs them, recorded
-// in testdata/ascend, see testdata/README.md):
+// in testdata/vnpu, see testdata/vnpu/README.md):
 //
 //	npu-smi info -m                                   NPU ID / Chip ID of each logic id
 //	npu-smi info -t info-vnpu -i <npu> -c <chip>      the vNPUs of one chip
@@ -26,13 +26,9 @@ import (
 	"sync"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
-
-// NpuSmi is the name the Ascend tool is run by (discovery.ExecRunner maps
-// it to the configured path).
-const NpuSmi = "npu-smi"
 
 // VNPU is one row of `npu-smi info -t info-vnpu`.
 type VNPU struct {
@@ -144,31 +140,31 @@ func parseSetResult(source string, data []byte) (string, error) {
 	return message, nil
 }
 
-// AscendTool implements Tool for Ascend vNPUs.
-type AscendTool struct {
+// PartitionTool implements partitions.Tool for Ascend vNPUs.
+type PartitionTool struct {
 	Runner discovery.CommandRunner
 
 	mu      sync.Mutex
-	mapping map[int]ascend.ChipMapping // by logic id
+	mapping map[int]ChipMapping // by logic id
 }
 
 // address returns the NPU ID and Chip ID of a chip, from `npu-smi info -m`
 // (read once) by the chip's logic id.
-func (a *AscendTool) address(ctx context.Context, c inventory.Chip) (int, int, error) {
+func (a *PartitionTool) address(ctx context.Context, c inventory.Chip) (int, int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.mapping == nil {
-		rows, err := discovery.Query(ctx, a.Runner, "finding the NPU and chip ids of the Ascend chips", ascend.ParseMapping, NpuSmi, "info", "-m")
+		rows, err := discovery.Query(ctx, a.Runner, "finding the NPU and chip ids of the Ascend chips", ParseMapping, NpuSmi, "info", "-m")
 		if err != nil {
 			return 0, 0, err
 		}
-		a.mapping = map[int]ascend.ChipMapping{}
+		a.mapping = map[int]ChipMapping{}
 		for _, r := range rows {
 			a.mapping[r.LogicID] = r
 		}
 	}
 	logic := c.Index
-	if v, ok := c.Extra[ascend.ExtraLogicID]; ok && v.Int != nil {
+	if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
 		logic = int(*v.Int)
 	}
 	m, ok := a.mapping[logic]
@@ -178,8 +174,8 @@ func (a *AscendTool) address(ctx context.Context, c inventory.Chip) (int, int, e
 	return m.NPU, m.Chip, nil
 }
 
-// List implements Tool.
-func (a *AscendTool) List(ctx context.Context, c inventory.Chip) ([]Instance, error) {
+// List implements partitions.Tool.
+func (a *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partitions.Instance, error) {
 	npu, chip, err := a.address(ctx, c)
 	if err != nil {
 		return nil, err
@@ -189,20 +185,20 @@ func (a *AscendTool) List(ctx context.Context, c inventory.Chip) ([]Instance, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Instance, 0, len(rows))
+	out := make([]partitions.Instance, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, vnpuInstance(c, r.ID, r.Template))
 	}
 	return out, nil
 }
 
-func vnpuInstance(c inventory.Chip, id int, template string) Instance {
-	return Instance{Type: TypeVNPU, Chip: c.Index, Template: template, ID: id, DeviceNode: fmt.Sprintf("/dev/vdavinci%d", id)}
+func vnpuInstance(c inventory.Chip, id int, template string) partitions.Instance {
+	return partitions.Instance{Type: partitions.TypeVNPU, Chip: c.Index, Template: template, ID: id, DeviceNode: fmt.Sprintf("/dev/vdavinci%d", id)}
 }
 
 // VNPUIDRange is the first vNPU id of a chip and how many there are.
 func VNPUIDRange(c inventory.Chip) (first, size int) {
-	m, _ := ModelOf(c)
+	m, _ := partitions.ModelOf(c)
 	size = m.MaxInstances
 	if size == 0 {
 		size = 16
@@ -210,18 +206,18 @@ func VNPUIDRange(c inventory.Chip) (first, size int) {
 	return c.Index*16 + 100, size
 }
 
-// Create implements Tool.
-func (a *AscendTool) Create(ctx context.Context, c inventory.Chip, t Template) (Instance, error) {
-	if t.Type != TypeVNPU {
-		return Instance{}, fmt.Errorf("creating a vNPU on chip %d: template %s is a %s template", c.Index, t.Name, t.Type)
+// Create implements partitions.Tool.
+func (a *PartitionTool) Create(ctx context.Context, c inventory.Chip, t partitions.Template) (partitions.Instance, error) {
+	if t.Type != partitions.TypeVNPU {
+		return partitions.Instance{}, fmt.Errorf("creating a vNPU on chip %d: template %s is a %s template", c.Index, t.Name, t.Type)
 	}
 	npu, chip, err := a.address(ctx, c)
 	if err != nil {
-		return Instance{}, err
+		return partitions.Instance{}, err
 	}
 	existing, err := a.List(ctx, c)
 	if err != nil {
-		return Instance{}, err
+		return partitions.Instance{}, err
 	}
 	used := map[int]bool{}
 	for _, e := range existing {
@@ -236,18 +232,18 @@ func (a *AscendTool) Create(ctx context.Context, c inventory.Chip, t Template) (
 		}
 	}
 	if id < 0 {
-		return Instance{}, fmt.Errorf("creating a %s vNPU on chip %d: all %d vNPU ids from %d are in use", t.Name, c.Index, size, first)
+		return partitions.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d: all %d vNPU ids from %d are in use", t.Name, c.Index, size, first)
 	}
 	args := []string{"set", "-t", "create-vnpu", "-i", strconv.Itoa(npu), "-c", strconv.Itoa(chip), "-f", t.Name, "-v", strconv.Itoa(id)}
 	if _, err := discovery.Query(ctx, a.Runner, fmt.Sprintf("creating a %s vNPU on chip %d", t.Name, c.Index), parseSetResult, NpuSmi, args...); err != nil {
-		return Instance{}, err
+		return partitions.Instance{}, err
 	}
 	// create-vnpu does not say what it made: confirm the id and template.
-	return confirmCreated(ctx, a, c, id, t.Name, created{tool: NpuSmi, kind: "vNPU", template: "template"})
+	return partitions.ConfirmCreated(ctx, a, c, id, t.Name, partitions.Created{Tool: NpuSmi, Kind: "vNPU", Template: "template"})
 }
 
-// Destroy implements Tool.
-func (a *AscendTool) Destroy(ctx context.Context, c inventory.Chip, inst Instance) error {
+// Destroy implements partitions.Tool.
+func (a *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst partitions.Instance) error {
 	npu, chip, err := a.address(ctx, c)
 	if err != nil {
 		return err
@@ -256,10 +252,34 @@ func (a *AscendTool) Destroy(ctx context.Context, c inventory.Chip, inst Instanc
 	if err != nil {
 		return err
 	}
-	if _, ok := find(existing, inst.ID); !ok {
+	if _, ok := partitions.Find(existing, inst.ID); !ok {
 		return nil
 	}
 	_, err = discovery.Query(ctx, a.Runner, fmt.Sprintf("destroying vNPU %d on chip %d", inst.ID, c.Index), parseSetResult,
 		NpuSmi, "set", "-t", "destroy-vnpu", "-i", strconv.Itoa(npu), "-c", strconv.Itoa(chip), "-v", strconv.Itoa(inst.ID))
 	return err
+}
+
+// NewPartitionTool implements partitions.Vendor.
+func (Ascend) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
+	return &PartitionTool{Runner: runner}
+}
+
+// PartitionEdits implements partitions.Vendor. A vNPU container gets only
+// the virtual device, host /dev/vdavinci<id> at /dev/davinci<id> in the
+// container, and ASCEND_VISIBLE_DEVICES=<id> with
+// ASCEND_RUNTIME_OPTIONS=VIRTUAL: what Huawei's device plugin gives a vNPU
+// container (Ascend/ascend-device-plugin pkg/server/plugin.go getDevPath:
+// container /dev/davinci<id>, host /dev/vdavinci<id> when
+// ascendRuntimeOptions is "VIRTUAL"; pkg/common/common.go
+// SetAscendRuntimeEnv). The parent's /dev/davinciN is not given.
+func (Ascend) PartitionEdits(_ inventory.Chip, inst partitions.Instance) (partitions.Edits, error) {
+	if inst.Type != partitions.TypeVNPU {
+		return partitions.Edits{}, fmt.Errorf("%s: unknown partition type", inst)
+	}
+	return partitions.Edits{
+		DeviceNodes: []partitions.DeviceNode{{Path: devPath(inst.ID), HostPath: inst.DeviceNode}},
+		VisibleID:   inst.ID,
+		Virtual:     true,
+	}, nil
 }

@@ -1,8 +1,8 @@
-package partitions
+package cambricon
 
 // Cambricon sMLU instances with cnmon.
 //
-// What is certain (sources in testdata/README.md): an sMLU instance is
+// What is certain (sources in testdata/smlu/README.md): an sMLU instance is
 // made on one chip from a profile (the driver's defaults are 1, 1/2 and
 // 1/4 of the chip), gets an instance id K and the device node
 // /dev/cambricon-caps/cap_dev<N>_mi<K>, and is listed and destroyed by
@@ -13,7 +13,7 @@ package partitions
 // What is assumed: the command-line spelling below. No public document of
 // cnmon's sMLU subcommand was at hand, so the plugin speaks this small,
 // explicit dialect and its parser accepts the layout documented in
-// testdata/README.md; a node whose cnmon differs can point --cnmon at a
+// testdata/smlu/README.md; a node whose cnmon differs can point --cnmon at a
 // wrapper that maps these three commands to its tool (they are the only
 // partition commands the plugin runs):
 //
@@ -32,10 +32,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
-
-// Cnmon is the name the Cambricon tool is run by.
-const Cnmon = "cnmon"
 
 // SMLU is one row of `cnmon smlu -c N --list`.
 type SMLU struct {
@@ -152,45 +150,45 @@ func parseSMLUResult(source string, data []byte, re *regexp.Regexp, verb string)
 	return id, nil
 }
 
-// CambriconTool implements Tool for Cambricon sMLU instances.
-type CambriconTool struct {
+// PartitionTool implements partitions.Tool for Cambricon sMLU instances.
+type PartitionTool struct {
 	Runner discovery.CommandRunner
 }
 
-// List implements Tool.
-func (t *CambriconTool) List(ctx context.Context, c inventory.Chip) ([]Instance, error) {
+// List implements partitions.Tool.
+func (t *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partitions.Instance, error) {
 	rows, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("listing the sMLU instances of chip %d", c.Index), ParseSMLUList,
 		Cnmon, "smlu", "-c", strconv.Itoa(c.Index), "--list")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Instance, 0, len(rows))
+	out := make([]partitions.Instance, 0, len(rows))
 	for _, r := range rows {
-		out = append(out, Instance{Type: TypeSMLU, Chip: c.Index, Template: r.ProfileName, ID: r.InstanceID, DeviceNode: r.DeviceNode, UUID: r.UUID})
+		out = append(out, partitions.Instance{Type: partitions.TypeSMLU, Chip: c.Index, Template: r.ProfileName, ID: r.InstanceID, DeviceNode: r.DeviceNode, UUID: r.UUID})
 	}
 	return out, nil
 }
 
-// Create implements Tool.
-func (t *CambriconTool) Create(ctx context.Context, c inventory.Chip, tmpl Template) (Instance, error) {
-	if tmpl.Type != TypeSMLU {
-		return Instance{}, fmt.Errorf("creating an sMLU instance on chip %d: profile %s is a %s template", c.Index, tmpl.Name, tmpl.Type)
+// Create implements partitions.Tool.
+func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl partitions.Template) (partitions.Instance, error) {
+	if tmpl.Type != partitions.TypeSMLU {
+		return partitions.Instance{}, fmt.Errorf("creating an sMLU instance on chip %d: profile %s is a %s template", c.Index, tmpl.Name, tmpl.Type)
 	}
 	id, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("creating a %s sMLU instance on chip %d", tmpl.Name, c.Index), parseSMLUCreate,
 		Cnmon, "smlu", "-c", strconv.Itoa(c.Index), "--create", "--profile", tmpl.Name)
 	if err != nil {
-		return Instance{}, err
+		return partitions.Instance{}, err
 	}
-	return confirmCreated(ctx, t, c, id, tmpl.Name, created{tool: Cnmon, kind: "sMLU instance", template: "profile"})
+	return partitions.ConfirmCreated(ctx, t, c, id, tmpl.Name, partitions.Created{Tool: Cnmon, Kind: "sMLU instance", Template: "profile"})
 }
 
-// Destroy implements Tool.
-func (t *CambriconTool) Destroy(ctx context.Context, c inventory.Chip, inst Instance) error {
+// Destroy implements partitions.Tool.
+func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst partitions.Instance) error {
 	existing, err := t.List(ctx, c)
 	if err != nil {
 		return err
 	}
-	if _, ok := find(existing, inst.ID); !ok {
+	if _, ok := partitions.Find(existing, inst.ID); !ok {
 		return nil
 	}
 	id, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("destroying sMLU instance %d on chip %d", inst.ID, c.Index), parseSMLUDestroy,
@@ -202,4 +200,29 @@ func (t *CambriconTool) Destroy(ctx context.Context, c inventory.Chip, inst Inst
 		return fmt.Errorf("destroying sMLU instance %d on chip %d: cnmon destroyed instance %d", inst.ID, c.Index, id)
 	}
 	return nil
+}
+
+// NewPartitionTool implements partitions.Vendor.
+func (Cambricon) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
+	return &PartitionTool{Runner: runner}
+}
+
+// PartitionEdits implements partitions.Vendor. An sMLU container gets the
+// chip's own nodes (/dev/cambricon_devN, /dev/cambricon_ipcmN, …) plus the
+// instance's capability node, at the same paths, and
+// CAMBRICON_VISIBLE_DEVICES=N: what Cambricon's device plugin gives a MIM
+// or dynamic-sMLU container
+// (Cambricon/cambricon-k8s-device-plugin device-plugin/pkg/mlu/server.go
+// PrepareResponse: "/dev/cambricon_dev0,/dev/cambricon_ipcm0,
+// /dev/cambricon-caps/cap_dev0_mi1").
+func (Cambricon) PartitionEdits(c inventory.Chip, inst partitions.Instance) (partitions.Edits, error) {
+	if inst.Type != partitions.TypeSMLU {
+		return partitions.Edits{}, fmt.Errorf("%s: unknown partition type", inst)
+	}
+	var nodes []partitions.DeviceNode
+	for _, n := range c.DeviceNodes {
+		nodes = append(nodes, partitions.DeviceNode{Path: n, HostPath: n})
+	}
+	nodes = append(nodes, partitions.DeviceNode{Path: inst.DeviceNode, HostPath: inst.DeviceNode})
+	return partitions.Edits{DeviceNodes: nodes, VisibleID: c.Index}, nil
 }
