@@ -51,7 +51,7 @@ func (s *scripted) Run(_ context.Context, name string, args ...string) ([]byte, 
 
 func (s *scripted) done() { require.Empty(s.t, s.steps, "commands not run") }
 
-func TestAscendToolCreatesListsAndDestroysVNPUsWithNpuSmi(t *testing.T) {
+func TestPartitionToolCreatesListsAndDestroysVNPUsWithNpuSmi(t *testing.T) {
 	ctx := context.Background()
 	c := chip("Ascend910B4", 0, 20, 32*gib)
 	vir10, ok := partitions.TemplateByName(c, "vir10_3c_16g")
@@ -103,7 +103,7 @@ func TestParseVNPUInfoReadsBothLayoutsAndChecksTheCount(t *testing.T) {
 	require.ErrorContains(t, err, "parsing npu-smi info -t info-vnpu -i 0 -c 0: line 9: npu-smi counts 3 vNPUs but lists 2")
 }
 
-func TestAscendToolReportsAFailedCreate(t *testing.T) {
+func TestPartitionToolReportsAFailedCreate(t *testing.T) {
 	ctx := context.Background()
 	c := chip("Ascend910B4", 0, 20, 32*gib)
 	vir10, _ := partitions.TemplateByName(c, "vir10_3c_16g")

@@ -48,7 +48,7 @@ func (s *scripted) Run(_ context.Context, name string, args ...string) ([]byte, 
 
 func (s *scripted) done() { require.Empty(s.t, s.steps, "commands not run") }
 
-func TestCambriconToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
+func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 	ctx := context.Background()
 	c := chip("MLU370-X8", 0, 16, 23308<<20)
 	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -137,8 +136,6 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 }
 
 // fault is one reason a chip is unhealthy (inventory.Chip.MarkUnhealthy).
-type fault struct{ reason, message string }
-
 func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups map[int]string) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
 	var faults []fault
@@ -163,14 +160,7 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 		logger.Info("The cnmon tool lists an MLU card whose device file is missing, reporting it unhealthy", "card", c.Card, "device", devPath)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + devPath + " is missing"})
 	}
-	if c.DeviceHealth != "" && !strings.EqualFold(c.DeviceHealth, "Good") {
-		logger.Info("The cnmon tool reports an unhealthy MLU card", "card", c.Card, "health", c.DeviceHealth)
-		faults = append(faults, fault{inventory.ReasonToolHealth(c.DeviceHealth), "cnmon reports device health " + c.DeviceHealth})
-	}
-	if c.DriverState != "" && !strings.EqualFold(c.DriverState, "Running") {
-		logger.Info("The cnmon tool reports the MLU driver not running for a card", "card", c.Card, "driver", c.DriverState)
-		faults = append(faults, fault{inventory.ReasonDriverNotRunning, "cnmon reports the driver " + c.DriverState})
-	}
+	faults = append(faults, healthFaults(ctx, c)...)
 
 	nodes := []string{devPath}
 	for _, prefix := range []string{ipcmPrefix, commuPrefix, cmsgPrefix} {
