@@ -35,7 +35,9 @@
 //     the design contract first.
 //  2. Register it: one line in pkg/vendors/all.
 //  3. Add its DeviceClass to the chart (deployments/helm/accel-dra) and
-//     its opaque config kind to api/accel-dra.dev/v1alpha1, and a hardware
+//     its opaque config kind to api/accel-dra.dev/v1alpha1 (and
+//     pkg/webhook/opaque.KindFor, which maps driver names to config
+//     kinds), and a hardware
 //     profile if it should be simulated.
 //
 // No generic package changes; pkg/vendors/vendortest is a third vendor
