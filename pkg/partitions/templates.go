@@ -1,5 +1,8 @@
 // Package partitions knows the partitions the vendors' drivers can cut a
-// chip into, and makes and removes them with the vendors' tools.
+// chip into, and makes and removes them with the vendors' tools. The
+// templates and tools are each vendor's (partitions.Vendor, implemented in
+// pkg/vendors/<vendor>); this package holds the types, the slots a chip
+// publishes, and the chip modes (policy.go).
 //
 // Two kinds, each the value of the shared accel-dra.dev/type attribute of
 // the DRA device that stands for one partition:
