@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
@@ -24,46 +24,19 @@ func chip(model string, index, cores int, memory int64) inventory.Chip {
 
 const gib = int64(1) << 30
 
-type step struct {
-	cmd  string
-	file string
-}
-
-// scripted answers the expected commands in order with recorded output
-// and fails the test on any other command.
-type scripted struct {
-	t     *testing.T
-	dir   string
-	steps []step
-}
-
-func (s *scripted) Run(_ context.Context, name string, args ...string) ([]byte, error) {
-	s.t.Helper()
-	cmd := discovery.CommandLine(name, args...)
-	require.NotEmpty(s.t, s.steps, "unexpected command %q", cmd)
-	next := s.steps[0]
-	s.steps = s.steps[1:]
-	require.Equal(s.t, next.cmd, cmd)
-	data, err := os.ReadFile(filepath.Join(s.dir, next.file))
-	require.NoError(s.t, err)
-	return data, nil
-}
-
-func (s *scripted) done() { require.Empty(s.t, s.steps, "commands not run") }
-
 func TestPartitionToolCreatesListsAndDestroysVNPUsWithNpuSmi(t *testing.T) {
 	ctx := context.Background()
 	c := chip("Ascend910B4", 0, 20, 32*gib)
 	vir10, ok := partitions.TemplateByName(c, "vir10_3c_16g")
 	require.True(t, ok)
-	run := &scripted{t: t, dir: "testdata/vnpu", steps: []step{
-		{"npu-smi info -m", "npu-smi_info_-m.txt"},
-		{"npu-smi info -t info-vnpu -i 0 -c 0", "info-vnpu_100.txt"},
-		{"npu-smi set -t create-vnpu -i 0 -c 0 -f vir10_3c_16g -v 101", "create-vnpu_ok.txt"},
-		{"npu-smi info -t info-vnpu -i 0 -c 0", "info-vnpu_100_101.txt"},
-		{"npu-smi info -t info-vnpu -i 0 -c 0", "info-vnpu_100_101.txt"},
-		{"npu-smi set -t destroy-vnpu -i 0 -c 0 -v 101", "destroy-vnpu_101_ok.txt"},
-		{"npu-smi info -t info-vnpu -i 0 -c 0", "info-vnpu_100.txt"},
+	run := &discoverytest.ScriptedRunner{T: t, Dir: "testdata/vnpu", Steps: []discoverytest.Step{
+		{Cmd: "npu-smi info -m", File: "npu-smi_info_-m.txt"},
+		{Cmd: "npu-smi info -t info-vnpu -i 0 -c 0", File: "info-vnpu_100.txt"},
+		{Cmd: "npu-smi set -t create-vnpu -i 0 -c 0 -f vir10_3c_16g -v 101", File: "create-vnpu_ok.txt"},
+		{Cmd: "npu-smi info -t info-vnpu -i 0 -c 0", File: "info-vnpu_100_101.txt"},
+		{Cmd: "npu-smi info -t info-vnpu -i 0 -c 0", File: "info-vnpu_100_101.txt"},
+		{Cmd: "npu-smi set -t destroy-vnpu -i 0 -c 0 -v 101", File: "destroy-vnpu_101_ok.txt"},
+		{Cmd: "npu-smi info -t info-vnpu -i 0 -c 0", File: "info-vnpu_100.txt"},
 	}}
 	tool := &ascend.PartitionTool{Runner: run}
 	inst, err := tool.Create(ctx, c, vir10)
@@ -72,7 +45,7 @@ func TestPartitionToolCreatesListsAndDestroysVNPUsWithNpuSmi(t *testing.T) {
 		"the lowest free id of the chip's range, passed with -v")
 	require.NoError(t, tool.Destroy(ctx, c, inst))
 	require.NoError(t, tool.Destroy(ctx, c, inst), "destroying a vNPU that is gone is not an error")
-	run.done()
+	run.Done()
 
 	edits, err := partitions.EditsOf(c, inst)
 	require.NoError(t, err)
@@ -107,11 +80,11 @@ func TestPartitionToolReportsAFailedCreate(t *testing.T) {
 	ctx := context.Background()
 	c := chip("Ascend910B4", 0, 20, 32*gib)
 	vir10, _ := partitions.TemplateByName(c, "vir10_3c_16g")
-	full := &scripted{t: t, dir: "testdata/vnpu", steps: []step{
-		{"npu-smi info -m", "npu-smi_info_-m.txt"},
-		{"npu-smi info -t info-vnpu -i 0 -c 0", "info-vnpu_none.txt"},
-		{"npu-smi set -t create-vnpu -i 0 -c 0 -f vir10_3c_16g -v 100", "destroy-vnpu_101_ok.txt"},
-		{"npu-smi info -t info-vnpu -i 0 -c 0", "info-vnpu_none.txt"},
+	full := &discoverytest.ScriptedRunner{T: t, Dir: "testdata/vnpu", Steps: []discoverytest.Step{
+		{Cmd: "npu-smi info -m", File: "npu-smi_info_-m.txt"},
+		{Cmd: "npu-smi info -t info-vnpu -i 0 -c 0", File: "info-vnpu_none.txt"},
+		{Cmd: "npu-smi set -t create-vnpu -i 0 -c 0 -f vir10_3c_16g -v 100", File: "destroy-vnpu_101_ok.txt"},
+		{Cmd: "npu-smi info -t info-vnpu -i 0 -c 0", File: "info-vnpu_none.txt"},
 	}}
 	_, err := (&ascend.PartitionTool{Runner: full}).Create(ctx, c, vir10)
 	require.EqualError(t, err, "npu-smi reported vNPU 100 on chip 0 created, but does not list it")

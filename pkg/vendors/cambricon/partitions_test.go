@@ -3,13 +3,11 @@ package cambricon_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
@@ -21,44 +19,17 @@ func chip(model string, index, cores int, memory int64) inventory.Chip {
 		DeviceNodes: []string{fmt.Sprintf("/dev/cambricon_dev%d", index), fmt.Sprintf("/dev/cambricon_ipcm%d", index)}}
 }
 
-type step struct {
-	cmd  string
-	file string
-}
-
-// scripted answers the expected commands in order with recorded output
-// and fails the test on any other command.
-type scripted struct {
-	t     *testing.T
-	dir   string
-	steps []step
-}
-
-func (s *scripted) Run(_ context.Context, name string, args ...string) ([]byte, error) {
-	s.t.Helper()
-	cmd := discovery.CommandLine(name, args...)
-	require.NotEmpty(s.t, s.steps, "unexpected command %q", cmd)
-	next := s.steps[0]
-	s.steps = s.steps[1:]
-	require.Equal(s.t, next.cmd, cmd)
-	data, err := os.ReadFile(filepath.Join(s.dir, next.file))
-	require.NoError(s.t, err)
-	return data, nil
-}
-
-func (s *scripted) done() { require.Empty(s.t, s.steps, "commands not run") }
-
 func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 	ctx := context.Background()
 	c := chip("MLU370-X8", 0, 16, 23308<<20)
 	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
 	require.True(t, ok)
-	run := &scripted{t: t, dir: "testdata/smlu", steps: []step{
-		{"cnmon smlu -c 0 --create --profile 25p.5827mb", "smlu_create_2_ok.txt"},
-		{"cnmon smlu -c 0 --list", "smlu_list_1_2.txt"},
-		{"cnmon smlu -c 0 --list", "smlu_list_1_2.txt"},
-		{"cnmon smlu -c 0 --destroy --instance 1", "smlu_destroy_1_ok.txt"},
-		{"cnmon smlu -c 0 --list", "smlu_list_none.txt"},
+	run := &discoverytest.ScriptedRunner{T: t, Dir: "testdata/smlu", Steps: []discoverytest.Step{
+		{Cmd: "cnmon smlu -c 0 --create --profile 25p.5827mb", File: "smlu_create_2_ok.txt"},
+		{Cmd: "cnmon smlu -c 0 --list", File: "smlu_list_1_2.txt"},
+		{Cmd: "cnmon smlu -c 0 --list", File: "smlu_list_1_2.txt"},
+		{Cmd: "cnmon smlu -c 0 --destroy --instance 1", File: "smlu_destroy_1_ok.txt"},
+		{Cmd: "cnmon smlu -c 0 --list", File: "smlu_list_none.txt"},
 	}}
 	tool := &cambricon.PartitionTool{Runner: run}
 	inst, err := tool.Create(ctx, c, quarter)
@@ -68,7 +39,7 @@ func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 	other := partitions.Instance{Type: partitions.TypeSMLU, Chip: 0, Template: "50p.11654mb", ID: 1}
 	require.NoError(t, tool.Destroy(ctx, c, other))
 	require.NoError(t, tool.Destroy(ctx, c, other), "gone already")
-	run.done()
+	run.Done()
 
 	edits, err := partitions.EditsOf(c, inst)
 	require.NoError(t, err)
