@@ -4,8 +4,8 @@
 // Vendor interface, one package per vendor (pkg/vendors/ascend,
 // pkg/vendors/cambricon), registered once in pkg/vendors/all. The generic
 // packages (cdi, partitions, discovery/source, discovery/simulated,
-// devicefaker, resourceslices, driver, nodeagent, cli) never name a
-// vendor: they look one up here by its inventory value
+// devicefaker, resourceslices, driver, nodeagent, cli, webhook) never
+// name a vendor: they look one up here by its inventory value
 // (accel-dra.dev/vendor, Lookup), driver name (ByDriver), --vendors
 // option (ByOption) or CDI kind (ByCDIKind), or range over All.
 //
@@ -35,10 +35,9 @@
 //     the design contract first.
 //  2. Register it: one line in pkg/vendors/all.
 //  3. Add its DeviceClass to the chart (deployments/helm/accel-dra) and
-//     its opaque config kind to api/accel-dra.dev/v1alpha1 (and
-//     pkg/webhook/opaque.KindFor, which maps driver names to config
-//     kinds), and a hardware
-//     profile if it should be simulated.
+//     its opaque config type (Names.ConfigKind) to
+//     api/accel-dra.dev/v1alpha1, and a hardware profile if it should be
+//     simulated.
 //
 // No generic package changes; pkg/vendors/vendortest is a third vendor
 // that shows it in the tests.

@@ -55,6 +55,10 @@ type Names struct {
 	// Tool is the vendor's command line tool discovery and partitions run
 	// ("npu-smi"); discovery.ExecRunner maps it to a configured path.
 	Tool string
+	// ConfigKind is the kind of the driver's opaque device configuration
+	// (api/accel-dra.dev/v1alpha1: "AscendConfig"). A string here, not the
+	// API's constant, so the API package may use this one.
+	ConfigKind string
 }
 
 // CDIEdits are what a vendor's own container runtime or device plugin
@@ -163,7 +167,7 @@ func Register(v Vendor) (unregister func()) {
 
 func (n Names) validate() error {
 	for field, val := range map[string]string{"vendor": string(n.Vendor), "family": string(n.Family), "driver": n.Driver,
-		"option": n.Option, "CDI kind": n.CDIKind, "device prefix": n.DevicePrefix, "tool": n.Tool} {
+		"option": n.Option, "CDI kind": n.CDIKind, "device prefix": n.DevicePrefix, "tool": n.Tool, "config kind": n.ConfigKind} {
 		if val == "" {
 			return fmt.Errorf("%s name is empty", field)
 		}
@@ -188,6 +192,8 @@ func (n Names) clash(o Names) error {
 		return fmt.Errorf("family %q is vendor %q's", n.Family, o.Vendor)
 	case n.Tool == o.Tool:
 		return fmt.Errorf("tool %q is vendor %q's", n.Tool, o.Vendor)
+	case n.ConfigKind == o.ConfigKind:
+		return fmt.Errorf("config kind %q is vendor %q's", n.ConfigKind, o.Vendor)
 	}
 	return nil
 }

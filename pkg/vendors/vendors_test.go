@@ -23,8 +23,8 @@ func TestTheRegisteredVendorsHaveTheContractsNames(t *testing.T) {
 		got = append(got, v.Names())
 	}
 	require.Equal(t, []vendors.Names{
-		{Vendor: "huawei", Family: "ascend", Driver: "ascend.accel-dra.dev", Option: "ascend", CDIKind: "accel-dra.dev/ascend", DevicePrefix: "npu", Tool: "npu-smi"},
-		{Vendor: "cambricon", Family: "mlu", Driver: "cambricon.accel-dra.dev", Option: "cambricon", CDIKind: "accel-dra.dev/cambricon", DevicePrefix: "mlu", Tool: "cnmon"},
+		{Vendor: "huawei", Family: "ascend", Driver: "ascend.accel-dra.dev", Option: "ascend", CDIKind: "accel-dra.dev/ascend", DevicePrefix: "npu", Tool: "npu-smi", ConfigKind: "AscendConfig"},
+		{Vendor: "cambricon", Family: "mlu", Driver: "cambricon.accel-dra.dev", Option: "cambricon", CDIKind: "accel-dra.dev/cambricon", DevicePrefix: "mlu", Tool: "cnmon", ConfigKind: "CambriconConfig"},
 	}, got, "ordered by option, the order discovery runs the backends in")
 	require.Equal(t, []string{"ascend", "cambricon"}, vendors.Options())
 }
@@ -39,7 +39,7 @@ func TestEveryNameOfAVendorLeadsBackToIt(t *testing.T) {
 	for _, v := range all {
 		n := v.Names()
 		t.Run(string(n.Vendor), func(t *testing.T) {
-			for _, name := range []string{string(n.Vendor), string(n.Family), n.Driver, n.Option, n.CDIKind, n.DevicePrefix, n.Tool, v.CDI().VisibleEnv} {
+			for _, name := range []string{string(n.Vendor), string(n.Family), n.Driver, n.Option, n.CDIKind, n.DevicePrefix, n.Tool, n.ConfigKind, v.CDI().VisibleEnv} {
 				require.NotEmpty(t, name)
 				owner, dup := seen[name]
 				require.False(t, dup && owner != n.Vendor, "%q is a name of %s and of %s", name, owner, n.Vendor)
@@ -86,7 +86,7 @@ type clashing struct {
 
 func (c clashing) Names() vendors.Names {
 	n := vendortest.Acme{}.Names()
-	n.Vendor, n.Family, n.Driver, n.Option, n.CDIKind, n.DevicePrefix, n.Tool = "other", "other", "other.accel-dra.dev", "other", "accel-dra.dev/other", "oth", "other-smi"
+	n.Vendor, n.Family, n.Driver, n.Option, n.CDIKind, n.DevicePrefix, n.Tool, n.ConfigKind = "other", "other", "other.accel-dra.dev", "other", "accel-dra.dev/other", "oth", "other-smi", "OtherConfig"
 	c.edit(&n)
 	return n
 }
@@ -104,6 +104,7 @@ func TestRegisteringANameTwiceOrNoneIsRefused(t *testing.T) {
 		{"another vendor's CDI kind", `registering vendor "other": CDI kind "accel-dra.dev/cambricon" is vendor "cambricon"'s`, func(n *vendors.Names) { n.CDIKind = "accel-dra.dev/cambricon" }},
 		{"another vendor's device prefix", `registering vendor "other": device prefix "npu" is vendor "huawei"'s`, func(n *vendors.Names) { n.DevicePrefix = "npu" }},
 		{"another vendor's tool", `registering vendor "other": tool "cnmon" is vendor "cambricon"'s`, func(n *vendors.Names) { n.Tool = "cnmon" }},
+		{"another vendor's config kind", `registering vendor "other": config kind "AscendConfig" is vendor "huawei"'s`, func(n *vendors.Names) { n.ConfigKind = "AscendConfig" }},
 		{"no driver name", `registering vendor "other": driver name is empty`, func(n *vendors.Names) { n.Driver = "" }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

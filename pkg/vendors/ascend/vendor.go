@@ -18,6 +18,9 @@ const (
 	Driver = "ascend.accel-dra.dev"
 	// Option selects them in --vendors.
 	Option = "ascend"
+	// ConfigKind is the kind of the driver's opaque device configuration
+	// (v1alpha1.AscendConfigKind).
+	ConfigKind = "AscendConfig"
 	// CDIKind is the kind of their CDI specs.
 	CDIKind = "accel-dra.dev/ascend"
 	// DevicePrefix names their DRA devices: npu-N.
@@ -38,7 +41,7 @@ var _ vendors.Vendor = Ascend{}
 // Names implements vendors.Vendor.
 func (Ascend) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: NpuSmi}
+		DevicePrefix: DevicePrefix, Tool: NpuSmi, ConfigKind: ConfigKind}
 }
 
 // NewBackend implements vendors.Vendor.

@@ -18,6 +18,9 @@ const (
 	Driver = "cambricon.accel-dra.dev"
 	// Option selects them in --vendors.
 	Option = "cambricon"
+	// ConfigKind is the kind of the driver's opaque device configuration
+	// (v1alpha1.CambriconConfigKind).
+	ConfigKind = "CambriconConfig"
 	// CDIKind is the kind of their CDI specs.
 	CDIKind = "accel-dra.dev/cambricon"
 	// DevicePrefix names their DRA devices: mlu-N.
@@ -38,7 +41,7 @@ var _ vendors.Vendor = Cambricon{}
 // Names implements vendors.Vendor.
 func (Cambricon) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: Cnmon}
+		DevicePrefix: DevicePrefix, Tool: Cnmon, ConfigKind: ConfigKind}
 }
 
 // NewBackend implements vendors.Vendor.

@@ -30,6 +30,7 @@ const (
 	DevicePrefix                       = "xpu"
 	Tool                               = "acme-smi"
 	EnvVisibleDevices                  = "ACME_VISIBLE_DEVICES"
+	ConfigKind                         = "AcmeConfig"
 	// CtlNode is the device file every container of the vendor gets.
 	CtlNode = "/dev/acme_ctl"
 	// Model, Cores and MemoryBytes are what every ACME chip reports.
@@ -49,7 +50,7 @@ var _ vendors.Vendor = Acme{}
 // Names implements vendors.Vendor.
 func (Acme) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: Tool}
+		DevicePrefix: DevicePrefix, Tool: Tool, ConfigKind: ConfigKind}
 }
 
 // NewBackend implements vendors.Vendor: one chip per /dev/acme<N> under

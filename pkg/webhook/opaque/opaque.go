@@ -3,28 +3,26 @@
 // template or DeviceClass) and for the kubelet plugin (status.allocation of
 // a claim), so `kubectl apply` and a failed prepare say the same thing.
 //
-// It depends only on the config API and the driver names, so the plugin can
-// import it without pulling in the webhook's HTTP code.
+// It depends only on the config API and the vendor registry (driver names
+// and config kinds), so the plugin can import it without pulling in the
+// webhook's HTTP code.
 package opaque
 
 import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
-	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
-	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // KindFor returns the config kind a driver of ours accepts; ok is false for
 // any other driver, whose configs are not ours to judge.
 func KindFor(driver string) (kind string, ok bool) {
-	switch driver {
-	case ascend.Driver:
-		return v1alpha1.AscendConfigKind, true
-	case cambricon.Driver:
-		return v1alpha1.CambriconConfigKind, true
+	v, ok := vendors.ByDriver(driver)
+	if !ok {
+		return "", false
 	}
-	return "", false
+	return v.Names().ConfigKind, true
 }
 
 // ParametersPath is the path of the opaque parameters of entry i of a
