@@ -25,6 +25,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/logflags"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+
+	// Every vendor accel-dra supports (pkg/vendors).
+	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func main() {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -37,15 +39,15 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 		visibleEnv    string
 		ascendRuntime bool
 	}{
-		{golden: "ascend-910b-1-chip", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{3}},
-		{golden: "ascend-910a-4-chips-one-ring", profile: "atlas-800-910a", vendor: inventory.VendorHuawei, indices: []int{4, 5, 6, 7},
+		{golden: "ascend-910b-1-chip", profile: "atlas-800t-a2", vendor: ascend.Vendor, indices: []int{3}},
+		{golden: "ascend-910a-4-chips-one-ring", profile: "atlas-800-910a", vendor: ascend.Vendor, indices: []int{4, 5, 6, 7},
 			env: map[string]string{"HCCL_CONNECT_TIMEOUT": "1200"}},
-		{golden: "ascend-910b-8-chips", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
-		{golden: "cambricon-mlu370-1-chip", profile: "mlu370-x8", vendor: inventory.VendorCambricon, indices: []int{2}},
-		{golden: "cambricon-mlu590-4-chips", profile: "mlu590", adjust: withMLU590Nodes, vendor: inventory.VendorCambricon, indices: []int{0, 1, 2, 3},
+		{golden: "ascend-910b-8-chips", profile: "atlas-800t-a2", vendor: ascend.Vendor, indices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{golden: "cambricon-mlu370-1-chip", profile: "mlu370-x8", vendor: cambricon.Vendor, indices: []int{2}},
+		{golden: "cambricon-mlu590-4-chips", profile: "mlu590", adjust: withMLU590Nodes, vendor: cambricon.Vendor, indices: []int{0, 1, 2, 3},
 			env: map[string]string{"CNCL_LOG_LEVEL": "WARNING"}},
-		{golden: "cambricon-mlu370-8-chips", profile: "mlu370-x8", vendor: inventory.VendorCambricon, indices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
-		{golden: "ascend-310p-vnpu", profile: "atlas-300i-duo", vendor: inventory.VendorHuawei, indices: []int{1}, mutate: func(c *cdi.Claim) {
+		{golden: "cambricon-mlu370-8-chips", profile: "mlu370-x8", vendor: cambricon.Vendor, indices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{golden: "ascend-310p-vnpu", profile: "atlas-300i-duo", vendor: ascend.Vendor, indices: []int{1}, mutate: func(c *cdi.Claim) {
 			// vNPU 116 (vir02) on chip 1, as the driver prepares it.
 			d := &c.Devices[0]
 			d.Name = "npu-1-vir02-0"
@@ -53,9 +55,9 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 			d.VisibleID = ptr.To(116)
 			d.DriverEnv = map[string]string{"PARTITION": "vir02", "MEMORY": "6442450944", "CORES": "2"}
 			d.Annotations = map[string]string{"accel-dra.dev/partition": `{"type":"vnpu","chip":1,"template":"vir02","id":116,"deviceNode":"/dev/vdavinci116"}`}
-			c.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
+			c.Env = map[string]string{ascend.EnvRuntimeOptions: "VIRTUAL"}
 		}},
-		{golden: "cambricon-mlu370-smlu", profile: "mlu370-x8", vendor: inventory.VendorCambricon, indices: []int{2}, mutate: func(c *cdi.Claim) {
+		{golden: "cambricon-mlu370-smlu", profile: "mlu370-x8", vendor: cambricon.Vendor, indices: []int{2}, mutate: func(c *cdi.Claim) {
 			d := &c.Devices[0]
 			d.Name = "mlu-2-smlu-25p-0"
 			d.Nodes = []cdi.DeviceNode{
@@ -67,16 +69,16 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 		}},
 		// A node that still has the Ascend runtime: auto leaves
 		// ASCEND_VISIBLE_DEVICES out; omit does so for Cambricon too.
-		{golden: "ascend-910b-1-chip-ascend-runtime", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{3}, ascendRuntime: true},
-		{golden: "ascend-310p-vnpu-omit", profile: "atlas-300i-duo", vendor: inventory.VendorHuawei, indices: []int{1}, visibleEnv: cdi.VisibleDevicesOmit, mutate: func(c *cdi.Claim) {
+		{golden: "ascend-910b-1-chip-ascend-runtime", profile: "atlas-800t-a2", vendor: ascend.Vendor, indices: []int{3}, ascendRuntime: true},
+		{golden: "ascend-310p-vnpu-omit", profile: "atlas-300i-duo", vendor: ascend.Vendor, indices: []int{1}, visibleEnv: cdi.VisibleDevicesOmit, mutate: func(c *cdi.Claim) {
 			d := &c.Devices[0]
 			d.Name = "npu-1-vir02-0"
 			d.Nodes = []cdi.DeviceNode{{Path: "/dev/davinci116", HostPath: "/dev/vdavinci116"}}
 			d.VisibleID = ptr.To(116)
-			c.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
+			c.Env = map[string]string{ascend.EnvRuntimeOptions: "VIRTUAL"}
 		}},
-		{golden: "cambricon-mlu370-1-chip-omit", profile: "mlu370-x8", vendor: inventory.VendorCambricon, indices: []int{2}, visibleEnv: cdi.VisibleDevicesOmit},
-		{golden: "ascend-910b-shared", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{0}, mutate: func(c *cdi.Claim) {
+		{golden: "cambricon-mlu370-1-chip-omit", profile: "mlu370-x8", vendor: cambricon.Vendor, indices: []int{2}, visibleEnv: cdi.VisibleDevicesOmit},
+		{golden: "ascend-910b-shared", profile: "atlas-800t-a2", vendor: ascend.Vendor, indices: []int{0}, mutate: func(c *cdi.Claim) {
 			c.Devices[0].DriverEnv = map[string]string{"SHARE_ID": "5e1d0c4b-8f3a-4c2e-9b7d-6a5f4e3d2c1b", "MEMORY": "8589934592", "CORES": "0"}
 		}},
 	}
@@ -125,7 +127,7 @@ func TestSpecFilesAreNamedByVendorAndClaimUID(t *testing.T) {
 	n := newNode(t, "mixed-910b-mlu370", nil)
 	w, dir := n.writer(t)
 	uid := types.UID("0a1b2c3d-0000-4000-8000-000000000001")
-	for _, v := range []inventory.Vendor{inventory.VendorHuawei, inventory.VendorCambricon} {
+	for _, v := range []inventory.Vendor{ascend.Vendor, cambricon.Vendor} {
 		_, err := w.Write(context.Background(), n.claim(uid, v, 0))
 		require.NoError(t, err)
 	}

@@ -17,8 +17,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // node is a simulated node of a profile with its fake host root.
@@ -49,11 +50,11 @@ func newNode(t *testing.T, profileName string, adjust func(*inventory.Inventory)
 
 // withMLU590Nodes gives every Cambricon chip the IPC, communication and
 // message nodes the Cambricon backend finds on an MLU590 host
-// (pkg/discovery/cambricon/testdata/mlu590/root/dev), which the simulated
+// (pkg/vendors/cambricon/testdata/mlu590/root/dev), which the simulated
 // backend leaves out.
 func withMLU590Nodes(inv *inventory.Inventory) {
 	for i, c := range inv.Chips {
-		if c.Vendor == inventory.VendorCambricon {
+		if c.Vendor == cambricon.Vendor {
 			inv.Chips[i].DeviceNodes = []string{
 				fmt.Sprintf("/dev/cambricon_dev%d", c.Index),
 				fmt.Sprintf("/dev/cambricon_ipcm%d", c.Index),
@@ -73,7 +74,7 @@ func (n node) claim(uid types.UID, vendor inventory.Vendor, indices ...int) cdi.
 	}
 	chips := n.inv.ChipsOf(vendor)
 	for _, i := range indices {
-		c.Devices = append(c.Devices, cdi.Device{Name: fmt.Sprintf("%s-%d", names.DevicePrefix(vendor), i), Chip: chips[i]})
+		c.Devices = append(c.Devices, cdi.Device{Name: fmt.Sprintf("%s-%d", vendors.NamesOf(vendor).DevicePrefix, i), Chip: chips[i]})
 	}
 	return c
 }

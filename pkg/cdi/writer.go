@@ -22,9 +22,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,7 +39,7 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // specExt is the extension WriteSpec gives a name without one.
@@ -107,18 +109,11 @@ func NewWriterContext(ctx context.Context, cfg Config) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CDI cache for %s: %w", cfg.SpecDir, err)
 	}
-	omit, marker, err := omittedVisibleEnv(cfg.VisibleDevicesEnv, cfg.VisibleRoot)
+	omit, err := omittedVisibleEnv(ctx, cfg.VisibleDevicesEnv, cfg.VisibleRoot)
 	if err != nil {
 		return nil, err
 	}
-	logger := klog.FromContext(ctx)
-	if omit[inventory.VendorHuawei] && marker != "" {
-		logger.Info("ascend-docker-runtime is installed on this node: CDI specs leave out "+EnvAscendVisibleDevices+
-			" so it does not inject the claimed chips a second time; DRA_DEVICE_* variables and the device metadata file carry the facts",
-			"found", marker, "override", "--visible-devices-env=set")
-	}
-	logger.V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv,
-		"omitAscend", omit[inventory.VendorHuawei], "omitCambricon", omit[inventory.VendorCambricon])
+	klog.FromContext(ctx).V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", omit)
 	return &Writer{cfg: cfg, cache: cache, omitVisible: omit}, nil
 }
 
@@ -168,8 +163,12 @@ type Claim struct {
 	// the claim needs (inventory.Inventory.SharedDeviceNodes[Vendor]).
 	SharedDeviceNodes []string
 	// Env are claim-wide variables the driver sets besides the DRA_* and
-	// visible-devices ones (ASCEND_RUNTIME_OPTIONS=VIRTUAL for vNPUs).
+	// visible-devices ones (DRA_ADMIN_ACCESS).
 	Env map[string]string
+	// Virtual says every device of the claim is a virtual partition (an
+	// Ascend vNPU): the spec gets the vendor's vendors.CDIEdits.VirtualEnv
+	// (ASCEND_RUNTIME_OPTIONS=VIRTUAL) besides Env.
+	Virtual bool
 }
 
 // Write writes the claim's spec, replacing any earlier spec of that claim
@@ -178,7 +177,7 @@ type Claim struct {
 // writes the same file and returns the same IDs.
 func (w *Writer) Write(ctx context.Context, c Claim) (map[string][]string, error) {
 	logger := klog.FromContext(ctx)
-	v, ok := vendorTable[c.Vendor]
+	v, ok := lookup(c.Vendor)
 	if !ok {
 		return nil, fmt.Errorf("writing CDI spec of claim %s/%s: unknown vendor %q", c.Namespace, c.Name, c.Vendor)
 	}
@@ -262,7 +261,7 @@ func temporaries(dir string) (map[string]bool, error) {
 // Delete removes the spec of a claim's devices of vendor. A missing spec
 // is not an error, so unprepare can be retried.
 func (w *Writer) Delete(ctx context.Context, vendor inventory.Vendor, uid types.UID) error {
-	v, ok := vendorTable[vendor]
+	v, ok := lookup(vendor)
 	if !ok {
 		return fmt.Errorf("deleting CDI spec of claim %s: unknown vendor %q", uid, vendor)
 	}
@@ -278,7 +277,7 @@ func (w *Writer) Delete(ctx context.Context, vendor inventory.Vendor, uid types.
 // spec directory, so the plugin can remove specs of claims it no longer
 // knows at startup.
 func (w *Writer) ClaimUIDs(vendor inventory.Vendor) ([]types.UID, error) {
-	v, ok := vendorTable[vendor]
+	v, ok := lookup(vendor)
 	if !ok {
 		return nil, fmt.Errorf("listing CDI specs: unknown vendor %q", vendor)
 	}
@@ -346,17 +345,22 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		return nil, nil, fmt.Errorf("shared device nodes: %w", err)
 	}
 	env := []string{
-		EnvDriver + "=" + names.DriverFor(c.Vendor),
+		EnvDriver + "=" + v.driver,
 		EnvClaimUID + "=" + string(c.UID),
 		EnvClaim + "=" + c.Namespace + "/" + c.Name,
 	}
 	// The variable is what a vendor runtime reacts to; left out, the
 	// runtime passes the container through (vendorruntime.go).
 	if !w.omitVisible[c.Vendor] {
-		env = append(env, v.visibleEnv+"="+joinIndices(indices))
+		env = append(env, v.VisibleEnv+"="+joinIndices(indices))
 	}
-	for _, k := range sortedKeys(c.Env) {
-		env = append(env, k+"="+c.Env[k])
+	claimEnv := c.Env
+	if c.Virtual && len(v.VirtualEnv) > 0 {
+		claimEnv = maps.Clone(v.VirtualEnv)
+		maps.Copy(claimEnv, c.Env)
+	}
+	for _, k := range sortedKeys(claimEnv) {
+		env = append(env, k+"="+claimEnv[k])
 	}
 	spec.ContainerEdits = cdispec.ContainerEdits{
 		Env:         env,
@@ -419,7 +423,7 @@ func (w *Writer) mappedNodes(nodes []DeviceNode, v vendorEdits) ([]*cdispec.Devi
 			continue
 		}
 		seen[n.Path] = true
-		out = append(out, &cdispec.DeviceNode{Path: n.Path, HostPath: w.hostPath(n.HostPath), Permissions: v.permissions})
+		out = append(out, &cdispec.DeviceNode{Path: n.Path, HostPath: w.hostPath(n.HostPath), Permissions: v.Permissions})
 	}
 	return out, nil
 }
@@ -449,7 +453,7 @@ func (w *Writer) deviceNodes(paths []string, v vendorEdits) ([]*cdispec.DeviceNo
 			continue
 		}
 		seen[p] = true
-		nodes = append(nodes, &cdispec.DeviceNode{Path: p, HostPath: w.hostPath(p), Permissions: v.permissions})
+		nodes = append(nodes, &cdispec.DeviceNode{Path: p, HostPath: w.hostPath(p), Permissions: v.Permissions})
 	}
 	return nodes, nil
 }
@@ -459,7 +463,7 @@ func (w *Writer) deviceNodes(paths []string, v vendorEdits) ([]*cdispec.DeviceNo
 // claim.
 func (w *Writer) mounts(v vendorEdits) []*cdispec.Mount {
 	var mounts []*cdispec.Mount
-	for _, p := range v.mounts {
+	for _, p := range v.Mounts {
 		if _, err := os.Stat(filepath.Join(w.cfg.VisibleRoot, p)); err != nil {
 			continue
 		}
@@ -479,11 +483,12 @@ func (w *Writer) hostPath(p string) string {
 // workload that depends on them would otherwise run with a surprise.
 func deviceEnv(c Claim, d Device) ([]string, error) {
 	key := DeviceEnvKey(d.Name)
+	reserved := reservedEnv()
 	// The claim-wide DRA_DRIVER and DRA_CLAIM_UID hold one value per
 	// container, the last spec's, when a container gets devices of two
 	// drivers or claims; these per-device ones are always right.
 	env := []string{
-		key + "_DRIVER=" + names.DriverFor(c.Vendor),
+		key + "_DRIVER=" + vendors.DriverFor(c.Vendor),
 		key + "_CLAIM_UID=" + string(c.UID),
 	}
 	if d.Chip.UUID != "" {
@@ -503,9 +508,9 @@ func deviceEnv(c Claim, d Device) ([]string, error) {
 		switch {
 		case k == "" || strings.ContainsAny(k, "=\x00"):
 			return nil, fmt.Errorf("environment variable name %q is not valid: it must be non-empty without '=' or NUL", k)
-		case strings.HasPrefix(k, envReservedPrefix) || reservedEnv[k]:
-			return nil, fmt.Errorf("environment variable %s is set by the driver; configuration may not set it (nor any %s* variable, %s or %s)",
-				k, envReservedPrefix, EnvAscendVisibleDevices, EnvCambriconVisibleDevices)
+		case strings.HasPrefix(k, envReservedPrefix) || slices.Contains(reserved, k):
+			return nil, fmt.Errorf("environment variable %s is set by the driver; configuration may not set it (nor any %s* variable, %s)",
+				k, envReservedPrefix, orList(reserved))
 		case strings.ContainsRune(d.Env[k], 0):
 			return nil, fmt.Errorf("environment variable %s: value contains NUL", k)
 		}
@@ -515,6 +520,14 @@ func deviceEnv(c Claim, d Device) ([]string, error) {
 }
 
 var nonAlphanumeric = regexp.MustCompile(`[^A-Za-z0-9]+`)
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
 
 // DeviceEnvKey is the stem of a device's variables: DRA_DEVICE_ and the
 // device name upper-cased with runs of other characters as "_".
@@ -548,7 +561,7 @@ type SpecClaim struct {
 
 // ReadClaim reads back the spec of a claim's devices of vendor.
 func (w *Writer) ReadClaim(vendor inventory.Vendor, uid types.UID) (SpecClaim, error) {
-	v, ok := vendorTable[vendor]
+	v, ok := lookup(vendor)
 	if !ok {
 		return SpecClaim{}, fmt.Errorf("reading CDI spec: unknown vendor %q", vendor)
 	}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 const uid = types.UID("9d6c1b2a-5e4f-4a3b-9c8d-7e6f5a4b3c2d")
@@ -41,7 +43,7 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 	}{
 		{
 			name:    "two 910B chips get their davinci nodes, the shared nodes and the driver mounts",
-			profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, indices: []int{3, 1},
+			profile: "atlas-800t-a2", vendor: ascend.Vendor, indices: []int{3, 1},
 			wantDevices: []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/davinci3", "/dev/davinci1"},
 			// Sorted by depth by the CDI library, as runtimes mount them.
 			wantMounts: []string{
@@ -53,7 +55,7 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 				"/usr/local/Ascend/driver/version.info",
 			},
 			wantEnv: func(n node) []string {
-				chips := n.inv.ChipsOf(inventory.VendorHuawei)
+				chips := n.inv.ChipsOf(ascend.Vendor)
 				return []string{
 					"PATH=/usr/bin:/bin",
 					"DRA_DRIVER=ascend.accel-dra.dev",
@@ -73,7 +75,7 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 		},
 		{
 			name:    "an MLU590 chip gets its dev, ipcm, commu and cmsg nodes, cambricon_ctl and cnmon",
-			profile: "mlu590", adjust: withMLU590Nodes, vendor: inventory.VendorCambricon, indices: []int{5},
+			profile: "mlu590", adjust: withMLU590Nodes, vendor: cambricon.Vendor, indices: []int{5},
 			wantDevices: []string{"/dev/cambricon_ctl", "/dev/cambricon_dev5", "/dev/cambricon_ipcm5", "/dev/commu5", "/dev/cmsg_ctrl5"},
 			wantMounts:  []string{"/usr/bin/cnmon"},
 			wantEnv: func(n node) []string {
@@ -85,7 +87,7 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 					"CAMBRICON_VISIBLE_DEVICES=5",
 					"DRA_DEVICE_MLU_5_DRIVER=cambricon.accel-dra.dev",
 					"DRA_DEVICE_MLU_5_CLAIM_UID=" + string(uid),
-					"DRA_DEVICE_MLU_5_UUID=" + n.inv.ChipsOf(inventory.VendorCambricon)[5].UUID,
+					"DRA_DEVICE_MLU_5_UUID=" + n.inv.ChipsOf(cambricon.Vendor)[5].UUID,
 					"DRA_DEVICE_MLU_5_MODEL=MLU590",
 				}
 			},
@@ -103,7 +105,7 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 
 			var wantDevices []oci.LinuxDevice
 			var wantCgroup []oci.LinuxDeviceCgroup
-			access := map[inventory.Vendor]string{inventory.VendorHuawei: "rwm", inventory.VendorCambricon: "rw"}[tt.vendor]
+			access := map[inventory.Vendor]string{ascend.Vendor: "rwm", cambricon.Vendor: "rw"}[tt.vendor]
 			for _, p := range tt.wantDevices {
 				wantDevices = append(wantDevices, nullDev(p))
 				major, minor := int64(1), int64(3)
@@ -125,7 +127,7 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 func TestEachDeviceGetsOneIDNamedAfterTheClaimAndDevice(t *testing.T) {
 	n := newNode(t, "atlas-800-910a", nil)
 	w, _ := n.writer(t)
-	ids, err := w.Write(context.Background(), n.claim(uid, inventory.VendorHuawei, 0, 2))
+	ids, err := w.Write(context.Background(), n.claim(uid, ascend.Vendor, 0, 2))
 	require.NoError(t, err)
 	require.Equal(t, map[string][]string{
 		"npu-0": {"accel-dra.dev/ascend=" + string(uid) + "-npu-0"},
@@ -138,7 +140,7 @@ func TestAContainerGetsOnlyTheNodesOfTheDevicesItWasGiven(t *testing.T) {
 	// request's IDs; the claim-wide edits still come with them.
 	n := newNode(t, "atlas-800t-a2", nil)
 	w, dir := n.writer(t)
-	c := n.claim(uid, inventory.VendorHuawei, 0, 1)
+	c := n.claim(uid, ascend.Vendor, 0, 1)
 	ids, err := w.Write(context.Background(), c)
 	require.NoError(t, err)
 
@@ -158,7 +160,7 @@ func TestInjectingTheSameIDTwiceGivesTheSameContainer(t *testing.T) {
 	// identical cgroup allow rules.
 	n := newNode(t, "mlu370-x8", nil)
 	w, dir := n.writer(t)
-	c := n.claim(uid, inventory.VendorCambricon, 0, 1)
+	c := n.claim(uid, cambricon.Vendor, 0, 1)
 	ids, err := w.Write(context.Background(), c)
 	require.NoError(t, err)
 	once := inject(t, dir, flatten(c, ids)...)
@@ -173,8 +175,8 @@ func TestInjectingTheSameIDTwiceGivesTheSameContainer(t *testing.T) {
 func TestOneClaimWithAnAscendAndACambriconRequestGivesBothVisibleLists(t *testing.T) {
 	n := newNode(t, "mixed-910b-mlu370", nil)
 	w, dir := n.writer(t)
-	ascend := n.claim(uid, inventory.VendorHuawei, 2)
-	cambricon := n.claim(uid, inventory.VendorCambricon, 1)
+	ascend := n.claim(uid, ascend.Vendor, 2)
+	cambricon := n.claim(uid, cambricon.Vendor, 1)
 	aIDs, err := w.Write(context.Background(), ascend)
 	require.NoError(t, err)
 	cIDs, err := w.Write(context.Background(), cambricon)
@@ -190,7 +192,7 @@ func TestOneClaimWithAnAscendAndACambriconRequestGivesBothVisibleLists(t *testin
 	}
 	require.Subset(t, paths, []string{"/dev/davinci2", "/dev/davinci_manager", "/dev/cambricon_dev1", "/dev/cambricon_ctl"})
 
-	require.NoError(t, w.Delete(context.Background(), inventory.VendorHuawei, uid))
+	require.NoError(t, w.Delete(context.Background(), ascend.Vendor, uid))
 	require.Equal(t, []string{"accel-dra.dev-cambricon_" + string(uid) + ".yaml"}, specFiles(t, dir),
 		"deleting one vendor's spec leaves the other's")
 }
@@ -198,7 +200,7 @@ func TestOneClaimWithAnAscendAndACambriconRequestGivesBothVisibleLists(t *testin
 func TestWritingTheSameClaimTwiceLeavesTheSameSingleSpec(t *testing.T) {
 	n := newNode(t, "atlas-800t-a2", nil)
 	w, dir := n.writer(t)
-	c := n.claim(uid, inventory.VendorHuawei, 0, 1, 2, 3)
+	c := n.claim(uid, ascend.Vendor, 0, 1, 2, 3)
 
 	first, err := w.Write(context.Background(), c)
 	require.NoError(t, err)
@@ -219,9 +221,9 @@ func TestWritingTheSameClaimTwiceLeavesTheSameSingleSpec(t *testing.T) {
 func TestRewritingAClaimReplacesItsSpec(t *testing.T) {
 	n := newNode(t, "atlas-800t-a2", nil)
 	w, dir := n.writer(t)
-	_, err := w.Write(context.Background(), n.claim(uid, inventory.VendorHuawei, 0, 1))
+	_, err := w.Write(context.Background(), n.claim(uid, ascend.Vendor, 0, 1))
 	require.NoError(t, err)
-	ids, err := w.Write(context.Background(), n.claim(uid, inventory.VendorHuawei, 5))
+	ids, err := w.Write(context.Background(), n.claim(uid, ascend.Vendor, 5))
 	require.NoError(t, err)
 
 	require.Len(t, specFiles(t, dir), 1)
@@ -232,13 +234,13 @@ func TestRewritingAClaimReplacesItsSpec(t *testing.T) {
 func TestDeleteRemovesTheSpecAndASecondDeleteIsFine(t *testing.T) {
 	n := newNode(t, "mlu590", nil)
 	w, dir := n.writer(t)
-	_, err := w.Write(context.Background(), n.claim(uid, inventory.VendorCambricon, 0))
+	_, err := w.Write(context.Background(), n.claim(uid, cambricon.Vendor, 0))
 	require.NoError(t, err)
 
-	require.NoError(t, w.Delete(context.Background(), inventory.VendorCambricon, uid))
+	require.NoError(t, w.Delete(context.Background(), cambricon.Vendor, uid))
 	require.Empty(t, specFiles(t, dir))
-	require.NoError(t, w.Delete(context.Background(), inventory.VendorCambricon, uid))
-	uids, err := w.ClaimUIDs(inventory.VendorCambricon)
+	require.NoError(t, w.Delete(context.Background(), cambricon.Vendor, uid))
+	uids, err := w.ClaimUIDs(cambricon.Vendor)
 	require.NoError(t, err)
 	require.Empty(t, uids)
 }
@@ -246,25 +248,25 @@ func TestDeleteRemovesTheSpecAndASecondDeleteIsFine(t *testing.T) {
 func TestClaimUIDsListsTheVendorsClaimsWithSpecs(t *testing.T) {
 	n := newNode(t, "mixed-910b-mlu370", nil)
 	w, dir := n.writer(t)
-	ascend := []types.UID{"c0000000-0000-4000-8000-000000000003", "a0000000-0000-4000-8000-000000000001", "b0000000-0000-4000-8000-000000000002"}
-	for _, u := range ascend {
-		_, err := w.Write(context.Background(), n.claim(u, inventory.VendorHuawei, 0))
+	npuUIDs := []types.UID{"c0000000-0000-4000-8000-000000000003", "a0000000-0000-4000-8000-000000000001", "b0000000-0000-4000-8000-000000000002"}
+	for _, u := range npuUIDs {
+		_, err := w.Write(context.Background(), n.claim(u, ascend.Vendor, 0))
 		require.NoError(t, err)
 	}
-	cambricon := types.UID("d0000000-0000-4000-8000-000000000004")
-	_, err := w.Write(context.Background(), n.claim(cambricon, inventory.VendorCambricon, 0))
+	mluUID := types.UID("d0000000-0000-4000-8000-000000000004")
+	_, err := w.Write(context.Background(), n.claim(mluUID, cambricon.Vendor, 0))
 	require.NoError(t, err)
 	// Other vendors' specs and leftovers share the directory.
 	for _, f := range []string{"nvidia.com-gpu.yaml", "k8s.gpu.nvidia.com-claim_e0000000.yaml", "spec.123.tmp"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
 	}
 
-	uids, err := w.ClaimUIDs(inventory.VendorHuawei)
+	uids, err := w.ClaimUIDs(ascend.Vendor)
 	require.NoError(t, err)
-	require.Equal(t, []types.UID{ascend[1], ascend[2], ascend[0]}, uids)
-	uids, err = w.ClaimUIDs(inventory.VendorCambricon)
+	require.Equal(t, []types.UID{npuUIDs[1], npuUIDs[2], npuUIDs[0]}, uids)
+	uids, err = w.ClaimUIDs(cambricon.Vendor)
 	require.NoError(t, err)
-	require.Equal(t, []types.UID{cambricon}, uids)
+	require.Equal(t, []types.UID{mluUID}, uids)
 }
 
 func TestDriverFilesAreMountedOnlyWhereTheyExistOnTheHost(t *testing.T) {
@@ -277,7 +279,7 @@ func TestDriverFilesAreMountedOnlyWhereTheyExistOnTheHost(t *testing.T) {
 		wantMounts []string
 	}{
 		{
-			name: "a host without dcmi and version.info but with sbin/npu-smi", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
+			name: "a host without dcmi and version.info but with sbin/npu-smi", profile: "atlas-800t-a2", vendor: ascend.Vendor,
 			remove: []string{"/usr/local/dcmi", "/usr/local/Ascend/driver/version.info", "/usr/local/bin/npu-smi"},
 			add:    []string{"/usr/local/sbin/npu-smi"},
 			wantMounts: []string{
@@ -286,11 +288,11 @@ func TestDriverFilesAreMountedOnlyWhereTheyExistOnTheHost(t *testing.T) {
 			},
 		},
 		{
-			name: "an Ascend host without any driver files", profile: "atlas-800-910a", vendor: inventory.VendorHuawei,
+			name: "an Ascend host without any driver files", profile: "atlas-800-910a", vendor: ascend.Vendor,
 			remove: []string{"/usr/local/Ascend", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/ascend_install.info"},
 		},
 		{
-			name: "a Cambricon host without cnmon", profile: "mlu370-x8", vendor: inventory.VendorCambricon,
+			name: "a Cambricon host without cnmon", profile: "mlu370-x8", vendor: cambricon.Vendor,
 			remove: []string{"/usr/bin/cnmon"},
 		},
 	}
@@ -325,7 +327,7 @@ func TestWithTheDefaultHostRootHostPathsAreTheContainerPaths(t *testing.T) {
 	dir := t.TempDir()
 	w, err := cdi.NewWriter(cdi.Config{SpecDir: dir})
 	require.NoError(t, err)
-	_, err = w.Write(context.Background(), n.claim(uid, inventory.VendorCambricon, 1))
+	_, err = w.Write(context.Background(), n.claim(uid, cambricon.Vendor, 1))
 	require.NoError(t, err)
 
 	specs := requireValidSpecs(t, dir).GetVendorSpecs("accel-dra.dev")
@@ -344,7 +346,7 @@ func TestAPluginInAContainerChecksFilesUnderItsMountButWritesNodePaths(t *testin
 	dir := t.TempDir()
 	w, err := cdi.NewWriter(cdi.Config{SpecDir: dir, HostRoot: "/", VisibleRoot: n.root})
 	require.NoError(t, err)
-	_, err = w.Write(context.Background(), n.claim(uid, inventory.VendorHuawei, 0))
+	_, err = w.Write(context.Background(), n.claim(uid, ascend.Vendor, 0))
 	require.NoError(t, err)
 
 	specs := requireValidSpecs(t, dir).GetVendorSpecs("accel-dra.dev")
@@ -367,32 +369,32 @@ func TestUserEnvironmentIsSetPerDeviceButCannotOverrideTheDriversVariables(t *te
 		wantErr string
 	}{
 		{
-			name: "ordinary variables are accepted", vendor: inventory.VendorHuawei,
+			name: "ordinary variables are accepted", vendor: ascend.Vendor,
 			env: map[string]string{"HCCL_CONNECT_TIMEOUT": "1200", "ASCEND_GLOBAL_LOG_LEVEL": "3"},
 		},
 		{
-			name: "the claim variable is refused", vendor: inventory.VendorHuawei, env: map[string]string{"DRA_CLAIM": "other/claim"},
+			name: "the claim variable is refused", vendor: ascend.Vendor, env: map[string]string{"DRA_CLAIM": "other/claim"},
 			wantErr: `building CDI spec of claim default/claim-9d6c1b2a (` + string(uid) + `): device "npu-0": environment variable DRA_CLAIM is set by the driver; ` +
 				`configuration may not set it (nor any DRA_* variable, ASCEND_VISIBLE_DEVICES or CAMBRICON_VISIBLE_DEVICES)`,
 		},
 		{
-			name: "any DRA_ variable is refused", vendor: inventory.VendorCambricon, env: map[string]string{"DRA_DEVICE_MLU_0_UUID": "x"},
+			name: "any DRA_ variable is refused", vendor: cambricon.Vendor, env: map[string]string{"DRA_DEVICE_MLU_0_UUID": "x"},
 			wantErr: `environment variable DRA_DEVICE_MLU_0_UUID is set by the driver`,
 		},
 		{
-			name: "the vendor's visible devices are refused", vendor: inventory.VendorHuawei, env: map[string]string{"ASCEND_VISIBLE_DEVICES": "0-7"},
+			name: "the vendor's visible devices are refused", vendor: ascend.Vendor, env: map[string]string{"ASCEND_VISIBLE_DEVICES": "0-7"},
 			wantErr: `environment variable ASCEND_VISIBLE_DEVICES is set by the driver`,
 		},
 		{
-			name: "the other vendor's visible devices are refused too", vendor: inventory.VendorHuawei, env: map[string]string{"CAMBRICON_VISIBLE_DEVICES": "0"},
+			name: "the other vendor's visible devices are refused too", vendor: ascend.Vendor, env: map[string]string{"CAMBRICON_VISIBLE_DEVICES": "0"},
 			wantErr: `environment variable CAMBRICON_VISIBLE_DEVICES is set by the driver`,
 		},
 		{
-			name: "a name with '=' is refused", vendor: inventory.VendorCambricon, env: map[string]string{"A=B": "c"},
+			name: "a name with '=' is refused", vendor: cambricon.Vendor, env: map[string]string{"A=B": "c"},
 			wantErr: `environment variable name "A=B" is not valid`,
 		},
 		{
-			name: "an empty name is refused", vendor: inventory.VendorCambricon, env: map[string]string{"": "c"},
+			name: "an empty name is refused", vendor: cambricon.Vendor, env: map[string]string{"": "c"},
 			wantErr: `environment variable name "" is not valid`,
 		},
 	}
@@ -426,13 +428,13 @@ func TestInvalidClaimsAreRefusedWithoutWritingAnything(t *testing.T) {
 		claim   func() cdi.Claim
 		wantErr string
 	}{
-		{name: "an empty UID", claim: func() cdi.Claim { c := n.claim(uid, inventory.VendorHuawei, 0); c.UID = ""; return c }, wantErr: "claim UID is empty"},
-		{name: "no devices", claim: func() cdi.Claim { c := n.claim(uid, inventory.VendorHuawei); return c }, wantErr: "claim has no devices"},
-		{name: "an unknown vendor", claim: func() cdi.Claim { c := n.claim(uid, inventory.VendorHuawei, 0); c.Vendor = "nvidia"; return c }, wantErr: `unknown vendor "nvidia"`},
+		{name: "an empty UID", claim: func() cdi.Claim { c := n.claim(uid, ascend.Vendor, 0); c.UID = ""; return c }, wantErr: "claim UID is empty"},
+		{name: "no devices", claim: func() cdi.Claim { c := n.claim(uid, ascend.Vendor); return c }, wantErr: "claim has no devices"},
+		{name: "an unknown vendor", claim: func() cdi.Claim { c := n.claim(uid, ascend.Vendor, 0); c.Vendor = "nvidia"; return c }, wantErr: `unknown vendor "nvidia"`},
 		{
 			name: "a device listed twice",
 			claim: func() cdi.Claim {
-				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c := n.claim(uid, ascend.Vendor, 0)
 				c.Devices = append(c.Devices, c.Devices[0])
 				return c
 			},
@@ -441,8 +443,8 @@ func TestInvalidClaimsAreRefusedWithoutWritingAnything(t *testing.T) {
 		{
 			name: "a Cambricon chip in an Ascend claim",
 			claim: func() cdi.Claim {
-				c := n.claim(uid, inventory.VendorHuawei, 0)
-				c.Devices[0].Chip = n.inv.ChipsOf(inventory.VendorCambricon)[0]
+				c := n.claim(uid, ascend.Vendor, 0)
+				c.Devices[0].Chip = n.inv.ChipsOf(cambricon.Vendor)[0]
 				return c
 			},
 			wantErr: `device "npu-0": chip 0 is a cambricon chip, not huawei`,
@@ -450,7 +452,7 @@ func TestInvalidClaimsAreRefusedWithoutWritingAnything(t *testing.T) {
 		{
 			name: "a chip without device nodes",
 			claim: func() cdi.Claim {
-				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c := n.claim(uid, ascend.Vendor, 0)
 				c.Devices[0].Chip.DeviceNodes = nil
 				return c
 			},
@@ -459,7 +461,7 @@ func TestInvalidClaimsAreRefusedWithoutWritingAnything(t *testing.T) {
 		{
 			name: "a relative device node path",
 			claim: func() cdi.Claim {
-				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c := n.claim(uid, ascend.Vendor, 0)
 				c.SharedDeviceNodes = []string{"dev/davinci_manager"}
 				return c
 			},
@@ -468,7 +470,7 @@ func TestInvalidClaimsAreRefusedWithoutWritingAnything(t *testing.T) {
 		{
 			name: "a device name CDI does not allow",
 			claim: func() cdi.Claim {
-				c := n.claim(uid, inventory.VendorHuawei, 0)
+				c := n.claim(uid, ascend.Vendor, 0)
 				c.Devices[0].Name = "npu/0"
 				return c
 			},
@@ -491,7 +493,7 @@ func TestFiftyClaimsWrittenAndDeletedConcurrentlyLeaveExactlyTheirSpecs(t *testi
 	const count = 50
 	claims := make([]cdi.Claim, count)
 	for i := range claims {
-		vendor := []inventory.Vendor{inventory.VendorHuawei, inventory.VendorCambricon}[i%2]
+		vendor := []inventory.Vendor{ascend.Vendor, cambricon.Vendor}[i%2]
 		claims[i] = n.claim(types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)), vendor, i%4, (i+1)%4)
 	}
 
@@ -516,11 +518,11 @@ func TestFiftyClaimsWrittenAndDeletedConcurrentlyLeaveExactlyTheirSpecs(t *testi
 	require.Len(t, specFiles(t, dir), count, "one spec per claim and no temporary files")
 	cache := requireValidSpecs(t, dir)
 	require.Len(t, cache.ListDevices(), 2*count)
-	ascend, err := w.ClaimUIDs(inventory.VendorHuawei)
+	npuUIDs, err := w.ClaimUIDs(ascend.Vendor)
 	require.NoError(t, err)
-	cambricon, err := w.ClaimUIDs(inventory.VendorCambricon)
+	mluUIDs, err := w.ClaimUIDs(cambricon.Vendor)
 	require.NoError(t, err)
-	require.Len(t, append(ascend, cambricon...), count)
+	require.Len(t, append(npuUIDs, mluUIDs...), count)
 
 	parallel(func(c cdi.Claim) error { return w.Delete(context.Background(), c.Vendor, c.UID) })
 	require.Empty(t, specFiles(t, dir))
@@ -573,14 +575,14 @@ func TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds(t *testing.T) {
 			w, err := cdi.NewWriter(cdi.Config{SpecDir: dir, HostRoot: n.root})
 			require.NoError(t, err)
 			const otherUID = types.UID("0a1b2c3d-0000-4000-8000-000000000001")
-			_, err = w.Write(context.Background(), n.claim(otherUID, inventory.VendorHuawei, 0))
+			_, err = w.Write(context.Background(), n.claim(otherUID, ascend.Vendor, 0))
 			require.NoError(t, err)
 			// A temporary file of a write by another program.
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "spec.12345.tmp"), nil, 0o600))
 			repair := tt.breakDir(t, dir)
 			want := specFiles(t, dir)
 
-			c := n.claim(uid, inventory.VendorHuawei, 1)
+			c := n.claim(uid, ascend.Vendor, 1)
 			_, err = w.Write(context.Background(), c)
 			require.ErrorContains(t, err, "writing CDI spec of claim default/claim-9d6c1b2a ("+string(uid)+") to "+
 				filepath.Join(dir, "accel-dra.dev-ascend_"+string(uid)+".yaml")+": ")
@@ -592,7 +594,7 @@ func TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, os.Remove(filepath.Join(dir, "spec.12345.tmp")))
 			require.NotEmpty(t, inject(t, dir, flatten(c, ids)...).Linux.Devices)
-			uids, err := w.ClaimUIDs(inventory.VendorHuawei)
+			uids, err := w.ClaimUIDs(ascend.Vendor)
 			require.NoError(t, err)
 			require.Equal(t, []types.UID{otherUID, uid}, uids)
 		})
@@ -631,7 +633,7 @@ func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
 			w, dir := n.writerWith(t, tt.mode)
 			uid := types.UID("0a1b2c3d-0000-4000-8000-000000000002")
 			got := map[string]string{}
-			for _, v := range []inventory.Vendor{inventory.VendorHuawei, inventory.VendorCambricon} {
+			for _, v := range []inventory.Vendor{ascend.Vendor, cambricon.Vendor} {
 				c := n.claim(uid, v, 0, 1)
 				ids, err := w.Write(context.Background(), c)
 				require.NoError(t, err)
@@ -650,8 +652,8 @@ func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
 					require.NotContains(t, got, name)
 				}
 			}
-			requireVar(cdi.EnvAscendVisibleDevices, tt.wantAscend)
-			requireVar(cdi.EnvCambriconVisibleDevices, tt.wantCambricon)
+			requireVar(ascend.EnvVisibleDevices, tt.wantAscend)
+			requireVar(cambricon.EnvVisibleDevices, tt.wantCambricon)
 		})
 	}
 }
@@ -676,7 +678,7 @@ func TestAscendRuntimeIsFoundByItsBinaryOrTheRuntimeConfiguration(t *testing.T) 
 				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 				require.NoError(t, os.WriteFile(p, []byte(tt.content), 0o644))
 			}
-			found, marker := cdi.AscendRuntimeFound(root)
+			found, marker := cdi.RuntimeFound(ascend.Vendor, root)
 			require.Equal(t, tt.want, found)
 			if tt.want {
 				require.Equal(t, "/"+tt.path, marker)

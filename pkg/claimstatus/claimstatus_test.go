@@ -44,6 +44,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	ascendvendor "github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 const (
@@ -384,7 +385,7 @@ func TestTwoDriversWriteTheirOwnEntriesIntoOneClaim(t *testing.T) {
 }
 
 func TestChipDataIsTheChipsFacts(t *testing.T) {
-	c := inventory.Chip{Vendor: inventory.VendorHuawei, Model: "Ascend910A", Index: 0, UUID: "u-0",
+	c := inventory.Chip{Vendor: ascendvendor.Vendor, Model: "Ascend910A", Index: 0, UUID: "u-0",
 		PCIBusID: "0000:11:00.0", DriverVersion: "23.0.3", DeviceIP: "192.168.100.101/24", MemoryBytes: 32 << 30}
 	require.Equal(t, v1alpha1.DeviceStatusData{UUID: "u-0", Model: "Ascend910A", Index: ptr.To(0), PCIBusID: "0000:11:00.0",
 		DriverVersion: "23.0.3", DeviceIP: "192.168.100.101/24"}, ChipData(c))

@@ -132,8 +132,8 @@ func TestDiscoverPrintsPartitionsOnlyWhenAsked(t *testing.T) {
 }
 
 func TestDiscoverReadsAFixtureRootWithRecordedToolOutput(t *testing.T) {
-	out, err := run(t, "discover", "--root", "../discovery/cambricon/testdata/mlu370-x8/root",
-		"--tool-output", "../discovery/cambricon/testdata/mlu370-x8/cnmon", "--node-name", "infer-0")
+	out, err := run(t, "discover", "--root", "../vendors/cambricon/testdata/mlu370-x8/root",
+		"--tool-output", "../vendors/cambricon/testdata/mlu370-x8/cnmon", "--node-name", "infer-0")
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 9, out)
@@ -141,16 +141,16 @@ func TestDiscoverReadsAFixtureRootWithRecordedToolOutput(t *testing.T) {
 
 	// Like the node agent, a node read from recorded output cannot make
 	// partitions, so it publishes none even where they are asked for.
-	out, err = run(t, "discover", "--root", "../discovery/cambricon/testdata/mlu370-x8/root",
-		"--tool-output", "../discovery/cambricon/testdata/mlu370-x8/cnmon", "--node-name", "infer-0", "--chip-modes", "Partitioned")
+	out, err = run(t, "discover", "--root", "../vendors/cambricon/testdata/mlu370-x8/root",
+		"--tool-output", "../vendors/cambricon/testdata/mlu370-x8/cnmon", "--node-name", "infer-0", "--chip-modes", "Partitioned")
 	require.NoError(t, err)
 	require.Contains(t, out, "note: with --tool-output no partitions are published")
 	require.NotContains(t, out, "smlu")
 }
 
 func TestDiscoverFindsAscendChipsUnderARoot(t *testing.T) {
-	out, err := run(t, "discover", "--root", "../discovery/ascend/testdata/atlas-800-910a/root",
-		"--tool-output", "../discovery/ascend/testdata/atlas-800-910a/npu-smi", "--node-name", "train-0")
+	out, err := run(t, "discover", "--root", "../vendors/ascend/testdata/atlas-800-910a/root",
+		"--tool-output", "../vendors/ascend/testdata/atlas-800-910a/npu-smi", "--node-name", "train-0")
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 9, out)

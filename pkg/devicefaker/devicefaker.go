@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // NullMajor and NullMinor are the device numbers of /dev/null, which every
@@ -124,64 +125,22 @@ func deviceNodes(inv inventory.Inventory) ([]string, error) {
 	return nodes, nil
 }
 
-// driverFiles lists the fake driver installation of a vendor. The paths are
-// the ones pkg/cdi mounts (see its mount table for the vendor sources).
+// driverFiles lists the fake driver installation of a vendor: the paths
+// pkg/cdi mounts (see the vendor's CDI edits for their sources).
 func driverFiles(v inventory.Vendor, chips []inventory.Chip) ([]file, error) {
-	switch v {
-	case inventory.VendorHuawei:
-		version, err := driverVersion(v, chips)
-		if err != nil {
-			return nil, err
-		}
-		return []file{
-			{path: "/usr/local/Ascend/driver/lib64/libascend_hal.so", mode: 0o644, content: placeholder("Ascend driver library")},
-			{path: "/usr/local/Ascend/driver/include", mode: fs.ModeDir | 0o755},
-			// version.info's first line is what CANN and npu-smi read.
-			{path: "/usr/local/Ascend/driver/version.info", mode: 0o644, content: "Version=" + version + "\n"},
-			// Keys as the Ascend driver installer writes them; CANN's
-			// set_env.sh reads Driver_Install_Path_Param.
-			{path: "/etc/ascend_install.info", mode: 0o644, content: "UserName=HwHiAiUser\nUserGroup=HwHiAiUser\n" +
-				"Driver_Install_Type=full\nDriver_Install_Path_Param=/usr/local/Ascend\nDriver_Install_For_All=no\n"},
-			{path: "/usr/local/dcmi/libdcmi.so", mode: 0o644, content: placeholder("Ascend DCMI library")},
-			{path: "/usr/local/bin/npu-smi", mode: 0o755, content: notice("npu-smi", "Ascend NPU")},
-		}, nil
-	case inventory.VendorCambricon:
-		return []file{
-			{path: "/usr/bin/cnmon", mode: 0o755, content: notice("cnmon", "Cambricon MLU")},
-		}, nil
+	x, ok := vendors.Lookup(v)
+	if !ok {
+		return nil, fmt.Errorf("creating fake driver files: unknown vendor %q", v)
 	}
-	return nil, fmt.Errorf("creating fake driver files: unknown vendor %q", v)
-}
-
-// driverVersion is the one driver version the vendor's chips report; a
-// node has one driver per vendor, so differing versions are an error.
-func driverVersion(v inventory.Vendor, chips []inventory.Chip) (string, error) {
-	version := ""
-	for _, c := range chips {
-		switch {
-		case c.DriverVersion == "":
-		case version == "":
-			version = c.DriverVersion
-		case version != c.DriverVersion:
-			return "", fmt.Errorf("creating fake %s driver files: chips report driver versions %s and %s, a node has one driver", v, version, c.DriverVersion)
-		}
+	vf, err := x.Simulation().DriverFiles(chips)
+	if err != nil {
+		return nil, err
 	}
-	if version == "" {
-		return "", fmt.Errorf("creating fake %s driver files: no chip reports a driver version", v)
+	out := make([]file, 0, len(vf))
+	for _, f := range vf {
+		out = append(out, file{path: f.Path, mode: f.Mode, content: f.Content})
 	}
-	return version, nil
-}
-
-func placeholder(what string) string {
-	return "placeholder " + what + " created by accel-dra devicefaker; not a real shared object\n"
-}
-
-// notice is a vendor tool stand-in: it says what it is instead of failing
-// with "not found", so a workload's diagnostics point at the fake node.
-func notice(tool, chip string) string {
-	return "#!/bin/sh\n" +
-		"echo \"" + tool + ": placeholder created by accel-dra devicefaker; this node has fake " + chip + " device files and no real chips\"\n" +
-		"exit 0\n"
+	return out, nil
 }
 
 // under joins p (an absolute path as seen on the node) to root and rejects

@@ -15,6 +15,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 func inventoryOf(t *testing.T, profileName string) inventory.Inventory {
@@ -170,7 +172,7 @@ func TestCreateRefusesWhatCouldDamageARealNode(t *testing.T) {
 		{
 			name:    "a device path that climbs out of the root is refused",
 			root:    func(t *testing.T) string { return t.TempDir() },
-			inv:     inventory.Inventory{Chips: []inventory.Chip{{Vendor: inventory.VendorCambricon, DeviceNodes: []string{"/dev/../../escape"}}}},
+			inv:     inventory.Inventory{Chips: []inventory.Chip{{Vendor: cambricon.Vendor, DeviceNodes: []string{"/dev/../../escape"}}}},
 			wantErr: `leaves the root`,
 		},
 		{
@@ -187,15 +189,15 @@ func TestCreateRefusesWhatCouldDamageARealNode(t *testing.T) {
 		{
 			name:    "a chip without device nodes is an error",
 			root:    func(t *testing.T) string { return t.TempDir() },
-			inv:     inventory.Inventory{Chips: []inventory.Chip{{Vendor: inventory.VendorHuawei, Index: 2}}},
+			inv:     inventory.Inventory{Chips: []inventory.Chip{{Vendor: ascend.Vendor, Index: 2}}},
 			wantErr: `huawei chip 2 has no device nodes`,
 		},
 		{
 			name: "chips of one vendor with different driver versions are an error",
 			root: func(t *testing.T) string { return t.TempDir() },
 			inv: inventory.Inventory{Chips: []inventory.Chip{
-				{Vendor: inventory.VendorHuawei, Index: 0, DriverVersion: "24.1.0", DeviceNodes: []string{"/dev/davinci0"}},
-				{Vendor: inventory.VendorHuawei, Index: 1, DriverVersion: "23.0.3", DeviceNodes: []string{"/dev/davinci1"}},
+				{Vendor: ascend.Vendor, Index: 0, DriverVersion: "24.1.0", DeviceNodes: []string{"/dev/davinci0"}},
+				{Vendor: ascend.Vendor, Index: 1, DriverVersion: "23.0.3", DeviceNodes: []string{"/dev/davinci1"}},
 			}},
 			wantErr: `chips report driver versions 24.1.0 and 23.0.3`,
 		},

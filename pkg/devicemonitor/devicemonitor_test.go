@@ -17,6 +17,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // fixtureNode is a writable copy of a discovery fixture node (host root
@@ -28,7 +30,7 @@ type fixtureNode struct {
 }
 
 func copyFixture(t *testing.T, vendorDir, node, tool string) *fixtureNode {
-	dir := filepath.Join("..", "discovery", vendorDir, "testdata", node)
+	dir := filepath.Join("..", "vendors", vendorDir, "testdata", node)
 	return &fixtureNode{t: t, tool: tool,
 		root:  discoverytest.CopyTree(t, filepath.Join(dir, "root")),
 		tools: discoverytest.CopyTree(t, filepath.Join(dir, tool))}
@@ -134,9 +136,9 @@ func TestAChipTheToolCallsUnhealthyIsTaintedWithTheReasonAndRecovers(t *testing.
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, logs := discoverytest.BufferedContext(t)
 			f := copyFixture(t, tc.vendorDir, tc.node, tc.tool)
-			vendor := inventory.VendorHuawei
+			vendor := ascend.Vendor
 			if tc.vendorDir == "cambricon" {
-				vendor = inventory.VendorCambricon
+				vendor = cambricon.Vendor
 			}
 			target := &slicesTarget{vendor: vendor}
 			m := newMonitor(t, ctx, f, target)
@@ -164,7 +166,7 @@ func TestAChipTheToolCallsUnhealthyIsTaintedWithTheReasonAndRecovers(t *testing.
 func TestMissingDeviceFilesAndPCIFunctionsTaintTheirChip(t *testing.T) {
 	ctx, _ := discoverytest.BufferedContext(t)
 	f := copyFixture(t, "ascend", "atlas-800t-a2", "npu-smi")
-	target := &slicesTarget{vendor: inventory.VendorHuawei, effect: resourceapi.DeviceTaintEffectNoExecute}
+	target := &slicesTarget{vendor: ascend.Vendor, effect: resourceapi.DeviceTaintEffectNoExecute}
 	m := newMonitor(t, ctx, f, target)
 	require.NoError(t, m.Poll(ctx))
 	before := target.devices["npu-2"]
@@ -193,7 +195,7 @@ func TestChipsAddedAndRemovedWhileRunningChangeTheDevices(t *testing.T) {
 	ctx, logs := discoverytest.BufferedContext(t)
 	f := copyFixture(t, "cambricon", "mlu270", "cnmon")
 	full := f.read("info")
-	target := &slicesTarget{vendor: inventory.VendorCambricon}
+	target := &slicesTarget{vendor: cambricon.Vendor}
 	m := newMonitor(t, ctx, f, target)
 	require.NoError(t, m.Poll(ctx))
 	require.Len(t, target.devices, 3)
@@ -242,7 +244,7 @@ func TestAFailedPollKeepsTheLastKnownState(t *testing.T) {
 			ctx, logs := discoverytest.BufferedContext(t)
 			f := copyFixture(t, "cambricon", "mlu590", "cnmon")
 			good := f.read("info")
-			target := &slicesTarget{vendor: inventory.VendorCambricon}
+			target := &slicesTarget{vendor: cambricon.Vendor}
 			m := newMonitor(t, ctx, f, target)
 			f.edit("Device                     : Good", "Device                     : Bad", "info")
 			require.NoError(t, m.Poll(ctx))
@@ -275,7 +277,7 @@ func TestCheckTimeoutCoversThreePollsAndNeverUndercutsTheKubelet(t *testing.T) {
 
 func TestADisabledMonitorReturnsAtOnce(t *testing.T) {
 	ctx, logs := discoverytest.BufferedContext(t)
-	m, err := devicemonitor.New(devicemonitor.Config{Interval: 0, Targets: []devicemonitor.Target{&slicesTarget{vendor: inventory.VendorHuawei}}})
+	m, err := devicemonitor.New(devicemonitor.Config{Interval: 0, Targets: []devicemonitor.Target{&slicesTarget{vendor: ascend.Vendor}}})
 	require.NoError(t, err)
 	m.Run(ctx) // would block until ctx is done if it polled
 	require.Contains(t, logs(), "Device monitor disabled")

@@ -1,7 +1,9 @@
 // Package discovery finds the accelerator chips of a node. Each vendor has
-// a backend in its own sub-package (ascend, cambricon) reading device files
-// and sysfs under a root directory plus vendor tool output; the simulated
-// backend builds the same inventory from a hardware profile.
+// a backend in its own package (pkg/vendors/ascend, pkg/vendors/cambricon)
+// reading device files and sysfs under a root directory plus vendor tool
+// output; the simulated backend builds the same inventory from a hardware
+// profile. This package holds what they share: the backend interface, the
+// tool runners, device files, link groups and version parsing.
 package discovery
 
 import (

@@ -29,9 +29,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/claimstatus"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Config configures one driver instance.
@@ -67,7 +67,7 @@ type Config struct {
 	// zero value publishes every chip Whole.
 	Policy partitions.Policy
 	// PartitionTool makes, lists and removes partitions (the vendor tool,
-	// or partitions.Fake on a simulated node). Without it no partitions are
+	// or partitionsim.Fake on a simulated node). Without it no partitions are
 	// published: chips that would be Partitioned are Whole.
 	PartitionTool partitions.Tool
 	// Metrics, if set, records this driver's operations (nil: none).
@@ -139,7 +139,7 @@ var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	logger := klog.FromContext(ctx)
 	d := &Driver{
-		name:    names.DriverFor(cfg.Vendor),
+		name:    vendors.DriverFor(cfg.Vendor),
 		vendor:  cfg.Vendor,
 		node:    cfg.NodeName,
 		inv:     cfg.Inventory.Only(cfg.Vendor),

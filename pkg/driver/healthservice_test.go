@@ -14,6 +14,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // healthDriver is a driver, without kubelet plugin, serving the chips of
@@ -25,9 +26,9 @@ func healthDriver(t *testing.T, timeout time.Duration) (*Driver, []inventory.Chi
 	require.NoError(t, err)
 	inv, err := simulated.New("node-0", p).Discover(context.Background())
 	require.NoError(t, err)
-	chips := inv.ChipsOf(inventory.VendorHuawei)
+	chips := inv.ChipsOf(ascend.Vendor)
 	require.NotEmpty(t, chips)
-	d := &Driver{vendor: inventory.VendorHuawei, node: "node-0", policy: partitions.Policy{Default: partitions.ModePartitioned},
+	d := &Driver{vendor: ascend.Vendor, node: "node-0", policy: partitions.Policy{Default: partitions.ModePartitioned},
 		healthTimeout: timeout, healthWake: make(chan struct{})}
 	d.index(chips)
 	require.NotEmpty(t, d.slots, "the profile's chips have partition slots")

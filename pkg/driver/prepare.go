@@ -108,9 +108,9 @@ func (d *Driver) cdiClaim(p *claimPlan) (cdi.Claim, error) {
 		allVirtual = allVirtual && pd.virtual
 		allAdmin = allAdmin && pd.entry.Kind == checkpoint.KindAdmin
 	}
-	if allVirtual && d.vendor == inventory.VendorHuawei {
-		spec.Env = map[string]string{cdi.EnvAscendRuntimeOptions: "VIRTUAL"}
-	}
+	// A claim of only virtual partitions gets what the vendor's runtime
+	// sets for them (the vendor's CDI edits); an admin claim only its flag.
+	spec.Virtual = allVirtual && !allAdmin
 	if allAdmin {
 		spec.Env = map[string]string{cdi.EnvAdminAccess: "true"}
 	}

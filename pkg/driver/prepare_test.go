@@ -11,10 +11,9 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // TestAConflictInsideOneClaimNamesTheOtherResult: results of one claim
@@ -30,11 +29,11 @@ func TestAConflictInsideOneClaimNamesTheOtherResult(t *testing.T) {
 	require.NoError(t, err)
 	policy, err := partitions.ParsePolicy("Partitioned,mlu-3=Shared")
 	require.NoError(t, err)
-	d := &Driver{name: names.CambriconDriver, vendor: inventory.VendorCambricon, node: "node-0", policy: policy,
+	d := &Driver{name: cambricon.Driver, vendor: cambricon.Vendor, node: "node-0", policy: policy,
 		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{
 			"uid-holder": {Namespace: "default", Name: "holder", Devices: []checkpoint.Device{{Request: "accel", Pool: "node-0", Device: "mlu-0"}}},
 		}}}
-	d.index(inv.ChipsOf(inventory.VendorCambricon))
+	d.index(inv.ChipsOf(cambricon.Vendor))
 	share := types.UID("share-1")
 
 	tests := []struct {
@@ -61,7 +60,7 @@ func TestAConflictInsideOneClaimNamesTheOtherResult(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for i := range tt.results {
-				tt.results[i].Request, tt.results[i].Driver, tt.results[i].Pool = "accel", names.CambriconDriver, "node-0"
+				tt.results[i].Request, tt.results[i].Driver, tt.results[i].Pool = "accel", cambricon.Driver, "node-0"
 			}
 			claim := &resourceapi.ResourceClaim{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod", UID: "uid-pod"},

@@ -19,17 +19,17 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // failingRunner runs the fake vendor tool, but fails the failCreate-th
 // partition create and the failDestroy-th destroy (counting from 1; 0:
 // none).
 type failingRunner struct {
-	fake                    *partitions.Fake
+	fake                    *partitionsim.Fake
 	failCreate, failDestroy int
 	creates, destroys       int
 }
@@ -69,12 +69,12 @@ func newTestNode(t *testing.T) *testNode {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	n := &testNode{cdiDir: filepath.Join(dir, "cdi"), ckptDir: filepath.Join(dir, "state")}
-	n.runner = &failingRunner{fake: &partitions.Fake{StatePath: filepath.Join(dir, "partitions.json"), Chips: inv.Chips}}
-	tool, err := partitions.NewTool(inventory.VendorHuawei, n.runner)
+	n.runner = &failingRunner{fake: &partitionsim.Fake{StatePath: filepath.Join(dir, "partitions.json"), Chips: inv.Chips}}
+	tool, err := partitions.NewTool(ascend.Vendor, n.runner)
 	require.NoError(t, err)
 	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
 	require.NoError(t, err)
-	n.d = &Driver{name: names.AscendDriver, vendor: inventory.VendorHuawei, node: "node-0", inv: inv.Only(inventory.VendorHuawei),
+	n.d = &Driver{name: ascend.Driver, vendor: ascend.Vendor, node: "node-0", inv: inv.Only(ascend.Vendor),
 		policy: policy, tool: tool, cdi: writer, store: checkpoint.New(n.ckptDir, CheckpointFile),
 		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{}}}
 	n.d.index(n.d.inv.Chips)
@@ -86,7 +86,7 @@ func (n *testNode) claim(uid types.UID, devices ...string) *resourceapi.Resource
 		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
 	for _, d := range devices {
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,
-			resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: names.AscendDriver, Pool: "node-0", Device: d})
+			resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: ascend.Driver, Pool: "node-0", Device: d})
 	}
 	return c
 }
@@ -100,7 +100,7 @@ func (n *testNode) left(t *testing.T) (parts []string, specs []types.UID, saved 
 	for _, i := range insts {
 		parts = append(parts, i.Template)
 	}
-	specs, err = n.d.cdi.ClaimUIDs(inventory.VendorHuawei)
+	specs, err = n.d.cdi.ClaimUIDs(ascend.Vendor)
 	require.NoError(t, err)
 	data, err := n.d.store.Load()
 	require.NoError(t, err)

@@ -11,21 +11,14 @@ import (
 	"unicode"
 )
 
-// Vendor is the value of the shared accel-dra.dev/vendor attribute.
+// Vendor is the value of the shared accel-dra.dev/vendor attribute. The
+// values and everything else about a vendor are the vendor's own package's
+// (pkg/vendors/<vendor>, registered with pkg/vendors).
 type Vendor string
 
-const (
-	VendorHuawei    Vendor = "huawei"
-	VendorCambricon Vendor = "cambricon"
-)
-
-// Family is the value of the shared accel-dra.dev/family attribute.
+// Family is the value of the shared accel-dra.dev/family attribute, one
+// per vendor (vendors.Names.Family).
 type Family string
-
-const (
-	FamilyAscend Family = "ascend"
-	FamilyMLU    Family = "mlu"
-)
 
 // LinkType is the value of the shared accel-dra.dev/linkType attribute.
 type LinkType string
@@ -35,17 +28,6 @@ const (
 	LinkMLULink LinkType = "mlulink"
 	LinkPCIe    LinkType = "pcie"
 )
-
-// FamilyOf returns the chip family a vendor makes.
-func (v Vendor) Family() Family {
-	switch v {
-	case VendorHuawei:
-		return FamilyAscend
-	case VendorCambricon:
-		return FamilyMLU
-	}
-	return ""
-}
 
 // Chip is one whole accelerator chip, the unit that gets a device node
 // (/dev/davinciN, /dev/cambricon_devN) and becomes one DRA device.
@@ -203,13 +185,14 @@ func (inv Inventory) Only(v Vendor) Inventory {
 	return Inventory{Chips: inv.ChipsOf(v), SharedDeviceNodes: map[Vendor][]string{v: inv.SharedDeviceNodes[v]}}
 }
 
-// Validate checks the invariants the slice builder relies on: known vendors,
+// Validate checks the invariants the slice builder relies on: a vendor on
+// every chip (whether it is a registered one, pkg/discovery/source checks),
 // unique indices per vendor, and the fields every device must publish.
 func (inv Inventory) Validate() error {
 	seen := map[Vendor]map[int]bool{}
 	for _, c := range inv.Chips {
-		if c.Vendor.Family() == "" {
-			return fmt.Errorf("chip %d: unknown vendor %q", c.Index, c.Vendor)
+		if c.Vendor == "" {
+			return fmt.Errorf("chip %d: vendor is empty", c.Index)
 		}
 		if c.Index < 0 {
 			return fmt.Errorf("%s chip: negative index %d", c.Vendor, c.Index)

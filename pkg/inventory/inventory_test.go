@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 func TestReasonToolHealthIsAValidCamelCaseReason(t *testing.T) {
@@ -45,7 +46,7 @@ func TestValidateAcceptsADeviceIPOnlyWithItsPrefixLength(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			inv := inventory.Inventory{Chips: []inventory.Chip{{Vendor: inventory.VendorHuawei, Model: "Ascend910B3",
+			inv := inventory.Inventory{Chips: []inventory.Chip{{Vendor: ascend.Vendor, Model: "Ascend910B3",
 				LinkType: inventory.LinkHCCS, LinkGroup: "hccs-0", DeviceIP: tt.deviceIP}}}
 			err := inv.Validate()
 			if tt.want == "" {

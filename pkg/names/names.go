@@ -1,24 +1,16 @@
-// Package names holds the names users type, fixed by docs/architecture.md: driver
-// names, the shared attribute domain and its keys, CDI kinds.
+// Package names holds the names users type that every vendor shares, fixed
+// by docs/architecture.md: the attribute domain and its keys. A vendor's own names
+// (driver, CDI kind, --vendors option, device prefix) are its package's,
+// reached through pkg/vendors.
 package names
 
 import (
 	resourceapi "k8s.io/api/resource/v1"
-
-	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
-const (
-	AscendDriver    = "ascend.accel-dra.dev"
-	CambriconDriver = "cambricon.accel-dra.dev"
-
-	// Domain is the shared attribute domain, the same on both drivers so
-	// one CEL expression works across vendors.
-	Domain = "accel-dra.dev"
-
-	AscendCDIKind    = "accel-dra.dev/ascend"
-	CambriconCDIKind = "accel-dra.dev/cambricon"
-)
+// Domain is the shared attribute domain, the same on every driver so one
+// CEL expression works across vendors.
+const Domain = "accel-dra.dev"
 
 // Shared attribute and capacity keys, fully qualified.
 const (
@@ -44,33 +36,3 @@ const (
 	// the scheduler does not hand them out.
 	TaintUnhealthy = Domain + "/unhealthy"
 )
-
-// DriverFor returns the DRA driver name serving a vendor's chips.
-func DriverFor(v inventory.Vendor) string {
-	switch v {
-	case inventory.VendorHuawei:
-		return AscendDriver
-	case inventory.VendorCambricon:
-		return CambriconDriver
-	}
-	return ""
-}
-
-// VendorFor is the inverse of DriverFor.
-func VendorFor(driver string) inventory.Vendor {
-	switch driver {
-	case AscendDriver:
-		return inventory.VendorHuawei
-	case CambriconDriver:
-		return inventory.VendorCambricon
-	}
-	return ""
-}
-
-// DevicePrefix is the device name prefix of a vendor: npu-N, mlu-N.
-func DevicePrefix(v inventory.Vendor) string {
-	if v == inventory.VendorCambricon {
-		return "mlu"
-	}
-	return "npu"
-}

@@ -24,9 +24,10 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Options configure the node agent.
@@ -107,8 +108,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	vendors := inv.Vendors()
-	if len(vendors) == 0 {
+	found := inv.Vendors()
+	if len(found) == 0 {
 		return fmt.Errorf("no Ascend or Cambricon chips found under %s: nothing to serve", rootOf(o))
 	}
 	hostRoot := rootOf(o)
@@ -132,7 +133,7 @@ func Run(ctx context.Context, o Options) error {
 	stopped := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	probeServer := &probes{want: len(vendors), metrics: metrics.New()}
+	probeServer := &probes{want: len(found), metrics: metrics.New()}
 	if o.HealthAddr != "" {
 		addr, err := probeServer.serve(ctx, o.HealthAddr)
 		if err != nil {
@@ -154,9 +155,9 @@ func Run(ctx context.Context, o Options) error {
 	// the second vendor's claims should not wait for the first's. A driver
 	// that fails to start cancels the others' starts: its error is the
 	// cause the agent exits with.
-	cfgs := make([]driver.Config, len(vendors))
-	for i, v := range vendors {
-		name := names.DriverFor(v)
+	cfgs := make([]driver.Config, len(found))
+	for i, v := range found {
+		name := vendors.DriverFor(v)
 		stateDir := filepath.Join(o.StateDir, name)
 		tool, err := partitionTool(o, v, inv, hostRoot, stateDir)
 		if err != nil {
@@ -185,11 +186,11 @@ func Run(ctx context.Context, o Options) error {
 	}
 	// Every config is made before any driver starts, so no error return
 	// can leave a started driver behind.
-	started := make([]*driver.Driver, len(vendors))
+	started := make([]*driver.Driver, len(found))
 	var wg sync.WaitGroup
 	for i, cfg := range cfgs {
 		wg.Go(func() {
-			d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", names.DriverFor(cfg.Vendor))), cfg)
+			d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", vendors.DriverFor(cfg.Vendor))), cfg)
 			if err != nil {
 				cancel(err)
 			}
@@ -231,14 +232,14 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // partitionTool is the tool that makes a vendor's partitions: on a
-// simulated node a partitions.Fake keeping its state in the driver's state
+// simulated node a partitionsim.Fake keeping its state in the driver's state
 // directory (and, with fake devices, the partitions' device nodes under
 // the fake root); on a real node the vendor tool (npu-smi, cnmon at the
 // configured paths). A node read from recorded tool output has none: it
 // cannot make partitions, so it publishes none.
 func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostRoot, stateDir string) (partitions.Tool, error) {
 	if o.Discovery.Profile != "" {
-		fake := &partitions.Fake{StatePath: filepath.Join(stateDir, partitions.FakeStateFile), Chips: inv.ChipsOf(v)}
+		fake := &partitionsim.Fake{StatePath: filepath.Join(stateDir, partitionsim.StateFile), Chips: inv.ChipsOf(v)}
 		if o.FakeDevices {
 			fake.Root = hostRoot
 		}
@@ -247,14 +248,7 @@ func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostR
 	if o.Discovery.ToolOutput != "" {
 		return nil, nil
 	}
-	tools := map[string]string{}
-	if o.Discovery.NpuSmi != "" {
-		tools[partitions.NpuSmi] = o.Discovery.NpuSmi
-	}
-	if o.Discovery.Cnmon != "" {
-		tools[partitions.Cnmon] = o.Discovery.Cnmon
-	}
-	return partitions.NewTool(v, discovery.ExecRunner{Tools: tools, Timeout: o.Discovery.ToolTimeout})
+	return partitions.NewTool(v, discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout})
 }
 
 func targets(drivers []*driver.Driver) []devicemonitor.Target {

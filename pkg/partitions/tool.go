@@ -37,7 +37,7 @@ func (i Instance) String() string {
 
 // Tool makes, lists and removes the partitions of a vendor's chips with
 // the vendor's tool, through a discovery.CommandRunner (the real tool,
-// recorded output in tests, or the Fake in simulated mode).
+// recorded output in tests, or partitionsim.Fake in simulated mode).
 type Tool interface {
 	// Create makes a partition of template t on chip c.
 	Create(ctx context.Context, c inventory.Chip, t Template) (Instance, error)
@@ -48,15 +48,14 @@ type Tool interface {
 	List(ctx context.Context, c inventory.Chip) ([]Instance, error)
 }
 
-// NewTool returns the partition tool of a vendor.
+// NewTool returns the partition tool of a vendor, running the vendor's
+// tool through runner.
 func NewTool(v inventory.Vendor, runner discovery.CommandRunner) (Tool, error) {
-	switch v {
-	case inventory.VendorHuawei:
-		return &AscendTool{Runner: runner}, nil
-	case inventory.VendorCambricon:
-		return &CambriconTool{Runner: runner}, nil
+	pv, ok := vendorOf(v)
+	if !ok {
+		return nil, fmt.Errorf("no partition tool for vendor %q", v)
 	}
-	return nil, fmt.Errorf("no partition tool for vendor %q", v)
+	return pv.NewPartitionTool(runner), nil
 }
 
 // DeviceNode is one device file a container gets: Path inside the
@@ -73,52 +72,28 @@ type Edits struct {
 	// VisibleID is the id the vendor's visible-devices variable lists for
 	// the partition (ASCEND_VISIBLE_DEVICES, CAMBRICON_VISIBLE_DEVICES).
 	VisibleID int
-	// Virtual says the id is a virtual device (Ascend: ASCEND_RUNTIME_OPTIONS=VIRTUAL).
+	// Virtual says the id is a virtual device (an Ascend vNPU): a claim of
+	// only such partitions gets the vendor's vendors.CDIEdits.VirtualEnv.
 	Virtual bool
 }
 
-// EditsOf returns the container edits of a partition of chip c.
-//
-//   - vNPU: only the virtual device, host /dev/vdavinci<id> at
-//     /dev/davinci<id> in the container, and ASCEND_VISIBLE_DEVICES=<id>
-//     with ASCEND_RUNTIME_OPTIONS=VIRTUAL: what Huawei's device plugin
-//     gives a vNPU container (Ascend/ascend-device-plugin
-//     pkg/server/plugin.go getDevPath: container /dev/davinci<id>, host
-//     /dev/vdavinci<id> when ascendRuntimeOptions is "VIRTUAL";
-//     pkg/common/common.go SetAscendRuntimeEnv). The parent's
-//     /dev/davinciN is not given.
-//   - sMLU: the chip's own nodes (/dev/cambricon_devN,
-//     /dev/cambricon_ipcmN, …) plus the instance's capability node, at the
-//     same paths, and CAMBRICON_VISIBLE_DEVICES=N: what Cambricon's device
-//     plugin gives a MIM or dynamic-sMLU container
-//     (Cambricon/cambricon-k8s-device-plugin device-plugin/pkg/mlu/server.go
-//     PrepareResponse: "/dev/cambricon_dev0,/dev/cambricon_ipcm0,
-//     /dev/cambricon-caps/cap_dev0_mi1").
+// EditsOf returns the container edits of a partition of chip c: what
+// the vendor's device plugin gives a container of such a partition (see
+// the vendors' PartitionEdits).
 func EditsOf(c inventory.Chip, inst Instance) (Edits, error) {
 	if inst.DeviceNode == "" || !path.IsAbs(inst.DeviceNode) {
 		return Edits{}, fmt.Errorf("%s has no absolute device node (%q)", inst, inst.DeviceNode)
 	}
-	switch inst.Type {
-	case TypeVNPU:
-		return Edits{
-			DeviceNodes: []DeviceNode{{Path: fmt.Sprintf("/dev/davinci%d", inst.ID), HostPath: inst.DeviceNode}},
-			VisibleID:   inst.ID,
-			Virtual:     true,
-		}, nil
-	case TypeSMLU:
-		var nodes []DeviceNode
-		for _, n := range c.DeviceNodes {
-			nodes = append(nodes, DeviceNode{Path: n, HostPath: n})
-		}
-		nodes = append(nodes, DeviceNode{Path: inst.DeviceNode, HostPath: inst.DeviceNode})
-		return Edits{DeviceNodes: nodes, VisibleID: c.Index}, nil
+	v, ok := vendorOf(c.Vendor)
+	if !ok {
+		return Edits{}, fmt.Errorf("%s: chip vendor %q has no partitions", inst, c.Vendor)
 	}
-	return Edits{}, fmt.Errorf("%s: unknown partition type", inst)
+	return v.PartitionEdits(c, inst)
 }
 
-// find returns the instance with id among insts: the vendor tools confirm
+// Find returns the instance with id among insts: the vendor tools confirm
 // a create and skip destroying what is already gone by listing the chip.
-func find(insts []Instance, id int) (Instance, bool) {
+func Find(insts []Instance, id int) (Instance, bool) {
 	for _, e := range insts {
 		if e.ID == id {
 			return e, true
@@ -127,25 +102,27 @@ func find(insts []Instance, id int) (Instance, bool) {
 	return Instance{}, false
 }
 
-// created names a tool's partition kind in confirmCreated's errors.
-type created struct {
-	tool, kind, template string
+// Created names a tool's partition kind in ConfirmCreated's errors: the
+// tool (npu-smi), the partition kind (vNPU) and what the vendor calls a
+// template (template, profile).
+type Created struct {
+	Tool, Kind, Template string
 }
 
-// confirmCreated lists the chip's partitions after the tool reported
+// ConfirmCreated lists the chip's partitions after the tool reported
 // partition id created, and returns it if it exists with the template
 // asked for.
-func confirmCreated(ctx context.Context, tool Tool, c inventory.Chip, id int, template string, w created) (Instance, error) {
+func ConfirmCreated(ctx context.Context, tool Tool, c inventory.Chip, id int, template string, w Created) (Instance, error) {
 	after, err := tool.List(ctx, c)
 	if err != nil {
-		return Instance{}, fmt.Errorf("checking the new %s %d on chip %d: %w", w.kind, id, c.Index, err)
+		return Instance{}, fmt.Errorf("checking the new %s %d on chip %d: %w", w.Kind, id, c.Index, err)
 	}
-	e, ok := find(after, id)
+	e, ok := Find(after, id)
 	if !ok {
-		return Instance{}, fmt.Errorf("%s reported %s %d on chip %d created, but does not list it", w.tool, w.kind, id, c.Index)
+		return Instance{}, fmt.Errorf("%s reported %s %d on chip %d created, but does not list it", w.Tool, w.Kind, id, c.Index)
 	}
 	if e.Template != template {
-		return Instance{}, fmt.Errorf("created %s %d on chip %d with %s %s, but %s lists it as %s", w.kind, id, c.Index, w.template, template, w.tool, e.Template)
+		return Instance{}, fmt.Errorf("created %s %d on chip %d with %s %s, but %s lists it as %s", w.Kind, id, c.Index, w.Template, template, w.Tool, e.Template)
 	}
 	return e, nil
 }

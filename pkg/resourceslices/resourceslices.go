@@ -45,6 +45,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // DeviceName is the DNS-label name of a chip's device: npu-N or mlu-N.
@@ -56,7 +57,7 @@ func DeviceName(c inventory.Chip) string { return partitions.ChipDeviceName(c) }
 func Device(c inventory.Chip) resourceapi.Device {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		names.AttrVendor:    {StringValue: ptr.To(string(c.Vendor))},
-		names.AttrFamily:    {StringValue: ptr.To(string(c.Vendor.Family()))},
+		names.AttrFamily:    {StringValue: ptr.To(string(vendors.NamesOf(c.Vendor).Family))},
 		names.AttrModel:     {StringValue: ptr.To(c.Model)},
 		names.AttrType:      {StringValue: ptr.To(names.TypeChip)},
 		names.AttrIndex:     {IntValue: ptr.To(int64(c.Index))},
@@ -314,7 +315,7 @@ func DriverResourcesFor(nodeName string, inv inventory.Inventory, opts Options) 
 		for _, devs := range chunk(devices) {
 			slices = append(slices, resourceslice.Slice{Devices: devs})
 		}
-		out[names.DriverFor(v)] = resourceslice.DriverResources{
+		out[vendors.DriverFor(v)] = resourceslice.DriverResources{
 			Pools: map[string]resourceslice.Pool{nodeName: {Slices: slices}},
 		}
 	}

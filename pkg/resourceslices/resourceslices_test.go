@@ -20,6 +20,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -86,7 +88,7 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 				require.Equal(t, "node-0", s.Spec.Pool.Name, "one pool per node and driver")
 				require.False(t, len(s.Spec.Devices) > 0 && len(s.Spec.SharedCounters) > 0, "a slice holds devices or counter sets, not both")
 				require.LessOrEqual(t, len(s.Spec.SharedCounters), resourceapi.ResourceSliceMaxCounterSets)
-				require.Contains(t, []string{names.AscendDriver, names.CambriconDriver}, s.Spec.Driver)
+				require.Contains(t, []string{ascend.Driver, cambricon.Driver}, s.Spec.Driver)
 				for _, d := range s.Spec.Devices {
 					require.Empty(t, validation.IsDNS1123Label(d.Name), d.Name)
 					for _, k := range shared {
@@ -98,11 +100,11 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 					require.LessOrEqual(t, len(d.Attributes)+len(d.Capacity), resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice)
 					typ := *d.Attributes[names.AttrType].StringValue
 					switch {
-					case typ == names.TypeChip && s.Spec.Driver == names.AscendDriver:
+					case typ == names.TypeChip && s.Spec.Driver == ascend.Driver:
 						require.Regexp(t, `^npu-\d+$`, d.Name)
 					case typ == names.TypeChip:
 						require.Regexp(t, `^mlu-\d+$`, d.Name)
-					case s.Spec.Driver == names.AscendDriver:
+					case s.Spec.Driver == ascend.Driver:
 						require.Equal(t, partitions.TypeVNPU, typ)
 						require.Regexp(t, `^npu-\d+-vir[0-9a-z-]+-\d+$`, d.Name)
 					default:
@@ -154,7 +156,7 @@ func bigInventory(n int, unhealthy bool) inventory.Inventory {
 	var inv inventory.Inventory
 	for i := 0; i < n; i++ {
 		inv.Chips = append(inv.Chips, inventory.Chip{
-			Vendor: inventory.VendorHuawei, Model: "Ascend910B3", Index: i, MemoryBytes: 64 << 30, Cores: 20,
+			Vendor: ascend.Vendor, Model: "Ascend910B3", Index: i, MemoryBytes: 64 << 30, Cores: 20,
 			LinkType: inventory.LinkHCCS, LinkGroup: fmt.Sprintf("hccs-%d", i/8), Healthy: !unhealthy,
 		})
 	}
@@ -199,7 +201,7 @@ func TestSlicesSplitAtThePerSliceDeviceLimit(t *testing.T) {
 }
 
 func TestUnhealthyChipsAreTaintedNoSchedule(t *testing.T) {
-	d := resourceslices.Device(inventory.Chip{Vendor: inventory.VendorCambricon, Model: "MLU590", Index: 2,
+	d := resourceslices.Device(inventory.Chip{Vendor: cambricon.Vendor, Model: "MLU590", Index: 2,
 		LinkType: inventory.LinkMLULink, LinkGroup: "mlulink-0", Healthy: false})
 	require.Equal(t, "mlu-2", d.Name)
 	require.False(t, *d.Attributes[names.AttrHealthy].BoolValue)
@@ -254,7 +256,7 @@ func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	inv := bigInventory(3, false)
 	policy, err := partitions.ParsePolicy("npu-0=Shared,npu-1=Partitioned")
 	require.NoError(t, err)
-	devices, sets := resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{Policy: policy})
+	devices, sets := resourceslices.DevicesFor(inv, ascend.Vendor, resourceslices.Options{Policy: policy})
 	byName := map[string]resourceapi.Device{}
 	for _, d := range devices {
 		byName[d.Name] = d
@@ -276,16 +278,16 @@ func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	whole := byName["npu-2"]
 	require.Nil(t, whole.AllowMultipleAllocations)
 	require.Empty(t, whole.ConsumesCounters)
-	require.Equal(t, resourceslices.Device(inv.ChipsOf(inventory.VendorHuawei)[2]), whole, "a Whole chip is published as before partitions")
+	require.Equal(t, resourceslices.Device(inv.ChipsOf(ascend.Vendor)[2]), whole, "a Whole chip is published as before partitions")
 
 	noTool := partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true}
-	devices, sets = resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{Policy: noTool})
+	devices, sets = resourceslices.DevicesFor(inv, ascend.Vendor, resourceslices.Options{Policy: noTool})
 	require.Len(t, devices, 3, "without a partition tool no partitions are published")
 	require.Empty(t, sets)
 }
 
 func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
-	devices, _ := resourceslices.DevicesFor(bigInventory(1, true), inventory.VendorHuawei, partitioned)
+	devices, _ := resourceslices.DevicesFor(bigInventory(1, true), ascend.Vendor, partitioned)
 	require.Len(t, devices, 7)
 	for _, d := range devices {
 		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: resourceslices.TaintValueUnknown, Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)

@@ -12,6 +12,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // sick marks chips of inv unhealthy: index → reason.
@@ -27,7 +28,7 @@ func sick(inv inventory.Inventory, reasons map[int]string) inventory.Inventory {
 }
 
 func TestTaintsSayWhyAChipIsUnhealthy(t *testing.T) {
-	chip := inventory.Chip{Vendor: inventory.VendorHuawei, Model: "Ascend910B3", Index: 0, Healthy: true}
+	chip := inventory.Chip{Vendor: ascend.Vendor, Model: "Ascend910B3", Index: 0, Healthy: true}
 	for _, tc := range []struct {
 		name   string
 		reason string // "" keeps the chip healthy
@@ -67,7 +68,7 @@ func TestParseTaintEffectAcceptsNoScheduleAndNoExecuteOnly(t *testing.T) {
 func TestEveryDeviceOfAChipCarriesItsHealth(t *testing.T) {
 	inv := sick(inventoryOf(t, "n", "atlas-800t-a2"), map[int]string{1: "HealthCritical"})
 	for _, effect := range []resourceapi.DeviceTaintEffect{resourceapi.DeviceTaintEffectNoSchedule, resourceapi.DeviceTaintEffectNoExecute} {
-		devices, _ := resourceslices.DevicesFor(inv, inventory.VendorHuawei, resourceslices.Options{Policy: partitioned.Policy, UnhealthyTaintEffect: effect})
+		devices, _ := resourceslices.DevicesFor(inv, ascend.Vendor, resourceslices.Options{Policy: partitioned.Policy, UnhealthyTaintEffect: effect})
 		tainted := 0
 		for _, d := range devices {
 			parent := d.Name

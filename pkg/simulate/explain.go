@@ -10,9 +10,9 @@ import (
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // explain says, per request (and per firstAvailable subrequest), how many
@@ -120,7 +120,7 @@ func (c *Cluster) unpublishedPartitions(match func(driver string, d resourceapi.
 				if !ok || parent.StringValue == nil || partitioned[*parent.StringValue] {
 					continue
 				}
-				if match(names.DriverFor(v), d) {
+				if match(vendors.DriverFor(v), d) {
 					found++
 				}
 			}

@@ -26,6 +26,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 type classes map[string]*resourceapi.DeviceClass
@@ -176,9 +178,9 @@ func TestFirstAvailableFallsBackToMLU370When910BIsExhausted(t *testing.T) {
 	}
 	want := []string{}
 	for i := 0; i < 4; i++ {
-		want = append(want, "accel/ascend910b="+names.AscendDriver)
+		want = append(want, "accel/ascend910b="+ascend.Driver)
 	}
-	want = append(want, "accel/mlu370="+names.CambriconDriver, "accel/mlu370="+names.CambriconDriver)
+	want = append(want, "accel/mlu370="+cambricon.Driver, "accel/mlu370="+cambricon.Driver)
 	require.Equal(t, want, got)
 }
 

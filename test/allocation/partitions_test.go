@@ -25,6 +25,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // node is one node's slices and what the scheduler has allocated on it so
@@ -128,9 +130,9 @@ func TestAPartitionAndItsWholeChipExcludeEachOther(t *testing.T) {
 		name, profile, chipClass, partClass, parent string
 		chipIndex                                   int
 	}{
-		{"910B3 vNPU", "atlas-800t-a2", names.AscendDriver, "ascend-vnpu.accel-dra.dev", "npu-2", 2},
-		{"310P3 vNPU", "atlas-300i-duo", names.AscendDriver, "ascend-vnpu.accel-dra.dev", "npu-0", 0},
-		{"MLU370 sMLU", "mlu370-x8", names.CambriconDriver, "cambricon-partition.accel-dra.dev", "mlu-5", 5},
+		{"910B3 vNPU", "atlas-800t-a2", ascend.Driver, "ascend-vnpu.accel-dra.dev", "npu-2", 2},
+		{"310P3 vNPU", "atlas-300i-duo", ascend.Driver, "ascend-vnpu.accel-dra.dev", "npu-0", 0},
+		{"MLU370 sMLU", "mlu370-x8", cambricon.Driver, "cambricon-partition.accel-dra.dev", "mlu-5", 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+": a partition first keeps the chip from being given whole", func(t *testing.T) {

@@ -21,8 +21,10 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -75,7 +77,7 @@ func TestAMonitoringPodSeesEveryChipNextToAWorkloadOnTheRealNode(t *testing.T) {
 	})
 	t.Run("the container has the device metadata file", func(t *testing.T) {
 		files := metadataFiles(workLogs)
-		file := "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/train/npu/" + names.AscendDriver + "-metadata.json"
+		file := "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/train/npu/" + ascend.Driver + "-metadata.json"
 		require.Contains(t, files, file, "metadata files: %v", keysOf(files))
 		attrs := metadataAttributes(t, files[file])
 		require.Contains(t, attrs, devs[0].Name)
@@ -141,10 +143,10 @@ func TestAMonitoringPodSeesEveryChipNextToAWorkloadOnTheRealNode(t *testing.T) {
 			assert.ElementsMatch(t, indicesOf(mdevs, driver), strings.Split(got, ","), key)
 		}
 		files := metadataFiles(logs)
-		for _, driver := range []string{names.AscendDriver, names.CambriconDriver} {
+		for _, driver := range []string{ascend.Driver, cambricon.Driver} {
 			file := "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/chips/chips/" + driver + "-metadata.json"
 			require.Contains(t, files, file, "metadata files: %v", keysOf(files))
-			assert.Len(t, metadataAttributes(t, files[file]), len(inv.ChipsOf(names.VendorFor(driver))), "one entry per chip of %s", driver)
+			assert.Len(t, metadataAttributes(t, files[file]), len(inv.ChipsOf(vendors.VendorFor(driver))), "one entry per chip of %s", driver)
 		}
 		waitForDeviceStatus(t, mclaims[0], func(s []resourceapi.AllocatedDeviceStatus) bool { return len(ours(s)) == len(inv.Chips) })
 	})
@@ -170,7 +172,7 @@ func TestAMonitoringPodSeesEveryChipNextToAWorkloadOnTheRealNode(t *testing.T) {
 func ours(s []resourceapi.AllocatedDeviceStatus) []resourceapi.AllocatedDeviceStatus {
 	var out []resourceapi.AllocatedDeviceStatus
 	for _, d := range s {
-		if d.Driver == names.AscendDriver || d.Driver == names.CambriconDriver {
+		if d.Driver == ascend.Driver || d.Driver == cambricon.Driver {
 			out = append(out, d)
 		}
 	}
@@ -223,7 +225,7 @@ func monitorPod(t *testing.T) *corev1.Pod {
 func realChip(t *testing.T, d device) inventory.Chip {
 	t.Helper()
 	for _, c := range realInventory(t).Chips {
-		if names.DriverFor(c.Vendor) == d.Driver && resourceslices.DeviceName(c) == d.Name {
+		if vendors.DriverFor(c.Vendor) == d.Driver && resourceslices.DeviceName(c) == d.Name {
 			return c
 		}
 	}

@@ -19,7 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -29,7 +30,7 @@ var demoChecks = map[string]func(t *testing.T, devs []device){
 	"mindspore-train": func(t *testing.T, devs []device) {
 		require.Len(t, devs, 8)
 		assert.Equal(t, "a2-0", nodeOf(t, devs), "only the Atlas 800T A2 has 8 chips in one HCCS group")
-		assertAll(t, devs, names.AscendDriver, "Ascend910")
+		assertAll(t, devs, ascend.Driver, "Ascend910")
 		assertOneLinkGroup(t, devs)
 	},
 	"ascend-plus-mlu": func(t *testing.T, devs []device) {
@@ -39,8 +40,8 @@ var demoChecks = map[string]func(t *testing.T, devs []device){
 		for _, d := range devs {
 			byRequest[d.Request] = d
 		}
-		assert.Equal(t, names.AscendDriver, byRequest["npu"].Driver)
-		assert.Equal(t, names.CambriconDriver, byRequest["mlu"].Driver)
+		assert.Equal(t, ascend.Driver, byRequest["npu"].Driver)
+		assert.Equal(t, cambricon.Driver, byRequest["mlu"].Driver)
 	},
 	"b3-else-mlu370": func(t *testing.T, devs []device) {
 		require.Len(t, devs, 1)
@@ -50,11 +51,11 @@ var demoChecks = map[string]func(t *testing.T, devs []device){
 	},
 	"pytorch-infer-mlu370": func(t *testing.T, devs []device) {
 		require.Len(t, devs, 1)
-		assertAll(t, devs, names.CambriconDriver, "MLU370-X8")
+		assertAll(t, devs, cambricon.Driver, "MLU370-X8")
 	},
 	"ring-of-4": func(t *testing.T, devs []device) {
 		require.Len(t, devs, 4)
-		assertAll(t, devs, names.AscendDriver, "Ascend910A")
+		assertAll(t, devs, ascend.Driver, "Ascend910A")
 		assertOneLinkGroup(t, devs)
 		assert.True(t, strings.HasPrefix(nodeOf(t, devs), "train-"), "910A chips are on the train nodes, got %v", devs)
 	},
@@ -65,16 +66,16 @@ var demoChecks = map[string]func(t *testing.T, devs []device){
 	},
 	"pipeline-train": func(t *testing.T, devs []device) {
 		require.Len(t, devs, 2)
-		assertAll(t, devs, names.AscendDriver, "Ascend910")
+		assertAll(t, devs, ascend.Driver, "Ascend910")
 		assertOneLinkGroup(t, devs)
 	},
 	"pipeline-serve": func(t *testing.T, devs []device) {
 		require.Len(t, devs, 1)
-		assertAll(t, devs, names.CambriconDriver, "MLU370")
+		assertAll(t, devs, cambricon.Driver, "MLU370")
 	},
 	"legacy-ascend910": func(t *testing.T, devs []device) {
 		require.Len(t, devs, 1, "huawei.com/Ascend910: 1 is one device of the extended-resource class")
-		assertAll(t, devs, names.AscendDriver, "Ascend910")
+		assertAll(t, devs, ascend.Driver, "Ascend910")
 	},
 }
 
@@ -156,7 +157,7 @@ func assertDemoContainerSees(t *testing.T, pod *corev1.Pod, devs []device) {
 }
 
 // visibleEnv is the visible-devices variable of each driver.
-var visibleEnv = map[string]string{names.AscendDriver: "ASCEND_VISIBLE_DEVICES", names.CambriconDriver: "CAMBRICON_VISIBLE_DEVICES"}
+var visibleEnv = map[string]string{ascend.Driver: "ASCEND_VISIBLE_DEVICES", cambricon.Driver: "CAMBRICON_VISIBLE_DEVICES"}
 
 // parseDemoOutput splits `env ...; ls -l /dev` output into variables and
 // /dev entry names.
@@ -247,7 +248,7 @@ func TestFirstAvailableFallsBackToAnMLU370WhenEvery910B3IsTaken(t *testing.T) {
 		createPod(t, pod)
 		pod = waitForPodScheduled(t, ns, pod.Name)
 		devs := allocated(t, podClaims(t, pod)[0])
-		assertAll(t, devs, names.AscendDriver, "Ascend910B3")
+		assertAll(t, devs, ascend.Driver, "Ascend910B3")
 		t.Logf("filler on %s holds %d 910B3s", node, len(devs))
 	}
 
@@ -271,7 +272,7 @@ func TestFirstAvailableFallsBackToAnMLU370WhenEvery910B3IsTaken(t *testing.T) {
 	require.Len(t, devs, 1)
 	assert.Equal(t, "accel/mlu370", devs[0].Request, "no 910B3 is free: the second choice")
 	assert.Equal(t, "MLU370-X8", devs[0].Model)
-	assert.Equal(t, names.CambriconDriver, devs[0].Driver)
+	assert.Equal(t, cambricon.Driver, devs[0].Driver)
 }
 
 // TestEveryCookbookRecipeIsAllocatedByTheRealScheduler applies each file

@@ -28,6 +28,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -312,7 +313,7 @@ func expectedDevNodes(t *testing.T, devs []device) []string {
 	inv := realInventory(t)
 	chips := map[string]inventory.Chip{}
 	for _, c := range inv.Chips {
-		chips[names.DriverFor(c.Vendor)+"/"+resourceslices.DeviceName(c)] = c
+		chips[vendors.DriverFor(c.Vendor)+"/"+resourceslices.DeviceName(c)] = c
 	}
 	set := map[string]bool{}
 	for _, d := range devs {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -20,11 +22,11 @@ import (
 // mounts, as far as the fake device tree of the real node has them (no
 // /usr/local/sbin/npu-smi there).
 var driverMounts = map[string][]string{
-	names.AscendDriver: {
+	ascend.Driver: {
 		"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include", "/usr/local/Ascend/driver/version.info",
 		"/etc/ascend_install.info", "/usr/local/dcmi", "/usr/local/bin/npu-smi",
 	},
-	names.CambriconDriver: {"/usr/bin/cnmon"},
+	cambricon.Driver: {"/usr/bin/cnmon"},
 }
 
 // assertContainerSees checks the probe output of a pod on the real node
@@ -139,7 +141,7 @@ func TestALegacyPodWithAnAscend910CountRunsOnTheRealNode(t *testing.T) {
 	require.Len(t, claims, 1)
 	devs := allocated(t, claims[0])
 	require.Len(t, devs, 1)
-	assertAll(t, devs, names.AscendDriver, "Ascend910")
+	assertAll(t, devs, ascend.Driver, "Ascend910")
 	require.Equal(t, cluster.RealNode(), nodeOf(t, devs))
 	assertDemoContainerSees(t, running, devs)
 

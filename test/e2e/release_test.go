@@ -22,7 +22,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/utils/ptr"
 
-	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -135,7 +136,7 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 	require.Equal(t, real, first.Spec.NodeName)
 
 	t.Run("the agent registered with the kubelet from its container", func(t *testing.T) {
-		for _, d := range []string{names.AscendDriver, names.CambriconDriver} {
+		for _, d := range []string{ascend.Driver, cambricon.Driver} {
 			// With --pod-uid the helper names the sockets per pod.
 			reg := filepath.Join(agent.RegistrarDir, kubeletplugin.RollingUpdateRegistrarSocketFile(agent.RegistrarDir, d, first.UID))
 			assert.FileExists(t, reg, "registration socket of the pod's %s", d)
@@ -178,7 +179,7 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
 				Requests: []resourceapi.DeviceRequest{exactly("npu", "ascend.accel-dra.dev", 1)},
 				Config: []resourceapi.DeviceClaimConfiguration{{DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
-					Driver: names.AscendDriver, Parameters: runtime.RawExtension{Raw: []byte(`{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","envs":{"A":"1"}}`)},
+					Driver: ascend.Driver, Parameters: runtime.RawExtension{Raw: []byte(`{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","envs":{"A":"1"}}`)},
 				}}}},
 			}},
 		}
@@ -229,7 +230,7 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 		assert.Equal(t, corev1.PodRunning, p.Status.Phase, "the pod from before the release keeps running")
 		assert.Zero(t, p.Status.ContainerStatuses[0].RestartCount)
 		assert.NotEmpty(t, cdiSpecs(t, beforeClaim), "and keeps its CDI spec")
-		raw, err := os.ReadFile(filepath.Join(agent.StateDir, names.AscendDriver, "checkpoint.json"))
+		raw, err := os.ReadFile(filepath.Join(agent.StateDir, ascend.Driver, "checkpoint.json"))
 		require.NoError(t, err)
 		assert.Contains(t, string(raw), string(beforeClaim.UID), "and its checkpoint entry")
 	})
@@ -243,7 +244,7 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 			return err == nil && len(pods.Items) == 0, nil
 		})
 		require.NoError(t, err, "the release's pods are gone")
-		for _, d := range []string{names.AscendDriver, names.CambriconDriver} {
+		for _, d := range []string{ascend.Driver, cambricon.Driver} {
 			left, _ := filepath.Glob(filepath.Join(agent.RegistrarDir, d+"*"))
 			assert.Empty(t, left, "registration sockets of %s", d)
 			socks, _ := filepath.Glob(filepath.Join(agent.PluginDir, d, "*.sock"))

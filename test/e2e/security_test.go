@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -169,7 +169,7 @@ func TestTheNodeAgentTokenOnlyWritesItsOwnNodesSlicesAndNothingElse(t *testing.T
 		_, err = claims.Update(t.Context(), got, metav1.UpdateOptions{})
 		assert.True(t, apierrors.IsForbidden(err), "update: %v", err)
 		got.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
-			{Request: "npu", Driver: names.AscendDriver, Pool: own, Device: "npu-0"},
+			{Request: "npu", Driver: ascend.Driver, Pool: own, Device: "npu-0"},
 		}}}
 		_, err = claims.UpdateStatus(t.Context(), got, metav1.UpdateOptions{})
 		assert.True(t, apierrors.IsForbidden(err), "status update: %v", err)
@@ -197,7 +197,7 @@ func TestTheNodeAgentTokenOnlyWritesItsOwnNodesSlicesAndNothingElse(t *testing.T
 			require.NoError(t, err)
 			c.Status.Allocation = &resourceapi.AllocationResult{
 				Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
-					{Request: "npu", Driver: names.AscendDriver, Pool: node, Device: "npu-7"},
+					{Request: "npu", Driver: ascend.Driver, Pool: node, Device: "npu-7"},
 					{Request: "probe", Driver: probeDriver, Pool: node, Device: "probe-0"},
 				}},
 				NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
@@ -215,7 +215,7 @@ func TestTheNodeAgentTokenOnlyWritesItsOwnNodesSlicesAndNothingElse(t *testing.T
 			return err
 		}
 		mine := allocatedOn("on-my-node", own)
-		require.NoError(t, apply(mine, names.AscendDriver, own, "npu-7"), "status of our driver on the agent's node")
+		require.NoError(t, apply(mine, ascend.Driver, own, "npu-7"), "status of our driver on the agent's node")
 		// The API server's per-driver check answers with a field error
 		// (Invalid: status.devices: Forbidden).
 		err := apply(mine, probeDriver, own, "probe-0")
@@ -223,7 +223,7 @@ func TestTheNodeAgentTokenOnlyWritesItsOwnNodesSlicesAndNothingElse(t *testing.T
 		assert.Contains(t, err.Error(), `changing status.devices requires resource="resourceclaims/driver"`)
 		assert.Contains(t, err.Error(), "cannot associated-node:patch")
 		elsewhere := allocatedOn("on-another-node", other)
-		err = apply(elsewhere, names.AscendDriver, other, "npu-7")
+		err = apply(elsewhere, ascend.Driver, other, "npu-7")
 		require.Error(t, err, "status of a claim on %s", other)
 		assert.Contains(t, err.Error(), "cannot arbitrary-node:patch", "a claim of another node needs arbitrary-node, which the agent lacks")
 	})

@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce runs pods
@@ -105,7 +105,7 @@ func TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce(t *testing.T) {
 	restart("--visible-devices-env=set")
 	logs, spec, devs = run("set")
 	got, _ := envOf(logs, "ASCEND_VISIBLE_DEVICES")
-	assert.ElementsMatch(t, indicesOf(devs, names.AscendDriver), strings.Split(got, ","))
+	assert.ElementsMatch(t, indicesOf(devs, ascend.Driver), strings.Split(got, ","))
 	for _, d := range devs {
 		c := realChip(t, d)
 		assert.Equal(t, 2, spec["/dev/davinci"+strconv.Itoa(c.Index)], "with set the runtime adds %s again: %v", resourceslices.DeviceName(c), spec)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // adminResults are admin-access allocation results for devices, as the
@@ -51,8 +53,8 @@ func TestAnAdminClaimAndAClaimOfTheSameChipArePreparedSideBySideInEitherOrder(t 
 		node    string
 		visible string
 	}{
-		{profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, chip: "npu-3", node: "/dev/davinci3", visible: "ASCEND_VISIBLE_DEVICES"},
-		{profile: "mlu370-x8", vendor: inventory.VendorCambricon, chip: "mlu-3", node: "/dev/cambricon_dev3", visible: "CAMBRICON_VISIBLE_DEVICES"},
+		{profile: "atlas-800t-a2", vendor: ascend.Vendor, chip: "npu-3", node: "/dev/davinci3", visible: "ASCEND_VISIBLE_DEVICES"},
+		{profile: "mlu370-x8", vendor: cambricon.Vendor, chip: "mlu-3", node: "/dev/cambricon_dev3", visible: "CAMBRICON_VISIBLE_DEVICES"},
 	}
 	for _, v := range vendors {
 		for _, adminFirst := range []bool{true, false} {
@@ -117,7 +119,7 @@ func cdiKey(device string) string {
 
 func TestAnAdminClaimNeverTouchesPartitionsNorShares(t *testing.T) {
 	t.Run("partitions", func(t *testing.T) {
-		n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "Partitioned")
+		n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "Partitioned")
 		work := n.claim("infer", []string{"npu-2-vir05-1c-16g-0"})
 		n.mustPrepare(work)
 		require.Len(t, n.commands.changes(), 1)
@@ -141,7 +143,7 @@ func TestAnAdminClaimNeverTouchesPartitionsNorShares(t *testing.T) {
 		require.Len(t, n.commands.changes(), 1)
 	})
 	t.Run("shares", func(t *testing.T) {
-		n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "npu-0=Shared")
+		n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "npu-0=Shared")
 		share := func(id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
 			return n.share("npu-0", id, memory)
 		}
@@ -164,7 +166,7 @@ func TestAnAdminClaimNeverTouchesPartitionsNorShares(t *testing.T) {
 }
 
 func TestAdminResultsStayAdminAcrossRestartsAndACorruptCheckpoint(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "Whole")
+	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "Whole")
 	monitor := n.claimWithResults("monitor", n.adminResults("npu-0", "npu-1"))
 	ids := n.mustPrepare(monitor)
 	n.restart()
@@ -187,7 +189,7 @@ func TestAdminResultsStayAdminAcrossRestartsAndACorruptCheckpoint(t *testing.T) 
 }
 
 func TestAClaimWithAnAdminAndANormalRequestOfOneChipGetsBoth(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "Whole")
+	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "Whole")
 	results := append(n.adminResults("npu-0"), resourceapi.DeviceRequestAllocationResult{Request: "work", Driver: n.driverName, Pool: nodeName, Device: "npu-0"})
 	results[0].Request = "debug"
 	c := n.claimWithResults("mixed", results)

@@ -39,11 +39,14 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // agentEnv, set to a JSON agentConfig, makes the test binary the node
@@ -274,7 +277,7 @@ func (a *agent) start(failpoints string) {
 	defer cancel()
 	a.kubelet = map[string]drapb.DRAPluginClient{}
 	for _, v := range a.vendors {
-		name := names.DriverFor(v)
+		name := vendors.DriverFor(v)
 		reg := a.dial(filepath.Join(a.cfg.RegistrarDir, name+"-reg.sock"))
 		info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true))
 		require.NoError(t, err, "%s registers", name)
@@ -404,10 +407,10 @@ type nodeState struct {
 
 func (a *agent) state(v inventory.Vendor) nodeState {
 	a.t.Helper()
-	dir := filepath.Join(a.cfg.StateDir, names.DriverFor(v))
+	dir := filepath.Join(a.cfg.StateDir, vendors.DriverFor(v))
 	data, err := checkpoint.New(dir, driver.CheckpointFile).Load()
 	require.NoError(a.t, err)
-	fake := &partitions.Fake{StatePath: filepath.Join(dir, partitions.FakeStateFile)}
+	fake := &partitionsim.Fake{StatePath: filepath.Join(dir, partitionsim.StateFile)}
 	insts, err := fake.Instances()
 	require.NoError(a.t, err)
 	w, err := cdi.NewWriter(cdi.Config{SpecDir: a.cfg.CDIDir})
@@ -450,10 +453,10 @@ func (a *agent) requireConsistent(v inventory.Vendor, want []types.UID, msgAndAr
 
 // cdiKind is the CDI kind of a vendor's specs.
 func cdiKind(v inventory.Vendor) string {
-	if v == inventory.VendorCambricon {
-		return names.CambriconCDIKind
+	if v == cambricon.Vendor {
+		return cambricon.CDIKind
 	}
-	return names.AscendCDIKind
+	return ascend.CDIKind
 }
 
 // cdiIDs is the CDI device IDs contract: one ID per device, named after

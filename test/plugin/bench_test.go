@@ -36,10 +36,12 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // benchNode is a synthetic 16-chip node of one vendor (testdata).
@@ -50,8 +52,8 @@ type benchNode struct {
 }
 
 var benchNodes = []benchNode{
-	{inventory.VendorHuawei, "testdata/16-npu-910b3.yaml", "npu"},
-	{inventory.VendorCambricon, "testdata/16-mlu370.yaml", "mlu"},
+	{ascend.Vendor, "testdata/16-npu-910b3.yaml", "npu"},
+	{cambricon.Vendor, "testdata/16-mlu370.yaml", "mlu"},
 }
 
 // BenchmarkPrepare measures NodePrepareResources of 1-, 8- and 16-chip
@@ -170,7 +172,7 @@ func reportLatency(b *testing.B, what string, d []time.Duration) {
 // node (chips Partitioned): the memory the checkpointed state and the
 // helper cost.
 func BenchmarkPluginHeapWith50PreparedClaims(b *testing.B) {
-	n := newPartitionedNode(b, "testdata/64-npu.yaml", inventory.VendorHuawei)
+	n := newPartitionedNode(b, "testdata/64-npu.yaml", ascend.Vendor)
 	for i := 0; i < 50; i++ {
 		n.mustPrepare(n.claim(fmt.Sprintf("c%d", i), []string{fmt.Sprintf("npu-%d", i)}))
 	}
@@ -240,7 +242,7 @@ func publish(tb testing.TB, nodes int, modes string) publishResult {
 		name := fmt.Sprintf("node-%04d", i)
 		inv, err := simulated.New(name, p).Discover(ctx)
 		require.NoError(tb, err)
-		states[i] = &nodeState{name: name, inv: inv, driver: names.DriverFor(bn.vendor),
+		states[i] = &nodeState{name: name, inv: inv, driver: vendors.DriverFor(bn.vendor),
 			client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}),
 			queue:  newCountingQueue()}
 	}
@@ -372,7 +374,7 @@ type memory struct{ idleRSS, rss, hwm float64 }
 // claims and reads the child's /proc status.
 func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
 	tb.Helper()
-	driverName := names.DriverFor(bn.vendor)
+	driverName := vendors.DriverFor(bn.vendor)
 	a := newAgent(tb, bn.profile, string(partitions.ModePartitioned))
 	var objs []*resourceapi.ResourceClaim
 	for i := range claims {

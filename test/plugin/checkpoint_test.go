@@ -13,8 +13,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/driver"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // TestACheckpointOfTheFormatBeforeLoadsAndItsClaimsUnprepare starts the
@@ -29,10 +29,10 @@ func TestACheckpointOfTheFormatBeforeLoadsAndItsClaimsUnprepare(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(to, raw, 0o600))
 	}
-	n := newNodeOf(t, simulatedNode(t, "atlas-800t-a2"), inventory.VendorHuawei, "Partitioned,npu-3=Shared", nil, func(n *node) {
+	n := newNodeOf(t, simulatedNode(t, "atlas-800t-a2"), ascend.Vendor, "Partitioned,npu-3=Shared", nil, func(n *node) {
 		require.NoError(t, os.MkdirAll(n.stateDir, 0o750))
 		copyFile(filepath.Join("..", "..", "pkg", "checkpoint", "testdata", "v1.json"), filepath.Join(n.stateDir, driver.CheckpointFile))
-		copyFile(filepath.Join("testdata", "checkpoint-v1", partitions.FakeStateFile), filepath.Join(n.stateDir, partitions.FakeStateFile))
+		copyFile(filepath.Join("testdata", "checkpoint-v1", partitionsim.StateFile), filepath.Join(n.stateDir, partitionsim.StateFile))
 	})
 	require.Contains(t, n.logOf(), `Read a checkpoint of an older format; the next change of a claim saves it in the current one`)
 	require.Empty(t, n.commands.changes(), "the vNPUs the checkpoint records are not orphans")

@@ -14,6 +14,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // The crash tests run one agent per vendor (a node agent serving two
@@ -21,8 +24,8 @@ import (
 // slices, which upstream polls for once a second): chip 3 Shared, the
 // others Partitioned.
 var crashNodes = map[inventory.Vendor]struct{ profile, chipModes string }{
-	inventory.VendorHuawei:    {"atlas-800t-a2", "Partitioned,npu-3=Shared"},
-	inventory.VendorCambricon: {"mlu370-x8", "Partitioned,mlu-3=Shared"},
+	ascend.Vendor:    {"atlas-800t-a2", "Partitioned,npu-3=Shared"},
+	cambricon.Vendor: {"mlu370-x8", "Partitioned,mlu-3=Shared"},
 }
 
 // claimKind is a kind of claim of one vendor on the mixed node.
@@ -36,12 +39,12 @@ type claimKind struct {
 }
 
 var crashKinds = []claimKind{
-	{name: "Ascend whole chip", vendor: inventory.VendorHuawei, devices: []string{"npu-0"}},
-	{name: "Ascend vNPUs", vendor: inventory.VendorHuawei, devices: []string{"npu-1-vir05-1c-16g-0", "npu-1-vir10-3c-32g-0"}, partitions: 2},
-	{name: "Ascend share", vendor: inventory.VendorHuawei, devices: []string{"npu-3"}, shareMemory: 8 << 30},
-	{name: "Cambricon whole chip", vendor: inventory.VendorCambricon, devices: []string{"mlu-0"}},
-	{name: "Cambricon sMLUs", vendor: inventory.VendorCambricon, devices: []string{"mlu-1-smlu-25p-0", "mlu-1-smlu-50p-0"}, partitions: 2},
-	{name: "Cambricon share", vendor: inventory.VendorCambricon, devices: []string{"mlu-3"}, shareMemory: 4 << 30},
+	{name: "Ascend whole chip", vendor: ascend.Vendor, devices: []string{"npu-0"}},
+	{name: "Ascend vNPUs", vendor: ascend.Vendor, devices: []string{"npu-1-vir05-1c-16g-0", "npu-1-vir10-3c-32g-0"}, partitions: 2},
+	{name: "Ascend share", vendor: ascend.Vendor, devices: []string{"npu-3"}, shareMemory: 8 << 30},
+	{name: "Cambricon whole chip", vendor: cambricon.Vendor, devices: []string{"mlu-0"}},
+	{name: "Cambricon sMLUs", vendor: cambricon.Vendor, devices: []string{"mlu-1-smlu-25p-0", "mlu-1-smlu-50p-0"}, partitions: 2},
+	{name: "Cambricon share", vendor: cambricon.Vendor, devices: []string{"mlu-3"}, shareMemory: 4 << 30},
 }
 
 // allocated is a claim of kind k as the scheduler leaves it, with a fresh
@@ -58,7 +61,7 @@ func (k claimKind) allocated(name string, uid types.UID) *resourceapi.ResourceCl
 func (k claimKind) results(uid types.UID) []resourceapi.DeviceRequestAllocationResult {
 	var out []resourceapi.DeviceRequestAllocationResult
 	for i, d := range k.devices {
-		r := resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: names.DriverFor(k.vendor), Pool: nodeName, Device: d}
+		r := resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: vendors.DriverFor(k.vendor), Pool: nodeName, Device: d}
 		if k.shareMemory > 0 {
 			share := types.UID(fmt.Sprintf("%s-share-%d", uid, i))
 			r.ShareID = &share
@@ -96,7 +99,7 @@ func TestAKilledAgentLosesNothing(t *testing.T) {
 				a := agents[k.vendor]
 				a.t = t
 				a.kill() // left running by a failed case
-				driverName := names.DriverFor(k.vendor)
+				driverName := vendors.DriverFor(k.vendor)
 				c := k.allocated(fmt.Sprintf("case-%d", cases), types.UID(fmt.Sprintf("uid-case-%d", cases)))
 				a.addClaim(c)
 				wantIDs := cdiIDs(k.vendor, c.UID, k.devices...)
@@ -171,18 +174,18 @@ func TestAKilledAgentLosesNothing(t *testing.T) {
 // freed id, and the kubelet's retry of the first unprepare must leave it.
 func TestARetriedUnprepareNeverDestroysAnotherClaimsPartition(t *testing.T) {
 	a := newAgent(t, "mlu370-x8", string(partitions.ModePartitioned))
-	first := claimKind{vendor: inventory.VendorCambricon, devices: []string{"mlu-1-smlu-25p-0"}}
-	second := claimKind{vendor: inventory.VendorCambricon, devices: []string{"mlu-1-smlu-25p-1"}}
+	first := claimKind{vendor: cambricon.Vendor, devices: []string{"mlu-1-smlu-25p-0"}}
+	second := claimKind{vendor: cambricon.Vendor, devices: []string{"mlu-1-smlu-25p-1"}}
 	c1, c2 := first.allocated("first", "uid-first"), second.allocated("second", "uid-second")
 	a.addClaim(c1)
 	a.addClaim(c2)
-	drv := names.CambriconDriver
+	drv := cambricon.Driver
 
 	a.start(failpoint.UnprepareBeforeCheckpoint + "=kill")
 	resp, err := a.prepare(drv, c1)
 	require.NoError(t, err)
 	require.Empty(t, resp[string(c1.UID)].Error)
-	id := a.state(inventory.VendorCambricon).partitions[0].ID
+	id := a.state(cambricon.Vendor).partitions[0].ID
 	_, err = a.unprepare(drv, c1)
 	require.Error(t, err)
 	a.waitKilled()
@@ -191,18 +194,18 @@ func TestARetriedUnprepareNeverDestroysAnotherClaimsPartition(t *testing.T) {
 	resp, err = a.prepare(drv, c2)
 	require.NoError(t, err)
 	require.Empty(t, resp[string(c2.UID)].Error)
-	st := a.state(inventory.VendorCambricon)
+	st := a.state(cambricon.Vendor)
 	require.Len(t, st.partitions, 1)
 	require.Equal(t, id, st.partitions[0].ID, "the tool reuses the freed id")
 
 	un, err := a.unprepare(drv, c1)
 	require.NoError(t, err)
 	require.Empty(t, un[string(c1.UID)].Error)
-	st = a.requireConsistent(inventory.VendorCambricon, []types.UID{c2.UID})
+	st = a.requireConsistent(cambricon.Vendor, []types.UID{c2.UID})
 	require.Len(t, st.partitions, 1, "the second claim's partition survives the retried unprepare of the first")
 	un, err = a.unprepare(drv, c2)
 	require.NoError(t, err)
 	require.Empty(t, un[string(c2.UID)].Error)
-	require.Empty(t, a.requireConsistent(inventory.VendorCambricon, nil).partitions)
+	require.Empty(t, a.requireConsistent(cambricon.Vendor, nil).partitions)
 	a.stop()
 }

@@ -28,6 +28,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // monitoredNode is a plugin serving the chips of a discovery fixture node
@@ -47,7 +49,7 @@ type monitoredNode struct {
 // where the resourceslice controller says when it has synced.
 func newMonitoredNode(t *testing.T, vendorDir, fixture, tool string, vendor inventory.Vendor, chipModes string) *monitoredNode {
 	t.Helper()
-	dir := filepath.Join("..", "..", "pkg", "discovery", vendorDir, "testdata", fixture)
+	dir := filepath.Join("..", "..", "pkg", "vendors", vendorDir, "testdata", fixture)
 	m := &monitoredNode{tool: tool, writes: &atomic.Int64{},
 		root:  discoverytest.CopyTree(t, filepath.Join(dir, "root")),
 		tools: discoverytest.CopyTree(t, filepath.Join(dir, tool))}
@@ -208,7 +210,7 @@ func unhealthyTaint(value string) []resourceapi.DeviceTaint {
 // reports OK again the taint goes. Each change is one write; a poll that
 // finds nothing changed writes nothing.
 func TestTheMonitorTaintsAnAlarmingChipTellsTheKubeletAndUntaintsItOnRecovery(t *testing.T) {
-	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", inventory.VendorHuawei, "Whole")
+	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", ascend.Vendor, "Whole")
 	kubelet := m.watchHealth(t)
 	m.waitPublished(func(d map[string]resourceapi.Device) bool { return len(d) == 8 }, "8 chips published")
 	first := kubelet.waitFor(statusOf("npu-1", healthpb.HealthStatus_HEALTHY), "npu-1 is healthy")
@@ -253,7 +255,7 @@ func TestTheMonitorTaintsAnAlarmingChipTellsTheKubeletAndUntaintsItOnRecovery(t 
 // TestAChipWhoseDeviceFileVanishesIsTaintedWithItsPartitions: deleting
 // /dev/davinci3 taints npu-3 and every vNPU device of it.
 func TestAChipWhoseDeviceFileVanishesIsTaintedWithItsPartitions(t *testing.T) {
-	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", inventory.VendorHuawei, "Partitioned")
+	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", ascend.Vendor, "Partitioned")
 	kubelet := m.watchHealth(t)
 	require.NoError(t, os.Remove(filepath.Join(m.root, "dev", "davinci3")))
 	m.poll()
@@ -287,7 +289,7 @@ func TestAChipWhoseDeviceFileVanishesIsTaintedWithItsPartitions(t *testing.T) {
 // kubelet is told the held partition is Unhealthy, and unpreparing still
 // destroys the partition. Plugged back in, it is published again.
 func TestChipsRemovedAndAddedWhileRunningChangeTheSlices(t *testing.T) {
-	m := newMonitoredNode(t, "cambricon", "mlu370-x8", "cnmon", inventory.VendorCambricon, "Partitioned")
+	m := newMonitoredNode(t, "cambricon", "mlu370-x8", "cnmon", cambricon.Vendor, "Partitioned")
 	kubelet := m.watchHealth(t)
 	m.waitPublished(func(d map[string]resourceapi.Device) bool { _, ok := d["mlu-7"]; return ok }, "mlu-7 published")
 	held := m.claim("held", []string{"mlu-7-smlu-25p-0"})
@@ -326,7 +328,7 @@ func TestChipsRemovedAndAddedWhileRunningChangeTheSlices(t *testing.T) {
 // TestAFailedPollKeepsTheSlicesAndTheKubeletsLastReport: cnmon failing
 // changes nothing that was published.
 func TestAFailedPollKeepsTheSlicesAndTheKubeletsLastReport(t *testing.T) {
-	m := newMonitoredNode(t, "cambricon", "mlu270", "cnmon", inventory.VendorCambricon, "")
+	m := newMonitoredNode(t, "cambricon", "mlu270", "cnmon", cambricon.Vendor, "")
 	m.waitPublished(func(d map[string]resourceapi.Device) bool { return len(d) == 3 }, "3 chips published")
 	writes := m.sliceWrites()
 	require.NoError(t, os.Remove(m.recording("info")))

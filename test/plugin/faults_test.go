@@ -28,9 +28,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // The fault tests (issue 8) break what the agent depends on: the CDI
@@ -42,7 +42,7 @@ import (
 var faultKinds = func() []claimKind {
 	var out []claimKind
 	for _, k := range crashKinds {
-		if k.vendor == inventory.VendorHuawei {
+		if k.vendor == ascend.Vendor {
 			out = append(out, k)
 		}
 	}
@@ -69,7 +69,7 @@ func (a *agent) prepareKinds(prefix string, kinds []claimKind) []*resourceapi.Re
 // mustPrepare prepares c, a claim of kind k, and checks its CDI device IDs.
 func (a *agent) mustPrepare(k claimKind, c *resourceapi.ResourceClaim) {
 	a.t.Helper()
-	resp, err := a.prepare(names.DriverFor(k.vendor), c)
+	resp, err := a.prepare(vendors.DriverFor(k.vendor), c)
 	require.NoError(a.t, err)
 	require.Empty(a.t, resp[string(c.UID)].Error, "prepare %s", c.Name)
 	var ids []string
@@ -82,7 +82,7 @@ func (a *agent) mustPrepare(k claimKind, c *resourceapi.ResourceClaim) {
 // mustUnprepare unprepares Ascend claims and checks each succeeded.
 func (a *agent) mustUnprepare(claims ...*resourceapi.ResourceClaim) {
 	a.t.Helper()
-	resp, err := a.unprepare(names.AscendDriver, claims...)
+	resp, err := a.unprepare(ascend.Driver, claims...)
 	require.NoError(a.t, err)
 	for _, c := range claims {
 		require.Empty(a.t, resp[string(c.UID)].Error, "unprepare %s", c.Name)
@@ -143,7 +143,7 @@ func (a *agent) holdClaims() ([]*resourceapi.ResourceClaim, nodeState) {
 	a.t.Helper()
 	a.start("")
 	claims := a.prepareKinds("held", faultKinds)
-	held := a.requireConsistent(inventory.VendorHuawei, uidsOf(claims...), "prepared")
+	held := a.requireConsistent(ascend.Vendor, uidsOf(claims...), "prepared")
 	a.stop()
 	return claims, held
 }
@@ -152,7 +152,7 @@ func (a *agent) holdClaims() ([]*resourceapi.ResourceClaim, nodeState) {
 // change makes of it, and returns its path and both contents.
 func (a *agent) rewriteCheckpoint(change func([]byte) []byte) (path string, was, is []byte) {
 	a.t.Helper()
-	path = filepath.Join(a.cfg.StateDir, names.AscendDriver, driver.CheckpointFile)
+	path = filepath.Join(a.cfg.StateDir, ascend.Driver, driver.CheckpointFile)
 	was, err := os.ReadFile(path)
 	require.NoError(a.t, err)
 	is = change(bytes.Clone(was))
@@ -214,9 +214,9 @@ func specPath(cdiDir string, uid types.UID) string {
 // everything unprepares.
 func TestAnUnwritableOrFullCDIDirectoryFailsOnlyNewClaimsAndLosesNothing(t *testing.T) {
 	late := []claimKind{
-		{vendor: inventory.VendorHuawei, devices: []string{"npu-4"}},
-		{vendor: inventory.VendorHuawei, devices: []string{"npu-5-vir05-1c-16g-0"}, partitions: 1},
-		{vendor: inventory.VendorHuawei, devices: []string{"npu-3"}, shareMemory: 8 << 30},
+		{vendor: ascend.Vendor, devices: []string{"npu-4"}},
+		{vendor: ascend.Vendor, devices: []string{"npu-5-vir05-1c-16g-0"}, partitions: 1},
+		{vendor: ascend.Vendor, devices: []string{"npu-3"}, shareMemory: 8 << 30},
 	}
 	tests := []struct {
 		name string
@@ -244,7 +244,7 @@ func TestAnUnwritableOrFullCDIDirectoryFailsOnlyNewClaimsAndLosesNothing(t *test
 			a := newAgent(t, "atlas-800t-a2", faultChipModes)
 			mountTmpfs(t, a.cfg.CDIDir, "size=256k")
 			a.start("")
-			v := inventory.VendorHuawei
+			v := ascend.Vendor
 			before := a.prepareKinds("before", faultKinds)
 
 			repair := tt.breakDir(t, a.cfg.CDIDir)
@@ -253,7 +253,7 @@ func TestAnUnwritableOrFullCDIDirectoryFailsOnlyNewClaimsAndLosesNothing(t *test
 			for i, k := range late {
 				c := k.allocated(fmt.Sprintf("late-%d", i), types.UID(fmt.Sprintf("uid-late-%d", i)))
 				a.addClaim(c)
-				resp, err := a.prepare(names.AscendDriver, c)
+				resp, err := a.prepare(ascend.Driver, c)
 				require.NoError(t, err, "the agent answers")
 				msg := resp[string(c.UID)].Error
 				require.Contains(t, msg, fmt.Sprintf("claim default/%s (%s): ", c.Name, c.UID))
@@ -265,7 +265,7 @@ func TestAnUnwritableOrFullCDIDirectoryFailsOnlyNewClaimsAndLosesNothing(t *test
 			require.Equal(t, files, a.cdiFiles(), "the failed prepares leave no file, not even a temporary one")
 			a.requireConsistent(v, uidsOf(before...), "the failed claims are neither in the checkpoint nor on the chips")
 
-			un, err := a.unprepare(names.AscendDriver, before[0])
+			un, err := a.unprepare(ascend.Driver, before[0])
 			require.NoError(t, err)
 			if tt.unprepareErr != "" {
 				msg := un[string(before[0].UID)].Error
@@ -340,9 +340,9 @@ func TestAnAgentRefusesACheckpointOfAnotherVersionAndTouchesNothing(t *testing.T
 
 	require.NoError(t, os.WriteFile(path, v1, 0o600))
 	a.start("")
-	require.Len(t, a.requireConsistent(inventory.VendorHuawei, uidsOf(claims...), "with the checkpoint back in this version").partitions, 2)
+	require.Len(t, a.requireConsistent(ascend.Vendor, uidsOf(claims...), "with the checkpoint back in this version").partitions, 2)
 	a.mustUnprepare(claims...)
-	require.Empty(t, a.requireConsistent(inventory.VendorHuawei, nil).partitions)
+	require.Empty(t, a.requireConsistent(ascend.Vendor, nil).partitions)
 	require.Empty(t, a.cdiFiles())
 	a.stop()
 }
@@ -367,7 +367,7 @@ func TestAnAgentSetsACorruptCheckpointAsideAndKeepsItsClaims(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAgent(t, "atlas-800t-a2", faultChipModes)
-			v := inventory.VendorHuawei
+			v := ascend.Vendor
 			claims, held := a.holdClaims()
 			path, _, bad := a.rewriteCheckpoint(tt.corrupt)
 
@@ -391,7 +391,7 @@ func TestAnAgentSetsACorruptCheckpointAsideAndKeepsItsClaims(t *testing.T) {
 
 			thief := faultKinds[0].allocated("thief", "uid-thief")
 			a.addClaim(thief)
-			resp, err := a.prepare(names.AscendDriver, thief)
+			resp, err := a.prepare(ascend.Driver, thief)
 			require.NoError(t, err)
 			require.Contains(t, resp[string(thief.UID)].Error, fmt.Sprintf("device %s is already prepared for claim default/%s", faultKinds[0].devices[0], claims[0].Name))
 
@@ -458,7 +458,7 @@ func TestAVendorToolThatHangsOrPrintsGarbageFailsTheStartClearly(t *testing.T) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			o, client := simulatedAgent(t, "")
-			fixture := filepath.Join("..", "..", "pkg", "discovery", "ascend", "testdata", "atlas-800t-a2")
+			fixture := filepath.Join("..", "..", "pkg", "vendors", "ascend", "testdata", "atlas-800t-a2")
 			tools := discoverytest.CopyTree(t, filepath.Join(fixture, "npu-smi"))
 			o.Discovery = source.Options{Root: discoverytest.CopyTree(t, filepath.Join(fixture, "root")), NodeName: nodeName,
 				NpuSmi: installTool(t, tools, tt.tool), ToolTimeout: toolTimeout}
@@ -514,7 +514,7 @@ func (n *node) logged(message, errText string) int {
 // stays prepared and claims still prepare and unprepare. When npu-smi
 // answers again, the monitor says so.
 func TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing(t *testing.T) {
-	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", inventory.VendorHuawei, "Whole")
+	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", ascend.Vendor, "Whole")
 	opts := source.Options{Root: m.root, NodeName: nodeName, NpuSmi: installTool(t, m.tools, recordedTool), ToolTimeout: toolTimeout}
 	monitor, err := devicemonitor.New(devicemonitor.Config{Discovery: opts, Interval: 50 * time.Millisecond, Initial: m.inv, Targets: []devicemonitor.Target{m.driver}})
 	require.NoError(t, err)
@@ -584,7 +584,7 @@ func TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing(t *testin
 // delete their CDI specs and partitions.
 func TestACorruptCheckpointThatCannotBeReplacedIsStillThereAtTheNextStart(t *testing.T) {
 	a := newAgent(t, "atlas-800t-a2", faultChipModes)
-	v := inventory.VendorHuawei
+	v := ascend.Vendor
 	mountTmpfs(t, a.cfg.StateDir, "size=256k")
 	claims, held := a.holdClaims()
 	path, _, bad := a.rewriteCheckpoint(editDevice)

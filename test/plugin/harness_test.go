@@ -40,9 +40,10 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 const nodeName = "node-0"
@@ -61,7 +62,7 @@ type node struct {
 	// cnmon, keeping partitions in the state directory; commands logs every
 	// partition command the plugin runs.
 	policy   partitions.Policy
-	fake     *partitions.Fake
+	fake     *partitionsim.Fake
 	commands *commandLog
 	// runner, when set before start, answers the partition commands
 	// instead of fake.
@@ -149,14 +150,14 @@ func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, c
 	t.Cleanup(func() { os.RemoveAll(sockets) })
 	dir := t.TempDir()
 	n := &node{
-		t: t, vendor: vendor, driverName: names.DriverFor(vendor), inv: inv,
+		t: t, vendor: vendor, driverName: vendors.DriverFor(vendor), inv: inv,
 		root: filepath.Join(dir, "root"), cdiDir: filepath.Join(dir, "cdi"), stateDir: filepath.Join(dir, "state"),
 		regDir: filepath.Join(sockets, "reg"), pluginDir: filepath.Join(sockets, "plugins"),
 		client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}),
 	}
 	n.policy, err = partitions.ParsePolicy(chipModes)
 	require.NoError(t, err)
-	n.fake = &partitions.Fake{StatePath: filepath.Join(n.stateDir, partitions.FakeStateFile), Chips: inv.ChipsOf(vendor), Root: n.root}
+	n.fake = &partitionsim.Fake{StatePath: filepath.Join(n.stateDir, partitionsim.StateFile), Chips: inv.ChipsOf(vendor), Root: n.root}
 	n.commands = &commandLog{}
 	n.runner = runner
 	n.metrics = metrics.New()

@@ -6,11 +6,11 @@ import (
 	"github.com/stretchr/testify/require"
 	healthpb "k8s.io/kubelet/pkg/apis/dra-health/v1"
 
-	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 func TestTheKubeletIsToldTheHealthDiscoveryFound(t *testing.T) {
-	n := newNode(t, "testdata/mlu270-one-unhealthy.yaml", inventory.VendorCambricon)
+	n := newNode(t, "testdata/mlu270-one-unhealthy.yaml", cambricon.Vendor)
 	stream, err := healthpb.NewDRAResourceHealthClient(n.draConn).NodeWatchResources(n.ctx, &healthpb.NodeWatchResourcesRequest{})
 	require.NoError(t, err)
 	resp, err := stream.Recv()

@@ -24,8 +24,8 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // samples parses the Prometheus text exposition: each sample's value by
@@ -76,7 +76,7 @@ func (n *node) logOf() string {
 }
 
 func TestMetricsAndLogsFollowEachClaimPreparedAndUnprepared(t *testing.T) {
-	n := newNode(t, "testdata/mlu270-one-unhealthy.yaml", inventory.VendorCambricon)
+	n := newNode(t, "testdata/mlu270-one-unhealthy.yaml", cambricon.Vendor)
 	of := func(name string) string { return name + `{driver="cambricon.accel-dra.dev"}` }
 	health := func(h string) string {
 		return `accel_dra_devices{driver="cambricon.accel-dra.dev",health="` + h + `"}`
@@ -170,7 +170,7 @@ func (s *stuckTool) Run(ctx context.Context, name string, args ...string) ([]byt
 // looks), so it does not wait for the driver's lock: the prepared claims
 // are those of the last finished call.
 func TestAScrapeDoesNotWaitForAStuckPrepare(t *testing.T) {
-	n := newPartitionedNode(t, "mlu370-x8", inventory.VendorCambricon)
+	n := newPartitionedNode(t, "mlu370-x8", cambricon.Vendor)
 	whole := n.claim("whole", []string{"mlu-0"})
 	n.mustPrepare(whole)
 	tool := &stuckTool{next: n.fake, entered: make(chan struct{}), released: make(chan struct{})}
@@ -220,7 +220,7 @@ func (n *node) restartWithoutSlices() {
 }
 
 func TestResourceSliceCreatesTheAPIServerRejectsAreCountedAsPublishErrors(t *testing.T) {
-	n := newNode(t, "mlu270", inventory.VendorCambricon)
+	n := newNode(t, "mlu270", cambricon.Vendor)
 	require.Eventually(t, func() bool { return len(n.publishedDevices()) == 4 }, 30*time.Second, 20*time.Millisecond, "the slices are published")
 
 	// The next two creates fail, as with an overloaded API server.
@@ -244,7 +244,7 @@ func TestResourceSliceCreatesTheAPIServerRejectsAreCountedAsPublishErrors(t *tes
 }
 
 func TestSlicesStoredWithoutTheirCountersAreCountedAsDroppedFields(t *testing.T) {
-	n := newPartitionedNode(t, "mlu590", inventory.VendorCambricon)
+	n := newPartitionedNode(t, "mlu590", cambricon.Vendor)
 	require.Eventually(t, func() bool { return len(n.publishedDevices()) > 8 }, 30*time.Second, 20*time.Millisecond, "the chips and their partitions are published")
 
 	// An API server without partitionable devices drops the counters.
@@ -309,7 +309,7 @@ func TestTheNodeAgentServesItsMetricsBesideItsProbes(t *testing.T) {
 	// Every device the drivers publish is counted, by its driver: 4 chips
 	// and their 24 partition devices (vNPU templates, sMLU profiles) each.
 	got := scrape()
-	for _, driverName := range []string{names.AscendDriver, names.CambriconDriver} {
+	for _, driverName := range []string{ascend.Driver, cambricon.Driver} {
 		requireSamples(t, got, map[string]float64{
 			`accel_dra_devices{driver="` + driverName + `",health="healthy"}`:   4 + 24,
 			`accel_dra_devices{driver="` + driverName + `",health="unhealthy"}`: 0,

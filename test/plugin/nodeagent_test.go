@@ -22,11 +22,13 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
-	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/nodeagent"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	oci "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // simulatedAgent returns the options of a node agent for a simulated node
@@ -85,8 +87,8 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ascend-plus-mlu", UID: "uid-mixed"},
 		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
 			Results: []resourceapi.DeviceRequestAllocationResult{
-				{Request: "npu", Driver: names.AscendDriver, Pool: nodeName, Device: "npu-2"},
-				{Request: "mlu", Driver: names.CambriconDriver, Pool: nodeName, Device: "mlu-1"},
+				{Request: "npu", Driver: ascend.Driver, Pool: nodeName, Device: "npu-2"},
+				{Request: "mlu", Driver: cambricon.Driver, Pool: nodeName, Device: "mlu-1"},
 			},
 		}}},
 	}
@@ -119,7 +121,7 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 	require.Contains(t, body, "not yet registered with the kubelet: cambricon.accel-dra.dev, ascend.accel-dra.dev")
 
 	var ids []string
-	for _, driverName := range []string{names.AscendDriver, names.CambriconDriver} {
+	for _, driverName := range []string{ascend.Driver, cambricon.Driver} {
 		regSock := filepath.Join(o.RegistrarDir, driverName+"-reg.sock")
 		require.Eventually(t, func() bool { _, err := os.Stat(regSock); return err == nil }, 30*time.Second, 20*time.Millisecond, "%s registers", driverName)
 		reg, err := grpc.NewClient("unix://"+regSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -190,13 +192,13 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 	claim := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "quarter", UID: "uid-quarter"},
 		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
-			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "mlu", Driver: names.CambriconDriver, Pool: nodeName, Device: "mlu-3-smlu-25p-0"}},
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "mlu", Driver: cambricon.Driver, Pool: nodeName, Device: "mlu-3-smlu-25p-0"}},
 		}}},
 	}
 	_, err := client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	regSock := filepath.Join(o.RegistrarDir, names.CambriconDriver+"-reg.sock")
+	regSock := filepath.Join(o.RegistrarDir, cambricon.Driver+"-reg.sock")
 	require.Eventually(t, func() bool { _, err := os.Stat(regSock); return err == nil }, 30*time.Second, 20*time.Millisecond)
 	reg, err := grpc.NewClient("unix://"+regSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -211,7 +213,7 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 	resp, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claim)})
 	require.NoError(t, err)
 	require.Empty(t, resp.Claims[string(claim.UID)].Error)
-	fake := &partitions.Fake{StatePath: filepath.Join(o.StateDir, names.CambriconDriver, partitions.FakeStateFile)}
+	fake := &partitionsim.Fake{StatePath: filepath.Join(o.StateDir, cambricon.Driver, partitionsim.StateFile)}
 	list, err := fake.Instances()
 	require.NoError(t, err)
 	require.Len(t, list, 1)

@@ -19,6 +19,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *testing.T) {
@@ -32,7 +34,7 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 		hostNode      string   // the partition's own node on the host
 		env           map[string]string
 	}{
-		{name: "Ascend vNPU", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, device: "npu-2-vir05-1c-16g-0",
+		{name: "Ascend vNPU", profile: "atlas-800t-a2", vendor: ascend.Vendor, device: "npu-2-vir05-1c-16g-0",
 			create:   "npu-smi set -t create-vnpu -i 2 -c 0 -f vir05_1c_16g -v 132",
 			destroy:  "npu-smi set -t destroy-vnpu -i 2 -c 0 -v 132",
 			nodes:    []string{"/dev/davinci132"},
@@ -40,7 +42,7 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 			env: map[string]string{"ASCEND_VISIBLE_DEVICES": "132", "ASCEND_RUNTIME_OPTIONS": "VIRTUAL",
 				"DRA_DEVICE_NPU_2_VIR05_1C_16G_0_PARTITION": "vir05_1c_16g", "DRA_DEVICE_NPU_2_VIR05_1C_16G_0_MEMORY": "17179869184",
 				"DRA_DEVICE_NPU_2_VIR05_1C_16G_0_CORES": "5"}},
-		{name: "Cambricon sMLU", profile: "mlu370-x8", vendor: inventory.VendorCambricon, device: "mlu-5-smlu-50p-1",
+		{name: "Cambricon sMLU", profile: "mlu370-x8", vendor: cambricon.Vendor, device: "mlu-5-smlu-50p-1",
 			create:   "cnmon smlu -c 5 --create --profile 50p.11654mb",
 			destroy:  "cnmon smlu -c 5 --destroy --instance 1",
 			nodes:    []string{"/dev/cambricon-caps/cap_dev5_mi1", "/dev/cambricon_dev5", "/dev/cambricon_ipcm5"},
@@ -88,14 +90,14 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 }
 
 func TestAPartitionLeftByACrashBeforeTheCheckpointIsRemovedAtStartUp(t *testing.T) {
-	n := newPartitionedNode(t, "atlas-300i-duo", inventory.VendorHuawei)
+	n := newPartitionedNode(t, "atlas-300i-duo", ascend.Vendor)
 	kept := n.claim("kept", []string{"npu-1-vir02-0"})
 	n.mustPrepare(kept)
 	n.stop()
 	// What a crash after npu-smi create-vnpu and before the checkpoint
 	// leaves: vNPUs on the chips that no prepared claim lists.
-	chips := n.inv.ChipsOf(inventory.VendorHuawei)
-	tool := &partitions.AscendTool{Runner: n.fake}
+	chips := n.inv.ChipsOf(ascend.Vendor)
+	tool := &ascend.PartitionTool{Runner: n.fake}
 	vir01, _ := partitions.TemplateByName(chips[1], "vir01")
 	vir04, _ := partitions.TemplateByName(chips[3], "vir04")
 	orphanA, err := tool.Create(context.Background(), chips[1], vir01)
@@ -119,12 +121,12 @@ func TestAPartitionLeftByACrashBeforeTheCheckpointIsRemovedAtStartUp(t *testing.
 }
 
 func TestAFailedPrepareLeavesNoPartitionBehind(t *testing.T) {
-	n := newPartitionedNode(t, "atlas-800t-a2", inventory.VendorHuawei)
+	n := newPartitionedNode(t, "atlas-800t-a2", ascend.Vendor)
 	// Someone takes half of npu-0 behind the plugin's back: the second of
 	// the claim's vNPUs cannot be made, and the first is destroyed again.
-	chip0 := n.inv.ChipsOf(inventory.VendorHuawei)[0]
+	chip0 := n.inv.ChipsOf(ascend.Vendor)[0]
 	vir10, _ := partitions.TemplateByName(chip0, "vir10_3c_32g")
-	foreign, err := (&partitions.AscendTool{Runner: n.fake}).Create(context.Background(), chip0, vir10)
+	foreign, err := (&ascend.PartitionTool{Runner: n.fake}).Create(context.Background(), chip0, vir10)
 	require.NoError(t, err)
 	n.commands.changes()
 
@@ -143,7 +145,7 @@ func TestAFailedPrepareLeavesNoPartitionBehind(t *testing.T) {
 }
 
 func TestTheDriverNeverGivesAChipAndItsPartitionOrMorePartitionsThanFit(t *testing.T) {
-	n := newPartitionedNode(t, "mlu590", inventory.VendorCambricon)
+	n := newPartitionedNode(t, "mlu590", cambricon.Vendor)
 	whole := n.claim("whole", []string{"mlu-1"})
 	n.mustPrepare(whole)
 	half := n.claim("half", []string{"mlu-2-smlu-50p-0"})
@@ -175,7 +177,7 @@ func TestTheDriverNeverGivesAChipAndItsPartitionOrMorePartitionsThanFit(t *testi
 }
 
 func TestABadPartitionOrSharingConfigFailsOnlyItsClaimAndNamesTheField(t *testing.T) {
-	n := newPartitionedNode(t, "atlas-300i-duo", inventory.VendorHuawei)
+	n := newPartitionedNode(t, "atlas-300i-duo", ascend.Vendor)
 	good := n.claim("good", []string{"npu-0-vir04-0"},
 		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","sharing":{"strategy":"Exclusive"},"env":{"MODEL":"qwen"}}`))
 	badStrategy := n.claim("bad-strategy", []string{"npu-1-vir04-0"},
@@ -205,7 +207,7 @@ func (n *node) share(device, id string, memory resource.Quantity) resourceapi.De
 }
 
 func TestASharedChipTakesSharesUntilItsMemoryIsUsedAndHandsEachItsShare(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "npu-0=Shared")
+	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "npu-0=Shared")
 	share := func(id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
 		return n.share("npu-0", id, memory)
 	}
@@ -237,7 +239,7 @@ func TestASharedChipTakesSharesUntilItsMemoryIsUsedAndHandsEachItsShare(t *testi
 }
 
 func TestACorruptCheckpointRecoversPartitionsFromTheCDISpecsAndKeepsThem(t *testing.T) {
-	n := newPartitionedNode(t, "mlu370-x8", inventory.VendorCambricon)
+	n := newPartitionedNode(t, "mlu370-x8", cambricon.Vendor)
 	c := n.claim("serve", []string{"mlu-0-smlu-25p-0", "mlu-0-smlu-25p-1"})
 	ids := n.mustPrepare(c)
 	n.stop()
@@ -258,7 +260,7 @@ func TestACorruptCheckpointRecoversPartitionsFromTheCDISpecsAndKeepsThem(t *test
 }
 
 func TestPublishedSlicesFollowTheChipModes(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "npu-1=Partitioned,npu-2=Shared")
+	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "npu-1=Partitioned,npu-2=Shared")
 	require.Eventually(t, func() bool { return len(n.publishedDevices()) == 8+6 }, 30*time.Second, 50*time.Millisecond,
 		"8 chips and the vNPUs of npu-1 are published, the others Whole by default")
 	devs := n.publishedDevices()

@@ -20,6 +20,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 func chipNames(prefix string, n int) []string {
@@ -52,7 +54,7 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 		visible string
 	}{
 		{
-			profile: "atlas-800t-a2", vendor: inventory.VendorHuawei, prefix: "npu",
+			profile: "atlas-800t-a2", vendor: ascend.Vendor, prefix: "npu",
 			nodes:  func(i int) []string { return []string{fmt.Sprintf("/dev/davinci%d", i)} },
 			shared: []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"},
 			mounts: []string{
@@ -66,7 +68,7 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 			visible: "ASCEND_VISIBLE_DEVICES",
 		},
 		{
-			profile: "mlu370-x8", vendor: inventory.VendorCambricon, prefix: "mlu",
+			profile: "mlu370-x8", vendor: cambricon.Vendor, prefix: "mlu",
 			nodes: func(i int) []string {
 				return []string{fmt.Sprintf("/dev/cambricon_dev%d", i), fmt.Sprintf("/dev/cambricon_ipcm%d", i)}
 			},
@@ -122,7 +124,7 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 }
 
 func TestRePrepareIsIdempotentAcrossRestarts(t *testing.T) {
-	n := newNode(t, "atlas-800-910a", inventory.VendorHuawei)
+	n := newNode(t, "atlas-800-910a", ascend.Vendor)
 	c := n.claim("train", []string{"npu-0", "npu-1"})
 	first := n.mustPrepare(c)
 	require.Equal(t, first, n.mustPrepare(c))
@@ -133,7 +135,7 @@ func TestRePrepareIsIdempotentAcrossRestarts(t *testing.T) {
 }
 
 func TestUnprepareLeavesNothingBehind(t *testing.T) {
-	n := newNode(t, "mlu590", inventory.VendorCambricon)
+	n := newNode(t, "mlu590", cambricon.Vendor)
 	a, b := n.claim("a", []string{"mlu-0"}), n.claim("b", []string{"mlu-1", "mlu-2"})
 	n.mustPrepare(a)
 	n.mustPrepare(b)
@@ -149,7 +151,7 @@ func TestUnprepareLeavesNothingBehind(t *testing.T) {
 }
 
 func TestARestartBetweenPrepareAndUnprepareKeepsTheClaim(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", inventory.VendorHuawei)
+	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
 	c := n.claim("serve", []string{"npu-3"})
 	n.mustPrepare(c)
 	n.restart()
@@ -164,7 +166,7 @@ func TestARestartBetweenPrepareAndUnprepareKeepsTheClaim(t *testing.T) {
 }
 
 func TestACorruptCheckpointIsSetAsideAndThePreparedClaimsRecovered(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", inventory.VendorHuawei)
+	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
 	c := n.claim("train", []string{"npu-0", "npu-1"})
 	ids := n.mustPrepare(c)
 	n.stop()
@@ -182,7 +184,7 @@ func TestACorruptCheckpointIsSetAsideAndThePreparedClaimsRecovered(t *testing.T)
 }
 
 func TestABadOpaqueConfigFailsOnlyItsClaimAndNamesTheField(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", inventory.VendorHuawei)
+	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
 	good := n.claim("good", []string{"npu-0"},
 		n.opaque(resourceapi.AllocationConfigSourceClass, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"HCCL_CONNECT_TIMEOUT":"600","FROM":"class"}}`),
 		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"FROM":"claim"}}`),
@@ -212,7 +214,7 @@ func TestABadOpaqueConfigFailsOnlyItsClaimAndNamesTheField(t *testing.T) {
 }
 
 func TestTheDriverRefusesDevicesItCannotOrMustNotGive(t *testing.T) {
-	n := newNode(t, "mlu370-x8", inventory.VendorCambricon)
+	n := newNode(t, "mlu370-x8", cambricon.Vendor)
 	holder := n.claim("holder", []string{"mlu-0", "mlu-1"})
 	n.mustPrepare(holder)
 
@@ -243,7 +245,7 @@ func TestTheDriverRefusesDevicesItCannotOrMustNotGive(t *testing.T) {
 }
 
 func TestFiftyConcurrentClaimsLeaveNoStaleCDIFile(t *testing.T) {
-	n := newNode(t, "testdata/64-npu.yaml", inventory.VendorHuawei)
+	n := newNode(t, "testdata/64-npu.yaml", ascend.Vendor)
 	claims := make([]*resourceapi.ResourceClaim, 50)
 	for i := range claims {
 		claims[i] = n.claim(fmt.Sprintf("c%d", i), []string{fmt.Sprintf("npu-%d", i)})
@@ -281,7 +283,7 @@ func TestPublishedSlicesAreTheFoundationCodesSlices(t *testing.T) {
 	for _, tt := range []struct {
 		profile string
 		vendor  inventory.Vendor
-	}{{"atlas-800-910a", inventory.VendorHuawei}, {"mixed-910b-mlu370", inventory.VendorCambricon}} {
+	}{{"atlas-800-910a", ascend.Vendor}, {"mixed-910b-mlu370", cambricon.Vendor}} {
 		t.Run(tt.profile, func(t *testing.T) {
 			n := newPartitionedNode(t, tt.profile, tt.vendor)
 			var want []resourceapi.ResourceSliceSpec

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // recordings answers each command with the next of its recorded outputs
-// (the last one repeats), from pkg/partitions/testdata, and fails on a
+// (the last one repeats), from pkg/vendors/ascend/testdata/vnpu, and fails on a
 // command it has no recording for.
 type recordings struct {
 	t   testing.TB
@@ -45,7 +45,7 @@ func (r *recordings) Run(_ context.Context, name string, args ...string) ([]byte
 // and the container gets /dev/vdavinci100 as /dev/davinci100, and
 // unpreparing destroys it, with exactly the commands an operator runs.
 func TestThePluginDrivesNpuSmiAsRecorded(t *testing.T) {
-	rec := &recordings{t: t, dir: "../../pkg/partitions/testdata/ascend", out: map[string][]string{
+	rec := &recordings{t: t, dir: "../../pkg/vendors/ascend/testdata/vnpu", out: map[string][]string{
 		"npu-smi info -m": {"npu-smi_info_-m.txt"},
 		// start-up, before create, after create, before destroy, after
 		"npu-smi info -t info-vnpu -i 0 -c 0":                         {"info-vnpu_none.txt", "info-vnpu_none.txt", "info-vnpu_100.txt", "info-vnpu_100.txt", "info-vnpu_none.txt"},
@@ -55,7 +55,7 @@ func TestThePluginDrivesNpuSmiAsRecorded(t *testing.T) {
 	for i := 1; i < 8; i++ {
 		rec.out[fmt.Sprintf("npu-smi info -t info-vnpu -i %d -c 0", i)] = []string{"info-vnpu_none.txt"}
 	}
-	n := newNodeWithRunner(t, "testdata/atlas-800t-a2-910b4.yaml", inventory.VendorHuawei, rec)
+	n := newNodeWithRunner(t, "testdata/atlas-800t-a2-910b4.yaml", ascend.Vendor, rec)
 	require.Empty(t, n.commands.changes())
 
 	// The recordings have no device files: make the vNPU's for the container.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/driver"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // TestDuringARollingUpdateBothPodsShareTheState starts the old and the new
@@ -21,7 +21,7 @@ import (
 // prepared, the other sees, so neither hands out a chip twice, and the new
 // one can unprepare what the old one prepared.
 func TestDuringARollingUpdateBothPodsShareTheState(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", inventory.VendorHuawei)
+	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
 	n.stop() // the harness's own instance is not a rolling-update one
 
 	start := func(podUID types.UID) (*driver.Driver, drapb.DRAPluginClient) {

@@ -26,7 +26,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Replaying a soak run: the seed is logged; these variables set it and
@@ -117,10 +119,10 @@ func TestSoak(t *testing.T) {
 	require.Empty(t, files(t, s.a.cfg.CDIDir), "the CDI directory")
 	var wantState []string
 	for _, v := range s.vendors {
-		d := filepath.Join(s.a.cfg.StateDir, names.DriverFor(v))
+		d := filepath.Join(s.a.cfg.StateDir, vendors.DriverFor(v))
 		wantState = append(wantState, filepath.Join(d, driver.CheckpointFile))
 		if s.kinds[string(v)+" partition"] > 0 {
-			wantState = append(wantState, filepath.Join(d, partitions.FakeStateFile))
+			wantState = append(wantState, filepath.Join(d, partitionsim.StateFile))
 		}
 	}
 	require.ElementsMatch(t, wantState, slices.Collect(maps.Keys(files(t, s.a.cfg.StateDir))), "the state directory holds no temporary or set-aside file")
@@ -423,9 +425,9 @@ func (s *soak) call(what string, f func() error) {
 // partition or a share; half of the time one is a partition the last
 // unprepared claim released.
 func (s *soak) allocate() *soakClaim {
-	vendors := []inventory.Vendor{s.vendors[s.rng.IntN(len(s.vendors))]}
+	pick := []inventory.Vendor{s.vendors[s.rng.IntN(len(s.vendors))]}
 	if s.rng.IntN(5) == 0 {
-		vendors = s.vendors
+		pick = s.vendors
 	}
 	c := &soakClaim{}
 	chosen := map[*soakDevice]bool{}
@@ -440,7 +442,7 @@ func (s *soak) allocate() *soakClaim {
 		}
 	}
 	for want := 1 + s.rng.IntN(3); len(c.picks) < want; {
-		v := vendors[len(c.picks)%len(vendors)]
+		v := pick[len(c.picks)%len(pick)]
 		p, ok := s.pick(v, chosen)
 		if !ok {
 			break
@@ -458,7 +460,7 @@ func (s *soak) allocate() *soakClaim {
 		Status:     resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}},
 	}
 	for i, p := range c.picks {
-		r := resourceapi.DeviceRequestAllocationResult{Request: fmt.Sprintf("req-%d", i), Driver: names.DriverFor(p.dev.vendor), Pool: nodeName, Device: p.dev.name}
+		r := resourceapi.DeviceRequestAllocationResult{Request: fmt.Sprintf("req-%d", i), Driver: vendors.DriverFor(p.dev.vendor), Pool: nodeName, Device: p.dev.name}
 		if p.dev.kind == kindShare {
 			share := types.UID(fmt.Sprintf("%s-share-%d", uid, i))
 			r.ShareID = &share
@@ -606,7 +608,7 @@ func (s *soak) prepare(pod []*soakClaim) {
 func (s *soak) prepareOn(pod []*soakClaim) {
 	s.onEachDriver("prepare", pod, func(v inventory.Vendor, claims []*soakClaim, what string) error {
 		s.prepareCalls++
-		resp, err := s.a.prepare(names.DriverFor(v), objsOf(claims)...)
+		resp, err := s.a.prepare(vendors.DriverFor(v), objsOf(claims)...)
 		if err != nil {
 			return err
 		}
@@ -628,7 +630,7 @@ func (s *soak) prepareOn(pod []*soakClaim) {
 func (s *soak) unprepare(pod []*soakClaim) {
 	s.onEachDriver("unprepare", pod, func(v inventory.Vendor, claims []*soakClaim, what string) error {
 		s.unprepareCalls++
-		resp, err := s.a.unprepare(names.DriverFor(v), objsOf(claims)...)
+		resp, err := s.a.unprepare(vendors.DriverFor(v), objsOf(claims)...)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/driver"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // deviceStatus waits until the claim's status.devices in the fake API
@@ -47,7 +48,7 @@ func statusData(t *testing.T, s resourceapi.AllocatedDeviceStatus) v1alpha1.Devi
 }
 
 func TestPrepareWritesEachDevicesStatusAndUnprepareClearsIt(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", inventory.VendorHuawei, "Partitioned")
+	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "Partitioned")
 	c := n.claim("train", []string{"npu-0", "npu-2-vir05-1c-16g-0"})
 	n.mustPrepare(c)
 	got := n.deviceStatus(c, func(s []resourceapi.AllocatedDeviceStatus) bool { return len(s) == 2 })
@@ -60,7 +61,7 @@ func TestPrepareWritesEachDevicesStatusAndUnprepareClearsIt(t *testing.T) {
 		require.Equal(t, metav1.ConditionTrue, s.Conditions[0].Status)
 		byDevice[s.Device] = s
 	}
-	chips := n.inv.ChipsOf(inventory.VendorHuawei)
+	chips := n.inv.ChipsOf(ascend.Vendor)
 	whole := statusData(t, byDevice["npu-0"])
 	require.Equal(t, v1alpha1.DeviceStatusData{UUID: chips[0].UUID, Model: "Ascend910B3", Index: ptr.To(0), PCIBusID: chips[0].PCIBusID,
 		DriverVersion: chips[0].DriverVersion, DeviceIP: "10.20.0.2/24"}, whole)
@@ -79,7 +80,7 @@ func TestPrepareWritesEachDevicesStatusAndUnprepareClearsIt(t *testing.T) {
 }
 
 func TestAStatusWriteThatFailsIsRetriedAndNeverFailsThePrepare(t *testing.T) {
-	n := newNodeWithModes(t, "mlu370-x8", inventory.VendorCambricon, "Whole")
+	n := newNodeWithModes(t, "mlu370-x8", cambricon.Vendor, "Whole")
 	var failures atomic.Int32
 	n.client.PrependReactor("patch", "resourceclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() == "status" && failures.Add(1) <= 3 {
@@ -98,7 +99,7 @@ func TestAStatusWriteThatFailsIsRetriedAndNeverFailsThePrepare(t *testing.T) {
 }
 
 func TestTheContainerGetsTheDeviceMetadataFile(t *testing.T) {
-	n := newNodeOf(t, simulatedNode(t, "mixed-910b-mlu370"), inventory.VendorHuawei, "Partitioned", nil, func(n *node) {
+	n := newNodeOf(t, simulatedNode(t, "mixed-910b-mlu370"), ascend.Vendor, "Partitioned", nil, func(n *node) {
 		n.configure = func(cfg *driver.Config) { cfg.DeviceMetadata = true }
 	})
 	c := n.claim("train", []string{"npu-1", "npu-3-vir05-1c-16g-0"})
@@ -131,7 +132,7 @@ func TestTheContainerGetsTheDeviceMetadataFile(t *testing.T) {
 	require.Equal(t, "metadata.resource.k8s.io/v1beta1", md.APIVersion)
 	require.Len(t, md.Requests, 1)
 	require.Len(t, md.Requests[0].Devices, 2)
-	chips := n.inv.ChipsOf(inventory.VendorHuawei)
+	chips := n.inv.ChipsOf(ascend.Vendor)
 	whole, vnpu := md.Requests[0].Devices[0], md.Requests[0].Devices[1]
 	require.Equal(t, "npu-1", whole.Name)
 	require.Equal(t, chips[1].UUID, *whole.Attributes["uuid"].StringValue)

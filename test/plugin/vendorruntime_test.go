@@ -11,6 +11,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // On a node migrating from the device plugins the vendor's runtime may
@@ -29,18 +31,18 @@ func TestVisibleDevicesEnvOnNodesWithAndWithoutTheVendorRuntime(t *testing.T) {
 		visible     string
 		wantVisible bool
 	}{
-		{name: "ascend, auto, no vendor runtime: set", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
-			mode: cdi.VisibleDevicesAuto, visible: cdi.EnvAscendVisibleDevices, wantVisible: true},
-		{name: "ascend, auto, ascend-docker-runtime installed: left out", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
-			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: cdi.EnvAscendVisibleDevices},
-		{name: "ascend, set, ascend-docker-runtime installed: set", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
-			mode: cdi.VisibleDevicesSet, ascendRuntime: true, visible: cdi.EnvAscendVisibleDevices, wantVisible: true},
-		{name: "ascend, omit: left out", profile: "atlas-800t-a2", vendor: inventory.VendorHuawei,
-			mode: cdi.VisibleDevicesOmit, visible: cdi.EnvAscendVisibleDevices},
-		{name: "cambricon, auto: set", profile: "mlu370-x8", vendor: inventory.VendorCambricon,
-			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: cdi.EnvCambriconVisibleDevices, wantVisible: true},
-		{name: "cambricon, omit: left out", profile: "mlu370-x8", vendor: inventory.VendorCambricon,
-			mode: cdi.VisibleDevicesOmit, visible: cdi.EnvCambriconVisibleDevices},
+		{name: "ascend, auto, no vendor runtime: set", profile: "atlas-800t-a2", vendor: ascend.Vendor,
+			mode: cdi.VisibleDevicesAuto, visible: ascend.EnvVisibleDevices, wantVisible: true},
+		{name: "ascend, auto, ascend-docker-runtime installed: left out", profile: "atlas-800t-a2", vendor: ascend.Vendor,
+			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: ascend.EnvVisibleDevices},
+		{name: "ascend, set, ascend-docker-runtime installed: set", profile: "atlas-800t-a2", vendor: ascend.Vendor,
+			mode: cdi.VisibleDevicesSet, ascendRuntime: true, visible: ascend.EnvVisibleDevices, wantVisible: true},
+		{name: "ascend, omit: left out", profile: "atlas-800t-a2", vendor: ascend.Vendor,
+			mode: cdi.VisibleDevicesOmit, visible: ascend.EnvVisibleDevices},
+		{name: "cambricon, auto: set", profile: "mlu370-x8", vendor: cambricon.Vendor,
+			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: cambricon.EnvVisibleDevices, wantVisible: true},
+		{name: "cambricon, omit: left out", profile: "mlu370-x8", vendor: cambricon.Vendor,
+			mode: cdi.VisibleDevicesOmit, visible: cambricon.EnvVisibleDevices},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,7 +55,7 @@ func TestVisibleDevicesEnvOnNodesWithAndWithoutTheVendorRuntime(t *testing.T) {
 				}
 			})
 			prefix := "npu"
-			if tt.vendor == inventory.VendorCambricon {
+			if tt.vendor == cambricon.Vendor {
 				prefix = "mlu"
 			}
 			c := n.claim("job", chipNames(prefix, 2))

@@ -9,6 +9,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func TestDecodeWordsErrorsAsFieldColonDecodeConfigError(t *testing.T) {
@@ -64,22 +66,22 @@ func TestErrorWithSourceKeepsThePluginsWording(t *testing.T) {
 }
 
 // The API package spells the driver names itself (it imports nothing of
-// the driver's): they must be the contract's, as pkg/names has them.
-func TestConfigKindForKnowsBothDriversByTheirContractNames(t *testing.T) {
-	tests := []struct {
-		driver, kind string
-		ours         bool
-	}{
-		{driver: names.AscendDriver, kind: v1alpha1.AscendConfigKind, ours: true},
-		{driver: names.CambriconDriver, kind: v1alpha1.CambriconConfigKind, ours: true},
-		{driver: names.Domain},
-		{driver: "gpu.example.com"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.driver, func(t *testing.T) {
-			kind, ok := v1alpha1.ConfigKindFor(tt.driver)
-			require.Equal(t, tt.ours, ok)
-			require.Equal(t, tt.kind, kind)
+// the driver's): every registered vendor's driver must map to the config
+// kind its vendor package names, and no other driver to any.
+func TestConfigKindForKnowsEveryRegisteredDriver(t *testing.T) {
+	all := vendors.All()
+	require.NotEmpty(t, all)
+	for _, v := range all {
+		n := v.Names()
+		t.Run(n.Driver, func(t *testing.T) {
+			kind, ok := v1alpha1.ConfigKindFor(n.Driver)
+			require.True(t, ok, "the API package has no config kind for driver %s", n.Driver)
+			require.Equal(t, n.ConfigKind, kind)
 		})
+	}
+	for _, other := range []string{names.Domain, "gpu.example.com"} {
+		kind, ok := v1alpha1.ConfigKindFor(other)
+		require.False(t, ok, other)
+		require.Empty(t, kind, other)
 	}
 }

@@ -94,6 +94,36 @@ func (m MapRunner) Run(_ context.Context, name string, args ...string) ([]byte, 
 	return []byte(out), nil
 }
 
+// Step is one command a ScriptedRunner expects, as
+// discovery.CommandLine prints it, and the file of recorded output it
+// answers with.
+type Step struct{ Cmd, File string }
+
+// ScriptedRunner answers the expected commands in order with recorded
+// output from Dir and fails the test on any other command: a vendor tool
+// as a sequence of recordings (partition tools list, change, list again).
+type ScriptedRunner struct {
+	T     testing.TB
+	Dir   string
+	Steps []Step
+}
+
+// Run implements discovery.CommandRunner.
+func (s *ScriptedRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	s.T.Helper()
+	cmd := discovery.CommandLine(name, args...)
+	require.NotEmpty(s.T, s.Steps, "unexpected command %q", cmd)
+	next := s.Steps[0]
+	s.Steps = s.Steps[1:]
+	require.Equal(s.T, next.Cmd, cmd)
+	data, err := os.ReadFile(filepath.Join(s.Dir, next.File))
+	require.NoError(s.T, err)
+	return data, nil
+}
+
+// Done fails the test if expected commands were not run.
+func (s *ScriptedRunner) Done() { require.Empty(s.T, s.Steps, "commands not run") }
+
 // FailingRunner is a discovery.CommandRunner for code that must not run a
 // tool: every command fails, and fails the test T.
 type FailingRunner struct{ T testing.TB }

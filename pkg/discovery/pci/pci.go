@@ -15,12 +15,6 @@ import (
 	"k8s.io/dynamic-resource-allocation/deviceattribute"
 )
 
-// Vendor ids as in the PCI ID repository.
-const (
-	VendorHuawei    uint16 = 0x19e5
-	VendorCambricon uint16 = 0xcabc
-)
-
 // Device is what sysfs tells about one PCI function.
 type Device struct {
 	// BusID is the extended BDF address in lower case, e.g. 0000:c1:00.0.

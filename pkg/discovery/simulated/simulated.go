@@ -1,7 +1,8 @@
 // Package simulated is the discovery backend for nodes without real chips:
 // it builds the inventory a node with a given hardware profile would report,
 // deterministically from the node name, so every node of a simulated
-// cluster has its own stable chip UUIDs.
+// cluster has its own stable chip UUIDs. What a vendor's chips look like
+// (device nodes, facts) is the vendor's vendors.Simulation.
 package simulated
 
 import (
@@ -9,10 +10,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/netip"
+	"sort"
+	"strings"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Backend implements discovery.Backend for one node and profile.
@@ -31,13 +35,6 @@ func New(nodeName string, profile *v1alpha1.HardwareProfile) *Backend {
 // Name implements discovery.Backend.
 func (b *Backend) Name() string { return "simulated profile " + b.Profile.Name }
 
-// sharedNodes are the device files every container of a vendor gets, as the
-// vendors' container runtimes inject them (docs/architecture.md hardware facts).
-var sharedNodes = map[inventory.Vendor][]string{
-	inventory.VendorHuawei:    {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"},
-	inventory.VendorCambricon: {"/dev/cambricon_ctl"},
-}
-
 // Discover implements discovery.Backend.
 func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 	p := b.Profile
@@ -46,6 +43,11 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 	groups := map[inventory.Vendor]int{} // next link group number per vendor
 	for gi, g := range p.Chips {
 		vendor := inventory.Vendor(g.Vendor)
+		v, ok := vendors.Lookup(vendor)
+		if !ok {
+			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].vendor: %q is not one of %s", p.Name, gi, g.Vendor, strings.Join(vendorValues(), ", "))
+		}
+		sim := v.Simulation()
 		version, err := discovery.SemverFromVendor(g.DriverVersion)
 		if err != nil {
 			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].driverVersion: %w", p.Name, gi, err)
@@ -94,32 +96,16 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 			if c.NUMANode != nil {
 				root = *c.NUMANode
 			}
-			bus := 0x10*(root+1) + idx
-			if vendor == inventory.VendorCambricon {
-				bus += 0x80
-			}
+			bus := 0x10*(root+1) + idx + sim.BusOffset
 			c.PCIeRoot = fmt.Sprintf("pci0000:%02x", 0x10*root)
 			c.PCIBusID = fmt.Sprintf("0000:%02x:00.0", bus)
-			switch vendor {
-			case inventory.VendorHuawei:
-				c.DeviceNodes = []string{fmt.Sprintf("/dev/davinci%d", idx)}
-				if g.ChipName != "" {
-					c.Extra["chipName"] = inventory.StringValue(g.ChipName)
-				}
-				c.Extra["logicId"] = inventory.IntValue(int64(idx))
-			case inventory.VendorCambricon:
-				c.DeviceNodes = []string{
-					fmt.Sprintf("/dev/cambricon_dev%d", idx),
-					fmt.Sprintf("/dev/cambricon_ipcm%d", idx),
-				}
-				c.Extra["mluLinkPorts"] = inventory.IntValue(int64(g.MLULinkPorts))
-			}
+			sim.Chip(&c, vendors.ProfileGroup{ChipName: g.ChipName, MLULinkPorts: g.MLULinkPorts})
 			inv.Chips = append(inv.Chips, c)
 		}
 		if g.LinkType != "pcie" {
 			groups[vendor] += g.Count / g.LinkGroupSize
 		}
-		inv.SharedDeviceNodes[vendor] = sharedNodes[vendor]
+		inv.SharedDeviceNodes[vendor] = sim.SharedDeviceNodes
 	}
 	return inv, nil
 }
@@ -128,4 +114,14 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 func chipUUID(node string, v inventory.Vendor, idx int) string {
 	h := sha256.Sum256([]byte(fmt.Sprintf("%s/%s/%d", node, v, idx)))
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// vendorValues lists the registered vendors' profile values, for errors.
+func vendorValues() []string {
+	var out []string
+	for _, v := range vendors.All() {
+		out = append(out, string(v.Names().Vendor))
+	}
+	sort.Strings(out)
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 func discover(t *testing.T, node, name string) inventory.Inventory {
@@ -38,15 +40,15 @@ func TestProfilesGiveTheTopologyOfTheRealServers(t *testing.T) {
 		cores   int
 		groups  []string
 	}{
-		{"atlas-800-910a", inventory.VendorHuawei, "Ascend910A", 32 << 30, 30,
+		{"atlas-800-910a", ascend.Vendor, "Ascend910A", 32 << 30, 30,
 			[]string{"hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-1", "hccs-1", "hccs-1", "hccs-1"}},
-		{"atlas-800t-a2", inventory.VendorHuawei, "Ascend910B3", 64 << 30, 20,
+		{"atlas-800t-a2", ascend.Vendor, "Ascend910B3", 64 << 30, 20,
 			[]string{"hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0"}},
-		{"atlas-300i-duo", inventory.VendorHuawei, "Ascend310P3", 24 << 30, 8,
+		{"atlas-300i-duo", ascend.Vendor, "Ascend310P3", 24 << 30, 8,
 			[]string{"pcie-0", "pcie-1", "pcie-2", "pcie-3"}},
-		{"mlu370-x8", inventory.VendorCambricon, "MLU370-X8", 23308 << 20, 16,
+		{"mlu370-x8", cambricon.Vendor, "MLU370-X8", 23308 << 20, 16,
 			[]string{"mlulink-0", "mlulink-0", "mlulink-1", "mlulink-1", "mlulink-2", "mlulink-2", "mlulink-3", "mlulink-3"}},
-		{"mlu270", inventory.VendorCambricon, "MLU270-S4", 16 << 30, 16,
+		{"mlu270", cambricon.Vendor, "MLU270-S4", 16 << 30, 16,
 			[]string{"pcie-0", "pcie-1", "pcie-2", "pcie-3"}},
 	}
 	for _, tt := range tests {
@@ -69,15 +71,15 @@ func TestProfilesGiveTheTopologyOfTheRealServers(t *testing.T) {
 
 func TestAMixedNodeNumbersEachVendorFromZero(t *testing.T) {
 	inv := discover(t, "mixed", "mixed-910b-mlu370")
-	npus, mlus := inv.ChipsOf(inventory.VendorHuawei), inv.ChipsOf(inventory.VendorCambricon)
+	npus, mlus := inv.ChipsOf(ascend.Vendor), inv.ChipsOf(cambricon.Vendor)
 	require.Len(t, npus, 4)
 	require.Len(t, mlus, 4)
 	require.Equal(t, 0, npus[0].Index)
 	require.Equal(t, 0, mlus[0].Index)
 	require.Equal(t, []string{"/dev/davinci0"}, npus[0].DeviceNodes)
 	require.Equal(t, []string{"/dev/cambricon_dev0", "/dev/cambricon_ipcm0"}, mlus[0].DeviceNodes)
-	require.Equal(t, []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}, inv.SharedDeviceNodes[inventory.VendorHuawei])
-	require.Equal(t, []string{"/dev/cambricon_ctl"}, inv.SharedDeviceNodes[inventory.VendorCambricon])
+	require.Equal(t, []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}, inv.SharedDeviceNodes[ascend.Vendor])
+	require.Equal(t, []string{"/dev/cambricon_ctl"}, inv.SharedDeviceNodes[cambricon.Vendor])
 	require.NotEqual(t, npus[0].PCIBusID, mlus[0].PCIBusID, "bus ids must not collide across vendors")
 }
 
@@ -117,15 +119,15 @@ func TestTrainingProfilesGiveEachNPUTheRoCEAddressOfTheProfile(t *testing.T) {
 		vendor  inventory.Vendor
 		want    []string // in index order; nil: no device IPs
 	}{
-		{"atlas-800-910a", inventory.VendorHuawei, []string{
+		{"atlas-800-910a", ascend.Vendor, []string{
 			"192.168.100.101/24", "192.168.101.101/24", "192.168.102.101/24", "192.168.103.101/24",
 			"192.168.100.100/24", "192.168.101.100/24", "192.168.102.100/24", "192.168.103.100/24"}},
-		{"atlas-800t-a2", inventory.VendorHuawei, []string{
+		{"atlas-800t-a2", ascend.Vendor, []string{
 			"10.20.0.2/24", "10.20.0.3/24", "10.20.0.4/24", "10.20.0.5/24", "10.20.0.6/24", "10.20.0.7/24", "10.20.0.8/24", "10.20.0.9/24"}},
-		{"mixed-910b-mlu370", inventory.VendorHuawei, []string{"10.20.1.2/24", "10.20.1.3/24", "10.20.1.4/24", "10.20.1.5/24"}},
-		{"mixed-910b-mlu370", inventory.VendorCambricon, nil},
-		{"atlas-300i-duo", inventory.VendorHuawei, nil},
-		{"mlu590", inventory.VendorCambricon, nil},
+		{"mixed-910b-mlu370", ascend.Vendor, []string{"10.20.1.2/24", "10.20.1.3/24", "10.20.1.4/24", "10.20.1.5/24"}},
+		{"mixed-910b-mlu370", cambricon.Vendor, nil},
+		{"atlas-300i-duo", ascend.Vendor, nil},
+		{"mlu590", cambricon.Vendor, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.profile+"/"+string(tt.vendor), func(t *testing.T) {

@@ -1,19 +1,20 @@
 // Package source chooses the discovery backends of a node from the flags
-// both binaries share: a host root (real or fixture) read by both vendor
-// backends, or a simulated hardware profile.
+// both binaries share: a host root (real or fixture) read by every
+// registered vendor's backend (pkg/vendors), or a simulated hardware
+// profile.
 package source
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/ascend"
-	"github.com/accel-dra/accel-dra/pkg/discovery/cambricon"
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Options say where a node's chips come from.
@@ -28,8 +29,9 @@ type Options struct {
 	// ToolOutput, when set, is a directory of recorded npu-smi and cnmon
 	// output (discovery.RecordedRunner) used instead of running the tools.
 	ToolOutput string
-	// Vendors, when not empty, limits discovery to these of "ascend" and
-	// "cambricon": a node with both kinds of chips may serve only one.
+	// Vendors, when not empty, limits discovery to these vendors, by
+	// their option names (vendors.Names.Option: "ascend", "cambricon"): a
+	// node with both kinds of chips may serve only one.
 	Vendors []string
 	// NpuSmi and Cnmon are the vendor tools' paths; default found in PATH.
 	NpuSmi, Cnmon string
@@ -38,8 +40,8 @@ type Options struct {
 	ToolTimeout time.Duration
 }
 
-// Backends returns the backends for o. With a root, both vendor backends
-// run: each finds nothing (without running its tool) on a node without
+// Backends returns the backends for o. With a root, every registered
+// vendor's backend runs: each finds nothing (without running its tool) on a node without
 // its device files, so a node's vendors are detected, not configured.
 func Backends(o Options) ([]discovery.Backend, error) {
 	if o.Profile != "" {
@@ -53,16 +55,7 @@ func Backends(o Options) ([]discovery.Backend, error) {
 	if root == "" {
 		root = "/"
 	}
-	// Tool paths go to the runner, not the backends, so commands keep
-	// their names in messages and recordings.
-	tools := map[string]string{}
-	if o.NpuSmi != "" {
-		tools["npu-smi"] = o.NpuSmi
-	}
-	if o.Cnmon != "" {
-		tools["cnmon"] = o.Cnmon
-	}
-	var runner discovery.CommandRunner = discovery.ExecRunner{Tools: tools, Timeout: o.ToolTimeout}
+	var runner discovery.CommandRunner = discovery.ExecRunner{Tools: o.ToolPaths(), Timeout: o.ToolTimeout}
 	if o.ToolOutput != "" {
 		runner = discovery.RecordedRunner{Dir: o.ToolOutput}
 	}
@@ -71,43 +64,52 @@ func Backends(o Options) ([]discovery.Backend, error) {
 		return nil, err
 	}
 	var backends []discovery.Backend
-	if want[inventory.VendorHuawei] {
-		backends = append(backends, ascend.New(ascend.Config{Root: root, Runner: runner}))
-	}
-	if want[inventory.VendorCambricon] {
-		backends = append(backends, cambricon.New(cambricon.Config{Root: root, Runner: runner}))
+	for _, v := range vendors.All() {
+		if want[v.Names().Vendor] {
+			backends = append(backends, v.NewBackend(root, runner))
+		}
 	}
 	return backends, nil
 }
 
-// vendorOptions are the vendors by their Options.Vendors (--vendors) value.
-var vendorOptions = map[string]inventory.Vendor{"ascend": inventory.VendorHuawei, "cambricon": inventory.VendorCambricon}
+// ToolPaths maps the vendor tools' names to the configured paths, for
+// discovery.ExecRunner. Tool paths go to the runner, not the backends, so
+// commands keep their names in messages and recordings.
+func (o Options) ToolPaths() map[string]string {
+	tools := map[string]string{}
+	if o.NpuSmi != "" {
+		tools["npu-smi"] = o.NpuSmi
+	}
+	if o.Cnmon != "" {
+		tools["cnmon"] = o.Cnmon
+	}
+	return tools
+}
 
 // VendorOption is the Options.Vendors value that selects v.
 func VendorOption(v inventory.Vendor) (string, error) {
-	for o, ov := range vendorOptions {
-		if ov == v {
-			return o, nil
-		}
+	x, ok := vendors.Lookup(v)
+	if !ok {
+		return "", fmt.Errorf("unknown vendor %q", v)
 	}
-	return "", fmt.Errorf("unknown vendor %q", v)
+	return x.Names().Option, nil
 }
 
-// vendorSet maps --vendors to inventory vendors; empty means both.
-func vendorSet(names []string) (map[inventory.Vendor]bool, error) {
+// vendorSet maps --vendors to inventory vendors; empty means all.
+func vendorSet(options []string) (map[inventory.Vendor]bool, error) {
 	out := map[inventory.Vendor]bool{}
-	if len(names) == 0 {
-		for _, v := range vendorOptions {
-			out[v] = true
+	if len(options) == 0 {
+		for _, v := range vendors.All() {
+			out[v.Names().Vendor] = true
 		}
 		return out, nil
 	}
-	for _, n := range names {
-		v, ok := vendorOptions[n]
+	for _, o := range options {
+		v, ok := vendors.ByOption(o)
 		if !ok {
-			return nil, fmt.Errorf("vendors: %q is not one of ascend, cambricon", n)
+			return nil, fmt.Errorf("vendors: %q is not one of %s", o, strings.Join(vendors.Options(), ", "))
 		}
-		out[v] = true
+		out[v.Names().Vendor] = true
 	}
 	return out, nil
 }
@@ -121,6 +123,12 @@ func Discover(ctx context.Context, o Options) (inventory.Inventory, error) {
 	inv, err := discovery.DiscoverAll(ctx, backends...)
 	if err != nil {
 		return inventory.Inventory{}, err
+	}
+	// Backends report their own vendor; a profile may name any.
+	for _, c := range inv.Chips {
+		if _, ok := vendors.Lookup(c.Vendor); !ok {
+			return inventory.Inventory{}, fmt.Errorf("checking discovered inventory: chip %d: unknown vendor %q", c.Index, c.Vendor)
+		}
 	}
 	// A simulated profile may hold both vendors: keep only the wanted ones.
 	want, _ := vendorSet(o.Vendors)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 // mixedRoot combines the Ascend 910B3 and Cambricon MLU370-X8 fixture
@@ -19,10 +21,10 @@ func mixedRoot(t *testing.T) (root, tools string) {
 	t.Helper()
 	dir := t.TempDir()
 	root, tools = filepath.Join(dir, "root"), filepath.Join(dir, "tools")
-	require.NoError(t, os.CopyFS(root, os.DirFS("../ascend/testdata/atlas-800t-a2/root")))
-	require.NoError(t, os.CopyFS(root, os.DirFS("../cambricon/testdata/mlu370-x8/root")))
-	require.NoError(t, os.CopyFS(tools, os.DirFS("../ascend/testdata/atlas-800t-a2/npu-smi")))
-	require.NoError(t, os.CopyFS(tools, os.DirFS("../cambricon/testdata/mlu370-x8/cnmon")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../../vendors/ascend/testdata/atlas-800t-a2/root")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../../vendors/cambricon/testdata/mlu370-x8/root")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../../vendors/ascend/testdata/atlas-800t-a2/npu-smi")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../../vendors/cambricon/testdata/mlu370-x8/cnmon")))
 	return root, tools
 }
 
@@ -30,9 +32,9 @@ func TestARootWithBothVendorsFindsBothWithoutConfiguration(t *testing.T) {
 	root, tools := mixedRoot(t)
 	inv, err := source.Discover(context.Background(), source.Options{Root: root, ToolOutput: tools, NodeName: "mixed"})
 	require.NoError(t, err)
-	require.Equal(t, []inventory.Vendor{inventory.VendorCambricon, inventory.VendorHuawei}, inv.Vendors())
-	require.Len(t, inv.ChipsOf(inventory.VendorHuawei), 8)
-	require.Len(t, inv.ChipsOf(inventory.VendorCambricon), 8)
+	require.Equal(t, []inventory.Vendor{cambricon.Vendor, ascend.Vendor}, inv.Vendors())
+	require.Len(t, inv.ChipsOf(ascend.Vendor), 8)
+	require.Len(t, inv.ChipsOf(cambricon.Vendor), 8)
 }
 
 func TestARootWithoutChipsRunsNoToolAndFindsNothing(t *testing.T) {
@@ -72,19 +74,19 @@ func TestToolPathsAreRunInsteadOfTheToolsInPath(t *testing.T) {
 	}
 	inv, err := source.Discover(context.Background(), source.Options{Root: root, Cnmon: script})
 	require.NoError(t, err)
-	require.Len(t, inv.ChipsOf(inventory.VendorCambricon), 8)
+	require.Len(t, inv.ChipsOf(cambricon.Vendor), 8)
 }
 
 func TestVendorsLimitsDiscoveryToTheServedVendors(t *testing.T) {
 	root, tools := mixedRoot(t)
 	inv, err := source.Discover(context.Background(), source.Options{Root: root, ToolOutput: tools, Vendors: []string{"cambricon"}})
 	require.NoError(t, err)
-	require.Equal(t, []inventory.Vendor{inventory.VendorCambricon}, inv.Vendors())
+	require.Equal(t, []inventory.Vendor{cambricon.Vendor}, inv.Vendors())
 
 	inv, err = source.Discover(context.Background(), source.Options{Profile: "mixed-910b-mlu370", NodeName: "m", Vendors: []string{"ascend"}})
 	require.NoError(t, err)
-	require.Equal(t, []inventory.Vendor{inventory.VendorHuawei}, inv.Vendors())
-	require.NotContains(t, inv.SharedDeviceNodes, inventory.VendorCambricon)
+	require.Equal(t, []inventory.Vendor{ascend.Vendor}, inv.Vendors())
+	require.NotContains(t, inv.SharedDeviceNodes, cambricon.Vendor)
 
 	_, err = source.Discover(context.Background(), source.Options{Root: root, Vendors: []string{"nvidia"}})
 	require.ErrorContains(t, err, `vendors: "nvidia" is not one of ascend, cambricon`)

@@ -21,6 +21,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	// The agents serve the vendors the binaries register.
+	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 // Agent is the accel-dra-kubeletplugin process of one node.
@@ -81,7 +84,7 @@ func (c *Cluster) newAgent(ctx context.Context, n NodeInfo) (*Agent, error) {
 	}
 	a := &Agent{Node: n.Name, Profile: n.Profile, ChipModes: n.ChipModes, Real: n.Real, Chips: map[string]int{}, StandIn: "agent-stand-in-" + n.Name}
 	for _, g := range p.Chips {
-		d := names.DriverFor(inventory.Vendor(g.Vendor))
+		d := vendors.DriverFor(inventory.Vendor(g.Vendor))
 		if a.Chips[d] == 0 {
 			a.Drivers = append(a.Drivers, d)
 		}

@@ -1,0 +1,85 @@
+package cdi_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/devicefaker"
+	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
+)
+
+// TestAThirdVendorNeedsOnlyItsPackageAndARegistration is the evidence that
+// adding a vendor edits no generic package: with the test-only ACME vendor
+// registered, discovery finds its chips, the slice builder names and
+// describes them, the device faker fakes its driver files and the CDI
+// writer writes its spec, all from what the vendor object says.
+func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("faking device nodes needs root (mknod)")
+	}
+	defer vendors.Register(vendortest.Acme{})()
+	ctx := context.Background()
+
+	// A node with two ACME chips and nothing else.
+	found := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(found, "dev"), 0o755))
+	for _, f := range []string{"acme0", "acme1", "acme_ctl"} {
+		require.NoError(t, os.WriteFile(filepath.Join(found, "dev", f), nil, 0o644))
+	}
+	inv, err := source.Discover(ctx, source.Options{Root: found, ToolOutput: t.TempDir(), Vendors: []string{vendortest.Option}})
+	require.NoError(t, err)
+	require.Equal(t, []inventory.Vendor{vendortest.Vendor}, inv.Vendors())
+	require.Len(t, inv.ChipsOf(vendortest.Vendor), 2)
+
+	devices, _ := resourceslices.DevicesFor(inv, vendortest.Vendor, resourceslices.Options{})
+	require.Len(t, devices, 2)
+	require.Equal(t, "xpu-1", devices[1].Name, "named with the vendor's device prefix")
+	require.Equal(t, "xpu", *devices[1].Attributes["accel-dra.dev/family"].StringValue)
+	require.Equal(t, "acme", *devices[1].Attributes["accel-dra.dev/vendor"].StringValue)
+	require.Contains(t, resourceslices.DriverResources("node-0", inv), vendortest.Driver, "published by the vendor's driver")
+
+	root := t.TempDir()
+	require.NoError(t, devicefaker.Create(ctx, root, inv))
+	require.FileExists(t, filepath.Join(root, "usr/lib/acme/libacme.so"), "the vendor's fake driver files")
+
+	specDir := t.TempDir()
+	w, err := cdi.NewWriter(cdi.Config{SpecDir: specDir, HostRoot: root})
+	require.NoError(t, err)
+	uid := types.UID("a0000000-0000-4000-8000-00000000000a")
+	chips := inv.ChipsOf(vendortest.Vendor)
+	claim := cdi.Claim{UID: uid, Namespace: "default", Name: "xpus", Vendor: vendortest.Vendor,
+		SharedDeviceNodes: inv.SharedDeviceNodes[vendortest.Vendor],
+		Devices:           []cdi.Device{{Name: "xpu-0", Chip: chips[0]}, {Name: "xpu-1", Chip: chips[1]}}}
+	ids, err := w.Write(ctx, claim)
+	require.NoError(t, err)
+	require.Equal(t, []string{"accel-dra.dev/acme=" + string(uid) + "-xpu-1"}, ids["xpu-1"], "the vendor's CDI kind")
+
+	spec, err := cdiapi.ReadSpec(filepath.Join(specDir, "accel-dra.dev-acme_"+string(uid)+".yaml"), 0)
+	require.NoError(t, err)
+	edits := spec.ContainerEdits
+	require.Subset(t, edits.Env, []string{"DRA_DRIVER=" + vendortest.Driver, vendortest.EnvVisibleDevices + "=0,1"})
+	require.Len(t, edits.Mounts, 1)
+	require.Equal(t, "/usr/lib/acme", edits.Mounts[0].ContainerPath, "the vendor's driver mount")
+	require.Len(t, edits.DeviceNodes, 1)
+	require.Equal(t, vendortest.CtlNode, edits.DeviceNodes[0].Path)
+	require.Equal(t, "rw", edits.DeviceNodes[0].Permissions, "the vendor's permissions")
+
+	claim.Devices[0].Env = map[string]string{vendortest.EnvVisibleDevices: "7"}
+	_, err = w.Write(ctx, claim)
+	require.ErrorContains(t, err, "environment variable ACME_VISIBLE_DEVICES is set by the driver", "the vendor's visible-devices variable is reserved")
+
+	back, err := w.ReadClaim(vendortest.Vendor, uid)
+	require.NoError(t, err)
+	require.Equal(t, "xpus", back.Name, "the spec read back by the vendor's kind")
+}

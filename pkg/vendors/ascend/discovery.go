@@ -1,0 +1,444 @@
+// Package ascend discovers Huawei Ascend NPU chips: device files under a
+// root directory (/dev/davinciN and the shared /dev/davinci_manager,
+// /dev/devmm_svm, /dev/hisi_hdc), chip facts from `npu-smi info`, logic ids
+// from `npu-smi info -m`, HCCS topology from `npu-smi info -t topo`, the
+// driver version from /usr/local/Ascend/driver/version.info and PCI facts
+// (vendor id, NUMA node, PCIe root) from sysfs.
+//
+// Index mapping: N of /dev/davinciN is the chip's physical id. Huawei's
+// npu-smi and DCMI references say so ("npu-smi info -t phyid-remap -p
+// phy_id": the physical id "可通过执行ls /dev/davinci*命令获取 … 显示
+// /dev/davinci0,表示芯片的物理id为0"; dcmi_get_card_id_device_id_from_phyid
+// the same), and the Ascend device plugin mounts /dev/davinci<PhyID> after
+// GetPhysicIDFromLogicID (Ascend/ascend-device-plugin pkg/server/plugin.go
+// mountDevice, pkg/device/ascendcommon.go getDavinCiDev). npu-smi prints the
+// physical id only in some layouts (the "Phy-ID" / "Device" column of
+// `npu-smi info`, the "Chip Phy-ID" column of `npu-smi info -m`); where it
+// prints none, the logic id is used. The two agree on a host that sees all
+// of its chips in slot order (the published 910A and 910B3 recordings count
+// NPU ID and logic id 0…7 alike); where the driver remaps them, npu-smi's
+// newer layouts print the physical id and it wins.
+//
+// Health: healthy when npu-smi says OK and the device file exists. Warning,
+// Alarm, Critical and UNKNOWN count as unhealthy, as in HAMi's Ascend device
+// plugin, which marks a chip healthy only when the DCMI health code is 0
+// (Project-HAMi/ascend-device-plugin internal/manager/manager.go:
+// Health: health == 0). DCMI defines 0 正常 (normal), 1 一般告警 (minor
+// alarm), 2 重要告警 (major alarm), 3 紧急告警 (critical alarm)
+// (dcmi_get_device_health reference); npu-smi's OK, Warning, Alarm and
+// Critical are read as the same four levels.
+//
+// For a chip the table calls unhealthy whose device file and PCI function
+// are there, and only for it (one more npu-smi run per such chip per poll;
+// a healthy node runs the three queries above), `npu-smi info -t health -i
+// <NPU> -c <Chip>` gives the error codes and their descriptions, which go
+// into the chip's health message; the
+// reason, the device taint's value, stays the table's health
+// (HealthAlarm), so a taint does not change with every new code.
+package ascend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// Device node names, as the Ascend device plugin and docker runtime mount
+// them (Ascend/ascend-device-plugin pkg/common/constants.go HiAIManagerDevice,
+// pkg/server/plugin.go getDevPath; docs/architecture.md hardware facts).
+const devPrefix = "davinci"
+
+// sharedNodes are the device files every container using Ascend chips needs,
+// in the order the simulated backend lists them.
+var sharedNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
+
+// Chip.Extra keys, published unqualified in the driver's domain (docs/architecture.md).
+const (
+	// ExtraChipName is the chip name npu-smi prints, e.g. 910B3.
+	ExtraChipName = "chipName"
+	// ExtraLogicID is the chip's logic id (npu-smi info -m), the device
+	// number the Ascend runtime uses.
+	ExtraLogicID = "logicId"
+)
+
+// Config configures the backend.
+type Config struct {
+	// Root is the host root, "/" in production, a fixture tree in tests.
+	Root string
+	// Runner runs npu-smi; nil runs the real tool.
+	Runner discovery.CommandRunner
+	// NpuSmi is the command name, default "npu-smi".
+	NpuSmi string
+}
+
+// Backend discovers Ascend chips. It implements discovery.Backend.
+type Backend struct {
+	root   string
+	runner discovery.CommandRunner
+	npuSmi string
+}
+
+var _ discovery.Backend = (*Backend)(nil)
+
+// New returns a backend for cfg.
+func New(cfg Config) *Backend {
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi}
+	if b.root == "" {
+		b.root = "/"
+	}
+	if b.runner == nil {
+		b.runner = discovery.ExecRunner{}
+	}
+	if b.npuSmi == "" {
+		b.npuSmi = "npu-smi"
+	}
+	return b
+}
+
+// Name implements discovery.Backend.
+func (b *Backend) Name() string { return "ascend" }
+
+// found is one chip as npu-smi describes it across its three outputs.
+type found struct {
+	info    ChipInfo
+	mapping ChipMapping
+	// index is the physical id, the N of /dev/davinciN.
+	index int
+}
+
+// Discover implements discovery.Backend. A node without any /dev/davinciN
+// has no Ascend chips: it returns an empty inventory without running
+// npu-smi.
+func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
+	logger := klog.FromContext(ctx)
+
+	devs, err := b.deviceIndices()
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	if len(devs) == 0 {
+		logger.V(4).Info("No Ascend device files, skipping npu-smi", "dir", b.hostPath("/dev"))
+		return inventory.Inventory{}, nil
+	}
+
+	infos, err := b.info(ctx)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	mappings, err := b.mapping(ctx)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	topo, err := b.topo(ctx)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	version, err := b.driverVersion(ctx)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+
+	chips, err := b.combine(infos, mappings, topo)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	listed := map[int]bool{}
+	for _, c := range chips {
+		listed[c.index] = true
+	}
+	for _, n := range devs {
+		if !listed[n] {
+			logger.Info("Skipping Ascend device file that npu-smi does not list", "device", devPath(n))
+		}
+	}
+
+	groups := linkGroups(chips, topo)
+	busUsers := map[string]int{}
+	for _, c := range chips {
+		busUsers[c.info.BusID]++
+	}
+	inv := inventory.Inventory{}
+	for _, c := range chips {
+		chip, err := b.chip(ctx, c, groups, version, busUsers[c.info.BusID] > 1)
+		if err != nil {
+			return inventory.Inventory{}, err
+		}
+		inv.Chips = append(inv.Chips, chip)
+	}
+	var shared []string
+	for _, n := range sharedNodes {
+		if b.exists(n) {
+			shared = append(shared, n)
+		}
+	}
+	if len(shared) > 0 {
+		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: shared}
+	}
+	return inv, nil
+}
+
+// combine joins the three npu-smi outputs per chip, sorted by index, and
+// checks that they describe the same chips.
+func (b *Backend) combine(infos []ChipInfo, mappings []ChipMapping, topo Topology) ([]found, error) {
+	infoSrc, mapSrc, topoSrc := b.command("info"), b.command("info", "-m"), b.command("info", "-t", "topo")
+	byChip := map[[2]int]ChipMapping{}
+	for _, m := range mappings {
+		byChip[[2]int{m.NPU, m.Chip}] = m
+	}
+	listed := map[[2]int]bool{}
+	for _, c := range infos {
+		listed[[2]int{c.NPU, c.Chip}] = true
+	}
+	for _, m := range mappings {
+		if !listed[[2]int{m.NPU, m.Chip}] {
+			return nil, &discovery.ParseError{Source: mapSrc, Line: m.Line, Text: m.Text,
+				Msg: fmt.Sprintf("NPU %d chip %d is not in the table of %s", m.NPU, m.Chip, infoSrc)}
+		}
+	}
+
+	var out []found
+	byIndex := map[int]found{}
+	for _, c := range infos {
+		m, ok := byChip[[2]int{c.NPU, c.Chip}]
+		if !ok {
+			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d (line %d) has no logic id in the mapping",
+				infoSrc, mapSrc, c.NPU, c.Chip, c.Line)
+		}
+		f := found{info: c, mapping: m, index: m.LogicID}
+		switch {
+		case c.PhysicalID >= 0 && m.PhysicalID >= 0 && c.PhysicalID != m.PhysicalID:
+			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d has physical id %d in one and %d in the other",
+				infoSrc, mapSrc, c.NPU, c.Chip, c.PhysicalID, m.PhysicalID)
+		case c.PhysicalID >= 0:
+			f.index = c.PhysicalID
+		case m.PhysicalID >= 0:
+			f.index = m.PhysicalID
+		}
+		if other, dup := byIndex[f.index]; dup {
+			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d and NPU %d chip %d both map to %s",
+				infoSrc, mapSrc, other.info.NPU, other.info.Chip, c.NPU, c.Chip, devPath(f.index))
+		}
+		byIndex[f.index] = f
+		if topo.Supported && topo.Codes[f.topoID(topo)] == nil {
+			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d (%s) has no row in the topology matrix",
+				infoSrc, topoSrc, c.NPU, c.Chip, f.topoLabel(topo))
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	return out, nil
+}
+
+// topoID is the id the topology matrix names this chip by.
+func (f found) topoID(t Topology) int {
+	if t.ByPhysicalID {
+		return f.index
+	}
+	return f.mapping.LogicID
+}
+
+func (f found) topoLabel(t Topology) string {
+	if t.ByPhysicalID {
+		return fmt.Sprintf("Phy-ID%d", f.index)
+	}
+	return fmt.Sprintf("NPU%d", f.mapping.LogicID)
+}
+
+func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, version string, sharedBus bool) (inventory.Chip, error) {
+	logger := klog.FromContext(ctx)
+	info := c.info
+	dev := pci.Device{}
+	var faults []fault
+	if info.BusID != "" {
+		d, err := pci.Read(b.root, info.BusID)
+		switch {
+		case pci.IsMissing(b.root, info.BusID):
+			// A chip that fell off the bus is a health fault of that chip,
+			// not a reason to serve none of the node's chips.
+			logger.Info("The npu-smi tool lists an Ascend chip whose PCI function is gone from sysfs, reporting it unhealthy",
+				"npu", info.NPU, "chip", info.Chip, "pciBusID", info.BusID)
+			faults = append(faults, fault{inventory.ReasonPCIDeviceMissing, fmt.Sprintf("PCI function %s is gone from sysfs", info.BusID)})
+			d = pci.Device{BusID: info.BusID}
+		case err != nil:
+			return inventory.Chip{}, fmt.Errorf("reading PCI facts of NPU %d chip %d (%s) from sysfs: %w", info.NPU, info.Chip, info.BusID, err)
+		case d.VendorID != PCIVendorID:
+			return inventory.Chip{}, fmt.Errorf("NPU %d chip %d: PCI function %s has vendor id %#04x, not Huawei's %#04x: npu-smi and sysfs disagree",
+				info.NPU, info.Chip, info.BusID, d.VendorID, PCIVendorID)
+		}
+		dev = d
+	} else {
+		logger.V(2).Info("npu-smi prints no PCI address for this chip, publishing no PCI facts", "npu", info.NPU, "chip", info.Chip)
+	}
+
+	node := devPath(c.index)
+	if !b.exists(node) {
+		logger.Info("The npu-smi tool lists an Ascend chip whose device file is missing, reporting it unhealthy",
+			"npu", info.NPU, "chip", info.Chip, "device", node)
+		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
+	}
+	if info.Health != HealthOK {
+		message := "npu-smi reports health " + info.Health
+		if len(faults) == 0 {
+			// Only the first fault's message is kept (MarkUnhealthy): ask
+			// for the codes only when they are what the message says.
+			var err error
+			if message, err = b.healthMessage(ctx, info); err != nil {
+				return inventory.Chip{}, err
+			}
+		}
+		logger.Info("The npu-smi tool reports an unhealthy Ascend chip", "npu", info.NPU, "chip", info.Chip, "health", info.Health, "message", message)
+		faults = append(faults, fault{inventory.ReasonToolHealth(info.Health), message})
+	}
+
+	cores, known := aiCoresPerChip[info.Name]
+	if !known {
+		logger.Info("No AI core count known for this Ascend chip, publishing none", "chipName", info.Name, "device", node)
+	}
+
+	uuid := "ascend-" + dev.BusID
+	switch {
+	case dev.BusID == "":
+		uuid = fmt.Sprintf("ascend-npu%d-chip%d", info.NPU, info.Chip)
+	case sharedBus:
+		// Both chips of some dual-chip cards show the card's address.
+		uuid = fmt.Sprintf("ascend-%s-chip%d", dev.BusID, info.Chip)
+	}
+
+	chip := inventory.Chip{
+		Vendor:        Vendor,
+		Model:         modelName(info.Name),
+		Index:         c.index,
+		UUID:          uuid,
+		MemoryBytes:   info.MemoryMB << 20,
+		Cores:         cores,
+		LinkType:      inventory.LinkPCIe,
+		LinkGroup:     "pcie-" + strconv.Itoa(c.index),
+		NUMANode:      dev.NUMANode,
+		PCIBusID:      dev.BusID,
+		PCIeRoot:      dev.PCIeRoot,
+		DriverVersion: version,
+		Healthy:       true,
+		DeviceNodes:   []string{node},
+		Extra: map[string]inventory.Value{
+			ExtraChipName: inventory.StringValue(info.Name),
+			ExtraLogicID:  inventory.IntValue(int64(c.mapping.LogicID)),
+		},
+	}
+	for _, f := range faults {
+		chip.MarkUnhealthy(f.reason, f.message)
+	}
+	if g, ok := groups[c.index]; ok {
+		chip.LinkType, chip.LinkGroup = inventory.LinkHCCS, g
+	}
+	return chip, nil
+}
+
+// fault is one reason a chip is unhealthy (inventory.Chip.MarkUnhealthy).
+type fault struct{ reason, message string }
+
+// linkGroups returns "hccs-K" for the index of every chip in an HCCS
+// connected component of two or more chips, K counting the components in
+// the order of their lowest chip index.
+func linkGroups(chips []found, topo Topology) map[int]string {
+	byIndex := make(map[int]found, len(chips))
+	indices := make([]int, 0, len(chips))
+	for _, c := range chips {
+		byIndex[c.index] = c
+		indices = append(indices, c.index)
+	}
+	return discovery.LinkGroups(indices, func(a, b int) bool {
+		return topo.HCCS(byIndex[a].topoID(topo), byIndex[b].topoID(topo))
+	}, "hccs")
+}
+
+// healthMessage says why npu-smi calls a chip unhealthy: its health and the
+// error codes `npu-smi info -t health` lists for it. Only chips the table
+// calls unhealthy are asked, so a healthy node costs no more than the three
+// queries every poll makes. A chip whose codes cannot be read stays
+// unhealthy with the table's health and the reason they could not be read;
+// only a cancelled or expired poll fails.
+func (b *Backend) healthMessage(ctx context.Context, info ChipInfo) (string, error) {
+	message := "npu-smi reports health " + info.Health
+	h, err := discovery.Query(ctx, b.runner, fmt.Sprintf("reading the error codes of NPU %d chip %d", info.NPU, info.Chip),
+		ParseHealth, b.npuSmi, "info", "-t", "health", "-i", strconv.Itoa(info.NPU), "-c", strconv.Itoa(info.Chip))
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
+		klog.FromContext(ctx).Info("Cannot read the error codes of an unhealthy Ascend chip, reporting its health without them",
+			"npu", info.NPU, "chip", info.Chip, "health", info.Health, "err", err)
+		return message + "; " + err.Error(), nil
+	}
+	if h.Health != info.Health {
+		// The chip changed between the two queries; say both.
+		message += fmt.Sprintf(" (%s when its error codes were read)", h.Health)
+	}
+	return message + h.Describe(), nil
+}
+
+func (b *Backend) info(ctx context.Context) ([]ChipInfo, error) {
+	return discovery.Query(ctx, b.runner, "listing Ascend chips", ParseInfo, b.npuSmi, "info")
+}
+
+func (b *Backend) mapping(ctx context.Context) ([]ChipMapping, error) {
+	return discovery.Query(ctx, b.runner, "reading Ascend chip logic ids", ParseMapping, b.npuSmi, "info", "-m")
+}
+
+func (b *Backend) topo(ctx context.Context) (Topology, error) {
+	t, err := discovery.Query(ctx, b.runner, "reading HCCS topology", ParseTopo, b.npuSmi, "info", "-t", "topo")
+	if err != nil {
+		return Topology{}, err
+	}
+	if !t.Supported {
+		klog.FromContext(ctx).Info("npu-smi cannot report the topology of these chips, treating every chip as PCIe-only")
+	}
+	return t, nil
+}
+
+// driverVersion reads the driver's version.info. A missing file (a driver
+// installed elsewhere, or not mounted into the plugin's container) leaves
+// the version unknown rather than failing discovery.
+func (b *Backend) driverVersion(ctx context.Context) (string, error) {
+	path := b.hostPath(VersionInfoPath)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		klog.FromContext(ctx).V(2).Info("No Ascend driver version file, publishing no driver version", "path", path)
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the Ascend driver version: %w", err)
+	}
+	v, err := ParseVersionInfo(path, data)
+	if err != nil {
+		return "", fmt.Errorf("reading the Ascend driver version: %w", err)
+	}
+	return v, nil
+}
+
+func (b *Backend) command(args ...string) string { return discovery.CommandLine(b.npuSmi, args...) }
+
+// deviceIndices returns the N of every /dev/davinciN under the root.
+func (b *Backend) deviceIndices() ([]int, error) {
+	devs, err := discovery.DeviceIndices(b.root, devPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("looking for Ascend device files: %w", err)
+	}
+	return devs, nil
+}
+
+func devPath(n int) string { return fmt.Sprintf("/dev/%s%d", devPrefix, n) }
+
+func (b *Backend) hostPath(p string) string { return filepath.Join(b.root, p) }
+
+// exists reports whether a device file exists under the root.
+func (b *Backend) exists(p string) bool { return discovery.DeviceFileExists(b.root, p) }

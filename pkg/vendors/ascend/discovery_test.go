@@ -1,0 +1,738 @@
+package ascend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+const mib = int64(1) << 20
+
+func intp(i int) *int { return &i }
+
+// pciSlot is where a fixture chip sits: bus id, root complex, NUMA node.
+type pciSlot struct {
+	bus, root string
+	numa      int
+}
+
+// expectChips builds the chips a fixture node must produce: one per slot,
+// index i, logic id i, the node's model facts, and the link group groupOf(i).
+func expectChips(chipName string, memory int64, cores int, driver string, slots []pciSlot, groupOf func(i int) (inventory.LinkType, string)) []inventory.Chip {
+	var out []inventory.Chip
+	for i, s := range slots {
+		lt, lg := groupOf(i)
+		out = append(out, inventory.Chip{
+			Vendor:        Vendor,
+			Model:         "Ascend" + chipName,
+			Index:         i,
+			UUID:          "ascend-" + s.bus,
+			MemoryBytes:   memory,
+			Cores:         cores,
+			LinkType:      lt,
+			LinkGroup:     lg,
+			NUMANode:      intp(s.numa),
+			PCIBusID:      s.bus,
+			PCIeRoot:      s.root,
+			DriverVersion: driver,
+			Healthy:       true,
+			DeviceNodes:   []string{fmt.Sprintf("/dev/davinci%d", i)},
+			Extra: map[string]inventory.Value{
+				ExtraChipName: inventory.StringValue(chipName),
+				ExtraLogicID:  inventory.IntValue(int64(i)),
+			},
+		})
+	}
+	return out
+}
+
+var allSharedNodes = map[inventory.Vendor][]string{
+	Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"},
+}
+
+func TestDiscoverReadsEveryFactOfEachFixtureNode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		node string
+		want []inventory.Chip
+	}{
+		{
+			name: "an Atlas 800 with eight 910A has two HCCS rings of four",
+			node: "atlas-800-910a",
+			want: expectChips("910A", 32768*mib, 30, "23.0.3", []pciSlot{
+				{"0000:61:00.0", "pci0000:5d", 0}, {"0000:db:00.0", "pci0000:d7", 1},
+				{"0000:b2:00.0", "pci0000:ae", 1}, {"0000:3e:00.0", "pci0000:3a", 0},
+				{"0000:60:00.0", "pci0000:5d", 0}, {"0000:da:00.0", "pci0000:d7", 1},
+				{"0000:b1:00.0", "pci0000:ae", 1}, {"0000:3d:00.0", "pci0000:3a", 0},
+			}, func(i int) (inventory.LinkType, string) {
+				return inventory.LinkHCCS, fmt.Sprintf("hccs-%d", i/4)
+			}),
+		},
+		{
+			name: "an Atlas 800T A2 with eight 910B3 is one HCCS mesh",
+			node: "atlas-800t-a2",
+			want: expectChips("910B3", 65536*mib, 20, "24.1.0", []pciSlot{
+				{"0000:c1:00.0", "pci0000:c0", 6}, {"0000:c2:00.0", "pci0000:c0", 6},
+				{"0000:81:00.0", "pci0000:80", 4}, {"0000:82:00.0", "pci0000:80", 4},
+				{"0000:01:00.0", "pci0000:00", 0}, {"0000:02:00.0", "pci0000:00", 0},
+				{"0000:41:00.0", "pci0000:40", 2}, {"0000:42:00.0", "pci0000:40", 2},
+			}, func(int) (inventory.LinkType, string) { return inventory.LinkHCCS, "hccs-0" }),
+		},
+		{
+			name: "two Atlas 300I Duo cards give four PCIe-only 310P3 chips",
+			node: "atlas-300i-duo",
+			want: expectChips("310P3", 21527*mib, 8, "23.0.3", []pciSlot{
+				{"0000:01:00.0", "pci0000:00", 0}, {"0000:02:00.0", "pci0000:00", 0},
+				{"0000:81:00.0", "pci0000:80", 2}, {"0000:82:00.0", "pci0000:80", 2},
+			}, func(i int) (inventory.LinkType, string) { return inventory.LinkPCIe, fmt.Sprintf("pcie-%d", i) }),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root, runner := fixture(tc.node)
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.Equal(t, inventory.Inventory{Chips: tc.want, SharedDeviceNodes: allSharedNodes}, inv)
+			require.NoError(t, inv.Validate())
+		})
+	}
+}
+
+func TestDiscoverWithoutAscendDeviceFilesReturnsNothingAndNeverRunsNpuSmi(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []string
+	}{
+		{name: "a root without /dev"},
+		{name: "a /dev with only shared and foreign nodes", files: []string{"dev/davinci_manager", "dev/devmm_svm", "dev/hisi_hdc", "dev/cambricon_dev0", "dev/davinciX"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root := t.TempDir()
+			discoverytest.WriteFiles(t, root, tc.files...)
+			inv, err := New(Config{Root: root, Runner: discoverytest.FailingRunner{T: t}}).Discover(ctx)
+			require.NoError(t, err)
+			require.Equal(t, inventory.Inventory{}, inv)
+		})
+	}
+}
+
+func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFiles(t *testing.T) {
+	ctx, logs := discoverytest.BufferedContext(t)
+	src, runner := fixture("atlas-300i-duo")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.Remove(filepath.Join(root, "dev", "davinci3")))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "dev", "davinci9"), nil, 0o644))
+
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 4, "the unlisted davinci9 is skipped")
+	for _, c := range inv.Chips[:3] {
+		require.True(t, c.Healthy)
+	}
+	require.False(t, inv.Chips[3].Healthy, "npu-smi lists chip 3 but /dev/davinci3 is missing")
+	require.Equal(t, inventory.ReasonDeviceFileMissing, inv.Chips[3].HealthReason)
+	require.Equal(t, []string{"/dev/davinci3"}, inv.Chips[3].DeviceNodes)
+
+	require.Contains(t, logs(), "device file is missing")
+	require.Contains(t, logs(), "/dev/davinci3")
+	require.Contains(t, logs(), "npu-smi does not list")
+	require.Contains(t, logs(), "/dev/davinci9")
+}
+
+// alarmOn returns a node's recordings with NPU 1 (chip 0) reporting health
+// in the table and in its health output, which is the recording of an
+// alarming chip.
+func alarmOn(t *testing.T, node, health string) discoverytest.MapRunner {
+	t.Helper()
+	runner := recordings(t, node)
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| OK            | 92.0", "| "+fmt.Sprintf("%-14s", health)+"| 92.0")
+	runner[cmdHealth(1, 0)] = discoverytest.ReplaceOnce(t, readRecording(t, node, healthArgs(1, 0)...), ": Alarm", ": "+health)
+	return runner
+}
+
+func TestDiscoverReportsChipsNpuSmiCallsUnhealthyUnhealthyWithTheirErrorCodes(t *testing.T) {
+	for health, reason := range map[string]string{"Warning": "HealthWarning", "Alarm": "HealthAlarm", "Critical": "HealthCritical", "UNKNOWN": "HealthUnknown"} {
+		t.Run(health, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture("atlas-800t-a2")
+			inv, err := New(Config{Root: root, Runner: alarmOn(t, "atlas-800t-a2", health)}).Discover(ctx)
+			require.NoError(t, err)
+			for _, c := range inv.Chips {
+				require.Equal(t, c.Index != 1, c.Healthy, "chip %d", c.Index)
+			}
+			require.Equal(t, reason, inv.Chips[1].HealthReason, "the reason, the taint's value, stays the table's health")
+			require.Equal(t, "npu-smi reports health "+health+alarmCodesDescribe, inv.Chips[1].HealthMessage)
+			require.Contains(t, logs(), "npu-smi tool reports an unhealthy Ascend chip")
+			require.Contains(t, logs(), health)
+			require.Contains(t, logs(), "0x8C084E00")
+		})
+	}
+}
+
+func TestDiscoverAsksNpuSmiForTheErrorCodesOfUnhealthyChipsOnly(t *testing.T) {
+	root, recorded := fixture("atlas-800t-a2")
+	noDev1 := discoverytest.CopyTree(t, root)
+	require.NoError(t, os.Remove(filepath.Join(noDev1, "dev", "davinci1")))
+	base := []string{cmdInfo, cmdMap, cmdTopo}
+	for _, tc := range []struct {
+		name   string
+		root   string
+		runner discovery.CommandRunner
+		want   []string
+		reason string // of chip 1
+	}{
+		{name: "a healthy node runs the three queries of every poll", root: root, runner: recorded, want: base},
+		{name: "one alarming chip adds one query, for that chip", root: root, runner: alarmOn(t, "atlas-800t-a2", "Alarm"),
+			want: append(append([]string{}, base...), cmdHealth(1, 0)), reason: "HealthAlarm"},
+		{name: "an alarming chip without device file is reported for that, without asking", root: noDev1,
+			runner: alarmOn(t, "atlas-800t-a2", "Alarm"), want: base, reason: inventory.ReasonDeviceFileMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			runner := &loggingRunner{next: tc.runner}
+			inv, err := New(Config{Root: tc.root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, runner.ran)
+			require.Equal(t, tc.reason, inv.Chips[1].HealthReason)
+		})
+	}
+}
+
+func TestDiscoverReadsTheErrorCodesOfAnAlarmingChipFromItsRecording(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, _ := fixture("atlas-800t-a2")
+	tools := discoverytest.CopyTree(t, filepath.Join("testdata", "atlas-800t-a2", "npu-smi"))
+	info := filepath.Join(tools, discovery.RecordingName("npu-smi", "info"))
+	table, err := os.ReadFile(info)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(info, []byte(discoverytest.ReplaceOnce(t, string(table), "| OK            | 92.0", "| Alarm         | 92.0")), 0o644))
+
+	inv, err := New(Config{Root: src, Runner: discovery.RecordedRunner{Dir: tools}}).Discover(ctx)
+	require.NoError(t, err)
+	require.False(t, inv.Chips[1].Healthy)
+	require.Equal(t, "HealthAlarm", inv.Chips[1].HealthReason)
+	require.Equal(t, "npu-smi reports health Alarm"+alarmCodesDescribe, inv.Chips[1].HealthMessage)
+}
+
+func TestDiscoverKeepsAChipUnhealthyWhenItsErrorCodesCannotBeRead(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		output  *string // nil: the command fails
+		message string
+		warned  bool // logs that the codes could not be read
+	}{
+		{name: "npu-smi fails", warned: true, message: "npu-smi reports health Alarm; reading the error codes of NPU 1 chip 0: running npu-smi info -t health -i 1 -c 0: not found"},
+		{name: "npu-smi prints its usage", warned: true, output: ptr("Invalid card id.\nError parameter of -i\n"),
+			message: `npu-smi reports health Alarm; reading the error codes of NPU 1 chip 0: parsing npu-smi info -t health -i 1 -c 0: line 1: expected "Key : Value": "Invalid card id."`},
+		{name: "the output is cut short", warned: true, output: ptr("\tHealth Status                  : Alarm\n"),
+			message: `npu-smi reports health Alarm; reading the error codes of NPU 1 chip 0: parsing npu-smi info -t health -i 1 -c 0: no "Error Code" line in the output (truncated output?)`},
+		{name: "the chip recovered in between", output: ptr("Health Status : OK\nError Code : NA\nError Information : NA\n"),
+			message: "npu-smi reports health Alarm (OK when its error codes were read), no error code"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture("atlas-800t-a2")
+			runner := alarmOn(t, "atlas-800t-a2", "Alarm")
+			delete(runner, cmdHealth(1, 0))
+			if tc.output != nil {
+				runner[cmdHealth(1, 0)] = *tc.output
+			}
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err, "the table's health is enough to report the chip")
+			require.Len(t, inv.Chips, 8)
+			require.False(t, inv.Chips[1].Healthy)
+			require.Equal(t, "HealthAlarm", inv.Chips[1].HealthReason)
+			require.Equal(t, tc.message, inv.Chips[1].HealthMessage)
+			require.Equal(t, tc.warned, strings.Contains(logs(), "Cannot read the error codes of an unhealthy Ascend chip"))
+		})
+	}
+}
+
+func TestDiscoverFailsWhenThePollIsCancelledWhileReadingErrorCodes(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	root, _ := fixture("atlas-800t-a2")
+	answers := alarmOn(t, "atlas-800t-a2", "Alarm")
+	runner := runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		if discovery.CommandLine(name, args...) == cmdHealth(1, 0) {
+			cancel() // the poll's deadline passes while npu-smi runs
+			return nil, fmt.Errorf("running %s: %w", discovery.CommandLine(name, args...), ctx.Err())
+		}
+		return answers.Run(ctx, name, args...)
+	})
+	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "reading the error codes of NPU 1 chip 0: running npu-smi info -t health -i 1 -c 0")
+}
+
+func TestDiscoverReadsTheDriverVersionFile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content *string // nil removes the file
+		want    string
+		errText string
+	}{
+		{name: "a release candidate becomes a semver pre-release", content: ptr("Version=23.0.rc3\npackage_version=23.0.rc3\n"), want: "23.0.0-rc3"},
+		{name: "a missing file leaves the version empty", content: nil, want: ""},
+		{name: "a file without a Version line is a parse error", content: ptr("package_version=23.0.3\n"), errText: `version.info: no "Version=" line`},
+		{name: "a garbled version is a parse error naming the file and line", content: ptr("ascendhal_version=7.35.19\nVersion=twenty-three\n"), errText: `version.info: line 2: driver version "twenty-three" is not a version`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			src, runner := fixture("atlas-800t-a2")
+			root := discoverytest.CopyTree(t, src)
+			path := filepath.Join(root, "usr", "local", "Ascend", "driver", "version.info")
+			if tc.content == nil {
+				require.NoError(t, os.Remove(path))
+			} else {
+				require.NoError(t, os.WriteFile(path, []byte(*tc.content), 0o644))
+			}
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			if tc.errText != "" {
+				var perr *discovery.ParseError
+				require.True(t, errors.As(err, &perr), "%v", err)
+				require.Equal(t, path, perr.Source)
+				require.ErrorContains(t, err, "reading the Ascend driver version: parsing ")
+				require.ErrorContains(t, err, tc.errText)
+				return
+			}
+			require.NoError(t, err)
+			for _, c := range inv.Chips {
+				require.Equal(t, tc.want, c.DriverVersion)
+			}
+			if tc.content == nil {
+				require.Contains(t, logs(), "No Ascend driver version file")
+			}
+		})
+	}
+}
+
+func TestDiscoverFailsWhenTheDriverVersionFileCannotBeRead(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, runner := fixture("atlas-800t-a2")
+	root := discoverytest.CopyTree(t, src)
+	path := filepath.Join(root, "usr", "local", "Ascend", "driver", "version.info")
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.Mkdir(path, 0o755)) // a directory where the file belongs
+
+	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.ErrorContains(t, err, "reading the Ascend driver version: read ")
+}
+
+func ptr(s string) *string { return &s }
+
+func TestDiscoverRejectsAChipWhosePCIVendorIsNotHuawei(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, runner := fixture("atlas-800-910a")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "sys", "devices", "pci0000:d7", "0000:db:00.0", "vendor"), []byte("0x10de\n"), 0o644))
+
+	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.ErrorContains(t, err, "NPU 1 chip 0: PCI function 0000:db:00.0 has vendor id 0x10de, not Huawei's 0x19e5: npu-smi and sysfs disagree")
+}
+
+func TestDiscoverReportsAChipMissingFromSysfsUnhealthy(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, runner := fixture("atlas-300i-duo")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", "0000:82:00.0")))
+
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err, "one chip off the bus must not stop the others from being served")
+	var gone []inventory.Chip
+	for _, c := range inv.Chips {
+		if !c.Healthy {
+			gone = append(gone, c)
+		}
+	}
+	require.Len(t, gone, 1)
+	require.Equal(t, inventory.ReasonPCIDeviceMissing, gone[0].HealthReason)
+	require.Equal(t, "PCI function 0000:82:00.0 is gone from sysfs", gone[0].HealthMessage)
+	require.Equal(t, "0000:82:00.0", gone[0].PCIBusID, "the chip keeps its PCI address")
+}
+
+func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		node    string
+		cmd     string
+		edit    func(t *testing.T, s string) string
+		line    int
+		message string
+	}{
+		{
+			name: "a non-numeric HBM size in npu-smi info",
+			node: "atlas-800t-a2", cmd: cmdInfo,
+			edit: func(t *testing.T, s string) string {
+				return discoverytest.ReplaceOnce(t, s, "3318 / 65536", "lots / 65536")
+			},
+			line:    8,
+			message: `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB`,
+		},
+		{
+			name: "an unknown link code in npu-smi info -t topo",
+			node: "atlas-800-910a", cmd: cmdTopo,
+			edit:    func(t *testing.T, s string) string { return discoverytest.ReplaceOnce(t, s, "PIX", "NV1") },
+			line:    2,
+			message: `parsing npu-smi info -t topo: line 2: NPU0→NPU4: unknown connection code "NV1"`,
+		},
+		{
+			name: "a mapping row referencing an NPU the table does not list",
+			node: "atlas-800-910a", cmd: cmdMap,
+			edit: func(t *testing.T, s string) string {
+				return s + "9                              0                              8                              Ascend 910A\n"
+			},
+			line:    10,
+			message: `parsing npu-smi info -m: line 10: NPU 9 chip 0 is not in the table of npu-smi info`,
+		},
+		{
+			name: "a garbled logic id in npu-smi info -m",
+			node: "atlas-300i-duo", cmd: cmdMap,
+			edit: func(t *testing.T, s string) string {
+				col := strings.Repeat(" ", 30)
+				return discoverytest.ReplaceOnce(t, s, "1"+col+"1"+col+"1 ", "1"+col+"1"+col+"one ")
+			},
+			line:    3,
+			message: `parsing npu-smi info -m: line 3: NPU 1 chip 1: logic id "one" is neither a non-negative integer nor "-"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root, _ := fixture(tc.node)
+			runner := recordings(t, tc.node)
+			runner[tc.cmd] = tc.edit(t, runner[tc.cmd])
+			_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			discoverytest.RequireParseError(t, err, tc.cmd, tc.line, tc.message)
+		})
+	}
+}
+
+func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		node    string
+		cmd     string
+		edit    func(t *testing.T, s string) string
+		message string
+	}{
+		{
+			name: "a chip without a logic id in the mapping",
+			node: "atlas-800-910a", cmd: cmdMap,
+			edit: func(t *testing.T, s string) string {
+				lines := strings.Split(s, "\n")
+				return strings.Join(append(lines[:8], lines[9:]...), "\n") // drop NPU 7
+			},
+			message: "combining npu-smi info and npu-smi info -m: NPU 7 chip 0 (line 28) has no logic id in the mapping",
+		},
+		{
+			name: "a chip without a row in the topology matrix",
+			node: "atlas-300i-duo", cmd: cmdTopo,
+			edit: func(*testing.T, string) string {
+				return "\t   NPU0       NPU1       NPU2       CPU Affinity\n" +
+					"NPU0       X          PIX        SYS        0-31\n" +
+					"NPU1       PIX        X          SYS        0-31\n" +
+					"NPU2       SYS        SYS        X          64-95\n"
+			},
+			message: "combining npu-smi info and npu-smi info -t topo: NPU 2 chip 1 (NPU3) has no row in the topology matrix",
+		},
+		{
+			name: "a chip without a row in a matrix labelled by physical id",
+			node: "atlas-300i-duo", cmd: cmdTopo,
+			edit: func(*testing.T, string) string {
+				return "           Phy-ID0    Phy-ID1    Phy-ID2\n" +
+					"Phy-ID0    X          SIO        SYS\n" +
+					"Phy-ID1    SIO        X          SYS\n" +
+					"Phy-ID2    SYS        SYS        X\n"
+			},
+			message: "combining npu-smi info and npu-smi info -t topo: NPU 2 chip 1 (Phy-ID3) has no row in the topology matrix",
+		},
+		{
+			name: "two chips on one device file",
+			node: "atlas-300i-duo", cmd: cmdInfo,
+			edit: func(t *testing.T, s string) string {
+				return discoverytest.ReplaceOnce(t, s, "| 1       1                     |", "| 1       0                     |")
+			},
+			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 and NPU 1 chip 1 both map to /dev/davinci0",
+		},
+		{
+			name: "physical ids that contradict each other",
+			node: "atlas-300i-duo", cmd: cmdMap,
+			edit: func(t *testing.T, s string) string {
+				s = discoverytest.ReplaceOnce(t, s, "Chip Name", "Chip Phy-ID    Chip Name")
+				s = strings.ReplaceAll(s, "Ascend 310P3", "7    Ascend 310P3")
+				return strings.ReplaceAll(s, "Mcu", "-    Mcu")
+			},
+			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 has physical id 0 in one and 7 in the other",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root, _ := fixture(tc.node)
+			runner := recordings(t, tc.node)
+			runner[tc.cmd] = tc.edit(t, runner[tc.cmd])
+			_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.ErrorContains(t, err, tc.message)
+		})
+	}
+}
+
+func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
+	// On an A3 server npu-smi prints "Chip Phy-ID"; the logic ids are what
+	// the runtime counts, the physical ids name the device files.
+	_, ctx := ktesting.NewTestContext(t)
+	src, _ := fixture("atlas-300i-duo")
+	root := discoverytest.CopyTree(t, src)
+	for _, n := range []string{"davinci0", "davinci1", "davinci2", "davinci3"} {
+		require.NoError(t, os.Remove(filepath.Join(root, "dev", n)))
+	}
+	for _, n := range []string{"davinci4", "davinci5", "davinci6", "davinci7"} {
+		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", n), nil, 0o644))
+	}
+	runner := recordings(t, "atlas-300i-duo")
+	info := runner[cmdInfo]
+	for chip, phy := range map[string]string{"0       0 ": "0       7 ", "1       1 ": "1       6 ", "0       2 ": "0       5 ", "1       3 ": "1       4 "} {
+		info = discoverytest.ReplaceOnce(t, info, chip, phy)
+	}
+	runner[cmdInfo] = info
+
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	var got [][3]int64
+	for _, c := range inv.Chips {
+		got = append(got, [3]int64{int64(c.Index), *c.Extra[ExtraLogicID].Int, int64(len(c.DeviceNodes))})
+		require.True(t, c.Healthy)
+		require.Equal(t, fmt.Sprintf("/dev/davinci%d", c.Index), c.DeviceNodes[0])
+		require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup)
+	}
+	require.Equal(t, [][3]int64{{4, 3, 1}, {5, 2, 1}, {6, 1, 1}, {7, 0, 1}}, got, "index, logic id, device nodes")
+	require.Equal(t, "0000:82:00.0", inv.Chips[0].PCIBusID, "physical id 4 is NPU 2 chip 1")
+}
+
+func TestDiscoverTakesThePhysicalIDFromTheMappingWhenTheTableHasNone(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, _ := fixture("atlas-800t-a2")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.Rename(filepath.Join(root, "dev", "davinci7"), filepath.Join(root, "dev", "davinci15")))
+	runner := recordings(t, "atlas-800t-a2")
+	m := discoverytest.ReplaceOnce(t, runner[cmdMap], "Chip Name", "Chip Phy-ID  Chip Name")
+	m = strings.ReplaceAll(m, "Mcu", "-  Mcu")
+	lines := strings.Split(m, "\n")
+	for i := 1; i < len(lines); i++ {
+		if f := strings.Fields(lines[i]); len(f) > 3 && f[2] != "-" {
+			phy := f[2]
+			if phy == "7" {
+				phy = "15"
+			}
+			lines[i] = strings.Replace(lines[i], "Ascend 910B3", phy+"  Ascend 910B3", 1)
+		}
+	}
+	runner[cmdMap] = strings.Join(lines, "\n")
+
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	last := inv.Chips[7]
+	require.Equal(t, 15, last.Index)
+	require.Equal(t, inventory.IntValue(7), last.Extra[ExtraLogicID])
+	require.Equal(t, []string{"/dev/davinci15"}, last.DeviceNodes)
+	require.True(t, last.Healthy)
+	require.Equal(t, "hccs-0", last.LinkGroup, "the NPU7 row of the matrix is logic id 7")
+}
+
+func TestDiscoverReadsAnA3MatrixLabelledByPhysicalID(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("atlas-300i-duo")
+	runner := recordings(t, "atlas-300i-duo")
+	runner[cmdTopo] = "           Phy-ID0    Phy-ID1    Phy-ID2    Phy-ID3\n" +
+		"Phy-ID0    X          SIO        HCCS_SW    HCCS_SW\n" +
+		"Phy-ID1    SIO        X          HCCS_SW    HCCS_SW\n" +
+		"Phy-ID2    HCCS_SW    HCCS_SW    X          SIO\n" +
+		"Phy-ID3    HCCS_SW    HCCS_SW    SIO        X\n"
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	for _, c := range inv.Chips {
+		require.Equal(t, inventory.LinkHCCS, c.LinkType)
+		require.Equal(t, "hccs-0", c.LinkGroup)
+	}
+}
+
+func TestDiscoverTreatsEveryChipAsPCIeOnlyWhenNpuSmiCannotReportTopology(t *testing.T) {
+	ctx, logs := discoverytest.BufferedContext(t)
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	runner[cmdTopo] = "This device does not support querying topo.\n"
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	for _, c := range inv.Chips {
+		require.Equal(t, inventory.LinkPCIe, c.LinkType)
+		require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup)
+	}
+	require.Contains(t, logs(), "cannot report the topology")
+}
+
+func TestDiscoverNumbersHCCSGroupsByTheirLowestChip(t *testing.T) {
+	// Chips 1 and 3 share HCCS, chips 0 and 2 do not: the group of chip 1
+	// is hccs-0 and chips 0 and 2 stay on PCIe.
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("atlas-300i-duo")
+	runner := recordings(t, "atlas-300i-duo")
+	runner[cmdTopo] = "\t   NPU0       NPU1       NPU2       NPU3       CPU Affinity\n" +
+		"NPU0       X          PIX        SYS        SYS        0-31\n" +
+		"NPU1       PIX        X          SYS        HCCS       0-31\n" +
+		"NPU2       SYS        SYS        X          PIX        64-95\n" +
+		"NPU3       SYS        HCCS       PIX        X          64-95\n"
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	var groups []string
+	for _, c := range inv.Chips {
+		groups = append(groups, string(c.LinkType)+"/"+c.LinkGroup)
+	}
+	require.Equal(t, []string{"pcie/pcie-0", "hccs/hccs-0", "pcie/pcie-2", "hccs/hccs-0"}, groups)
+}
+
+func TestDiscoverGivesChipsThatShareABusIDDistinctUUIDs(t *testing.T) {
+	// Some npu-smi versions print the card's address for both chips of an
+	// Atlas 300I Duo (nvtop issue #421).
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("atlas-300i-duo")
+	runner := recordings(t, "atlas-300i-duo")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "0000:02:00.0", "0000:01:00.0")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	var uuids []string
+	for _, c := range inv.Chips {
+		uuids = append(uuids, c.UUID)
+	}
+	require.Equal(t, []string{"ascend-0000:01:00.0-chip0", "ascend-0000:01:00.0-chip1", "ascend-0000:81:00.0", "ascend-0000:82:00.0"}, uuids)
+	require.Equal(t, inv.Chips[0].PCIBusID, inv.Chips[1].PCIBusID)
+}
+
+func TestDiscoverPublishesNoPCIFactsForAChipWithoutBusID(t *testing.T) {
+	ctx, logs := discoverytest.BufferedContext(t)
+	root, _ := fixture("atlas-300i-duo")
+	runner := recordings(t, "atlas-300i-duo")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "0000:81:00.0", "NA          ")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	c := inv.Chips[2]
+	require.Empty(t, c.PCIBusID)
+	require.Empty(t, c.PCIeRoot)
+	require.Nil(t, c.NUMANode)
+	require.Equal(t, "ascend-npu2-chip0", c.UUID)
+	require.Contains(t, logs(), "no PCI address")
+}
+
+func TestDiscoverPublishesZeroCoresAndWarnsForAnUnknownChipName(t *testing.T) {
+	ctx, logs := discoverytest.BufferedContext(t)
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	runner[cmdInfo] = strings.ReplaceAll(runner[cmdInfo], "910B3 ", "910B9 ")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	for _, c := range inv.Chips {
+		require.Equal(t, "Ascend910B9", c.Model)
+		require.Zero(t, c.Cores)
+		require.Equal(t, inventory.StringValue("910B9"), c.Extra[ExtraChipName])
+	}
+	require.Contains(t, logs(), "No AI core count known")
+}
+
+func TestDiscoverPublishesOnlyTheSharedDeviceNodesThatExist(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		remove []string
+		want   map[inventory.Vendor][]string
+	}{
+		{name: "without hisi_hdc", remove: []string{"hisi_hdc"}, want: map[inventory.Vendor][]string{Vendor: {"/dev/davinci_manager", "/dev/devmm_svm"}}},
+		{name: "without any", remove: []string{"davinci_manager", "devmm_svm", "hisi_hdc"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			src, runner := fixture("atlas-300i-duo")
+			root := discoverytest.CopyTree(t, src)
+			for _, n := range tc.remove {
+				require.NoError(t, os.Remove(filepath.Join(root, "dev", n)))
+			}
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, inv.SharedDeviceNodes)
+		})
+	}
+}
+
+func TestDiscoverSaysWhatItWasDoingWhenNpuSmiFails(t *testing.T) {
+	for _, tc := range []struct {
+		missing string
+		message string
+	}{
+		{missing: cmdInfo, message: "listing Ascend chips: running npu-smi info"},
+		{missing: cmdMap, message: "reading Ascend chip logic ids: running npu-smi info -m"},
+		{missing: cmdTopo, message: "reading HCCS topology: running npu-smi info -t topo"},
+	} {
+		t.Run(tc.missing, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root, _ := fixture("atlas-800t-a2")
+			runner := recordings(t, "atlas-800t-a2")
+			delete(runner, tc.missing)
+			_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.ErrorContains(t, err, tc.message)
+		})
+	}
+}
+
+func TestDiscoverReportsAMissingRecordingLikeAMissingTool(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("atlas-800t-a2")
+	_, err := New(Config{Root: root, Runner: discovery.RecordedRunner{Dir: t.TempDir()}}).Discover(ctx)
+	require.ErrorIs(t, err, discovery.ErrNoRecording)
+	require.ErrorContains(t, err, "listing Ascend chips: running npu-smi info")
+}
+
+func TestDiscoverUsesTheConfiguredNpuSmiCommand(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("atlas-300i-duo")
+	rec := recordings(t, "atlas-300i-duo")
+	runner := discoverytest.MapRunner{}
+	for cmd, out := range rec {
+		runner["/usr/local/bin/"+cmd] = out
+	}
+	inv, err := New(Config{Root: root, Runner: runner, NpuSmi: "/usr/local/bin/npu-smi"}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 4)
+}
+
+func TestDiscoverFailsWhenDevCannotBeListed(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "dev"), nil, 0o644)) // a file where /dev belongs
+	_, err := New(Config{Root: root, Runner: discoverytest.FailingRunner{T: t}}).Discover(ctx)
+	require.ErrorContains(t, err, "looking for Ascend device files")
+}
+
+func TestNewFillsInDefaults(t *testing.T) {
+	b := New(Config{})
+	require.Equal(t, "/", b.root)
+	require.Equal(t, "npu-smi", b.npuSmi)
+	require.Equal(t, discovery.ExecRunner{}, b.runner)
+}
+
+func TestBackendIsNamedAscend(t *testing.T) {
+	require.Equal(t, "ascend", New(Config{}).Name())
+}
+
+func TestModelNamePrefixesTheChipNameOnce(t *testing.T) {
+	require.Equal(t, "Ascend910B3", modelName("910B3"))
+	require.Equal(t, "Ascend910", modelName("Ascend910"))
+}

@@ -1,0 +1,63 @@
+package ascend
+
+import (
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+)
+
+const mebibyte = int64(1) << 20
+
+// vnpu is an Ascend template of HAMi's Ascend device config (MiB).
+func vnpu(name string, cores, memoryMiB, aicpus int64) partitions.Template {
+	return partitions.Template{Name: name, Type: partitions.TypeVNPU, Slug: strings.ReplaceAll(name, "_", "-"),
+		Cores: cores, MemoryBytes: memoryMiB * mebibyte, AICPUs: aicpus}
+}
+
+// vnpuModels are the vNPU templates of docs/architecture.md's table, by the
+// accel-dra.dev/model of the chip. AI cores, HBM and AI CPUs per template
+// are the `templates` entries of HAMi's Ascend device config
+// (Project-HAMi/ascend-device-plugin, ascend-device-configmap.yaml,
+// "vnpus.configs"; memory in MiB), which agree with the Ascend documents:
+//
+//   - 310P3 (Atlas 300I Duo/300V): Huawei Cloud CCE "NPU virtualization
+//     templates" (vir01 1 AI core 3 GiB 1 AI CPU, vir02 2/6 GiB/2,
+//     vir04 4/12 GiB/4) and the Atlas 300V guide (hiascend 300V_0049:
+//     templates vir01/vir02/vir04…, vnpu_id in [phy_id*16+100,
+//     phy_id*16+107]); the chip has 7 AI CPUs, so at most 7 vNPUs ("1个昇腾AI
+//     处理器最大支持切分7个虚拟化实例", MindX DL AVI guide cpaug_007), which
+//     the aicpu counter enforces.
+//   - 910A: vir02/vir04/vir08/vir16, "vir" + AI cores; a 30-core 910 holds
+//     at most 15 instances, e.g. vir16+vir08+vir04+vir02 (cpaug_007). HAMi
+//     sizes the HBM of each template in proportion to its cores (2184 MiB
+//     per 2 cores of 32768 MiB / 30); the templates take no AI CPUs.
+//   - 910B3 / 910B4: vir05_1c_16g, vir10_3c_32g / vir05_1c_8g,
+//     vir10_3c_16g ("vir<cores>_<AI CPUs>c_<HBM>g"); npu-smi info -t
+//     template-info on an Atlas 800T A2 prints vir10_3c_16g as 10 AI cores,
+//     16 GB, 3 AI CPUs and vir05_1c_8g as 5, 8 GB, 1; the chip has 7 AI
+//     CPUs (info-vnpu "AICPU 1/7" left after two vir10_3c_16g).
+//
+// vNPU ids of one chip lie in [phy_id*16+100, phy_id*16+115] (npu-smi
+// create-vnpu -v), 16 ids; the 310P range is 8 ids.
+var vnpuModels = map[string]partitions.Model{
+	"Ascend910A": {MaxInstances: 16, Templates: []partitions.Template{
+		vnpu("vir02", 2, 2184, 0), vnpu("vir04", 4, 4369, 0), vnpu("vir08", 8, 8738, 0), vnpu("vir16", 16, 17476, 0),
+	}},
+	"Ascend910B3": {AICPUs: 7, MaxInstances: 16, Templates: []partitions.Template{
+		vnpu("vir05_1c_16g", 5, 16384, 1), vnpu("vir10_3c_32g", 10, 32768, 3),
+	}},
+	"Ascend910B4": {AICPUs: 7, MaxInstances: 16, Templates: []partitions.Template{
+		vnpu("vir05_1c_8g", 5, 8192, 1), vnpu("vir10_3c_16g", 10, 16384, 3),
+	}},
+	"Ascend310P3": {AICPUs: 7, MaxInstances: 8, Templates: []partitions.Template{
+		vnpu("vir01", 1, 3072, 1), vnpu("vir02", 2, 6144, 2), vnpu("vir04", 4, 12288, 4),
+	}},
+}
+
+// PartitionModel implements partitions.Vendor: the vNPU templates of the
+// chip's model.
+func (Ascend) PartitionModel(c inventory.Chip) (partitions.Model, bool) {
+	m, ok := vnpuModels[c.Model]
+	return m, ok
+}

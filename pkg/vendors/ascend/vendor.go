@@ -1,0 +1,86 @@
+package ascend
+
+import (
+	"io/fs"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+)
+
+// The names of the vendor (vendors.Names), fixed by the design contract.
+const (
+	// Vendor is the accel-dra.dev/vendor value of Ascend chips.
+	Vendor inventory.Vendor = "huawei"
+	// Family is their accel-dra.dev/family.
+	Family inventory.Family = "ascend"
+	// Driver is the DRA driver serving them.
+	Driver = "ascend.accel-dra.dev"
+	// Option selects them in --vendors.
+	Option = "ascend"
+	// ConfigKind is the kind of the driver's opaque device configuration
+	// (v1alpha1.AscendConfigKind).
+	ConfigKind = "AscendConfig"
+	// CDIKind is the kind of their CDI specs.
+	CDIKind = "accel-dra.dev/ascend"
+	// DevicePrefix names their DRA devices: npu-N.
+	DevicePrefix = "npu"
+	// NpuSmi is the name the Ascend tool is run by (discovery.ExecRunner
+	// maps it to the configured path).
+	NpuSmi = "npu-smi"
+	// PCIVendorID is Huawei's id in the PCI ID repository.
+	PCIVendorID uint16 = 0x19e5
+)
+
+// Ascend is the Ascend vendor: Huawei Ascend NPUs. It implements
+// vendors.Vendor, partitions.Vendor and partitionsim.Simulator.
+type Ascend struct{}
+
+var _ vendors.Vendor = Ascend{}
+
+// Names implements vendors.Vendor.
+func (Ascend) Names() vendors.Names {
+	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
+		DevicePrefix: DevicePrefix, Tool: NpuSmi, ConfigKind: ConfigKind}
+}
+
+// NewBackend implements vendors.Vendor.
+func (Ascend) NewBackend(root string, runner discovery.CommandRunner) discovery.Backend {
+	return New(Config{Root: root, Runner: runner})
+}
+
+// Simulation implements vendors.Vendor.
+func (Ascend) Simulation() vendors.Simulation {
+	return vendors.Simulation{
+		// The order the device plugin and docker runtime list them.
+		SharedDeviceNodes: sharedNodes,
+		Chip: func(c *inventory.Chip, g vendors.ProfileGroup) {
+			c.DeviceNodes = []string{devPath(c.Index)}
+			if g.ChipName != "" {
+				c.Extra[ExtraChipName] = inventory.StringValue(g.ChipName)
+			}
+			c.Extra[ExtraLogicID] = inventory.IntValue(int64(c.Index))
+		},
+		DriverFiles: driverFiles,
+	}
+}
+
+// driverFiles is a fake Ascend driver installation: the paths CDI() mounts.
+func driverFiles(chips []inventory.Chip) ([]vendors.File, error) {
+	version, err := vendors.OneDriverVersion(Vendor, chips)
+	if err != nil {
+		return nil, err
+	}
+	return []vendors.File{
+		{Path: "/usr/local/Ascend/driver/lib64/libascend_hal.so", Mode: 0o644, Content: vendors.Placeholder("Ascend driver library")},
+		{Path: "/usr/local/Ascend/driver/include", Mode: fs.ModeDir | 0o755},
+		// version.info's first line is what CANN and npu-smi read.
+		{Path: "/usr/local/Ascend/driver/version.info", Mode: 0o644, Content: "Version=" + version + "\n"},
+		// Keys as the Ascend driver installer writes them; CANN's
+		// set_env.sh reads Driver_Install_Path_Param.
+		{Path: "/etc/ascend_install.info", Mode: 0o644, Content: "UserName=HwHiAiUser\nUserGroup=HwHiAiUser\n" +
+			"Driver_Install_Type=full\nDriver_Install_Path_Param=/usr/local/Ascend\nDriver_Install_For_All=no\n"},
+		{Path: "/usr/local/dcmi/libdcmi.so", Mode: 0o644, Content: vendors.Placeholder("Ascend DCMI library")},
+		{Path: "/usr/local/bin/npu-smi", Mode: 0o755, Content: vendors.ToolNotice("npu-smi", "Ascend NPU")},
+	}, nil
+}

@@ -1,0 +1,243 @@
+// Package cambricon discovers Cambricon MLU chips: device files under a root
+// directory (/dev/cambricon_devN, /dev/cambricon_ctl and the per-chip IPC
+// nodes), chip facts from `cnmon info`, MLU-Link topology from
+// `cnmon topo -m`, and PCI facts (vendor id, NUMA node, PCIe root) from sysfs.
+//
+// Index mapping: cnmon's card N is the chip behind /dev/cambricon_devN. The
+// Cambricon device plugin relies on the same identity: its cndev binding
+// names device N's node fmt.Sprintf("/dev/cambricon_dev%d", idx) for cndev
+// index idx (device-plugin/pkg/cndev/bindings.go, getDeviceInfo), and cnmon
+// numbers cards with the same cndev index (`cnmon info -c N`).
+//
+// Health: healthy when the device file exists, cnmon lists the card and,
+// where cnmon prints a Health State section (CNMON v5), its Device entry is
+// Good and its Driver entry, if any, is Running. The device plugin uses the
+// same two facts (cndevGetDeviceHealthState: device good, driver running).
+package cambricon
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// Device node names, as the Cambricon device plugin mounts them
+// (device-plugin/pkg/mlu/const.go: mluDeviceName, mluMonitorDeviceName,
+// mluIpcmDeviceName, mluCommuDeviceName, mluCmsgDeviceName).
+const (
+	devPrefix   = "cambricon_dev"
+	ctlNode     = "/dev/cambricon_ctl"
+	ipcmPrefix  = "/dev/cambricon_ipcm"
+	commuPrefix = "/dev/commu"
+	cmsgPrefix  = "/dev/cmsg_ctrl"
+)
+
+// ExtraMLULinkPorts is the Chip.Extra key of the number of active MLU-Link
+// ports that connect the chip to other chips of the node.
+const ExtraMLULinkPorts = "mluLinkPorts"
+
+// Config configures the backend.
+type Config struct {
+	// Root is the host root, "/" in production, a fixture tree in tests.
+	Root string
+	// Runner runs cnmon; nil runs the real tool.
+	Runner discovery.CommandRunner
+	// Cnmon is the command name, default "cnmon".
+	Cnmon string
+}
+
+// Backend discovers Cambricon chips. It implements discovery.Backend.
+type Backend struct {
+	root   string
+	runner discovery.CommandRunner
+	cnmon  string
+}
+
+var _ discovery.Backend = (*Backend)(nil)
+
+// New returns a backend for cfg.
+func New(cfg Config) *Backend {
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon}
+	if b.root == "" {
+		b.root = "/"
+	}
+	if b.runner == nil {
+		b.runner = discovery.ExecRunner{}
+	}
+	if b.cnmon == "" {
+		b.cnmon = "cnmon"
+	}
+	return b
+}
+
+// Name implements discovery.Backend.
+func (b *Backend) Name() string { return "cambricon" }
+
+// Discover implements discovery.Backend. A node without any
+// /dev/cambricon_devN has no Cambricon chips: it returns an empty inventory
+// without running cnmon.
+func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
+	logger := klog.FromContext(ctx)
+
+	devs, err := b.deviceIndices()
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	if len(devs) == 0 {
+		logger.V(4).Info("No Cambricon device files, skipping cnmon", "dir", b.hostPath("/dev"))
+		return inventory.Inventory{}, nil
+	}
+
+	cards, err := b.info(ctx)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	topo, err := b.topo(ctx)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+
+	listed := map[int]bool{}
+	for _, c := range cards {
+		listed[c.Card] = true
+		if topo.Codes[c.Card] == nil {
+			return inventory.Inventory{}, fmt.Errorf("combining %s and %s: card %d has no row in the topology matrix",
+				b.command("info"), b.command("topo", "-m"), c.Card)
+		}
+	}
+	for _, n := range devs {
+		if !listed[n] {
+			logger.Info("Skipping Cambricon device file that cnmon does not list", "device", fmt.Sprintf("/dev/%s%d", devPrefix, n))
+		}
+	}
+
+	groups := linkGroups(cards, topo)
+	inv := inventory.Inventory{}
+	for _, c := range cards {
+		chip, err := b.chip(ctx, c, topo, groups)
+		if err != nil {
+			return inventory.Inventory{}, err
+		}
+		inv.Chips = append(inv.Chips, chip)
+	}
+	sort.Slice(inv.Chips, func(i, j int) bool { return inv.Chips[i].Index < inv.Chips[j].Index })
+	if b.exists(ctlNode) {
+		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: {ctlNode}}
+	}
+	return inv, nil
+}
+
+// fault is one reason a chip is unhealthy (inventory.Chip.MarkUnhealthy).
+func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups map[int]string) (inventory.Chip, error) {
+	logger := klog.FromContext(ctx)
+	var faults []fault
+	dev, err := pci.Read(b.root, c.PCIBusID)
+	switch {
+	case pci.IsMissing(b.root, c.PCIBusID):
+		// A card that fell off the bus is a health fault of that card,
+		// not a reason to serve none of the node's chips.
+		logger.Info("The cnmon tool lists an MLU card whose PCI function is gone from sysfs, reporting it unhealthy", "card", c.Card, "pciBusID", c.PCIBusID)
+		faults = append(faults, fault{inventory.ReasonPCIDeviceMissing, fmt.Sprintf("PCI function %s is gone from sysfs", c.PCIBusID)})
+		id, _ := pci.NormalizeBusID(c.PCIBusID)
+		dev = pci.Device{BusID: id}
+	case err != nil:
+		return inventory.Chip{}, fmt.Errorf("reading PCI facts of MLU card %d (%s) from sysfs: %w", c.Card, c.PCIBusID, err)
+	case dev.VendorID != PCIVendorID:
+		return inventory.Chip{}, fmt.Errorf("MLU card %d: PCI function %s has vendor id %#04x, not Cambricon's %#04x: cnmon and sysfs disagree",
+			c.Card, c.PCIBusID, dev.VendorID, PCIVendorID)
+	}
+
+	devPath := fmt.Sprintf("/dev/%s%d", devPrefix, c.Card)
+	if !b.exists(devPath) {
+		logger.Info("The cnmon tool lists an MLU card whose device file is missing, reporting it unhealthy", "card", c.Card, "device", devPath)
+		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + devPath + " is missing"})
+	}
+	faults = append(faults, healthFaults(ctx, c)...)
+
+	nodes := []string{devPath}
+	for _, prefix := range []string{ipcmPrefix, commuPrefix, cmsgPrefix} {
+		if p := prefix + strconv.Itoa(c.Card); b.exists(p) {
+			nodes = append(nodes, p)
+		}
+	}
+
+	uuid := c.UUID
+	if uuid == "" {
+		uuid = c.SerialNumber
+	}
+	chip := inventory.Chip{
+		Vendor:        Vendor,
+		Model:         c.ProductName,
+		Index:         c.Card,
+		UUID:          uuid,
+		MemoryBytes:   c.MemoryBytes,
+		Cores:         mluCoresPerChip[c.ProductName],
+		LinkType:      inventory.LinkPCIe,
+		LinkGroup:     fmt.Sprintf("pcie-%d", c.Card),
+		NUMANode:      dev.NUMANode,
+		PCIBusID:      dev.BusID,
+		PCIeRoot:      dev.PCIeRoot,
+		DriverVersion: c.DriverVersion,
+		Healthy:       true,
+		DeviceNodes:   nodes,
+		Extra: map[string]inventory.Value{
+			ExtraMLULinkPorts: inventory.IntValue(int64(topo.MLULinkPorts(c.Card))),
+		},
+	}
+	for _, f := range faults {
+		chip.MarkUnhealthy(f.reason, f.message)
+	}
+	if g, ok := groups[c.Card]; ok {
+		chip.LinkType, chip.LinkGroup = inventory.LinkMLULink, g
+	}
+	if chip.Cores == 0 {
+		logger.V(2).Info("No MLU core count known for this model, publishing none", "model", c.ProductName)
+	}
+	return chip, nil
+}
+
+// linkGroups returns "mlulink-K" for every card in an MLU-Link connected
+// component of two or more cards, K counting the components in the order of
+// their lowest card number.
+func linkGroups(cards []CardInfo, topo Topology) map[int]string {
+	indices := make([]int, 0, len(cards))
+	for _, c := range cards {
+		indices = append(indices, c.Card)
+	}
+	return discovery.LinkGroups(indices, func(a, b int) bool {
+		linked, _ := topo.MLULink(a, b)
+		return linked
+	}, "mlulink")
+}
+
+func (b *Backend) info(ctx context.Context) ([]CardInfo, error) {
+	return discovery.Query(ctx, b.runner, "listing MLU cards", ParseInfo, b.cnmon, "info")
+}
+
+func (b *Backend) topo(ctx context.Context) (Topology, error) {
+	return discovery.Query(ctx, b.runner, "reading MLU-Link topology", ParseTopo, b.cnmon, "topo", "-m")
+}
+
+func (b *Backend) command(args ...string) string { return discovery.CommandLine(b.cnmon, args...) }
+
+// deviceIndices returns the N of every /dev/cambricon_devN under the root.
+func (b *Backend) deviceIndices() ([]int, error) {
+	devs, err := discovery.DeviceIndices(b.root, devPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("looking for Cambricon device files: %w", err)
+	}
+	return devs, nil
+}
+
+func (b *Backend) hostPath(p string) string { return filepath.Join(b.root, p) }
+
+// exists reports whether a device file exists under the root.
+func (b *Backend) exists(p string) bool { return discovery.DeviceFileExists(b.root, p) }

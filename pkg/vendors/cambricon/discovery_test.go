@@ -1,0 +1,340 @@
+package cambricon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+const mib = int64(1) << 20
+
+func intp(i int) *int { return &i }
+
+func ports(n int64) map[string]inventory.Value {
+	return map[string]inventory.Value{ExtraMLULinkPorts: inventory.IntValue(n)}
+}
+
+func TestDiscoverReadsEveryFactOfAnMLU370X8Server(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, runner := fixture("mlu370-x8")
+
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+
+	layout := []struct {
+		bus, root string
+		numa      int
+	}{
+		{"0000:1a:00.0", "pci0000:17", 0}, {"0000:1b:00.0", "pci0000:17", 0},
+		{"0000:3d:00.0", "pci0000:3a", 0}, {"0000:3e:00.0", "pci0000:3a", 0},
+		{"0000:88:00.0", "pci0000:85", 1}, {"0000:89:00.0", "pci0000:85", 1},
+		{"0000:b1:00.0", "pci0000:ae", 1}, {"0000:b2:00.0", "pci0000:ae", 1},
+	}
+	var want []inventory.Chip
+	for i, l := range layout {
+		want = append(want, inventory.Chip{
+			Vendor:        Vendor,
+			Model:         "MLU370-X8",
+			Index:         i,
+			UUID:          fmt.Sprintf("54010%03d-2311-0000-0000-000000000000", i),
+			MemoryBytes:   23308 * mib,
+			Cores:         16,
+			LinkType:      inventory.LinkMLULink,
+			LinkGroup:     fmt.Sprintf("mlulink-%d", i/2), // the two chips of one board
+			NUMANode:      intp(l.numa),
+			PCIBusID:      l.bus,
+			PCIeRoot:      l.root,
+			DriverVersion: "5.10.26",
+			Healthy:       true,
+			DeviceNodes: []string{
+				fmt.Sprintf("/dev/cambricon_dev%d", i),
+				fmt.Sprintf("/dev/cambricon_ipcm%d", i),
+				fmt.Sprintf("/dev/commu%d", i),
+			},
+			Extra: ports(1),
+		})
+	}
+	require.Equal(t, inventory.Inventory{
+		Chips:             want,
+		SharedDeviceNodes: map[inventory.Vendor][]string{Vendor: {"/dev/cambricon_ctl"}},
+	}, inv)
+	require.NoError(t, inv.Validate())
+}
+
+func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
+	type facts struct {
+		model       string
+		memory      int64
+		cores       int
+		linkType    inventory.LinkType
+		groups      []string
+		numa        []int
+		pcieRoots   []string
+		ports       []int64
+		deviceNodes int
+		driver      string
+	}
+	for _, tc := range []struct {
+		name string
+		node string
+		want facts
+	}{
+		{
+			name: "an MLU590 server is one MLU-Link group of eight chips",
+			node: "mlu590",
+			want: facts{
+				model: "MLU590-M9", memory: 98304 * mib, cores: 48, linkType: inventory.LinkMLULink,
+				groups:      []string{"mlulink-0", "mlulink-0", "mlulink-0", "mlulink-0", "mlulink-0", "mlulink-0", "mlulink-0", "mlulink-0"},
+				numa:        []int{0, 0, 0, 0, 1, 1, 1, 1},
+				pcieRoots:   []string{"pci0000:18", "pci0000:18", "pci0000:3a", "pci0000:3a", "pci0000:99", "pci0000:99", "pci0000:ba", "pci0000:ba"},
+				ports:       []int64{7, 7, 7, 7, 7, 7, 7, 7},
+				deviceNodes: 4, driver: "6.2.29",
+			},
+		},
+		{
+			name: "an MLU270 server has PCIe-only chips, each in a group of its own",
+			node: "mlu270",
+			want: facts{
+				model: "MLU270-S4", memory: 16384 * mib, cores: 16, linkType: inventory.LinkPCIe,
+				groups:      []string{"pcie-0", "pcie-1", "pcie-2"},
+				numa:        []int{0, 0, 1},
+				pcieRoots:   []string{"pci0000:00", "pci0000:00", "pci0000:80"},
+				ports:       []int64{0, 0, 0},
+				deviceNodes: 1, driver: "4.20.18",
+			},
+		},
+		{
+			name: "an MLU370-X8 server pairs the two chips of each board",
+			node: "mlu370-x8",
+			want: facts{
+				model: "MLU370-X8", memory: 23308 * mib, cores: 16, linkType: inventory.LinkMLULink,
+				groups:      []string{"mlulink-0", "mlulink-0", "mlulink-1", "mlulink-1", "mlulink-2", "mlulink-2", "mlulink-3", "mlulink-3"},
+				numa:        []int{0, 0, 0, 0, 1, 1, 1, 1},
+				pcieRoots:   []string{"pci0000:17", "pci0000:17", "pci0000:3a", "pci0000:3a", "pci0000:85", "pci0000:85", "pci0000:ae", "pci0000:ae"},
+				ports:       []int64{1, 1, 1, 1, 1, 1, 1, 1},
+				deviceNodes: 3, driver: "5.10.26",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root, runner := fixture(tc.node)
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.NoError(t, inv.Validate())
+			require.Len(t, inv.Chips, len(tc.want.groups))
+			require.Equal(t, []string{"/dev/cambricon_ctl"}, inv.SharedDeviceNodes[Vendor])
+			uuids := map[string]bool{}
+			for i, c := range inv.Chips {
+				require.Equal(t, i, c.Index)
+				require.Equal(t, Vendor, c.Vendor)
+				require.Equal(t, tc.want.model, c.Model)
+				require.Equal(t, tc.want.memory, c.MemoryBytes)
+				require.Equal(t, tc.want.cores, c.Cores)
+				require.Equal(t, tc.want.linkType, c.LinkType)
+				require.Equal(t, tc.want.groups[i], c.LinkGroup)
+				require.Equal(t, intp(tc.want.numa[i]), c.NUMANode)
+				require.Equal(t, tc.want.pcieRoots[i], c.PCIeRoot)
+				require.Equal(t, inventory.IntValue(tc.want.ports[i]), c.Extra[ExtraMLULinkPorts])
+				require.Len(t, c.DeviceNodes, tc.want.deviceNodes)
+				require.Equal(t, fmt.Sprintf("/dev/cambricon_dev%d", i), c.DeviceNodes[0])
+				require.Equal(t, tc.want.driver, c.DriverVersion)
+				require.True(t, c.Healthy)
+				require.NotEmpty(t, c.UUID)
+				require.False(t, uuids[c.UUID], "UUID %s twice", c.UUID)
+				uuids[c.UUID] = true
+			}
+		})
+	}
+}
+
+func TestDiscoverWithoutCambriconDeviceFilesReturnsNothingAndNeverRunsCnmon(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []string
+	}{
+		{name: "a root without /dev"},
+		{name: "a /dev without cambricon_devN", files: []string{"dev/davinci0", "dev/cambricon_ctl", "dev/cambricon_devX"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root := t.TempDir()
+			discoverytest.WriteFiles(t, root, tc.files...)
+			inv, err := New(Config{Root: root, Runner: discoverytest.FailingRunner{T: t}}).Discover(ctx)
+			require.NoError(t, err)
+			require.Equal(t, inventory.Inventory{}, inv)
+		})
+	}
+}
+
+func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFiles(t *testing.T) {
+	ctx, logs := discoverytest.BufferedContext(t)
+	src, runner := fixture("mlu270")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.Remove(filepath.Join(root, "dev", "cambricon_dev2")))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "dev", "cambricon_dev9"), nil, 0o644))
+
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 3, "the unlisted cambricon_dev9 is skipped")
+	require.True(t, inv.Chips[0].Healthy)
+	require.True(t, inv.Chips[1].Healthy)
+	require.False(t, inv.Chips[2].Healthy, "cnmon lists card 2 but /dev/cambricon_dev2 is missing")
+	require.Equal(t, inventory.ReasonDeviceFileMissing, inv.Chips[2].HealthReason)
+
+	require.Contains(t, logs(), "device file is missing")
+	require.Contains(t, logs(), "/dev/cambricon_dev2")
+	require.Contains(t, logs(), "cnmon does not list")
+	require.Contains(t, logs(), "/dev/cambricon_dev9")
+}
+
+func TestDiscoverReportsChipsCnmonCallsUnhealthyUnhealthy(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new, reason string
+	}{
+		{name: "device health is not Good", old: "Device                     : Good", new: "Device                     : Bad", reason: "HealthBad"},
+		{name: "the driver is not running", old: "Driver                     : Running", new: "Driver                     : Stopped", reason: inventory.ReasonDriverNotRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root, _ := fixture("mlu590")
+			runner := discoverytest.MapRunner{
+				"cnmon info":    discoverytest.ReplaceOnce(t, readRecording(t, "mlu590", "info"), tc.old, tc.new),
+				"cnmon topo -m": readRecording(t, "mlu590", "topo", "-m"),
+			}
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.False(t, inv.Chips[0].Healthy)
+			require.Equal(t, tc.reason, inv.Chips[0].HealthReason)
+			for _, c := range inv.Chips[1:] {
+				require.True(t, c.Healthy)
+			}
+		})
+	}
+}
+
+func TestDiscoverRejectsAChipWhosePCIVendorIsNotCambricon(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, runner := fixture("mlu270")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.WriteFile(filepath.Join(root, "sys", "devices", "pci0000:00", "0000:05:00.0", "vendor"), []byte("0x10de\n"), 0o644))
+
+	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.ErrorContains(t, err, "MLU card 1: PCI function 0000:05:00.0 has vendor id 0x10de, not Cambricon's 0xcabc")
+}
+
+func TestDiscoverReportsAChipMissingFromSysfsUnhealthy(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, runner := fixture("mlu270")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", "0000:83:00.0")))
+
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err, "one card off the bus must not stop the others from being served")
+	require.Len(t, inv.Chips, 3)
+	gone := inv.Chips[2]
+	require.False(t, gone.Healthy)
+	require.Equal(t, inventory.ReasonPCIDeviceMissing, gone.HealthReason)
+	require.Equal(t, "PCI function 0000:83:00.0 is gone from sysfs", gone.HealthMessage)
+	require.Equal(t, "0000:83:00.0", gone.PCIBusID, "the chip keeps its PCI address")
+	require.True(t, inv.Chips[0].Healthy)
+}
+
+func TestDiscoverRejectsAChipWhosePCIFunctionCannotBeRead(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	src, runner := fixture("mlu270")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.Remove(filepath.Join(root, "sys", "devices", "pci0000:80", "0000:83:00.0", "vendor")))
+
+	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.ErrorContains(t, err, "reading PCI facts of MLU card 2 (0000:83:00.0) from sysfs")
+}
+
+func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		info    func(string) string
+		topo    func(string) string
+		source  string
+		line    int
+		message string
+	}{
+		{
+			name: "a garbled memory size in cnmon info",
+			info: func(s string) string {
+				return discoverytest.ReplaceOnce(t, s, "Total                      : 98304 MiB", "Total                      : lots MiB")
+			},
+			source: "cnmon info", line: 18,
+			message: `parsing cnmon info: line 18: memory size "lots MiB": "lots" is not a non-negative integer`,
+		},
+		{
+			name:   "a garbled MLU-Link count in cnmon topo -m",
+			topo:   func(s string) string { return discoverytest.ReplaceOnce(t, s, "MLK1", "MLKx") },
+			source: "cnmon topo -m", line: 2,
+			message: `parsing cnmon topo -m: line 2: MLU0→MLU1: MLU-Link count in "MLKx" is not a number`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			root, _ := fixture("mlu590")
+			info, topo := readRecording(t, "mlu590", "info"), readRecording(t, "mlu590", "topo", "-m")
+			if tc.info != nil {
+				info = tc.info(info)
+			}
+			if tc.topo != nil {
+				topo = tc.topo(topo)
+			}
+			_, err := New(Config{Root: root, Runner: discoverytest.MapRunner{"cnmon info": info, "cnmon topo -m": topo}}).Discover(ctx)
+			discoverytest.RequireParseError(t, err, tc.source, tc.line, tc.message)
+		})
+	}
+}
+
+func TestDiscoverSaysWhatItWasDoingWhenCnmonFails(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("mlu590")
+	_, err := New(Config{Root: root, Runner: discovery.RecordedRunner{Dir: t.TempDir()}}).Discover(ctx)
+	require.ErrorIs(t, err, discovery.ErrNoRecording)
+	require.ErrorContains(t, err, "listing MLU cards: running cnmon info")
+}
+
+func TestDiscoverUsesTheConfiguredCnmonCommand(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("mlu270")
+	runner := discoverytest.MapRunner{
+		"/usr/bin/cnmon info":    readRecording(t, "mlu270", "info"),
+		"/usr/bin/cnmon topo -m": readRecording(t, "mlu270", "topo", "-m"),
+	}
+	inv, err := New(Config{Root: root, Runner: runner, Cnmon: "/usr/bin/cnmon"}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 3)
+}
+
+func TestDiscoverRejectsACardMissingFromTheTopology(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("mlu270")
+	topo := "        MLU0     MLU1     CPU Affinity\nMLU0    X        H_B      0-31\nMLU1    H_B      X        0-31\n"
+	runner := discoverytest.MapRunner{"cnmon info": readRecording(t, "mlu270", "info"), "cnmon topo -m": topo}
+	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.ErrorContains(t, err, "card 2 has no row in the topology matrix")
+}
+
+func TestDiscoverFailsWhenDevCannotBeListed(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "dev"), nil, 0o644)) // a file where /dev belongs
+	_, err := New(Config{Root: root, Runner: discoverytest.FailingRunner{T: t}}).Discover(ctx)
+	require.ErrorContains(t, err, "looking for Cambricon device files")
+}
+
+func TestBackendIsNamedCambricon(t *testing.T) {
+	require.Equal(t, "cambricon", New(Config{}).Name())
+}

@@ -1,0 +1,108 @@
+package cambricon
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+)
+
+// SimulatePartitionCommand implements partitionsim.Simulator: the cnmon
+// sMLU dialect of PartitionTool (smlu --list, --create, --destroy) in the
+// layouts of testdata/smlu.
+func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args []string) ([]byte, error) {
+	fl := partitionsim.Flags(args)
+	if len(args) == 0 || args[0] != "smlu" {
+		return nil, partitionsim.Error(cmd, "unsupported command")
+	}
+	card, err := strconv.Atoi(fl["-c"])
+	if err != nil {
+		return nil, partitionsim.Error(cmd, "invalid card")
+	}
+	c, ok := n.Chip(card)
+	if !ok {
+		return nil, partitionsim.Error(cmd, "card %d does not exist", card)
+	}
+	if _, ok := partitions.ModelOf(c); !ok {
+		return nil, partitionsim.Error(cmd, "card %d (%s) does not support sMLU", card, c.Model)
+	}
+	st, err := n.Load()
+	if err != nil {
+		return nil, err
+	}
+	list := st.Partitions[partitionsim.Key(c)]
+	_, create := fl["--create"]
+	_, destroy := fl["--destroy"]
+	_, listing := fl["--list"]
+	switch {
+	case listing:
+		var b strings.Builder
+		fmt.Fprintf(&b, "Card: %d\nTotal sMLU instances: %d\n", card, len(list))
+		fmt.Fprintf(&b, "%-13s%-13s%-16s%-42s%s\n", "Instance ID", "Profile ID", "Profile Name", "UUID", "Device Node")
+		for _, p := range list {
+			fmt.Fprintf(&b, "%-13d%-13d%-16s%-42s%s\n", p.ID, profileID(c, p.Template), p.Template, p.UUID, p.DeviceNode)
+		}
+		return []byte(b.String()), nil
+	case create:
+		t, ok := partitions.TemplateByName(c, fl["--profile"])
+		if !ok || t.Type != partitions.TypeSMLU {
+			return nil, partitionsim.Error(cmd, "profile %s does not exist on card %d", fl["--profile"], card)
+		}
+		if err := partitionsim.Fits(c, list, t); err != nil {
+			return nil, partitionsim.Error(cmd, "%v", err)
+		}
+		// Instance ids start at 1 (mi0 is the physical function).
+		used := map[int]bool{}
+		for _, p := range list {
+			used[p.ID] = true
+		}
+		id := 1
+		for used[id] {
+			id++
+		}
+		inst := partitions.Instance{Type: partitions.TypeSMLU, Chip: card, Template: t.Name, ID: id,
+			DeviceNode: fmt.Sprintf("/dev/cambricon-caps/cap_dev%d_mi%d", card, id),
+			UUID:       fmt.Sprintf("MLU-%08x-%04x-0000-0000-000000000000", card+1, id)}
+		if err := n.Mknod(inst.DeviceNode); err != nil {
+			return nil, err
+		}
+		st.Partitions[partitionsim.Key(c)] = append(list, inst)
+		if err := n.Save(st); err != nil {
+			return nil, err
+		}
+		return []byte(fmt.Sprintf("Create sMLU instance %d success\n", id)), nil
+	case destroy:
+		id, err := strconv.Atoi(fl["--instance"])
+		if err != nil {
+			return nil, partitionsim.Error(cmd, "invalid instance")
+		}
+		rest, removed := partitionsim.Without(list, id)
+		if removed == nil {
+			return nil, partitionsim.Error(cmd, "sMLU instance %d does not exist on card %d", id, card)
+		}
+		st.Partitions[partitionsim.Key(c)] = rest
+		if err := n.Save(st); err != nil {
+			return nil, err
+		}
+		if err := n.Rmnod(removed.DeviceNode); err != nil {
+			return nil, err
+		}
+		return []byte(fmt.Sprintf("Destroy sMLU instance %d success\n", id)), nil
+	}
+	return nil, partitionsim.Error(cmd, "unsupported command")
+}
+
+// profileID numbers the default profiles as the driver does: 0 the whole
+// chip, 1 the half, 2 the quarter.
+func profileID(c inventory.Chip, name string) int {
+	m, _ := partitions.ModelOf(c)
+	for i, t := range m.Templates {
+		if t.Name == name {
+			return len(m.Templates) - i
+		}
+	}
+	return 0
+}

@@ -1,0 +1,51 @@
+package cambricon
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+)
+
+const mebibyte = int64(1) << 20
+
+// smluFractions are the default sMLU profiles the Cambricon driver creates
+// on every chip that supports sMLU: the whole chip, 1/2 and 1/4 of its IPU
+// (MLU core) utilization and memory (smlu/smlu_internal.h
+// default_profile_spec = {1, 2, 4}; smlu/smlu_core.c
+// smlu_default_profile_init names them "%llup.%llumb", IPU quota in
+// percent and memory in MiB), in the MLU driver source published as
+// github.com/jklincn/cambricon-mlu-driver. The whole-chip profile is the
+// whole-chip device, so only 1/2 and 1/4 become partitions.
+var smluFractions = []int64{2, 4}
+
+// smluSupported says whether a Cambricon model supports sMLU: the driver
+// enables it on MLU3xx and later (smlu/smlu_core.c cn_is_smlu_support:
+// MLUID_MAJOR_ID(device_id) >= 3, and not while MIM is on), so MLU370 and
+// MLU590 but not MLU270.
+func smluSupported(model string) bool {
+	return strings.HasPrefix(model, "MLU3") || strings.HasPrefix(model, "MLU5")
+}
+
+// PartitionModel implements partitions.Vendor: the driver's default sMLU
+// profiles, 1/2 and 1/4 of the chip, where the model supports sMLU.
+func (Cambricon) PartitionModel(c inventory.Chip) (partitions.Model, bool) {
+	if !smluSupported(c.Model) {
+		return partitions.Model{}, false
+	}
+	m := partitions.Model{MaxInstances: 4}
+	for _, f := range smluFractions {
+		pct := 100 / f
+		m.Templates = append(m.Templates, partitions.Template{
+			Name:        fmt.Sprintf("%dp.%dmb", pct, c.MemoryBytes/f/mebibyte),
+			Type:        partitions.TypeSMLU,
+			Slug:        fmt.Sprintf("smlu-%dp", pct),
+			Cores:       int64(c.Cores) / f,
+			MemoryBytes: c.MemoryBytes / f,
+		})
+	}
+	// Smallest first, like the Ascend tables.
+	m.Templates[0], m.Templates[1] = m.Templates[1], m.Templates[0]
+	return m, true
+}

@@ -1,0 +1,71 @@
+package cambricon
+
+import (
+	"fmt"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+)
+
+// The names of the vendor (vendors.Names), fixed by the design contract.
+const (
+	// Vendor is the accel-dra.dev/vendor value of Cambricon chips.
+	Vendor inventory.Vendor = "cambricon"
+	// Family is their accel-dra.dev/family.
+	Family inventory.Family = "mlu"
+	// Driver is the DRA driver serving them.
+	Driver = "cambricon.accel-dra.dev"
+	// Option selects them in --vendors.
+	Option = "cambricon"
+	// ConfigKind is the kind of the driver's opaque device configuration
+	// (v1alpha1.CambriconConfigKind).
+	ConfigKind = "CambriconConfig"
+	// CDIKind is the kind of their CDI specs.
+	CDIKind = "accel-dra.dev/cambricon"
+	// DevicePrefix names their DRA devices: mlu-N.
+	DevicePrefix = "mlu"
+	// Cnmon is the name the Cambricon tool is run by (discovery.ExecRunner
+	// maps it to the configured path).
+	Cnmon = "cnmon"
+	// PCIVendorID is Cambricon's id in the PCI ID repository.
+	PCIVendorID uint16 = 0xcabc
+)
+
+// Cambricon is the Cambricon vendor: Cambricon MLUs. It implements
+// vendors.Vendor, partitions.Vendor and partitionsim.Simulator.
+type Cambricon struct{}
+
+var _ vendors.Vendor = Cambricon{}
+
+// Names implements vendors.Vendor.
+func (Cambricon) Names() vendors.Names {
+	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
+		DevicePrefix: DevicePrefix, Tool: Cnmon, ConfigKind: ConfigKind}
+}
+
+// NewBackend implements vendors.Vendor.
+func (Cambricon) NewBackend(root string, runner discovery.CommandRunner) discovery.Backend {
+	return New(Config{Root: root, Runner: runner})
+}
+
+// Simulation implements vendors.Vendor.
+func (Cambricon) Simulation() vendors.Simulation {
+	return vendors.Simulation{
+		SharedDeviceNodes: []string{ctlNode},
+		// Cambricon chips sit on buses of their own, above the Ascend ones.
+		BusOffset: 0x80,
+		Chip: func(c *inventory.Chip, g vendors.ProfileGroup) {
+			c.DeviceNodes = []string{
+				fmt.Sprintf("/dev/%s%d", devPrefix, c.Index),
+				fmt.Sprintf("%s%d", ipcmPrefix, c.Index),
+			}
+			c.Extra[ExtraMLULinkPorts] = inventory.IntValue(int64(g.MLULinkPorts))
+		},
+		DriverFiles: func([]inventory.Chip) ([]vendors.File, error) {
+			return []vendors.File{
+				{Path: "/usr/bin/cnmon", Mode: 0o755, Content: vendors.ToolNotice("cnmon", "Cambricon MLU")},
+			}, nil
+		},
+	}
+}

@@ -1,0 +1,277 @@
+package vendors
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+	"sync"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// Vendor is everything accel-dra knows about one vendor's chips. The
+// generic packages reach a vendor only through it (see the package doc).
+// A vendor whose chips have partitions implements partitions.Vendor as
+// well, and a vendor with a simulated partition tool
+// partitionsim.Simulator: those interfaces use types of packages that
+// build on this one.
+type Vendor interface {
+	// Names are the names users and the node see of the vendor.
+	Names() Names
+	// NewBackend returns the discovery backend reading the vendor's device
+	// files, sysfs and tool output under root, running the vendor tool
+	// through runner. On a node without the vendor's device files it finds
+	// nothing and runs no tool.
+	NewBackend(root string, runner discovery.CommandRunner) discovery.Backend
+	// CDI is what the vendor's container runtime or device plugin puts
+	// into a container, which the CDI specs reproduce.
+	CDI() CDIEdits
+	// Simulation is how a simulated node (a hardware profile) shows the
+	// vendor's chips.
+	Simulation() Simulation
+}
+
+// Names are one vendor's names, each the single source of that name.
+type Names struct {
+	// Vendor is the inventory key and the value of the shared
+	// accel-dra.dev/vendor attribute (and of a profile's chips[].vendor):
+	// "huawei".
+	Vendor inventory.Vendor
+	// Family is the value of the shared accel-dra.dev/family attribute:
+	// "ascend".
+	Family inventory.Family
+	// Driver is the DRA driver name serving the vendor's chips:
+	// "ascend.accel-dra.dev".
+	Driver string
+	// Option selects the vendor in --vendors: "ascend".
+	Option string
+	// CDIKind is the vendor/class of the vendor's CDI specs:
+	// "accel-dra.dev/ascend".
+	CDIKind string
+	// DevicePrefix starts the DRA device names of the vendor's chips:
+	// "npu" (npu-0, npu-1-vir04-0).
+	DevicePrefix string
+	// Tool is the vendor's command line tool discovery and partitions run
+	// ("npu-smi"); discovery.ExecRunner maps it to a configured path.
+	Tool string
+	// ConfigKind is the kind of the driver's opaque device configuration
+	// (api/accel-dra.dev/v1alpha1: "AscendConfig"). A string here, not the
+	// API's constant, so the API package may use this one.
+	ConfigKind string
+}
+
+// CDIEdits are what a vendor's own container runtime or device plugin
+// puts into a container.
+type CDIEdits struct {
+	// VisibleEnv lists the claim's chip indices (ASCEND_VISIBLE_DEVICES).
+	VisibleEnv string
+	// Permissions are the cgroup device permissions of the device nodes.
+	Permissions string
+	// Mounts are host driver files, bind-mounted read-only at the same
+	// path where they exist on the host.
+	Mounts []string
+	// VirtualEnv is set claim-wide in a claim whose devices are all
+	// virtual partitions (cdi.Claim.Virtual).
+	VirtualEnv map[string]string
+	// Runtime, when set, is the vendor's container runtime, which acts on
+	// VisibleEnv where it is installed.
+	Runtime *Runtime
+}
+
+// Runtime is a vendor container runtime that injects devices by itself
+// when a container carries the vendor's visible-devices variable.
+type Runtime struct {
+	// Name is the runtime's name, for logs: "ascend-docker-runtime".
+	Name string
+	// Markers are files whose presence on the node means the runtime is
+	// installed, in the order they are checked.
+	Markers []Marker
+}
+
+// Marker is a file that shows a runtime is installed.
+type Marker struct {
+	// Path is absolute, as seen on the node.
+	Path string
+	// Contains, if set, must occur in the file; otherwise the path must be
+	// a regular file.
+	Contains string
+}
+
+// Simulation is how a hardware profile's chips of the vendor look on a
+// simulated node.
+type Simulation struct {
+	// SharedDeviceNodes are the device files every container of the vendor
+	// gets, as the vendor's container runtime injects them.
+	SharedDeviceNodes []string
+	// BusOffset is added to a simulated chip's PCI bus number, so two
+	// vendors' chips never share a bus.
+	BusOffset int
+	// Chip completes a simulated chip of a profile chip group: its device
+	// nodes and Extra facts. The generic fields are set already.
+	Chip func(c *inventory.Chip, g ProfileGroup)
+	// DriverFiles are the files of a fake driver installation for chips
+	// (pkg/devicefaker): the paths the CDI specs mount.
+	DriverFiles func(chips []inventory.Chip) ([]File, error)
+}
+
+// ProfileGroup are the vendor-specific fields of a hardware profile's chip
+// group (v1alpha1.ChipGroup). They are copied rather than the API type
+// used, so the API package may import the vendor packages (for their
+// names) without an import cycle.
+type ProfileGroup struct {
+	// ChipName is the Ascend chip name as npu-smi prints it (910B3).
+	ChipName string
+	// MLULinkPorts is the number of MLU-Link ports of a Cambricon chip.
+	MLULinkPorts int
+}
+
+// File is one regular file or directory of a fake driver installation.
+type File struct {
+	// Path is absolute, as seen on the node.
+	Path string
+	// Mode has fs.ModeDir for a directory.
+	Mode    fs.FileMode
+	Content string
+}
+
+var (
+	mu       sync.RWMutex
+	byVendor = map[inventory.Vendor]Vendor{}
+)
+
+// Register adds v to the registry; pkg/vendors/all registers the vendors
+// of the binaries. It panics when a name of v is empty or another
+// registered vendor has it already: both are programming errors. The
+// returned function removes v again, for tests that register a vendor of
+// their own.
+func Register(v Vendor) (unregister func()) {
+	n := v.Names()
+	if err := n.validate(); err != nil {
+		panic(fmt.Sprintf("registering vendor %q: %v", n.Vendor, err))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, o := range byVendor {
+		if err := n.clash(o.Names()); err != nil {
+			panic(fmt.Sprintf("registering vendor %q: %v", n.Vendor, err))
+		}
+	}
+	byVendor[n.Vendor] = v
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		delete(byVendor, n.Vendor)
+	}
+}
+
+func (n Names) validate() error {
+	for field, val := range map[string]string{"vendor": string(n.Vendor), "family": string(n.Family), "driver": n.Driver,
+		"option": n.Option, "CDI kind": n.CDIKind, "device prefix": n.DevicePrefix, "tool": n.Tool, "config kind": n.ConfigKind} {
+		if val == "" {
+			return fmt.Errorf("%s name is empty", field)
+		}
+	}
+	return nil
+}
+
+// clash reports a name n shares with o.
+func (n Names) clash(o Names) error {
+	switch {
+	case n.Vendor == o.Vendor:
+		return fmt.Errorf("vendor %q is registered already", n.Vendor)
+	case n.Driver == o.Driver:
+		return fmt.Errorf("driver %q is vendor %q's", n.Driver, o.Vendor)
+	case n.Option == o.Option:
+		return fmt.Errorf("option %q is vendor %q's", n.Option, o.Vendor)
+	case n.CDIKind == o.CDIKind:
+		return fmt.Errorf("CDI kind %q is vendor %q's", n.CDIKind, o.Vendor)
+	case n.DevicePrefix == o.DevicePrefix:
+		return fmt.Errorf("device prefix %q is vendor %q's", n.DevicePrefix, o.Vendor)
+	case n.Family == o.Family:
+		return fmt.Errorf("family %q is vendor %q's", n.Family, o.Vendor)
+	case n.Tool == o.Tool:
+		return fmt.Errorf("tool %q is vendor %q's", n.Tool, o.Vendor)
+	case n.ConfigKind == o.ConfigKind:
+		return fmt.Errorf("config kind %q is vendor %q's", n.ConfigKind, o.Vendor)
+	}
+	return nil
+}
+
+// All returns the registered vendors, ordered by their Option (the order
+// discovery runs their backends in).
+func All() []Vendor {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]Vendor, 0, len(byVendor))
+	for _, v := range byVendor {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Names().Option < out[j].Names().Option })
+	return out
+}
+
+// Lookup returns the vendor whose inventory value (accel-dra.dev/vendor)
+// is v.
+func Lookup(v inventory.Vendor) (Vendor, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	x, ok := byVendor[v]
+	return x, ok
+}
+
+// find returns the first registered vendor whose names match.
+func find(match func(Names) bool) (Vendor, bool) {
+	for _, v := range All() {
+		if match(v.Names()) {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// ByDriver returns the vendor a DRA driver name serves.
+func ByDriver(driver string) (Vendor, bool) {
+	return find(func(n Names) bool { return n.Driver == driver })
+}
+
+// ByOption returns the vendor a --vendors value selects.
+func ByOption(option string) (Vendor, bool) {
+	return find(func(n Names) bool { return n.Option == option })
+}
+
+// ByCDIKind returns the vendor whose CDI specs have kind.
+func ByCDIKind(kind string) (Vendor, bool) {
+	return find(func(n Names) bool { return n.CDIKind == kind })
+}
+
+// NamesOf returns the names of vendor v, or zero Names if it is not
+// registered.
+func NamesOf(v inventory.Vendor) Names {
+	if x, ok := Lookup(v); ok {
+		return x.Names()
+	}
+	return Names{}
+}
+
+// DriverFor returns the DRA driver name serving vendor v's chips, "" for
+// an unknown vendor.
+func DriverFor(v inventory.Vendor) string { return NamesOf(v).Driver }
+
+// VendorFor is the inverse of DriverFor.
+func VendorFor(driver string) inventory.Vendor {
+	if x, ok := ByDriver(driver); ok {
+		return x.Names().Vendor
+	}
+	return ""
+}
+
+// Options lists the --vendors values of the registered vendors, sorted.
+func Options() []string {
+	var out []string
+	for _, v := range All() {
+		out = append(out, v.Names().Option)
+	}
+	sort.Strings(out)
+	return out
+}

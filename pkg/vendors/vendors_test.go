@@ -1,0 +1,120 @@
+package vendors_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
+)
+
+// TestTheRegisteredVendorsHaveTheContractsNames pins the user-facing names
+// of every vendor the binaries serve (docs/architecture.md): one object per vendor
+// holds them all.
+func TestTheRegisteredVendorsHaveTheContractsNames(t *testing.T) {
+	var got []vendors.Names
+	for _, v := range vendors.All() {
+		got = append(got, v.Names())
+	}
+	require.Equal(t, []vendors.Names{
+		{Vendor: "huawei", Family: "ascend", Driver: "ascend.accel-dra.dev", Option: "ascend", CDIKind: "accel-dra.dev/ascend", DevicePrefix: "npu", Tool: "npu-smi", ConfigKind: "AscendConfig"},
+		{Vendor: "cambricon", Family: "mlu", Driver: "cambricon.accel-dra.dev", Option: "cambricon", CDIKind: "accel-dra.dev/cambricon", DevicePrefix: "mlu", Tool: "cnmon", ConfigKind: "CambriconConfig"},
+	}, got, "ordered by option, the order discovery runs the backends in")
+	require.Equal(t, []string{"ascend", "cambricon"}, vendors.Options())
+}
+
+// TestEveryNameOfAVendorLeadsBackToIt checks the registry is consistent:
+// each name of each vendor is its own, and every lookup finds the vendor
+// it came from.
+func TestEveryNameOfAVendorLeadsBackToIt(t *testing.T) {
+	all := vendors.All()
+	require.NotEmpty(t, all)
+	seen := map[string]inventory.Vendor{}
+	for _, v := range all {
+		n := v.Names()
+		t.Run(string(n.Vendor), func(t *testing.T) {
+			for _, name := range []string{string(n.Vendor), string(n.Family), n.Driver, n.Option, n.CDIKind, n.DevicePrefix, n.Tool, n.ConfigKind, v.CDI().VisibleEnv} {
+				require.NotEmpty(t, name)
+				owner, dup := seen[name]
+				require.False(t, dup && owner != n.Vendor, "%q is a name of %s and of %s", name, owner, n.Vendor)
+				seen[name] = n.Vendor
+			}
+			for lookup, found := range map[string]func() (vendors.Vendor, bool){
+				"vendor":   func() (vendors.Vendor, bool) { return vendors.Lookup(n.Vendor) },
+				"driver":   func() (vendors.Vendor, bool) { return vendors.ByDriver(n.Driver) },
+				"option":   func() (vendors.Vendor, bool) { return vendors.ByOption(n.Option) },
+				"CDI kind": func() (vendors.Vendor, bool) { return vendors.ByCDIKind(n.CDIKind) },
+			} {
+				x, ok := found()
+				require.True(t, ok, "by %s", lookup)
+				require.Equal(t, n, x.Names(), "by %s", lookup)
+			}
+			require.Equal(t, n.Vendor, vendors.VendorFor(vendors.DriverFor(n.Vendor)))
+			option, err := source.VendorOption(n.Vendor)
+			require.NoError(t, err)
+			require.Equal(t, n.Option, option, "--vendors takes the vendor's option")
+
+			// The real vendors have every part: partitions and their simulation.
+			_, ok := v.(partitions.Vendor)
+			require.True(t, ok, "%s has partitions", n.Vendor)
+			_, ok = v.(partitionsim.Simulator)
+			require.True(t, ok, "%s simulates its partition tool", n.Vendor)
+			sim := v.Simulation()
+			require.NotNil(t, sim.Chip)
+			require.NotNil(t, sim.DriverFiles)
+			require.NotEmpty(t, sim.SharedDeviceNodes)
+			require.NotEmpty(t, v.CDI().Permissions)
+		})
+	}
+	_, ok := vendors.Lookup("nvidia")
+	require.False(t, ok)
+	require.Empty(t, vendors.DriverFor("nvidia"))
+	require.Empty(t, vendors.VendorFor("gpu.nvidia.com"))
+}
+
+// clashing is a vendor whose names are all ACME's but one.
+type clashing struct {
+	vendortest.Acme
+	edit func(*vendors.Names)
+}
+
+func (c clashing) Names() vendors.Names {
+	n := vendortest.Acme{}.Names()
+	n.Vendor, n.Family, n.Driver, n.Option, n.CDIKind, n.DevicePrefix, n.Tool, n.ConfigKind = "other", "other", "other.accel-dra.dev", "other", "accel-dra.dev/other", "oth", "other-smi", "OtherConfig"
+	c.edit(&n)
+	return n
+}
+
+func TestRegisteringANameTwiceOrNoneIsRefused(t *testing.T) {
+	undo := vendors.Register(vendortest.Acme{})
+	defer undo()
+	for _, tt := range []struct {
+		name, wantPanic string
+		edit            func(*vendors.Names)
+	}{
+		{"the same vendor", `registering vendor "acme": vendor "acme" is registered already`, func(n *vendors.Names) { n.Vendor = vendortest.Vendor }},
+		{"another vendor's driver", `registering vendor "other": driver "ascend.accel-dra.dev" is vendor "huawei"'s`, func(n *vendors.Names) { n.Driver = "ascend.accel-dra.dev" }},
+		{"another vendor's option", `registering vendor "other": option "acme" is vendor "acme"'s`, func(n *vendors.Names) { n.Option = vendortest.Option }},
+		{"another vendor's CDI kind", `registering vendor "other": CDI kind "accel-dra.dev/cambricon" is vendor "cambricon"'s`, func(n *vendors.Names) { n.CDIKind = "accel-dra.dev/cambricon" }},
+		{"another vendor's device prefix", `registering vendor "other": device prefix "npu" is vendor "huawei"'s`, func(n *vendors.Names) { n.DevicePrefix = "npu" }},
+		{"another vendor's tool", `registering vendor "other": tool "cnmon" is vendor "cambricon"'s`, func(n *vendors.Names) { n.Tool = "cnmon" }},
+		{"another vendor's config kind", `registering vendor "other": config kind "AscendConfig" is vendor "huawei"'s`, func(n *vendors.Names) { n.ConfigKind = "AscendConfig" }},
+		{"no driver name", `registering vendor "other": driver name is empty`, func(n *vendors.Names) { n.Driver = "" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.PanicsWithValue(t, tt.wantPanic, func() { vendors.Register(clashing{edit: tt.edit}) })
+		})
+	}
+	x, ok := vendors.ByDriver(vendortest.Driver)
+	require.True(t, ok)
+	require.Equal(t, vendortest.Vendor, x.Names().Vendor, "a refused registration leaves the registry as it was")
+	undo()
+	_, ok = vendors.Lookup(vendortest.Vendor)
+	require.False(t, ok, "the returned function unregisters")
+}

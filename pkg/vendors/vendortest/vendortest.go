@@ -1,0 +1,116 @@
+// Package vendortest is a third vendor for tests, ACME XPUs, that exists
+// only to show a generic package works through pkg/vendors with a vendor
+// it has never heard of: registering it is all a test does. It has no
+// partitions (it does not implement partitions.Vendor), so it also shows
+// that partitions are optional.
+package vendortest
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+)
+
+// The test vendor's names.
+const (
+	Vendor            inventory.Vendor = "acme"
+	Family            inventory.Family = "xpu"
+	Driver                             = "acme.accel-dra.dev"
+	Option                             = "acme"
+	CDIKind                            = "accel-dra.dev/acme"
+	DevicePrefix                       = "xpu"
+	Tool                               = "acme-smi"
+	EnvVisibleDevices                  = "ACME_VISIBLE_DEVICES"
+	ConfigKind                         = "AcmeConfig"
+	// CtlNode is the device file every container of the vendor gets.
+	CtlNode = "/dev/acme_ctl"
+	// Model, Cores and MemoryBytes are what every ACME chip reports.
+	Model       = "ACME-1"
+	Cores       = 8
+	MemoryBytes = int64(16) << 30
+	// DriverVersion is the version of the fake driver.
+	DriverVersion = "1.2.3"
+)
+
+// Acme is the test vendor. Register it with vendors.Register and undo
+// that with the function Register returns.
+type Acme struct{}
+
+var _ vendors.Vendor = Acme{}
+
+// Names implements vendors.Vendor.
+func (Acme) Names() vendors.Names {
+	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
+		DevicePrefix: DevicePrefix, Tool: Tool, ConfigKind: ConfigKind}
+}
+
+// NewBackend implements vendors.Vendor: one chip per /dev/acme<N> under
+// root, no tool run.
+func (Acme) NewBackend(root string, _ discovery.CommandRunner) discovery.Backend {
+	return backend{root: root}
+}
+
+// CDI implements vendors.Vendor.
+func (Acme) CDI() vendors.CDIEdits {
+	return vendors.CDIEdits{VisibleEnv: EnvVisibleDevices, Permissions: "rw", Mounts: []string{"/usr/lib/acme"}}
+}
+
+// Simulation implements vendors.Vendor.
+func (Acme) Simulation() vendors.Simulation {
+	return vendors.Simulation{
+		SharedDeviceNodes: []string{CtlNode},
+		BusOffset:         0x40,
+		Chip: func(c *inventory.Chip, _ vendors.ProfileGroup) {
+			c.DeviceNodes = []string{devPath(c.Index)}
+		},
+		DriverFiles: func([]inventory.Chip) ([]vendors.File, error) {
+			return []vendors.File{
+				{Path: "/usr/lib/acme", Mode: fs.ModeDir | 0o755},
+				{Path: "/usr/lib/acme/libacme.so", Mode: 0o644, Content: vendors.Placeholder("ACME driver library")},
+			}, nil
+		},
+	}
+}
+
+func devPath(n int) string { return fmt.Sprintf("/dev/acme%d", n) }
+
+var devName = regexp.MustCompile(`^acme([0-9]+)$`)
+
+type backend struct{ root string }
+
+func (b backend) Name() string { return "acme" }
+
+func (b backend) Discover(context.Context) (inventory.Inventory, error) {
+	entries, err := os.ReadDir(filepath.Join(b.root, "dev"))
+	if err != nil && !os.IsNotExist(err) {
+		return inventory.Inventory{}, fmt.Errorf("listing ACME device files: %w", err)
+	}
+	var indices []int
+	for _, e := range entries {
+		if m := devName.FindStringSubmatch(e.Name()); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			indices = append(indices, n)
+		}
+	}
+	sort.Ints(indices)
+	inv := inventory.Inventory{}
+	if len(indices) == 0 {
+		return inv, nil
+	}
+	for _, n := range indices {
+		inv.Chips = append(inv.Chips, inventory.Chip{Vendor: Vendor, Model: Model, Index: n, UUID: fmt.Sprintf("ACME-%04d", n),
+			MemoryBytes: MemoryBytes, Cores: Cores, LinkType: inventory.LinkPCIe, LinkGroup: fmt.Sprintf("pcie-%d", n),
+			DriverVersion: DriverVersion, Healthy: true, DeviceNodes: []string{devPath(n)}})
+	}
+	inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: {CtlNode}}
+	return inv, nil
+}
