@@ -60,7 +60,14 @@ type Chip struct {
 	// interface address in CIDR form, e.g. 192.168.100.101/24; empty if the
 	// chip has none or discovery does not know it.
 	DeviceIP string
-	Healthy  bool
+	// PartitionModeOff says why the vendor's partition mode is off for this
+	// chip (Ascend: the node is not in vNPU docker mode; Cambricon: sMLU is
+	// not enabled on the chip), as discovery detected it; empty when it is
+	// on. A chip whose partition mode is off is published Whole even where
+	// the admin asked for Partitioned: its vendor's tool would refuse to
+	// make the partitions.
+	PartitionModeOff string
+	Healthy          bool
 	// HealthReason says, machine-readably, why a chip is not Healthy (one
 	// of the Reason* values; it becomes the value of the accel-dra.dev/
 	// unhealthy device taint); HealthMessage says it for people. Both are

@@ -108,6 +108,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	logWhole(ctx, policy, inv)
 	found := inv.Vendors()
 	if len(found) == 0 {
 		return fmt.Errorf("no Ascend or Cambricon chips found under %s: nothing to serve", rootOf(o))
@@ -264,4 +265,18 @@ func rootOf(o Options) string {
 		return "/"
 	}
 	return o.Discovery.Root
+}
+
+// logWhole says once, at start, which chips the admin asked to partition
+// are published whole, and why (no templates, vendor partition mode off).
+func logWhole(ctx context.Context, policy partitions.Policy, inv inventory.Inventory) {
+	logger := klog.FromContext(ctx)
+	for _, c := range inv.Chips {
+		if policy.Requested(c) != partitions.ModePartitioned {
+			continue
+		}
+		if why := policy.WhyWhole(c); why != "" {
+			logger.Info("Publishing the chip whole although --chip-modes asks for Partitioned", "device", partitions.ChipDeviceName(c), "model", c.Model, "reason", why)
+		}
+	}
 }

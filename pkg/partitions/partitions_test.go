@@ -134,4 +134,38 @@ func TestChipsAreWholeUnlessThePolicyAsksForMore(t *testing.T) {
 	}
 }
 
+// A chip whose vendor partition mode is off (discovery detected it) is
+// published Whole where Partitioned is asked for, and WhyWhole names the
+// reason the agent logs; Shared chips are not partitions and stay Shared.
+func TestAChipWhosePartitionModeIsOffIsWhole(t *testing.T) {
+	off := chip(ascend.Vendor, "Ascend910B3", 0, 20, 64*gib)
+	off.PartitionModeOff = "npu-smi info -t vnpu-mode: vnpu-mode is not docker"
+	on := chip(cambricon.Vendor, "MLU370-X8", 0, 16, 23308<<20)
+	noModel := chip(cambricon.Vendor, "MLU-unknown", 1, 4, 8<<30)
+	tests := []struct {
+		name    string
+		policy  partitions.Policy
+		chip    inventory.Chip
+		want    partitions.Mode
+		whyPart string
+	}{
+		{"mode off: Whole, with the detected reason", partitions.Policy{Default: partitions.ModePartitioned}, off, partitions.ModeWhole, "vnpu-mode is not docker"},
+		{"mode off does not stop sharing", partitions.Policy{Default: partitions.ModeShared}, off, partitions.ModeShared, "vnpu-mode is not docker"},
+		{"mode on: Partitioned", partitions.Policy{Default: partitions.ModePartitioned}, on, partitions.ModePartitioned, ""},
+		{"no templates: Whole, naming the model", partitions.Policy{Default: partitions.ModePartitioned}, noModel, partitions.ModeWhole, "model MLU-unknown has no partition templates"},
+		{"no tool: Whole", partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true}, on, partitions.ModeWhole, "no partition tool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, tt.policy.ModeOf(tt.chip))
+			require.Equal(t, tt.policy.Default, tt.policy.Requested(tt.chip))
+			if tt.whyPart == "" {
+				require.Empty(t, tt.policy.WhyWhole(tt.chip))
+			} else {
+				require.Contains(t, tt.policy.WhyWhole(tt.chip), tt.whyPart)
+			}
+		})
+	}
+}
+
 // step is one command a tool is expected to run and the recording it gets.

@@ -51,9 +51,20 @@ type Policy struct {
 }
 
 // ModeOf returns the mode chip c is published in: Whole unless the policy
-// says otherwise. A chip whose model has no partitions is published Whole
-// where Partitioned was asked for.
+// says otherwise. A chip whose model has no partitions, or whose vendor's
+// partition mode is off (inventory.Chip.PartitionModeOff), is published
+// Whole where Partitioned was asked for (WhyWhole says why).
 func (p Policy) ModeOf(c inventory.Chip) Mode {
+	m := p.Requested(c)
+	if m == ModePartitioned && p.WhyWhole(c) != "" {
+		return ModeWhole
+	}
+	return m
+}
+
+// Requested returns the mode the policy asks for chip c, before what the
+// chip can do is taken into account.
+func (p Policy) Requested(c inventory.Chip) Mode {
 	name := ChipDeviceName(c)
 	m, ok := p.Chips[name]
 	if !ok {
@@ -66,12 +77,22 @@ func (p Policy) ModeOf(c inventory.Chip) Mode {
 	if m == "" {
 		m = ModeWhole
 	}
-	if m == ModePartitioned {
-		if _, ok := ModelOf(c); !ok || p.NoPartitions {
-			return ModeWhole
-		}
-	}
 	return m
+}
+
+// WhyWhole says why chip c cannot be published Partitioned, or "" if it
+// can: the node has no partition tool, the model has no partitions, or
+// the vendor's partition mode is off.
+func (p Policy) WhyWhole(c inventory.Chip) string {
+	switch _, ok := ModelOf(c); {
+	case p.NoPartitions:
+		return "the node has no partition tool (recorded tool output)"
+	case !ok:
+		return fmt.Sprintf("model %s has no partition templates", c.Model)
+	case c.PartitionModeOff != "":
+		return c.PartitionModeOff
+	}
+	return ""
 }
 
 // PolicyHelp describes the chip-modes setting for the --chip-modes flags

@@ -55,6 +55,12 @@ type ChipGroup struct {
 	// without it the chips have no device IP. Every node simulated from
 	// the profile reports the same addresses.
 	DeviceIPs []string `json:"deviceIPs,omitempty"`
+	// PartitionModeOff simulates a node whose vendor partition mode is off
+	// (Ascend not in vNPU docker mode, Cambricon sMLU not enabled): the
+	// group's chips are then published Whole even where Partitioned is
+	// asked for, as on such a real node. Simulated nodes have it on by
+	// default.
+	PartitionModeOff bool `json:"partitionModeOff,omitempty"`
 }
 
 // ParseHardwareProfile decodes a profile strictly and validates it.

@@ -78,6 +78,9 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 				}
 				c.DeviceIP = ip.String()
 			}
+			if g.PartitionModeOff {
+				c.PartitionModeOff = "the hardware profile sets partitionModeOff"
+			}
 			if unhealthy[idx] {
 				c.MarkUnhealthy(inventory.ReasonSimulated, "the hardware profile lists the chip as unhealthy")
 			}

@@ -149,3 +149,20 @@ func TestABadDeviceIPNamesTheProfileField(t *testing.T) {
 	_, err = simulated.New("n", p).Discover(context.Background())
 	require.ErrorContains(t, err, "profile atlas-800t-a2: chips[0].deviceIPs[3]")
 }
+
+// A profile group with partitionModeOff simulates a node whose vendor
+// partition mode is off; the bundled profiles have it on.
+func TestAProfileCanSimulateThePartitionModeOff(t *testing.T) {
+	for _, c := range discover(t, "node-a", "mixed-910b-mlu370").Chips {
+		require.Empty(t, c.PartitionModeOff, "bundled profiles have partition mode on: %s %d", c.Vendor, c.Index)
+	}
+	p, err := profile.Load("atlas-800t-a2")
+	require.NoError(t, err)
+	p.Chips[0].PartitionModeOff = true
+	inv, err := simulated.New("node-a", p).Discover(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, inv.Chips)
+	for _, c := range inv.Chips {
+		require.Equal(t, "the hardware profile sets partitionModeOff", c.PartitionModeOff)
+	}
+}
