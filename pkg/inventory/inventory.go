@@ -67,7 +67,12 @@ type Chip struct {
 	// the admin asked for Partitioned: its vendor's tool would refuse to
 	// make the partitions.
 	PartitionModeOff string
-	Healthy          bool
+	// Sources says which backend read each fact of the chip, by fact
+	// ("memory", "cores", "health", "linkGroup", …) → reader ("libdcmi.so
+	// dcmi_get_device_info", "npu-smi info -t topo", "sysfs"), for
+	// `accel-dra discover`; nil where the backend does not say.
+	Sources map[string]string
+	Healthy bool
 	// HealthReason says, machine-readably, why a chip is not Healthy (one
 	// of the Reason* values; it becomes the value of the accel-dra.dev/
 	// unhealthy device taint); HealthMessage says it for people. Both are

@@ -20,10 +20,10 @@ type Vendor interface {
 	// Names are the names users and the node see of the vendor.
 	Names() Names
 	// NewBackend returns the discovery backend reading the vendor's device
-	// files, sysfs and tool output under root, running the vendor tool
-	// through runner. On a node without the vendor's device files it finds
-	// nothing and runs no tool.
-	NewBackend(root string, runner discovery.CommandRunner) discovery.Backend
+	// files, sysfs, management library and tool output as cfg says. On a
+	// node without the vendor's device files it finds nothing and runs no
+	// tool.
+	NewBackend(cfg BackendConfig) discovery.Backend
 	// CDI is what the vendor's container runtime or device plugin puts
 	// into a container, which the CDI specs reproduce.
 	CDI() CDIEdits
@@ -31,6 +31,23 @@ type Vendor interface {
 	// vendor's chips.
 	Simulation() Simulation
 }
+
+// BackendConfig says where a vendor's discovery backend reads the node.
+type BackendConfig struct {
+	// Root is the host root directory (real or a fixture tree): device
+	// files, sysfs, driver files.
+	Root string
+	// Runner runs the vendor's tool (the real one, or recorded output).
+	Runner discovery.CommandRunner
+	// Library is the path of the vendor's management library (libdcmi.so,
+	// libcndev.so), loaded at run time; empty means the vendor's default
+	// paths, LibraryNone means the tool only.
+	Library string
+}
+
+// LibraryNone as BackendConfig.Library makes a backend use the vendor's
+// tool only, never its management library.
+const LibraryNone = "none"
 
 // Names are one vendor's names, each the single source of that name.
 type Names struct {

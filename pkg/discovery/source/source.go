@@ -38,6 +38,11 @@ type Options struct {
 	// ToolTimeout bounds each run of a vendor tool (default
 	// discovery.DefaultToolTimeout).
 	ToolTimeout time.Duration
+	// Libraries are the paths of the vendors' management libraries
+	// (vendors.BackendConfig.Library) by vendor option ("ascend" →
+	// /usr/local/dcmi/libdcmi.so); a vendor without an entry uses its
+	// default paths.
+	Libraries map[string]string
 }
 
 // Backends returns the backends for o. With a root, every registered
@@ -66,7 +71,7 @@ func Backends(o Options) ([]discovery.Backend, error) {
 	var backends []discovery.Backend
 	for _, v := range vendors.All() {
 		if want[v.Names().Vendor] {
-			backends = append(backends, v.NewBackend(root, runner))
+			backends = append(backends, v.NewBackend(vendors.BackendConfig{Root: root, Runner: runner, Library: o.Libraries[v.Names().Option]}))
 		}
 	}
 	return backends, nil

@@ -45,8 +45,8 @@ func (Ascend) Names() vendors.Names {
 }
 
 // NewBackend implements vendors.Vendor.
-func (Ascend) NewBackend(root string, runner discovery.CommandRunner) discovery.Backend {
-	return New(Config{Root: root, Runner: runner})
+func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
+	return New(Config{Root: cfg.Root, Runner: cfg.Runner})
 }
 
 // Simulation implements vendors.Vendor.

@@ -55,8 +55,8 @@ func (Acme) Names() vendors.Names {
 
 // NewBackend implements vendors.Vendor: one chip per /dev/acme<N> under
 // root, no tool run.
-func (Acme) NewBackend(root string, _ discovery.CommandRunner) discovery.Backend {
-	return backend{root: root}
+func (Acme) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
+	return backend{root: cfg.Root}
 }
 
 // CDI implements vendors.Vendor.
