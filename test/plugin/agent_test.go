@@ -298,9 +298,19 @@ func (a *agent) waitPublished() {
 }
 
 // dial connects to a unix socket, retrying fast until it is served.
+// MinConnectTimeout must be set with the fast backoff: ConnectParams
+// leaves it zero otherwise, and gRPC then gives each connection attempt
+// only the backoff delay (10 ms at first) to receive the server's
+// preface, closing it after that ("error reading server preface: use of
+// closed network connection"): under load a just-started agent answered
+// too late and a call failed Unavailable although the agent was up.
+// 20 s is gRPC's own default.
 func (a *agent) dial(path string) *grpc.ClientConn {
 	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.5, MaxDelay: 200 * time.Millisecond}}))
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.5, MaxDelay: 200 * time.Millisecond},
+			MinConnectTimeout: 20 * time.Second,
+		}))
 	require.NoError(a.t, err)
 	a.conns = append(a.conns, conn)
 	return conn
