@@ -86,6 +86,15 @@ type Options struct {
 	Detached bool
 	// Logf reports progress.
 	Logf func(format string, args ...any)
+	// ClientQPS, when set, is the API client QPS and burst of
+	// kube-scheduler and kube-controller-manager (default 50 and 20):
+	// what scheduler_perf gives its scheduler, so that a throughput
+	// benchmark measures scheduling, not client-side rate limits.
+	ClientQPS int
+	// DisabledControllers are kube-controller-manager controllers not to
+	// run, e.g. node-lifecycle-controller where kwok's heartbeats of
+	// many nodes lag on a loaded machine and nodes would be tainted.
+	DisabledControllers []string
 }
 
 // OptionsFromEnv derives the options from the environment:
@@ -189,6 +198,8 @@ type Cluster struct {
 	Chart ChartObjects
 
 	apiserverURL string
+	// schedulerURL is kube-scheduler's secure endpoint (/metrics).
+	schedulerURL string
 	stopped      bool
 }
 
@@ -214,21 +225,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the e2e cluster runs containerd and a kubelet and needs root")
 	}
-	if err := CleanupLeftovers(opts.StateFile, opts.Logf); err != nil {
+	c, err := newCluster(opts)
+	if err != nil {
 		return nil, err
 	}
-	for _, dir := range []string{opts.ArtifactsDir, filepath.Dir(opts.StateFile)} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", dir, err)
-		}
-	}
-	// Unix socket paths are limited to 108 bytes: keep the run dir short.
-	runDir, err := os.MkdirTemp("", "adra-e2e-")
-	if err != nil {
-		return nil, fmt.Errorf("creating run directory: %w", err)
-	}
-	c := &Cluster{opts: opts, Agents: map[string]*Agent{}}
-	c.State.RunDir, c.State.ArtifactsDir = runDir, opts.ArtifactsDir
 	for _, p := range hostPaths {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			c.State.HostPaths = append(c.State.HostPaths, p)
@@ -266,6 +266,27 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 		c.logf("Started %s in %s", s.name, time.Since(start).Round(time.Millisecond))
 	}
+	return c, nil
+}
+
+// newCluster removes what a previous run with the same state file left
+// and makes the directories of a new cluster.
+func newCluster(opts Options) (*Cluster, error) {
+	if err := CleanupLeftovers(opts.StateFile, opts.Logf); err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{opts.ArtifactsDir, filepath.Dir(opts.StateFile)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	// Unix socket paths are limited to 108 bytes: keep the run dir short.
+	runDir, err := os.MkdirTemp("", "adra-e2e-")
+	if err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	c := &Cluster{opts: opts, Agents: map[string]*Agent{}}
+	c.State.RunDir, c.State.ArtifactsDir = runDir, opts.ArtifactsDir
 	return c, nil
 }
 
