@@ -136,3 +136,39 @@ func ProcCPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
+
+// EvaluatedNodes averages the evaluatedNodes and feasibleNodes that
+// kube-scheduler logs (at --v=2) for each pod of namespace ns it bound:
+// the nodes it ran the filters on before it had enough feasible ones
+// (percentageOfNodesToScore), and those feasible ones.
+func EvaluatedNodes(log []byte, ns string) (evaluated, feasible float64, pods int) {
+	prefix := []byte(`pod="` + ns + `/`)
+	for _, line := range bytes.Split(log, []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"Successfully bound pod to node"`)) || !bytes.Contains(line, prefix) {
+			continue
+		}
+		e, eok := intField(line, "evaluatedNodes=")
+		f, fok := intField(line, "feasibleNodes=")
+		if eok && fok {
+			evaluated, feasible, pods = evaluated+float64(e), feasible+float64(f), pods+1
+		}
+	}
+	if pods > 0 {
+		evaluated, feasible = evaluated/float64(pods), feasible/float64(pods)
+	}
+	return evaluated, feasible, pods
+}
+
+func intField(line []byte, key string) (int, bool) {
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	rest := line[i+len(key):]
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	v, err := strconv.Atoi(string(rest[:end]))
+	return v, err == nil
+}

@@ -209,3 +209,17 @@ func TestProcCPU(t *testing.T) {
 	_, err = ProcCPU(-1)
 	require.Error(t, err)
 }
+
+func TestEvaluatedNodes(t *testing.T) {
+	log := []byte(`I1204 15:26:23.506964    8978 schedule_one.go:483] "Successfully bound pod to node" pod="bench-1/pod-00494" node="scale-0861" evaluatedNodes=850 feasibleNodes=420
+I1204 15:26:23.570123    8978 schedule_one.go:483] "Successfully bound pod to node" pod="bench-1/pod-00495" node="scale-0708" evaluatedNodes=870 feasibleNodes=410
+I1204 15:26:23.570123    8978 schedule_one.go:483] "Successfully bound pod to node" pod="bench-0/pod-00001" node="scale-0001" evaluatedNodes=420 feasibleNodes=420
+I1204 15:26:23.600000    8978 schedule_one.go:100] "Unable to schedule pod; no fit; waiting" pod="bench-1/pod-00496" evaluatedNodes=1000
+`)
+	e, f, n := EvaluatedNodes(log, "bench-1")
+	require.Equal(t, 2, n)
+	require.Equal(t, 860.0, e)
+	require.Equal(t, 415.0, f)
+	_, _, n = EvaluatedNodes(log, "bench-2")
+	require.Zero(t, n)
+}

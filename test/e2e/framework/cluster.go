@@ -91,10 +91,10 @@ type Options struct {
 	// what scheduler_perf gives its scheduler, so that a throughput
 	// benchmark measures scheduling, not client-side rate limits.
 	ClientQPS int
-	// DisabledControllers are kube-controller-manager controllers not to
-	// run, e.g. node-lifecycle-controller where kwok's heartbeats of
-	// many nodes lag on a loaded machine and nodes would be tainted.
-	DisabledControllers []string
+	// ControllerManagerArgs are more kube-controller-manager arguments,
+	// e.g. a longer --node-monitor-grace-period where kwok's heartbeats
+	// of many nodes lag on a loaded machine.
+	ControllerManagerArgs []string
 }
 
 // OptionsFromEnv derives the options from the environment:

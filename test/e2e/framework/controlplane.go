@@ -58,7 +58,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		extra []string
 	}{
 		{"kube-controller-manager", kcm, []string{
-			"--controllers=" + strings.Join(append([]string{"*"}, prefixAll("-", c.opts.DisabledControllers)...), ","),
+			"--controllers=*",
 			"--use-service-account-credentials=true",
 			"--service-account-private-key-file=" + filepath.Join(pkiDir, "sa.key"),
 			"--root-ca-file=" + c.pki.CAFile,
@@ -75,6 +75,9 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		port, err := freePort()
 		if err != nil {
 			return err
+		}
+		if comp.name == "kube-controller-manager" {
+			comp.extra = append(comp.extra, c.opts.ControllerManagerArgs...)
 		}
 		if c.opts.ClientQPS > 0 {
 			extra, err := c.clientQPSArgs(comp.name, kc)
@@ -292,12 +295,4 @@ leaderElection:
 		return nil, fmt.Errorf("writing the kube-scheduler configuration: %w", err)
 	}
 	return []string{"--config=" + path}, nil
-}
-
-func prefixAll(prefix string, ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = prefix + s
-	}
-	return out
 }

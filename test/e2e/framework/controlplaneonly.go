@@ -170,3 +170,12 @@ func (c *Cluster) SchedulerGet(ctx context.Context, path string) ([]byte, error)
 	}
 	return body, nil
 }
+
+// LogFile is the log file of a component started by the cluster, "" if
+// there is none.
+func (c *Cluster) LogFile(component string) string {
+	if p := c.proc(component); p != nil {
+		return p.LogFile
+	}
+	return ""
+}

@@ -87,6 +87,7 @@ type result struct {
 	attempts, unschedulable float64
 	attemptSeconds          float64
 	writesPods, writesAll   float64
+	evaluated               float64
 }
 
 func run(cfg config) error {
@@ -97,7 +98,7 @@ func run(cfg config) error {
 	opts.ClientQPS = clientQPS
 	// kwok's heartbeats of 1000 nodes lag on a loaded 2-core machine;
 	// the node lifecycle controller would taint the nodes meanwhile.
-	opts.DisabledControllers = []string{"node-lifecycle-controller"}
+	opts.ControllerManagerArgs = []string{"--node-monitor-grace-period=10m"}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -282,6 +283,9 @@ func measure(ctx context.Context, c *framework.Cluster, client kubernetes.Interf
 	r.writesAll = delta(func(s snapshot) float64 {
 		return s.api.Sum("apiserver_request_total", map[string][]string{"verb": writeVerbs})
 	})
+	if log, err := os.ReadFile(c.LogFile("kube-scheduler")); err == nil {
+		r.evaluated, _, _ = scale.EvaluatedNodes(log, ns)
+	}
 	return r, nil
 }
 
@@ -305,8 +309,8 @@ func writeProfile(ctx context.Context, c *framework.Cluster, path string) error 
 
 func printResults(rs []result) {
 	fmt.Println()
-	fmt.Println("| side | slices | publish s | pods bound | pods/s | ratio | scheduler CPU ms/pod | attempt ms/pod | failed attempts | API writes/pod (pods, claims; all) | apiserver CPU ms/pod |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| side | slices | publish s | pods bound | pods/s | ratio | scheduler CPU ms/pod | nodes evaluated/pod | scheduler CPU µs/evaluated node | attempt ms/pod | failed attempts | API writes/pod (pods, claims; all) | apiserver CPU ms/pod |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	base := rs[0].sched.PodsPerSecond()
 	for i, r := range rs {
 		b := float64(max(r.sched.Bound, 1))
@@ -314,9 +318,13 @@ func printResults(rs []result) {
 		if base > 0 && i > 0 {
 			ratio = fmt.Sprintf("**%.2f**", r.sched.PodsPerSecond()/base)
 		}
-		fmt.Printf("| %s | %d | %.1f | %d/%d | %.1f | %s | %.1f | %.1f | %.0f | %.1f; %.1f | %.1f |\n",
+		perNode := 0.0
+		if r.evaluated > 0 {
+			perNode = float64(r.schedCPU.Microseconds()) / b / r.evaluated
+		}
+		fmt.Printf("| %s | %d | %.1f | %d/%d | %.1f | %s | %.1f | %.0f | %.0f | %.1f | %.0f | %.1f; %.1f | %.1f |\n",
 			r.side, r.slices, r.publish.Seconds(), r.sched.Bound, r.sched.Pods, r.sched.PodsPerSecond(), ratio,
-			float64(r.schedCPU.Microseconds())/1000/b, r.attemptSeconds*1000/b, r.unschedulable,
+			float64(r.schedCPU.Microseconds())/1000/b, r.evaluated, perNode, r.attemptSeconds*1000/b, r.unschedulable,
 			r.writesPods/b, r.writesAll/b, float64(r.apiCPU.Microseconds())/1000/b)
 	}
 }
