@@ -14,8 +14,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -43,6 +41,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/test/scale"
 )
 
 // benchNode is a synthetic 16-chip node of one vendor (testdata).
@@ -435,17 +434,9 @@ func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
 // procStatusMiB reads a kB field of /proc/<pid>/status in MiB.
 func procStatusMiB(tb testing.TB, pid int, field string) float64 {
 	tb.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	v, err := scale.ProcStatusMiB(pid, field)
 	require.NoError(tb, err)
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			require.NoError(tb, err)
-			return kb / 1024
-		}
-	}
-	tb.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	return v
 }
 
 // TestBenchmarkSetups runs each benchmark's setup once at a small size,

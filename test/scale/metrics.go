@@ -90,8 +90,9 @@ func parseLabels(s string, into map[string]string) error {
 	return nil
 }
 
-// Sum adds the samples of name whose labels match: every key of match has
-// one of the listed values ("" lists nothing: any value).
+// Sum adds the samples of name whose labels match: for every key of
+// match the sample's label has one of the listed values (a nil match
+// takes every sample).
 func (m Metrics) Sum(name string, match map[string][]string) float64 {
 	var sum float64
 next:
@@ -171,4 +172,23 @@ func intField(line []byte, key string) (int, bool) {
 	}
 	v, err := strconv.Atoi(string(rest[:end]))
 	return v, err == nil
+}
+
+// ProcStatusMiB reads a kB field of /proc/<pid>/status (VmRSS, RssAnon,
+// RssFile, VmHWM) in MiB.
+func ProcStatusMiB(pid int, field string) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the memory of process %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err != nil {
+				return 0, fmt.Errorf("reading the memory of process %d: %s: %w", pid, field, err)
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("reading the memory of process %d: no %s in /proc/%d/status", pid, field, pid)
 }

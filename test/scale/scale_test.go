@@ -223,3 +223,16 @@ I1204 15:26:23.600000    8978 schedule_one.go:100] "Unable to schedule pod; no f
 	_, _, n = EvaluatedNodes(log, "bench-2")
 	require.Zero(t, n)
 }
+
+func TestProcStatusMiB(t *testing.T) {
+	rss, err := ProcStatusMiB(os.Getpid(), "VmRSS")
+	require.NoError(t, err)
+	anon, err := ProcStatusMiB(os.Getpid(), "RssAnon")
+	require.NoError(t, err)
+	require.Positive(t, anon)
+	require.GreaterOrEqual(t, rss, anon)
+	_, err = ProcStatusMiB(os.Getpid(), "NoSuchField")
+	require.ErrorContains(t, err, "no NoSuchField")
+	_, err = ProcStatusMiB(-1, "VmRSS")
+	require.Error(t, err)
+}

@@ -247,10 +247,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.readClusterFile(); err != nil {
 		return nil, err
 	}
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	steps := []step{
 		{"control plane", c.startControlPlane},
 		{"kubernetes Service route", c.routeServiceToAPIServer},
 		{"containerd", c.startContainerd},
@@ -259,14 +256,27 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		{"chart", c.installChart},
 		{"node agents", c.startAgents},
 	}
+	if err := c.run(ctx, steps); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+type step struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// run runs the start steps in order, logging how long each took.
+func (c *Cluster) run(ctx context.Context, steps []step) error {
 	for _, s := range steps {
 		start := time.Now()
 		if err := s.fn(ctx); err != nil {
-			return nil, fmt.Errorf("starting %s: %w", s.name, err)
+			return fmt.Errorf("starting %s: %w", s.name, err)
 		}
 		c.logf("Started %s in %s", s.name, time.Since(start).Round(time.Millisecond))
 	}
-	return c, nil
+	return nil
 }
 
 // newCluster removes what a previous run with the same state file left

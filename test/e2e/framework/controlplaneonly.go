@@ -38,15 +38,8 @@ func StartControlPlane(ctx context.Context, opts Options) (_ *Cluster, err error
 	if err := c.saveState(); err != nil {
 		return nil, err
 	}
-	for _, s := range []struct {
-		name string
-		fn   func(context.Context) error
-	}{{"control plane", c.startControlPlane}, {"kwok", c.startKwok}} {
-		start := time.Now()
-		if err := s.fn(ctx); err != nil {
-			return nil, fmt.Errorf("starting %s: %w", s.name, err)
-		}
-		c.logf("Started %s in %s", s.name, time.Since(start).Round(time.Millisecond))
+	if err := c.run(ctx, []step{{"control plane", c.startControlPlane}, {"kwok", c.startKwok}}); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -101,7 +99,7 @@ func measureAgent(ctx context.Context, client kubernetes.Interface, kubeconfig, 
 		name string
 		into *float64
 	}{{"VmRSS", &m.rss}, {"RssAnon", &m.anon}, {"RssFile", &m.file}, {"VmHWM", &m.peak}} {
-		if *f.into, err = procStatusMiB(pid, f.name); err != nil {
+		if *f.into, err = scale.ProcStatusMiB(pid, f.name); err != nil {
 			return m, err
 		}
 	}
@@ -109,22 +107,4 @@ func measureAgent(ctx context.Context, client kubernetes.Interface, kubeconfig, 
 		_ = scale.DeleteSlices(context.WithoutCancel(ctx), client, time.Minute, drivers...)
 	}()
 	return m, nil
-}
-
-// procStatusMiB reads a kB field of /proc/<pid>/status in MiB.
-func procStatusMiB(pid int, field string) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading the node agent's memory: %w", err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				return 0, fmt.Errorf("reading the node agent's memory: %s: %w", field, err)
-			}
-			return kb / 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("reading the node agent's memory: no %s in /proc/%d/status", field, pid)
 }
