@@ -35,7 +35,7 @@ CONTAINER_TOOL ?= docker
 comma := ,
 space := $(subst ,, )
 
-.PHONY: all build static test testdeps generate verify-generate test-e2e bench lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
+.PHONY: all build static test testdeps generate verify-generate test-e2e bench bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
 
 all: build
 
@@ -106,6 +106,16 @@ BENCH_PKGS := ./test/plugin/ ./pkg/resourceslices/ ./pkg/simulate/
 bench:
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem -p 1 -timeout 60m $(BENCH_PKGS)
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime 5x -timeout 60m ./test/bench/
+
+# The scheduler's throughput over 1000 kwok nodes (docs/benchmarks.md):
+# the e2e tier's control plane (binaries from hack/e2e/build.sh, cached),
+# our slices and the scheduler_perf test driver's, the real kube-scheduler;
+# then the memory of the node agent binary as the image builds it. About
+# 10 minutes on the 2-core machine; needs root. BENCH_SCALE_FLAGS passes
+# flags (-nodes, -pods, -profile-dir; go run ./test/e2e/cmd/bench-scale -h).
+bench-scale: static
+	bash hack/e2e/build.sh >/dev/null
+	$(GO) run -tags e2e ./test/e2e/cmd/bench-scale -agent-bin $(BIN)/accel-dra-kubeletplugin $(BENCH_SCALE_FLAGS)
 
 # Tier 4: a real local cluster (etcd, kube-apiserver, scheduler,
 # controller-manager, a real kubelet with containerd, kwok nodes), built

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"syscall"
@@ -135,6 +136,9 @@ func childAgent(raw string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	if path := os.Getenv(heapProfileEnv); path != "" {
+		ctx = heapProfileAtStop(ctx, path)
+	}
 	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
 	client.PrependReactor("get", "resourceclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		get := action.(k8stesting.GetAction)
@@ -166,6 +170,30 @@ func childAgent(raw string) int {
 		return 1
 	}
 	return 0
+}
+
+// heapProfileEnv, set for the child agents, names a file each writes
+// its heap profile to when told to stop, before it stops: the state the
+// memory benchmark measures (go tool pprof -sample_index=inuse_space).
+const heapProfileEnv = "ACCEL_DRA_AGENT_HEAP_PROFILE"
+
+// heapProfileAtStop returns a context that ends after ctx does and the
+// heap profile is written to path.
+func heapProfileAtStop(ctx context.Context, path string) context.Context {
+	agentCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer cancel()
+		<-ctx.Done()
+		goruntime.GC()
+		f, err := os.Create(path)
+		if err == nil {
+			err = errors.Join(pprof.WriteHeapProfile(f), f.Close())
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child agent: writing the heap profile:", err)
+		}
+	}()
+	return agentCtx
 }
 
 // reportPublished creates cfg.PublishedFile once client holds as many

@@ -86,6 +86,15 @@ type Options struct {
 	Detached bool
 	// Logf reports progress.
 	Logf func(format string, args ...any)
+	// ClientQPS, when set, is the API client QPS and burst of
+	// kube-scheduler and kube-controller-manager (default 50 and 20):
+	// what scheduler_perf gives its scheduler, so that a throughput
+	// benchmark measures scheduling, not client-side rate limits.
+	ClientQPS int
+	// ControllerManagerArgs are more kube-controller-manager arguments,
+	// e.g. a longer --node-monitor-grace-period where kwok's heartbeats
+	// of many nodes lag on a loaded machine.
+	ControllerManagerArgs []string
 }
 
 // OptionsFromEnv derives the options from the environment:
@@ -189,6 +198,8 @@ type Cluster struct {
 	Chart ChartObjects
 
 	apiserverURL string
+	// schedulerURL is kube-scheduler's secure endpoint (/metrics).
+	schedulerURL string
 	stopped      bool
 }
 
@@ -214,21 +225,10 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("the e2e cluster runs containerd and a kubelet and needs root")
 	}
-	if err := CleanupLeftovers(opts.StateFile, opts.Logf); err != nil {
+	c, err := newCluster(opts)
+	if err != nil {
 		return nil, err
 	}
-	for _, dir := range []string{opts.ArtifactsDir, filepath.Dir(opts.StateFile)} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", dir, err)
-		}
-	}
-	// Unix socket paths are limited to 108 bytes: keep the run dir short.
-	runDir, err := os.MkdirTemp("", "adra-e2e-")
-	if err != nil {
-		return nil, fmt.Errorf("creating run directory: %w", err)
-	}
-	c := &Cluster{opts: opts, Agents: map[string]*Agent{}}
-	c.State.RunDir, c.State.ArtifactsDir = runDir, opts.ArtifactsDir
 	for _, p := range hostPaths {
 		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 			c.State.HostPaths = append(c.State.HostPaths, p)
@@ -247,10 +247,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.readClusterFile(); err != nil {
 		return nil, err
 	}
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	steps := []step{
 		{"control plane", c.startControlPlane},
 		{"kubernetes Service route", c.routeServiceToAPIServer},
 		{"containerd", c.startContainerd},
@@ -259,13 +256,47 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		{"chart", c.installChart},
 		{"node agents", c.startAgents},
 	}
+	if err := c.run(ctx, steps); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+type step struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// run runs the start steps in order, logging how long each took.
+func (c *Cluster) run(ctx context.Context, steps []step) error {
 	for _, s := range steps {
 		start := time.Now()
 		if err := s.fn(ctx); err != nil {
-			return nil, fmt.Errorf("starting %s: %w", s.name, err)
+			return fmt.Errorf("starting %s: %w", s.name, err)
 		}
 		c.logf("Started %s in %s", s.name, time.Since(start).Round(time.Millisecond))
 	}
+	return nil
+}
+
+// newCluster removes what a previous run with the same state file left
+// and makes the directories of a new cluster.
+func newCluster(opts Options) (*Cluster, error) {
+	if err := CleanupLeftovers(opts.StateFile, opts.Logf); err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{opts.ArtifactsDir, filepath.Dir(opts.StateFile)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	// Unix socket paths are limited to 108 bytes: keep the run dir short.
+	runDir, err := os.MkdirTemp("", "adra-e2e-")
+	if err != nil {
+		return nil, fmt.Errorf("creating run directory: %w", err)
+	}
+	c := &Cluster{opts: opts, Agents: map[string]*Agent{}}
+	c.State.RunDir, c.State.ArtifactsDir = runDir, opts.ArtifactsDir
 	return c, nil
 }
 

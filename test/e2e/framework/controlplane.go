@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -63,7 +64,9 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 			"--root-ca-file=" + c.pki.CAFile,
 			"--cluster-name=accel-dra-e2e",
 		}},
-		{"kube-scheduler", sched, nil},
+		// The client CA lets it authenticate the admin's certificate on
+		// /metrics (the authentication lookup is skipped).
+		{"kube-scheduler", sched, []string{"--client-ca-file=" + c.pki.CAFile}},
 	} {
 		kc, err := c.kubeconfig(comp.name, &comp.kp, "")
 		if err != nil {
@@ -72,6 +75,19 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		port, err := freePort()
 		if err != nil {
 			return err
+		}
+		if comp.name == "kube-controller-manager" {
+			comp.extra = append(comp.extra, c.opts.ControllerManagerArgs...)
+		}
+		if c.opts.ClientQPS > 0 {
+			extra, err := c.clientQPSArgs(comp.name, kc)
+			if err != nil {
+				return err
+			}
+			comp.extra = append(comp.extra, extra...)
+		}
+		if comp.name == "kube-scheduler" {
+			c.schedulerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
 		}
 		args := append([]string{
 			"--kubeconfig=" + kc,
@@ -250,4 +266,33 @@ func (c *Cluster) RESTConfigForToken(token string) *rest.Config {
 	cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData = nil, nil
 	cfg.BearerToken = token
 	return cfg
+}
+
+// clientQPSArgs are the arguments that raise a component's API client
+// rate limit to Options.ClientQPS. kube-scheduler takes it only from its
+// configuration file, which then also has to carry the kubeconfig and
+// leader election (the equivalent flags are ignored with --config).
+func (c *Cluster) clientQPSArgs(component, kubeconfig string) ([]string, error) {
+	qps := c.opts.ClientQPS
+	if component != "kube-scheduler" {
+		return []string{fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", qps)}, nil
+	}
+	dir, err := c.dir("kube-scheduler")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "config.yaml")
+	cfg := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+  qps: %d
+  burst: %d
+leaderElection:
+  leaderElect: false
+`, kubeconfig, qps, qps)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the kube-scheduler configuration: %w", err)
+	}
+	return []string{"--config=" + path}, nil
 }

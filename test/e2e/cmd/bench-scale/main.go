@@ -1,0 +1,330 @@
+//go:build e2e
+
+// Command bench-scale measures the real kube-scheduler's throughput over
+// many kwok nodes (`make bench-scale`, docs/benchmarks.md): on the
+// control plane of the e2e tier (test/e2e/framework, no kubelet, no
+// agents), the nodes' ResourceSlices are published by this process
+// (test/scale), then pods with claim templates are created and timed
+// until bound. Three sides in one run, one after the other on the same
+// nodes: the scheduler_perf test driver's shape (baseline), our slices
+// with every chip Whole (the default) and Partitioned. It prints one
+// markdown row per side and the ratios ours/baseline.
+//
+//	go run -tags e2e ./test/e2e/cmd/bench-scale [-nodes 1000] [-pods 500]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/test/e2e/framework"
+	"github.com/accel-dra/accel-dra/test/scale"
+)
+
+func main() {
+	nodes := flag.Int("nodes", 1000, "kwok nodes")
+	pods := flag.Int("pods", 300, "pods per side")
+	partitionedPods := flag.Int("partitioned-pods", 100, "pods of the side with partitions, the slowest")
+	timeout := flag.Duration("timeout", 14*time.Minute, "bound of the whole run, teardown included")
+	profileDir := flag.String("profile-dir", "", "where to write a CPU profile of kube-scheduler taken while each side's pods are scheduled (go tool pprof)")
+	agentBin := flag.String("agent-bin", "", "the accel-dra-kubeletplugin binary whose memory to measure after the sides (make bench-scale: built as the image builds it); empty skips it")
+	agentProfiles := flag.String("agent-profiles", "test/plugin/testdata/16-npu-910b3.yaml,test/plugin/testdata/16-mlu370.yaml", "hardware profiles of the measured agents, comma list")
+	agentModes := flag.String("agent-chip-modes", "Partitioned", "the measured agents' --chip-modes")
+	flag.Parse()
+	// The many resourceslice controllers log their watches ending when
+	// they stop; the benchmark reports its errors itself.
+	klog.SetLogger(logr.Discard())
+	if err := run(config{*nodes, *pods, *partitionedPods, *timeout, *profileDir, *agentBin, *agentProfiles, *agentModes}); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(1)
+	}
+}
+
+// clientQPS is what scheduler_perf gives its clients
+// (test/integration/scheduler_perf/util.go: QPS and burst 5000): the
+// benchmark measures scheduling, not client-side rate limits.
+const clientQPS = 5000
+
+type config struct {
+	nodes, pods, partitionedPods int
+	timeout                      time.Duration
+	profileDir                   string
+	agentBin, agentProfiles      string
+	agentModes                   string
+}
+
+type side struct {
+	name string
+	pods int
+	// publish puts the side's slices in place and returns their number
+	// and what removes them again.
+	publish  func(context.Context, []corev1.Node) (int, func(context.Context) error, error)
+	workload scale.Workload
+}
+
+type result struct {
+	side                    string
+	slices                  int
+	publish                 time.Duration
+	sched                   scale.Scheduled
+	schedCPU, apiCPU        time.Duration
+	attempts, unschedulable float64
+	attemptSeconds          float64
+	writesPods, writesAll   float64
+	evaluated               float64
+}
+
+func run(cfg config) error {
+	opts, err := framework.OptionsFromEnv("bench-scale")
+	if err != nil {
+		return err
+	}
+	opts.ClientQPS = clientQPS
+	// kwok's heartbeats of 1000 nodes lag on a loaded 2-core machine;
+	// the node lifecycle controller would taint the nodes meanwhile.
+	opts.ControllerManagerArgs = []string{"--node-monitor-grace-period=10m"}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("bench-scale: %d nodes, %d pods per side (%d with partitions), %d CPUs, load %s\n",
+		cfg.nodes, cfg.pods, cfg.partitionedPods, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
+
+	start := time.Now()
+	c, err := framework.StartControlPlane(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("starting the control plane (logs in %s): %w", opts.ArtifactsDir, err)
+	}
+	defer func() {
+		c.Stop(context.Background())
+		opts.Logf("Control plane torn down; logs in %s", opts.ArtifactsDir)
+	}()
+	restCfg := rest.CopyConfig(c.AdminConfig)
+	restCfg.QPS, restCfg.Burst = clientQPS, clientQPS
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("creating the benchmark's client: %w", err)
+	}
+	names := make([]string, cfg.nodes)
+	for i := range names {
+		names[i] = scale.NodeName(i)
+	}
+	if err := c.CreateKwokNodes(ctx, names, nil); err != nil {
+		return err
+	}
+	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: framework.NodeTypeLabel + "=kwok"})
+	if err != nil {
+		return fmt.Errorf("listing the kwok nodes: %w", err)
+	}
+	nodes := list.Items
+	opts.Logf("Control plane and %d kwok nodes up in %s", len(nodes), time.Since(start).Round(time.Second))
+
+	ours, err := scale.OurWorkload(opts.RepoRoot)
+	if err != nil {
+		return err
+	}
+	sides := []side{
+		{name: "baseline (scheduler_perf test driver)", workload: scale.BaselineWorkload(), pods: cfg.pods,
+			publish: func(ctx context.Context, nodes []corev1.Node) (int, func(context.Context) error, error) {
+				if err := scale.CreateBaselineSlices(ctx, client, nodes); err != nil {
+					return 0, nil, err
+				}
+				return len(nodes), func(ctx context.Context) error {
+					return scale.DeleteSlices(ctx, client, 2*time.Minute, scale.BaselineDriver)
+				}, nil
+			}},
+		oursSide(client, ours, partitions.ModeWhole, cfg.pods),
+		oursSide(client, ours, partitions.ModePartitioned, cfg.partitionedPods),
+	}
+	var results []result
+	for i, s := range sides {
+		profile := ""
+		if cfg.profileDir != "" {
+			profile = filepath.Join(cfg.profileDir, fmt.Sprintf("kube-scheduler-side-%d.pprof", i))
+		}
+		r, err := measure(ctx, c, client, s, nodes, fmt.Sprintf("bench-%d", i), profile)
+		if err != nil {
+			return fmt.Errorf("side %s: %w", s.name, err)
+		}
+		results = append(results, r)
+		opts.Logf("%s: %d/%d pods bound in %s, %.1f pods/s", s.name, r.sched.Bound, r.sched.Pods, r.sched.Wall.Round(time.Millisecond), r.sched.PodsPerSecond())
+	}
+	printResults(results)
+	if cfg.agentBin == "" {
+		return nil
+	}
+	fmt.Println()
+	fmt.Println("| node agent (real binary) | chip modes | slices | RSS MiB | anon MiB | file MiB | peak MiB |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for i, p := range strings.Split(cfg.agentProfiles, ",") {
+		m, err := measureAgent(ctx, client, c.Kubeconfig(), cfg.agentBin, filepath.Join(opts.RepoRoot, p), cfg.agentModes, nodes[i], 10*time.Second)
+		if err != nil {
+			return fmt.Errorf("measuring the node agent of %s: %w", p, err)
+		}
+		fmt.Printf("| %s | %s | %d | %.1f | %.1f | %.1f | %.1f |\n", p, m.modes, m.slices, m.rss, m.anon, m.file, m.peak)
+	}
+	return nil
+}
+
+func oursSide(client kubernetes.Interface, w scale.Workload, mode partitions.Mode, pods int) side {
+	return side{name: "ours, chips " + string(mode), workload: w, pods: pods,
+		publish: func(ctx context.Context, nodes []corev1.Node) (int, func(context.Context) error, error) {
+			p, err := scale.Publish(ctx, client, nodes, string(mode), 5*time.Minute)
+			if err != nil {
+				return 0, nil, err
+			}
+			return p.Slices, func(ctx context.Context) error {
+				p.Stop()
+				return scale.DeleteSlices(ctx, client, 2*time.Minute, p.Drivers...)
+			}, nil
+		}}
+}
+
+// snapshot is what is read before and after a side's pods.
+type snapshot struct {
+	sched, api       scale.Metrics
+	schedCPU, apiCPU time.Duration
+}
+
+func take(ctx context.Context, c *framework.Cluster) (snapshot, error) {
+	var s snapshot
+	text, err := c.SchedulerMetrics(ctx)
+	if err != nil {
+		return s, err
+	}
+	if s.sched, err = scale.ParseMetrics(text); err != nil {
+		return s, err
+	}
+	if text, err = c.APIServerMetrics(ctx); err != nil {
+		return s, err
+	}
+	if s.api, err = scale.ParseMetrics(text); err != nil {
+		return s, err
+	}
+	if s.schedCPU, err = scale.ProcCPU(c.PID("kube-scheduler")); err != nil {
+		return s, err
+	}
+	s.apiCPU, err = scale.ProcCPU(c.PID("kube-apiserver"))
+	return s, err
+}
+
+var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"}
+
+func measure(ctx context.Context, c *framework.Cluster, client kubernetes.Interface, s side, nodes []corev1.Node, ns, profile string) (result, error) {
+	r := result{side: s.name}
+	t0 := time.Now()
+	slices, unpublish, err := s.publish(ctx, nodes)
+	if err != nil {
+		return r, err
+	}
+	r.publish, r.slices = time.Since(t0), slices
+	defer func() {
+		if err := unpublish(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(os.Stderr, "bench-scale: removing the slices of %s: %v\n", s.name, err)
+		}
+	}()
+	if err := s.workload.Apply(ctx, client, ns); err != nil {
+		return r, err
+	}
+	// Let the scheduler's informers catch up with the slices.
+	time.Sleep(2 * time.Second)
+	before, err := take(ctx, c)
+	if err != nil {
+		return r, err
+	}
+	profiled := make(chan error, 1)
+	if profile != "" {
+		go func() { profiled <- writeProfile(ctx, c, profile) }()
+	} else {
+		profiled <- nil
+	}
+	if r.sched, err = s.workload.Schedule(ctx, client, ns, s.pods, 5*time.Minute); err != nil {
+		return r, err
+	}
+	if err := <-profiled; err != nil {
+		return r, err
+	}
+	after, err := take(ctx, c)
+	if err != nil {
+		return r, err
+	}
+	if err := scale.DeletePods(ctx, client, ns, 3*time.Minute); err != nil {
+		return r, err
+	}
+	r.schedCPU, r.apiCPU = after.schedCPU-before.schedCPU, after.apiCPU-before.apiCPU
+	delta := func(m func(snapshot) float64) float64 { return m(after) - m(before) }
+	r.attempts = delta(func(s snapshot) float64 { return s.sched.Sum("scheduler_schedule_attempts_total", nil) })
+	r.unschedulable = delta(func(s snapshot) float64 {
+		return s.sched.Sum("scheduler_schedule_attempts_total", map[string][]string{"result": {"unschedulable", "error"}})
+	})
+	r.attemptSeconds = delta(func(s snapshot) float64 {
+		return s.sched.Sum("scheduler_scheduling_attempt_duration_seconds_sum", nil)
+	})
+	r.writesPods = delta(func(s snapshot) float64 {
+		return s.api.Sum("apiserver_request_total", map[string][]string{"verb": writeVerbs, "resource": {"pods", "resourceclaims"}})
+	})
+	r.writesAll = delta(func(s snapshot) float64 {
+		return s.api.Sum("apiserver_request_total", map[string][]string{"verb": writeVerbs})
+	})
+	if log, err := os.ReadFile(c.LogFile("kube-scheduler")); err == nil {
+		r.evaluated, _, _ = scale.EvaluatedNodes(log, ns)
+	}
+	return r, nil
+}
+
+// profileSeconds is how long the scheduler's CPU profile runs from the
+// first pod's creation: shorter than the fastest side's pods take.
+const profileSeconds = 8
+
+func writeProfile(ctx context.Context, c *framework.Cluster, path string) error {
+	data, err := c.SchedulerGet(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", profileSeconds))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("writing the scheduler's profile: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("writing the scheduler's profile: %w", err)
+	}
+	return nil
+}
+
+func printResults(rs []result) {
+	fmt.Println()
+	fmt.Println("| side | slices | publish s | pods bound | pods/s | ratio | scheduler CPU ms/pod | nodes evaluated/pod | scheduler CPU µs/evaluated node | attempt ms/pod | failed attempts | API writes/pod (pods, claims; all) | apiserver CPU ms/pod |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	base := rs[0].sched.PodsPerSecond()
+	for i, r := range rs {
+		b := float64(max(r.sched.Bound, 1))
+		ratio := "—"
+		if base > 0 && i > 0 {
+			ratio = fmt.Sprintf("**%.2f**", r.sched.PodsPerSecond()/base)
+		}
+		perNode := 0.0
+		if r.evaluated > 0 {
+			perNode = float64(r.schedCPU.Microseconds()) / b / r.evaluated
+		}
+		fmt.Printf("| %s | %d | %.1f | %d/%d | %.1f | %s | %.1f | %.0f | %.0f | %.1f | %.0f | %.1f; %.1f | %.1f |\n",
+			r.side, r.slices, r.publish.Seconds(), r.sched.Bound, r.sched.Pods, r.sched.PodsPerSecond(), ratio,
+			float64(r.schedCPU.Microseconds())/1000/b, r.evaluated, perNode, r.attemptSeconds*1000/b, r.unschedulable,
+			r.writesPods/b, r.writesAll/b, float64(r.apiCPU.Microseconds())/1000/b)
+	}
+}

@@ -1,0 +1,289 @@
+// Package scale is the setup of the scheduler throughput benchmark
+// (`make bench-scale`, test/e2e/cmd/bench-scale, docs/benchmarks.md): the
+// ResourceSlices of many nodes, published through the API server by one
+// process, in two shapes (our driver's real output, and the scheduler_perf
+// test driver's), the DeviceClasses and claim templates of each side, the
+// pods, and what is read from the components (Prometheus metrics, process
+// CPU). It talks to any kubernetes.Interface, so its unit tests run it
+// against a fake clientset; the benchmark runs it against the real control
+// plane of the e2e tier.
+package scale
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/simulate"
+)
+
+// OurProfiles alternate over the nodes of our side: bundled profiles
+// (demo/profiles) whose chips the demo's claim shapes ask for: 8 × Ascend
+// 910B3 in one HCCS mesh, and 4 MLU370-X8 cards.
+var OurProfiles = []string{"atlas-800t-a2", "mlu370-x8"}
+
+// NodeName is the name of the benchmark's i-th node.
+func NodeName(i int) string { return fmt.Sprintf("scale-%04d", i) }
+
+// OurResources is what the node agent of node name publishes, by driver,
+// for profile OurProfiles[i % len] with the chips in chip modes modes
+// (the agent's --chip-modes syntax).
+func OurResources(ctx context.Context, name string, i int, modes string) (map[string]resourceslice.DriverResources, error) {
+	return ResourcesFor(ctx, name, OurProfiles[i%len(OurProfiles)], modes)
+}
+
+// ResourcesFor is what the node agent of node name publishes, by driver,
+// for hardware profile ref (a bundled name or a file) in chip modes modes.
+func ResourcesFor(ctx context.Context, name, ref, modes string) (map[string]resourceslice.DriverResources, error) {
+	policy, err := partitions.ParsePolicy(modes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing chip modes %q: %w", modes, err)
+	}
+	p, err := profile.Load(ref)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := simulated.New(name, p).Discover(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("discovering the simulated chips of node %s: %w", name, err)
+	}
+	return resourceslices.DriverResourcesFor(name, inv, resourceslices.Options{Policy: policy}), nil
+}
+
+// Publisher runs one upstream resourceslice controller per node and
+// driver, each started as the kubeletplugin helper of a node agent starts
+// it (owner: the Node), all in one process over one client.
+type Publisher struct {
+	ctrls []*resourceslice.Controller
+	// Slices is the number of ResourceSlices the controllers publish.
+	Slices int
+	// Drivers are the driver names published.
+	Drivers []string
+	errs    chan error
+}
+
+// Publish starts the controllers for nodes (which must exist: their UIDs
+// own the slices) in chip modes modes and returns when every slice is in
+// the API server, or with the first controller error.
+func Publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, modes string, timeout time.Duration) (*Publisher, error) {
+	p := &Publisher{errs: make(chan error, 16)}
+	type start struct {
+		owner  resourceslice.Owner
+		driver string
+		res    resourceslice.DriverResources
+	}
+	var starts []start
+	drivers := map[string]bool{}
+	for i, n := range nodes {
+		res, err := OurResources(ctx, n.Name, i, modes)
+		if err != nil {
+			return nil, err
+		}
+		for driver, r := range res {
+			if !drivers[driver] {
+				drivers[driver] = true
+				p.Drivers = append(p.Drivers, driver)
+			}
+			for _, pool := range r.Pools {
+				p.Slices += len(pool.Slices)
+			}
+			starts = append(starts, start{resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}, driver, r})
+		}
+	}
+	// StartController waits for its informer's sync, polling once a
+	// second: start them in parallel, as the nodes of a cluster do.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, s := range starts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctrl, err := resourceslice.StartController(ctx, resourceslice.Options{
+				DriverName: s.driver, KubeClient: client, Owner: &s.owner, Resources: &s.res,
+				ErrorHandler: func(_ context.Context, err error, msg string) {
+					select {
+					case p.errs <- fmt.Errorf("publishing the slices of node %s, driver %s: %s: %w", s.owner.Name, s.driver, msg, err):
+					default:
+					}
+				},
+			})
+			if err != nil {
+				p.errs <- fmt.Errorf("starting the resourceslice controller of node %s, driver %s: %w", s.owner.Name, s.driver, err)
+				return
+			}
+			mu.Lock()
+			p.ctrls = append(p.ctrls, ctrl)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-p.errs:
+			return false, err
+		default:
+		}
+		n, err := CountSlices(ctx, client, p.Drivers...)
+		return n >= p.Slices, err
+	})
+	if err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("waiting for %d ResourceSlices of %d nodes: %w", p.Slices, len(nodes), err)
+	}
+	return p, nil
+}
+
+// Stop stops the controllers; their slices stay.
+func (p *Publisher) Stop() {
+	for _, c := range p.ctrls {
+		c.Stop()
+	}
+	p.ctrls = nil
+}
+
+// CountSlices counts the ResourceSlices of the drivers.
+func CountSlices(ctx context.Context, client kubernetes.Interface, drivers ...string) (int, error) {
+	list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return 0, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	n := 0
+	for _, s := range list.Items {
+		for _, d := range drivers {
+			if s.Spec.Driver == d {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// DeleteSlices deletes the ResourceSlices of the drivers and waits until
+// they are gone.
+func DeleteSlices(ctx context.Context, client kubernetes.Interface, timeout time.Duration, drivers ...string) error {
+	list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	var names []string
+	for _, s := range list.Items {
+		for _, d := range drivers {
+			if s.Spec.Driver == d {
+				names = append(names, s.Name)
+			}
+		}
+	}
+	err = parallel(ctx, names, func(ctx context.Context, name string) error {
+		err := client.ResourceV1().ResourceSlices().Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ResourceSlice %s: %w", name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		n, err := CountSlices(ctx, client, drivers...)
+		return n == 0, err
+	})
+}
+
+// parallel runs fn for every item with a few workers and returns the
+// first error.
+func parallel[T any](ctx context.Context, items []T, fn func(context.Context, T) error) error {
+	const workers = 16
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan T)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range next {
+				if err := fn(ctx, it); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+loop:
+	for _, it := range items {
+		select {
+		case next <- it:
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return first
+}
+
+// Workload is what one side's pods need: DeviceClasses and the claim
+// templates the pods reference, in turn.
+type Workload struct {
+	Classes   []*resourceapi.DeviceClass
+	Templates []*resourceapi.ResourceClaimTemplate
+}
+
+// OurTemplates are the claims of the allocation benchmark
+// (test/bench/testdata/claims.yaml), the demo's shapes: one chip by
+// model, four chips in one link group, firstAvailable.
+var OurTemplates = []string{"a-one-by-model", "b-four-in-a-link-group", "c-first-available"}
+
+// OurWorkload reads the chart's DeviceClasses and the OurTemplates claims
+// from the repository at repo.
+func OurWorkload(repo string) (Workload, error) {
+	in, err := simulate.Load([]string{
+		filepath.Join(repo, "deployments/helm/accel-dra/deviceclasses"),
+		filepath.Join(repo, "test/bench/testdata/claims.yaml"),
+	})
+	if err != nil {
+		return Workload{}, err
+	}
+	var w Workload
+	for name, c := range in.Classes {
+		// The allocation benchmark's baseline classes are not the chart's.
+		if !strings.HasSuffix(name, ".bench.accel-dra.dev") {
+			w.Classes = append(w.Classes, c)
+		}
+	}
+	for _, name := range OurTemplates {
+		var found bool
+		for _, c := range in.Claims {
+			if c.Name == name {
+				w.Templates = append(w.Templates, &resourceapi.ResourceClaimTemplate{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec:       resourceapi.ResourceClaimTemplateSpec{Spec: c.Spec},
+				})
+				found = true
+			}
+		}
+		if !found {
+			return Workload{}, fmt.Errorf("test/bench/testdata/claims.yaml has no claim %s", name)
+		}
+	}
+	return w, nil
+}
