@@ -45,6 +45,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 
 	"k8s.io/klog/v2"
 
@@ -59,8 +60,17 @@ import (
 const devPrefix = "davinci"
 
 // sharedNodes are the device files every container using Ascend chips needs,
-// in the order the simulated backend lists them.
-var sharedNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
+// in the order the simulated backend lists them. /dev/dvpp_cmdlist is the
+// media (DVPP) command-list device: Huawei's device plugin adds it to every
+// container where the node has it (its GenerateSharedNodes tests skip it
+// only when stat fails), an A3 kubelet checkpoint lists it beside
+// davinci_manager, hisi_hdc and devmm_svm, and Huawei's MindX RAG guide
+// has it added for DVPP preprocessing on an Atlas 800I A2.
+var sharedNodes = append(simulatedSharedNodes, "/dev/dvpp_cmdlist")
+
+// simulatedSharedNodes are the shared nodes of a simulated node: the three
+// every Ascend host has, so simulated specs and slices stay as they were.
+var simulatedSharedNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
 
 // Chip.Extra keys, published unqualified in the driver's domain (docs/architecture.md).
 const (
@@ -86,6 +96,9 @@ type Backend struct {
 	root   string
 	runner discovery.CommandRunner
 	npuSmi string
+
+	mu     sync.Mutex
+	logged map[string]bool
 }
 
 var _ discovery.Backend = (*Backend)(nil)
@@ -174,6 +187,16 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 			return inventory.Inventory{}, err
 		}
 		inv.Chips = append(inv.Chips, chip)
+	}
+	off, err := b.partitionMode(ctx, inv.Chips)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	for i := range inv.Chips {
+		if _, ok := vnpuModels[inv.Chips[i].Model]; ok {
+			inv.Chips[i].PartitionModeOff = off
+			inv.Chips[i].Sources[SourcePartitionMode] = b.command("info", "-t", "vnpu-mode")
+		}
 	}
 	var shared []string
 	for _, n := range sharedNodes {
@@ -300,8 +323,11 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 		faults = append(faults, fault{inventory.ReasonToolHealth(info.Health), message})
 	}
 
-	cores, known := aiCoresPerChip[info.Name]
-	if !known {
+	cores, coresSource, err := b.aiCores(ctx, info)
+	if err != nil {
+		return inventory.Chip{}, err
+	}
+	if coresSource == "" {
 		logger.Info("No AI core count known for this Ascend chip, publishing none", "chipName", info.Name, "device", node)
 	}
 
@@ -340,6 +366,7 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 	if g, ok := groups[c.index]; ok {
 		chip.LinkType, chip.LinkGroup = inventory.LinkHCCS, g
 	}
+	chip.Sources = b.toolSources(coresSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK)
 	return chip, nil
 }
 
@@ -402,6 +429,9 @@ func (b *Backend) topo(ctx context.Context) (Topology, error) {
 	if !t.Supported {
 		klog.FromContext(ctx).Info("npu-smi cannot report the topology of these chips, treating every chip as PCIe-only")
 	}
+	for _, skipped := range t.Skipped {
+		b.logOnce(ctx, skipped, "Skipping what the topology matrix has beyond the NPUs", "skipped", skipped)
+	}
 	return t, nil
 }
 
@@ -423,6 +453,71 @@ func (b *Backend) driverVersion(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("reading the Ascend driver version: %w", err)
 	}
 	return v, nil
+}
+
+// logOnce logs msg the first time key is seen by this backend, so what
+// every poll meets again (a NIC row of the topology matrix) is said once.
+func (b *Backend) logOnce(ctx context.Context, key, msg string, kv ...any) {
+	b.mu.Lock()
+	if b.logged == nil {
+		b.logged = map[string]bool{}
+	}
+	seen := b.logged[key]
+	b.logged[key] = true
+	b.mu.Unlock()
+	if !seen {
+		klog.FromContext(ctx).Info(msg, kv...)
+	}
+}
+
+// partitionMode reads the node's vNPU mode when a chip could be offered as
+// vNPUs and returns why it is off ("" when on). A mode that cannot be read
+// (an npu-smi without the query) is off with the reason; only a cancelled
+// poll fails.
+func (b *Backend) partitionMode(ctx context.Context, chips []inventory.Chip) (string, error) {
+	partitionable := false
+	for _, c := range chips {
+		if _, ok := vnpuModels[c.Model]; ok {
+			partitionable = true
+		}
+	}
+	if !partitionable {
+		return "", nil
+	}
+	src := b.command("info", "-t", "vnpu-mode")
+	mode, err := discovery.Query(ctx, b.runner, "reading the vNPU mode", ParseVNPUMode, b.npuSmi, "info", "-t", "vnpu-mode")
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
+		return "cannot read the vNPU mode: " + err.Error(), nil
+	}
+	return vnpuModeOff(mode, src), nil
+}
+
+// aiCores returns the AI core count of a chip: from the table by its name,
+// or, for a name that does not tell it (the A3 die), from `npu-smi info -t
+// common`. The second result names what read it ("" when unknown).
+func (b *Backend) aiCores(ctx context.Context, info ChipInfo) (int, string, error) {
+	cores, known := aiCoresPerChip[info.Name]
+	table := "chip name " + info.Name + " (built-in table)"
+	if !ambiguousCores[info.Name] {
+		if !known {
+			return 0, "", nil
+		}
+		return cores, table, nil
+	}
+	args := []string{"info", "-t", "common", "-i", strconv.Itoa(info.NPU), "-c", strconv.Itoa(info.Chip)}
+	n, err := discovery.Query(ctx, b.runner, fmt.Sprintf("reading the AI core count of NPU %d chip %d", info.NPU, info.Chip), ParseAICoreCount, b.npuSmi, args...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, "", err
+		}
+		b.logOnce(ctx, "cores:"+info.Name, "Cannot read the AI core count of this chip, publishing the usual count of its name",
+			"chipName", info.Name, "cores", cores, "err", err)
+		return cores, table, nil
+	}
+	return n, b.command(args...), nil
 }
 
 func (b *Backend) command(args ...string) string { return discovery.CommandLine(b.npuSmi, args...) }

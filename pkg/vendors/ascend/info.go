@@ -355,3 +355,21 @@ func parseUsage(cell string, hasHBM bool) (memTotal, hbmTotal int64, err error) 
 	}
 	return memTotal, hbmTotal, nil
 }
+
+// ParseAICoreCount reads "Aicore Count : N" from `npu-smi info -t common
+// -i <NPU> -c <Chip>` (the MindCluster FaultDiag guide's example prints
+// "Aicore Count : 30" for a 910). Only chips whose name does not tell their
+// core count (the A3 die, ambiguousCores) are asked.
+func ParseAICoreCount(source string, data []byte) (int, error) {
+	for l := range keyValueLines(data, ":") {
+		if !l.HasSep || !strings.EqualFold(l.Key, "Aicore Count") {
+			continue
+		}
+		n, err := strconv.Atoi(l.Value)
+		if err != nil || n <= 0 {
+			return 0, &discovery.ParseError{Source: source, Line: l.No, Text: l.Text, Msg: "the AI core count is not a positive number"}
+		}
+		return n, nil
+	}
+	return 0, &discovery.ParseError{Source: source, Msg: `no "Aicore Count" line in the output`}
+}

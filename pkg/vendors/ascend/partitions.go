@@ -118,6 +118,10 @@ func ParseVNPUInfo(source string, data []byte) ([]VNPU, error) {
 
 // parseSetResult checks the "Status : OK" of an `npu-smi set` command.
 func parseSetResult(source string, data []byte) (string, error) {
+	if strings.Contains(strings.ToLower(string(data)), notDockerMode) {
+		// npu-smi exits 0 here: the node is not in vNPU docker mode.
+		return "", fmt.Errorf("%s: %s", source, strings.TrimSpace(string(data)))
+	}
 	status, message := "", ""
 	for _, raw := range strings.Split(string(data), "\n") {
 		k, v, ok := strings.Cut(raw, ":")

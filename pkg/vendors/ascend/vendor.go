@@ -53,7 +53,7 @@ func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
 func (Ascend) Simulation() vendors.Simulation {
 	return vendors.Simulation{
 		// The order the device plugin and docker runtime list them.
-		SharedDeviceNodes: sharedNodes,
+		SharedDeviceNodes: simulatedSharedNodes,
 		Chip: func(c *inventory.Chip, g vendors.ProfileGroup) {
 			c.DeviceNodes = []string{devPath(c.Index)}
 			if g.ChipName != "" {
