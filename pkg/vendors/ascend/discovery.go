@@ -89,6 +89,9 @@ type Config struct {
 	Runner discovery.CommandRunner
 	// NpuSmi is the command name, default "npu-smi".
 	NpuSmi string
+	// Library is the path of libdcmi.so: "" looks in DefaultDCMILibraries
+	// under Root, vendors.LibraryNone uses npu-smi only.
+	Library string
 }
 
 // Backend discovers Ascend chips. It implements discovery.Backend.
@@ -99,13 +102,17 @@ type Backend struct {
 
 	mu     sync.Mutex
 	logged map[string]bool
+
+	libraryPath string
+	libOnce     sync.Once
+	lib         *dcmiLib
 }
 
 var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi, libraryPath: cfg.Library}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -121,12 +128,15 @@ func New(cfg Config) *Backend {
 // Name implements discovery.Backend.
 func (b *Backend) Name() string { return "ascend" }
 
-// found is one chip as npu-smi describes it across its three outputs.
+// found is one chip as npu-smi describes it across its three outputs, or
+// as DCMI describes it.
 type found struct {
 	info    ChipInfo
 	mapping ChipMapping
 	// index is the physical id, the N of /dev/davinciN.
 	index int
+	// dcmi is the chip as DCMI read it; nil when npu-smi did.
+	dcmi *dcmiChip
 }
 
 // Discover implements discovery.Backend. A node without any /dev/davinciN
@@ -144,15 +154,17 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		return inventory.Inventory{}, nil
 	}
 
-	infos, err := b.info(ctx)
-	if err != nil {
-		return inventory.Inventory{}, err
+	var (
+		infos    []ChipInfo
+		mappings []ChipMapping
+		topo     Topology
+		byLogic  map[int]*dcmiChip
+	)
+	if lib := b.library(ctx); lib != nil {
+		infos, mappings, topo, byLogic, err = b.readDCMI(ctx, lib)
+	} else {
+		infos, mappings, topo, err = b.readTool(ctx)
 	}
-	mappings, err := b.mapping(ctx)
-	if err != nil {
-		return inventory.Inventory{}, err
-	}
-	topo, err := b.topo(ctx)
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
@@ -164,6 +176,9 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	chips, err := b.combine(infos, mappings, topo)
 	if err != nil {
 		return inventory.Inventory{}, err
+	}
+	for i := range chips {
+		chips[i].dcmi = byLogic[chips[i].mapping.LogicID]
 	}
 	listed := map[int]bool{}
 	for _, c := range chips {
@@ -182,7 +197,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	}
 	inv := inventory.Inventory{}
 	for _, c := range chips {
-		chip, err := b.chip(ctx, c, groups, version, busUsers[c.info.BusID] > 1)
+		chip, err := b.chip(ctx, c, groups, version, topo.Source, busUsers[c.info.BusID] > 1)
 		if err != nil {
 			return inventory.Inventory{}, err
 		}
@@ -277,7 +292,7 @@ func (f found) topoLabel(t Topology) string {
 	return fmt.Sprintf("NPU%d", f.mapping.LogicID)
 }
 
-func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, version string, sharedBus bool) (inventory.Chip, error) {
+func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, version, topoSource string, sharedBus bool) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
 	info := c.info
 	dev := pci.Device{}
@@ -310,16 +325,20 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
 	}
 	if info.Health != HealthOK {
-		message := "npu-smi reports health " + info.Health
+		message := c.reader() + " reports health " + info.Health
 		if len(faults) == 0 {
 			// Only the first fault's message is kept (MarkUnhealthy): ask
 			// for the codes only when they are what the message says.
 			var err error
-			if message, err = b.healthMessage(ctx, info); err != nil {
+			if message, err = b.healthMessage(ctx, c); err != nil {
 				return inventory.Chip{}, err
 			}
 		}
-		logger.Info("The npu-smi tool reports an unhealthy Ascend chip", "npu", info.NPU, "chip", info.Chip, "health", info.Health, "message", message)
+		msg := "The npu-smi tool reports an unhealthy Ascend chip"
+		if c.dcmi != nil {
+			msg = "DCMI reports an unhealthy Ascend chip"
+		}
+		logger.Info(msg, "npu", info.NPU, "chip", info.Chip, "health", info.Health, "message", message)
 		faults = append(faults, fault{inventory.ReasonToolHealth(info.Health), message})
 	}
 
@@ -366,7 +385,17 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 	if g, ok := groups[c.index]; ok {
 		chip.LinkType, chip.LinkGroup = inventory.LinkHCCS, g
 	}
-	chip.Sources = b.toolSources(coresSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK)
+	if c.dcmi != nil {
+		chip.Sources = b.dcmiSources(c, coresSource, version != "", topoSource)
+		if ip, err := b.lib.deviceIP(*c.dcmi); err != nil {
+			logger.Info("Cannot read the RoCE address of an Ascend chip, publishing none", "device", node, "err", err)
+		} else if ip != "" {
+			chip.DeviceIP = ip
+			chip.Sources[SourceDeviceIP] = b.libName() + " dcmi_get_device_ip"
+		}
+	} else {
+		chip.Sources = b.toolSources(coresSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK)
+	}
 	return chip, nil
 }
 
@@ -394,7 +423,11 @@ func linkGroups(chips []found, topo Topology) map[int]string {
 // queries every poll makes. A chip whose codes cannot be read stays
 // unhealthy with the table's health and the reason they could not be read;
 // only a cancelled or expired poll fails.
-func (b *Backend) healthMessage(ctx context.Context, info ChipInfo) (string, error) {
+func (b *Backend) healthMessage(ctx context.Context, c found) (string, error) {
+	info := c.info
+	if c.dcmi != nil {
+		return b.dcmiHealthMessage(ctx, c)
+	}
 	message := "npu-smi reports health " + info.Health
 	h, err := discovery.Query(ctx, b.runner, fmt.Sprintf("reading the error codes of NPU %d chip %d", info.NPU, info.Chip),
 		ParseHealth, b.npuSmi, "info", "-t", "health", "-i", strconv.Itoa(info.NPU), "-c", strconv.Itoa(info.Chip))
@@ -411,6 +444,23 @@ func (b *Backend) healthMessage(ctx context.Context, info ChipInfo) (string, err
 		message += fmt.Sprintf(" (%s when its error codes were read)", h.Health)
 	}
 	return message + h.Describe(), nil
+}
+
+// readTool reads the chips from npu-smi's three queries.
+func (b *Backend) readTool(ctx context.Context) ([]ChipInfo, []ChipMapping, Topology, error) {
+	infos, err := b.info(ctx)
+	if err != nil {
+		return nil, nil, Topology{}, err
+	}
+	mappings, err := b.mapping(ctx)
+	if err != nil {
+		return nil, nil, Topology{}, err
+	}
+	topo, err := b.topo(ctx)
+	if err != nil {
+		return nil, nil, Topology{}, err
+	}
+	return infos, mappings, topo, nil
 }
 
 func (b *Backend) info(ctx context.Context) ([]ChipInfo, error) {
@@ -432,6 +482,7 @@ func (b *Backend) topo(ctx context.Context) (Topology, error) {
 	for _, skipped := range t.Skipped {
 		b.logOnce(ctx, skipped, "Skipping what the topology matrix has beyond the NPUs", "skipped", skipped)
 	}
+	t.Source = b.command("info", "-t", "topo")
 	return t, nil
 }
 
@@ -499,6 +550,9 @@ func (b *Backend) partitionMode(ctx context.Context, chips []inventory.Chip) (st
 // or, for a name that does not tell it (the A3 die), from `npu-smi info -t
 // common`. The second result names what read it ("" when unknown).
 func (b *Backend) aiCores(ctx context.Context, info ChipInfo) (int, string, error) {
+	if info.AICores > 0 {
+		return info.AICores, b.libName() + " dcmi_get_device_chip_info", nil
+	}
 	cores, known := aiCoresPerChip[info.Name]
 	table := "chip name " + info.Name + " (built-in table)"
 	if !ambiguousCores[info.Name] {

@@ -59,6 +59,9 @@ type ChipInfo struct {
 	// not zero, else the Memory-Usage total; HBM tells which.
 	MemoryMB int64
 	HBM      bool
+	// AICores is the chip's AI core count where the source says it
+	// (DCMI's aicore_cnt); 0 from npu-smi's table, which never does.
+	AICores int
 	// Line is the 1-based line of the chip's NPU row, for messages.
 	Line int
 }
@@ -373,3 +376,6 @@ func ParseAICoreCount(source string, data []byte) (int, error) {
 	}
 	return 0, &discovery.ParseError{Source: source, Msg: `no "Aicore Count" line in the output`}
 }
+
+// Healthy tells whether the chip's health is OK.
+func (c ChipInfo) Healthy() bool { return c.Health == HealthOK }

@@ -13,6 +13,7 @@ const (
 	SourceLinks         = "linkGroup"
 	SourceDriverVersion = "driverVersion"
 	SourcePartitionMode = "partitionMode"
+	SourceDeviceIP      = "deviceIP"
 )
 
 // SourceSysfs names sysfs as a reader.

@@ -66,6 +66,8 @@ type Topology struct {
 	Codes map[int]map[int]string
 	// CPUAffinity is the CPU list printed at the end of a chip's row.
 	CPUAffinity map[int]string
+	// Source names what read the matrix, for inventory.Chip.Sources.
+	Source string
 	// Skipped lists what the parser left out (a NIC column or row, an
 	// unknown code), one entry each, for the backend to log.
 	Skipped []string
