@@ -29,9 +29,6 @@ func buildMockDCMI(t *testing.T, fixture string, extra ...string) string {
 	require.NoError(t, os.WriteFile(path, []byte(string(data)+strings.Join(extra, "\n")+"\n"), 0o644))
 	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", path)
 	t.Setenv("ACCEL_DRA_DCMI_STATE", filepath.Join(dir, "vnpus.state"))
-	// Discovery records the library it loads for the partition tool; a
-	// later test must not find this one.
-	t.Cleanup(func() { setLoadedDCMI(nil) })
 	return lib
 }
 

@@ -40,14 +40,13 @@ func (b *Backend) library(ctx context.Context) *dcmiLib {
 				"lookedIn", prefixAll(b.root, DefaultDCMILibraries))
 			return
 		}
-		lib, err := loadDCMI(path)
+		lib, err := openDCMI(path)
 		if err != nil {
 			logger.Info("Cannot use libdcmi.so, reading Ascend chips with npu-smi", "path", path, "err", err)
 			return
 		}
 		logger.Info("Reading Ascend chips and making vNPUs through DCMI", "path", path)
 		b.lib = lib
-		setLoadedDCMI(lib)
 	})
 	return b.lib
 }

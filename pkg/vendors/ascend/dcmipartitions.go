@@ -3,10 +3,10 @@ package ascend
 // vNPUs through DCMI: dcmi_create_vdevice and dcmi_set_destroy_vdevice
 // make and remove them, dcmi_get_device_info (VDEV_MNG) lists them, as
 // Huawei's device plugin does (mind-cluster devmanager CreateVirtualDevice,
-// DestroyVirtualDevice, GetVirtualDeviceInfo). The partition tool has no
-// library of its own: it uses the one this process loaded for discovery
-// (partitions.Vendor hands it only a command runner), so the agent reads
-// and partitions the chips through the same libdcmi.so.
+// DestroyVirtualDevice, GetVirtualDeviceInfo). On a node the partition tool
+// loads the same libdcmi.so as discovery (--dcmi-library, or the default
+// paths under the root); one load per path per process (openDCMI), so both
+// share one dcmi_init.
 
 import (
 	"context"
@@ -14,28 +14,45 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 var (
-	loadedMu  sync.Mutex
-	loadedLib *dcmiLib
+	openMu sync.Mutex
+	opened = map[string]*dcmiLib{}
 )
 
-// setLoadedDCMI records the library a discovery backend loaded.
-func setLoadedDCMI(l *dcmiLib) {
-	loadedMu.Lock()
-	defer loadedMu.Unlock()
-	loadedLib = l
+// openDCMI loads the library at path once per process.
+func openDCMI(path string) (*dcmiLib, error) {
+	openMu.Lock()
+	defer openMu.Unlock()
+	if l, ok := opened[path]; ok {
+		return l, nil
+	}
+	l, err := loadDCMI(path)
+	if err != nil {
+		return nil, err
+	}
+	opened[path] = l
+	return l, nil
 }
 
-// loadedDCMI returns the library discovery loaded in this process, nil
-// when it reads the chips with npu-smi.
-func loadedDCMI() *dcmiLib {
-	loadedMu.Lock()
-	defer loadedMu.Unlock()
-	return loadedLib
+// NewLibraryPartitionTool implements partitions.LibraryVendor: vNPUs
+// through the node's libdcmi.so where it loads, else with npu-smi.
+func (Ascend) NewLibraryPartitionTool(runner discovery.CommandRunner, root, library string) partitions.Tool {
+	t := &PartitionTool{Runner: runner}
+	if library == vendors.LibraryNone {
+		return t
+	}
+	if path := findDCMI(root, library); path != "" {
+		// A library that does not load is logged by discovery, which
+		// loads it first; the tool then uses npu-smi like discovery.
+		t.dcmi, _ = openDCMI(path)
+	}
+	return t
 }
 
 // dcmiAddress returns the DCMI card and device of a chip by its logic id.

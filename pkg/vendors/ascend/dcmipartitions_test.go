@@ -30,7 +30,6 @@ func discoverDCMI(t *testing.T, fixtureName string, extra ...string) ([]inventor
 	b := New(Config{Root: root, Runner: discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}, Library: lib})
 	inv, err := b.Discover(ctx)
 	require.NoError(t, err)
-	require.NotNil(t, loadedDCMI(), "discovery hands the library it loaded to the partition tool")
 	return inv.Chips, b.lib
 }
 
@@ -48,12 +47,12 @@ func TestPartitionToolMakesVNPUsThroughDCMIOnEveryModel(t *testing.T) {
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
-			chips, _ := discoverDCMI(t, tc.fixture)
+			chips, lib := discoverDCMI(t, tc.fixture)
 			c := chips[tc.chip]
 			tpl, ok := partitions.TemplateByName(c, tc.template)
 			require.True(t, ok)
-			// No runner: npu-smi must not be run for vNPUs when DCMI is loaded.
-			tool := &PartitionTool{Runner: discoverytest.MapRunner{}}
+			// An empty runner: npu-smi must not be run for vNPUs when DCMI is loaded.
+			tool := Ascend{}.NewLibraryPartitionTool(discoverytest.MapRunner{}, "/nonexistent", lib.path)
 
 			none, err := tool.List(ctx, c)
 			require.NoError(t, err)
@@ -85,8 +84,8 @@ func TestPartitionToolMakesVNPUsThroughDCMIOnEveryModel(t *testing.T) {
 
 func TestPartitionToolListsVNPUsThatExistBeforeTheAgent(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	chips, _ := discoverDCMI(t, "atlas-800t-a2", "vdev 1 116 vir05_1c_16g", "vdev 1 118 vir10_3c_32g")
-	tool := &PartitionTool{}
+	chips, lib := discoverDCMI(t, "atlas-800t-a2", "vdev 1 116 vir05_1c_16g", "vdev 1 118 vir10_3c_32g")
+	tool := &PartitionTool{dcmi: lib}
 	got, err := tool.List(ctx, chips[1])
 	require.NoError(t, err)
 	require.Equal(t, []partitions.Instance{vnpuInstance(chips[1], 116, "vir05_1c_16g"), vnpuInstance(chips[1], 118, "vir10_3c_32g")}, got)
@@ -99,16 +98,23 @@ func TestPartitionToolListsVNPUsThatExistBeforeTheAgent(t *testing.T) {
 func TestPartitionToolThroughDCMISaysWhyACreateFails(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	// Outside vNPU docker mode the library refuses the vNPU.
-	chips, _ := discoverDCMI(t, "atlas-800t-a2", "vnpu-mode vm")
+	chips, lib := discoverDCMI(t, "atlas-800t-a2", "vnpu-mode vm")
 	tpl, _ := partitions.TemplateByName(chips[0], "vir05_1c_16g")
-	_, err := (&PartitionTool{}).Create(ctx, chips[0], tpl)
+	_, err := (&PartitionTool{dcmi: lib}).Create(ctx, chips[0], tpl)
 	require.ErrorContains(t, err, "creating a vir05_1c_16g vNPU on chip 0 through DCMI (is the node in vNPU docker mode?")
 	require.ErrorContains(t, err, "dcmi_create_vdevice returned -8002")
 }
 
 func TestPartitionToolThroughDCMIFailsWhenListingFails(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	chips, _ := discoverDCMI(t, "atlas-800t-a2", "fail dcmi_get_device_info -8005")
-	_, err := (&PartitionTool{}).List(ctx, chips[0])
+	chips, lib := discoverDCMI(t, "atlas-800t-a2", "fail dcmi_get_device_info -8005")
+	_, err := (&PartitionTool{dcmi: lib}).List(ctx, chips[0])
 	require.ErrorContains(t, err, "listing the vNPUs of chip 0 through DCMI: dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE) returned -8005")
+}
+
+func TestLibraryPartitionToolUsesNpuSmiWithoutALibrary(t *testing.T) {
+	for _, library := range []string{"", "none", "/nonexistent/libdcmi.so"} {
+		tool := Ascend{}.NewLibraryPartitionTool(discoverytest.MapRunner{}, t.TempDir(), library).(*PartitionTool)
+		require.Nil(t, tool.dcmi, "library %q", library)
+	}
 }

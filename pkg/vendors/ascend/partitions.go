@@ -145,24 +145,19 @@ func parseSetResult(source string, data []byte) (string, error) {
 }
 
 // PartitionTool implements partitions.Tool for Ascend vNPUs: through
-// DCMI where this process has loaded libdcmi.so for discovery (dcmi is
-// nil until then; loadedDCMI), otherwise with npu-smi through Runner.
+// DCMI where it has the library (NewLibraryPartitionTool), otherwise with
+// npu-smi through Runner.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
 
 	mu      sync.Mutex
 	mapping map[int]ChipMapping // by logic id
-	// dcmi, when set, is used instead of the library discovery loaded.
+	// dcmi is the loaded libdcmi.so; nil: npu-smi.
 	dcmi *dcmiLib
 }
 
 // library returns the DCMI library the tool uses, nil for npu-smi.
-func (a *PartitionTool) library() *dcmiLib {
-	if a.dcmi != nil {
-		return a.dcmi
-	}
-	return loadedDCMI()
-}
+func (a *PartitionTool) library() *dcmiLib { return a.dcmi }
 
 // address returns the NPU ID and Chip ID of a chip, from `npu-smi info -m`
 // (read once) by the chip's logic id.
