@@ -223,3 +223,29 @@ func TestDiscoverThroughDCMIFailsOnAFailingCall(t *testing.T) {
 	_, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
 	require.ErrorContains(t, err, "listing Ascend chips through "+lib+": card 0 device 0: dcmi_get_device_chip_info returned -8005")
 }
+
+// Every profile's chips report DCMI's health and error codes.
+func TestDiscoverThroughDCMIReadsHealthOnEveryProfile(t *testing.T) {
+	for _, fixtureName := range []string{"atlas-800-910a", "atlas-800t-a2", "atlas-800t-a2-910b4", "atlas-300i-duo", "atlas-a3-20", "atlas-a3-24"} {
+		t.Run(fixtureName, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, fixtureName, "health 1 3", "error 1 80E18005")
+			var root string
+			switch fixtureName {
+			case "atlas-800t-a2-910b4":
+				root = fakeRoot(t, []string{"0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0", "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0"}, "0xd802")
+			case "atlas-a3-20", "atlas-a3-24":
+				root = fakeRoot(t, []string{"0000:9d:00.0", "0000:9f:00.0", "0000:99:00.0", "0000:9b:00.0"}, "0xd803")
+			default:
+				root, _ = fixture(fixtureName)
+			}
+			inv, err := New(Config{Root: root, Runner: discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			for _, c := range inv.Chips {
+				require.Equal(t, c.Index != 1, c.Healthy, "chip %d", c.Index)
+			}
+			require.Equal(t, inventory.ReasonToolHealth(HealthCritical), inv.Chips[1].HealthReason)
+			require.Regexp(t, `^DCMI reports health Critical, error codes? (0x[0-9A-F]{8}, )*0x80E18005$`, inv.Chips[1].HealthMessage)
+		})
+	}
+}

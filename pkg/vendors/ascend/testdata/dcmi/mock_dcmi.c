@@ -199,6 +199,14 @@ static int load(void) {
             if (ok) {
                 c->codes[c->ncodes++] = code;
             }
+        } else if (strcmp(kind, "health") == 0) {
+            int logic;
+            unsigned int health;
+            struct chip *c;
+            ok = sscanf(line, "health %d %u", &logic, &health) == 2 && (c = by_logic(logic)) != NULL;
+            if (ok) {
+                c->health = health;
+            }
         } else if (strcmp(kind, "ip") == 0) {
             int logic;
             char addr[64];
