@@ -25,11 +25,11 @@ import (
 
 // DefaultDCMILibraries are where a node's libdcmi.so is looked for, under
 // the host root, in order: /usr/local/dcmi is where the Ascend driver
-// installs it and what ascend-docker-runtime mounts into containers
-// (base.list); the driver's lib64 directories are where Huawei's device
-// plugin finds it through LD_LIBRARY_PATH
-// (/usr/local/Ascend/driver/lib64/driver, …/common, as its DaemonSet
-// sets).
+// package puts it and what ascend-docker-runtime mounts into containers
+// (its base.list); the driver's lib64/driver and lib64 are the driver
+// library directories every Ascend container recipe puts on
+// LD_LIBRARY_PATH (cdi.go EnvLibraryPath), where older driver packages
+// keep their libraries.
 var DefaultDCMILibraries = []string{
 	"/usr/local/dcmi/libdcmi.so",
 	"/usr/local/Ascend/driver/lib64/driver/libdcmi.so",
