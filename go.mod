@@ -3,6 +3,7 @@ module github.com/accel-dra/accel-dra
 go 1.26.0
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/google/cel-go v0.29.2
 	github.com/opencontainers/runtime-spec v1.3.0
 	github.com/prometheus/client_golang v1.24.0

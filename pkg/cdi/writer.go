@@ -354,11 +354,14 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 	if !w.omitVisible[c.Vendor] {
 		env = append(env, v.VisibleEnv+"="+joinIndices(indices))
 	}
-	claimEnv := c.Env
-	if c.Virtual && len(v.VirtualEnv) > 0 {
-		claimEnv = maps.Clone(v.VirtualEnv)
-		maps.Copy(claimEnv, c.Env)
+	claimEnv := maps.Clone(v.Env)
+	if claimEnv == nil {
+		claimEnv = map[string]string{}
 	}
+	if c.Virtual {
+		maps.Copy(claimEnv, v.VirtualEnv)
+	}
+	maps.Copy(claimEnv, c.Env)
 	for _, k := range sortedKeys(claimEnv) {
 		env = append(env, k+"="+claimEnv[k])
 	}

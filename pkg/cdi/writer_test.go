@@ -62,6 +62,7 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 					"DRA_CLAIM_UID=" + string(uid),
 					"DRA_CLAIM=default/claim-9d6c1b2a",
 					"ASCEND_VISIBLE_DEVICES=1,3",
+					"LD_LIBRARY_PATH=" + ascend.LibraryPath,
 					"DRA_DEVICE_NPU_3_DRIVER=ascend.accel-dra.dev",
 					"DRA_DEVICE_NPU_3_CLAIM_UID=" + string(uid),
 					"DRA_DEVICE_NPU_3_UUID=" + chips[3].UUID,

@@ -69,8 +69,9 @@ func TestDiscoverYAMLPrintsTheSlicesOfTheNode(t *testing.T) {
 }
 
 func TestDiscoverPrintsPartitionsOnlyWhenAsked(t *testing.T) {
-	// An Atlas 300I Duo server: 4 × 310P3, each with 11 vNPU slots
-	// (7 × vir01, 3 × vir02, 1 × vir04) when Partitioned.
+	// An Atlas 300I Duo server: 4 × 310P3, each with 20 vNPU slots
+	// (7 × vir01, 3 × vir02, 4 × vir02_1c, 1 × vir04, 2 × vir04_3c,
+	// 2 × vir04_3c_ndvpp, 1 × vir04_4c_dvpp) when Partitioned.
 	tests := []struct {
 		name       string
 		chipModes  []string
@@ -79,8 +80,8 @@ func TestDiscoverPrintsPartitionsOnlyWhenAsked(t *testing.T) {
 		{"by default chips are whole", nil, nil},
 		{"Whole", []string{"--chip-modes", "Whole"}, nil},
 		{"Shared chips have no partitions", []string{"--chip-modes", "Shared"}, nil},
-		{"Partitioned", []string{"--chip-modes", "Partitioned"}, map[string]int{"npu-0": 11, "npu-1": 11, "npu-2": 11, "npu-3": 11}},
-		{"one chip Partitioned", []string{"--chip-modes=npu-1=Partitioned"}, map[string]int{"npu-1": 11}},
+		{"Partitioned", []string{"--chip-modes", "Partitioned"}, map[string]int{"npu-0": 20, "npu-1": 20, "npu-2": 20, "npu-3": 20}},
+		{"one chip Partitioned", []string{"--chip-modes=npu-1=Partitioned"}, map[string]int{"npu-1": 20}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +99,7 @@ func TestDiscoverPrintsPartitionsOnlyWhenAsked(t *testing.T) {
 				require.True(t, strings.HasPrefix(device, chip+"-vir"), "partition %s follows its chip %s", device, chip)
 				got[chip]++
 			}
-			require.Len(t, lines, 1+4+len(got)*11, out)
+			require.Len(t, lines, 1+4+len(got)*20, out)
 			if tt.partitions == nil {
 				tt.partitions = map[string]int{}
 			}
@@ -122,7 +123,7 @@ func TestDiscoverPrintsPartitionsOnlyWhenAsked(t *testing.T) {
 				}
 			}
 			want := map[string]int{"chip": 4}
-			if n := 11 * len(tt.partitions); n > 0 {
+			if n := 20 * len(tt.partitions); n > 0 {
 				want["vnpu"] = n
 			}
 			require.Equal(t, want, types, "the slices hold what the table shows")

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // NewRootCommand returns the accel-dra command with its subcommands.
@@ -35,6 +38,7 @@ func NewRootCommand() *cobra.Command {
 
 func newDiscoverCommand() *cobra.Command {
 	var rootDir, profileName, nodeName, output, toolOutput, chipModes string
+	libraries := map[string]string{}
 	cmd := &cobra.Command{
 		Use:   "discover [--root DIR | --profile NAME] [--chip-modes MODES] [-o table|yaml|json]",
 		Short: "Show the node's chips, or the ResourceSlices the node agent would publish",
@@ -50,7 +54,8 @@ published Whole unless it asks for partitions or shares.
 
 -o table prints one chip per line, followed by its partitions where they are
 published; -o yaml and -o json print the resource.k8s.io/v1 ResourceSlices
-the node agent publishes for them.`,
+the node agent publishes for them; -o sources prints, per chip and fact,
+what read it (libdcmi.so and the call, an npu-smi command, sysfs, a file).`,
 		Example: `  # the chips of an Atlas 800T A2 as the agent publishes them by default: whole
   accel-dra discover --profile atlas-800t-a2
 
@@ -62,7 +67,7 @@ the node agent publishes for them.`,
 			if err != nil {
 				return fmt.Errorf("--chip-modes: %w", err)
 			}
-			inv, err := source.Discover(cmd.Context(), source.Options{Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput})
+			inv, err := source.Discover(cmd.Context(), source.Options{Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput, Libraries: libraries})
 			if err != nil {
 				return err
 			}
@@ -86,7 +91,8 @@ the node agent publishes for them.`,
 	cmd.Flags().StringVar(&toolOutput, "tool-output", "", "read recorded npu-smi/cnmon output from this directory instead of running the tools")
 	cmd.Flags().StringVar(&nodeName, "node-name", host, "node name used for the pool and slice names")
 	cmd.Flags().StringVar(&chipModes, "chip-modes", "", partitions.PolicyHelp+" (the node agent's --chip-modes)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml, json, or sources (which backend read each fact of each chip: the vendor's library, its tool, sysfs)")
+	cmd.Flags().Var(source.LibraryFlag(libraries, ascend.Option), "dcmi-library", ascend.LibraryFlagHelp+" (the node agent's --dcmi-library)")
 	cmd.MarkFlagsMutuallyExclusive("root", "profile")
 	return cmd
 }
@@ -117,6 +123,8 @@ func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventor
 			}
 		}
 		return tw.Flush()
+	case "sources":
+		return printSources(w, inv)
 	case "yaml":
 		for _, s := range resourceslices.SlicesFor(nodeName, inv, opts) {
 			b, err := yaml.Marshal(s)
@@ -132,4 +140,25 @@ func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventor
 		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": resourceslices.SlicesFor(nodeName, inv, opts)})
 	}
 	return fmt.Errorf("--output %q: must be table, yaml or json", format)
+}
+
+// printSources prints which backend read each fact of each chip
+// (inventory.Chip.Sources), facts sorted by name; a chip whose backend
+// records none (a simulated node) says so.
+func printSources(w io.Writer, inv inventory.Inventory) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE\tFACT\tREAD BY")
+	for _, v := range inv.Vendors() {
+		for _, c := range inv.ChipsOf(v) {
+			device := resourceslices.DeviceName(c)
+			if len(c.Sources) == 0 {
+				fmt.Fprintf(tw, "%s\t*\tnot recorded (simulated node)\n", device)
+				continue
+			}
+			for _, fact := range slices.Sorted(maps.Keys(c.Sources)) {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", device, fact, c.Sources[fact])
+			}
+		}
+	}
+	return tw.Flush()
 }

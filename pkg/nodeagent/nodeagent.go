@@ -249,7 +249,12 @@ func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostR
 	if o.Discovery.ToolOutput != "" {
 		return nil, nil
 	}
-	return partitions.NewTool(v, discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout})
+	root := o.Discovery.Root
+	if root == "" {
+		root = "/"
+	}
+	return partitions.NewNodeTool(v, discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
+		root, o.Discovery.Libraries[vendors.NamesOf(v).Option])
 }
 
 func targets(drivers []*driver.Driver) []devicemonitor.Target {

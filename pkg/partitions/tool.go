@@ -58,6 +58,31 @@ func NewTool(v inventory.Vendor, runner discovery.CommandRunner) (Tool, error) {
 	return pv.NewPartitionTool(runner), nil
 }
 
+// LibraryVendor is a Vendor that can make its partitions through its
+// management library (Ascend DCMI) instead of its tool.
+type LibraryVendor interface {
+	Vendor
+	// NewLibraryPartitionTool returns the partition tool using the
+	// library at library ("" the vendor's default paths under root,
+	// vendors.LibraryNone the tool only), with runner for the tool where
+	// the library is missing.
+	NewLibraryPartitionTool(runner discovery.CommandRunner, root, library string) Tool
+}
+
+// NewNodeTool returns the partition tool of a vendor on a real node: the
+// vendor's management library where it has one (LibraryVendor), else its
+// tool through runner.
+func NewNodeTool(v inventory.Vendor, runner discovery.CommandRunner, root, library string) (Tool, error) {
+	pv, ok := vendorOf(v)
+	if !ok {
+		return nil, fmt.Errorf("no partition tool for vendor %q", v)
+	}
+	if lv, ok := pv.(LibraryVendor); ok {
+		return lv.NewLibraryPartitionTool(runner, root, library), nil
+	}
+	return pv.NewPartitionTool(runner), nil
+}
+
 // DeviceNode is one device file a container gets: Path inside the
 // container, HostPath on the node (both absolute, as seen from /).
 type DeviceNode struct {

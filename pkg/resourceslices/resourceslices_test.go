@@ -128,7 +128,7 @@ func TestDevicesCarryTheProfilesFacts(t *testing.T) {
 		{"atlas-800-910a", "npu-3", "Ascend910A", "hccs-0", "32Gi"},
 		{"atlas-800-910a", "npu-4", "Ascend910A", "hccs-1", "32Gi"},
 		{"atlas-800t-a2", "npu-7", "Ascend910B3", "hccs-0", "64Gi"},
-		{"atlas-300i-duo", "npu-1", "Ascend310P3", "pcie-1", "24Gi"},
+		{"atlas-300i-duo", "npu-1", "Ascend310P3", "pcie-1", "44280Mi"},
 		{"mlu370-x8", "mlu-2", "MLU370-X8", "mlulink-1", "23308Mi"},
 		{"mlu590", "mlu-7", "MLU590", "mlulink-0", "96Gi"},
 		{"mlu270", "mlu-0", "MLU270-S4", "pcie-0", "16Gi"},

@@ -43,7 +43,7 @@ func TestPartitionClaimsFitOnlyWherePartitionsArePublished(t *testing.T) {
 		nodes: "nodes:\n- {name: duo, profile: atlas-300i-duo}\n- {name: x8, profile: mlu370-x8}\n",
 		want:  map[string]string{"one-vnpu": "", "one-smlu": ""},
 		reasons: []string{
-			`request "vnpu" needs 1: class ascend-vnpu.accel-dra.dev matches 0 devices, 0 pass the request's selectors, 0 of those are free; 4 partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on duo`,
+			`request "vnpu" needs 1: class ascend-vnpu.accel-dra.dev matches 0 devices, 0 pass the request's selectors, 0 of those are free; 24 partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on duo`,
 			`request "smlu" needs 1: class cambricon-partition.accel-dra.dev matches 0 devices, 0 pass the request's selectors, 0 of those are free; 48 partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on x8`,
 		},
 	}, {
@@ -60,7 +60,7 @@ func TestPartitionClaimsFitOnlyWherePartitionsArePublished(t *testing.T) {
 		opts:  partitioned,
 		want:  map[string]string{"one-vnpu": "", "one-smlu": "x8"},
 		reasons: []string{
-			`class ascend-vnpu.accel-dra.dev matches 0 devices, 0 pass the request's selectors, 0 of those are free; 4 partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on whole`,
+			`class ascend-vnpu.accel-dra.dev matches 0 devices, 0 pass the request's selectors, 0 of those are free; 24 partition devices would pass if their chips were Partitioned (chipModes in the cluster file, the node agent's --chip-modes), on whole`,
 		},
 	}}
 	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "testdata/partition-claims.yaml"})

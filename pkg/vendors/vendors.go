@@ -91,6 +91,9 @@ type CDIEdits struct {
 	// VirtualEnv is set claim-wide in a claim whose devices are all
 	// virtual partitions (cdi.Claim.Virtual).
 	VirtualEnv map[string]string
+	// Env is set in every claim's containers, as the vendor's runtime
+	// sets it (Ascend's LD_LIBRARY_PATH); a claim's own variables win.
+	Env map[string]string
 	// Runtime, when set, is the vendor's container runtime, which acts on
 	// VisibleEnv where it is installed.
 	Runtime *Runtime

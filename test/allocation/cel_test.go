@@ -62,7 +62,7 @@ func TestDesignCELExamplesSelectExactlyTheExpectedChips(t *testing.T) {
 		{"model equals Ascend910B3", `device.attributes["accel-dra.dev"].model == "Ascend910B3"`,
 			append(devices("atlas-800t-a2", "npu", 8), devices("mixed-910b-mlu370", "npu", 4)...)},
 		{"memory at least 32Gi", `device.capacity["accel-dra.dev"].memory.compareTo(quantity("32Gi")) >= 0`,
-			append(append(append(devices("atlas-800-910a", "npu", 8), devices("atlas-800t-a2", "npu", 8)...), devices("mixed-910b-mlu370", "npu", 4)...), devices("mlu590", "mlu", 8)...)},
+			append(append(append(append(devices("atlas-300i-duo", "npu", 4), devices("atlas-800-910a", "npu", 8)...), devices("atlas-800t-a2", "npu", 8)...), devices("mixed-910b-mlu370", "npu", 4)...), devices("mlu590", "mlu", 8)...)},
 		{"vendor in huawei or cambricon", `device.attributes["accel-dra.dev"].vendor in ["huawei", "cambricon"]`, all},
 		{"PCIe-only MLU270", `device.attributes["accel-dra.dev"].linkType == "pcie" && device.attributes["accel-dra.dev"].family == "mlu"`,
 			devices("mlu270", "mlu", 4)},
@@ -88,7 +88,7 @@ func TestPartitionsAnswerTheSameCELAsTheirChips(t *testing.T) {
 		{"quarter sMLU instances in an MLU-Link group", `device.attributes["accel-dra.dev"].type == "smlu" && device.attributes["accel-dra.dev"].linkType == "mlulink" && device.attributes["cambricon.accel-dra.dev"].partitionTemplate.startsWith("25p.")`,
 			(8 + 8 + 4) * 4},
 		{"the partitions of one chip by parent", `device.attributes["accel-dra.dev"].type == "vnpu" && device.attributes["ascend.accel-dra.dev"].parentDevice == "npu-3" && device.attributes["accel-dra.dev"].model == "Ascend310P3"`,
-			7 + 3 + 1},
+			7 + 3 + 4 + 1 + 2 + 2 + 1},
 		{"no partition on PCIe-only MLU270", `device.attributes["accel-dra.dev"].model.startsWith("MLU270") && device.attributes["accel-dra.dev"].type != "chip"`, 0},
 	}
 	for _, tc := range tests {

@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -52,6 +53,8 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 		shared  []string
 		mounts  []string
 		visible string
+		// env are the vendor's own variables (vendors.CDIEdits.Env).
+		env map[string]string
 	}{
 		{
 			profile: "atlas-800t-a2", vendor: ascend.Vendor, prefix: "npu",
@@ -66,6 +69,7 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 				"/usr/local/dcmi <- /usr/local/dcmi " + ro,
 			},
 			visible: "ASCEND_VISIBLE_DEVICES",
+			env:     map[string]string{"LD_LIBRARY_PATH": ascend.LibraryPath},
 		},
 		{
 			profile: "mlu370-x8", vendor: cambricon.Vendor, prefix: "mlu",
@@ -108,6 +112,7 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 					"DRA_CLAIM_UID": string(c.UID),
 					"DRA_CLAIM":     "default/" + c.Name,
 				}
+				maps.Copy(wantEnv, v.env)
 				for i := 0; i < count; i++ {
 					chip := n.inv.ChipsOf(v.vendor)[i]
 					key := fmt.Sprintf("DRA_DEVICE_%s_%d", strings.ToUpper(v.prefix), i)

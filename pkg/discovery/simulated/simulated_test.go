@@ -44,7 +44,7 @@ func TestProfilesGiveTheTopologyOfTheRealServers(t *testing.T) {
 			[]string{"hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-1", "hccs-1", "hccs-1", "hccs-1"}},
 		{"atlas-800t-a2", ascend.Vendor, "Ascend910B3", 64 << 30, 20,
 			[]string{"hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0"}},
-		{"atlas-300i-duo", ascend.Vendor, "Ascend310P3", 24 << 30, 8,
+		{"atlas-300i-duo", ascend.Vendor, "Ascend310P3", 44280 << 20, 8,
 			[]string{"pcie-0", "pcie-1", "pcie-2", "pcie-3"}},
 		{"mlu370-x8", cambricon.Vendor, "MLU370-X8", 23308 << 20, 16,
 			[]string{"mlulink-0", "mlulink-0", "mlulink-1", "mlulink-1", "mlulink-2", "mlulink-2", "mlulink-3", "mlulink-3"}},

@@ -15,6 +15,17 @@ const (
 	// /dev/vdavinci<id>; with CDI the node is already in the spec, the
 	// variable tells CANN and tools in the container what they run on.
 	EnvRuntimeOptions = "ASCEND_RUNTIME_OPTIONS"
+	// EnvLibraryPath is LD_LIBRARY_PATH: the driver's user-space libraries
+	// live in lib64/common and lib64/driver beside lib64, and CANN finds
+	// them only through this path. Huawei's container recipes set it so
+	// (MindIE's non-root launch script
+	// "LD_LIBRARY_PATH=…:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver:",
+	// the MindSpeed-MM image guide's `-e LD_LIBRARY_PATH=…/lib64/driver:…/lib64/common`
+	// for a driver outside the image). CDI cannot append to an image's
+	// value, so a claim's own LD_LIBRARY_PATH (opaque config env) wins.
+	EnvLibraryPath = "LD_LIBRARY_PATH"
+	// LibraryPath is its value: the three driver directories.
+	LibraryPath = "/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver"
 )
 
 // CDI implements vendors.Vendor.
@@ -43,6 +54,7 @@ func (Ascend) CDI() vendors.CDIEdits {
 			"/etc/ascend_install.info",
 		},
 		VirtualEnv: map[string]string{EnvRuntimeOptions: "VIRTUAL"},
+		Env:        map[string]string{EnvLibraryPath: LibraryPath},
 		Runtime: &vendors.Runtime{
 			Name: "ascend-docker-runtime",
 			// Files whose presence on the node means ascend-docker-runtime is

@@ -45,6 +45,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 
 	"k8s.io/klog/v2"
 
@@ -59,8 +60,17 @@ import (
 const devPrefix = "davinci"
 
 // sharedNodes are the device files every container using Ascend chips needs,
-// in the order the simulated backend lists them.
-var sharedNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
+// in the order the simulated backend lists them. /dev/dvpp_cmdlist is the
+// media (DVPP) command-list device: Huawei's device plugin adds it to every
+// container where the node has it (its GenerateSharedNodes tests skip it
+// only when stat fails), an A3 kubelet checkpoint lists it beside
+// davinci_manager, hisi_hdc and devmm_svm, and Huawei's MindX RAG guide
+// has it added for DVPP preprocessing on an Atlas 800I A2.
+var sharedNodes = append(simulatedSharedNodes, "/dev/dvpp_cmdlist")
+
+// simulatedSharedNodes are the shared nodes of a simulated node: the three
+// every Ascend host has, so simulated specs and slices stay as they were.
+var simulatedSharedNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
 
 // Chip.Extra keys, published unqualified in the driver's domain (docs/architecture.md).
 const (
@@ -79,6 +89,9 @@ type Config struct {
 	Runner discovery.CommandRunner
 	// NpuSmi is the command name, default "npu-smi".
 	NpuSmi string
+	// Library is the path of libdcmi.so: "" looks in DefaultDCMILibraries
+	// under Root, vendors.LibraryNone uses npu-smi only.
+	Library string
 }
 
 // Backend discovers Ascend chips. It implements discovery.Backend.
@@ -86,13 +99,20 @@ type Backend struct {
 	root   string
 	runner discovery.CommandRunner
 	npuSmi string
+
+	mu     sync.Mutex
+	logged map[string]bool
+
+	libraryPath string
+	libOnce     sync.Once
+	lib         *dcmiLib
 }
 
 var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi, libraryPath: cfg.Library}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -108,12 +128,15 @@ func New(cfg Config) *Backend {
 // Name implements discovery.Backend.
 func (b *Backend) Name() string { return "ascend" }
 
-// found is one chip as npu-smi describes it across its three outputs.
+// found is one chip as npu-smi describes it across its three outputs, or
+// as DCMI describes it.
 type found struct {
 	info    ChipInfo
 	mapping ChipMapping
 	// index is the physical id, the N of /dev/davinciN.
 	index int
+	// dcmi is the chip as DCMI read it; nil when npu-smi did.
+	dcmi *dcmiChip
 }
 
 // Discover implements discovery.Backend. A node without any /dev/davinciN
@@ -131,15 +154,17 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		return inventory.Inventory{}, nil
 	}
 
-	infos, err := b.info(ctx)
-	if err != nil {
-		return inventory.Inventory{}, err
+	var (
+		infos    []ChipInfo
+		mappings []ChipMapping
+		topo     Topology
+		byLogic  map[int]*dcmiChip
+	)
+	if lib := b.library(ctx); lib != nil {
+		infos, mappings, topo, byLogic, err = b.readDCMI(ctx, lib)
+	} else {
+		infos, mappings, topo, err = b.readTool(ctx)
 	}
-	mappings, err := b.mapping(ctx)
-	if err != nil {
-		return inventory.Inventory{}, err
-	}
-	topo, err := b.topo(ctx)
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
@@ -151,6 +176,9 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	chips, err := b.combine(infos, mappings, topo)
 	if err != nil {
 		return inventory.Inventory{}, err
+	}
+	for i := range chips {
+		chips[i].dcmi = byLogic[chips[i].mapping.LogicID]
 	}
 	listed := map[int]bool{}
 	for _, c := range chips {
@@ -169,11 +197,21 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	}
 	inv := inventory.Inventory{}
 	for _, c := range chips {
-		chip, err := b.chip(ctx, c, groups, version, busUsers[c.info.BusID] > 1)
+		chip, err := b.chip(ctx, c, groups, version, topo.Source, busUsers[c.info.BusID] > 1)
 		if err != nil {
 			return inventory.Inventory{}, err
 		}
 		inv.Chips = append(inv.Chips, chip)
+	}
+	off, err := b.partitionMode(ctx, inv.Chips)
+	if err != nil {
+		return inventory.Inventory{}, err
+	}
+	for i := range inv.Chips {
+		if _, ok := vnpuModels[inv.Chips[i].Model]; ok {
+			inv.Chips[i].PartitionModeOff = off
+			inv.Chips[i].Sources[SourcePartitionMode] = b.command("info", "-t", "vnpu-mode")
+		}
 	}
 	var shared []string
 	for _, n := range sharedNodes {
@@ -254,7 +292,7 @@ func (f found) topoLabel(t Topology) string {
 	return fmt.Sprintf("NPU%d", f.mapping.LogicID)
 }
 
-func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, version string, sharedBus bool) (inventory.Chip, error) {
+func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, version, topoSource string, sharedBus bool) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
 	info := c.info
 	dev := pci.Device{}
@@ -287,21 +325,28 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
 	}
 	if info.Health != HealthOK {
-		message := "npu-smi reports health " + info.Health
+		message := c.reader() + " reports health " + info.Health
 		if len(faults) == 0 {
 			// Only the first fault's message is kept (MarkUnhealthy): ask
 			// for the codes only when they are what the message says.
 			var err error
-			if message, err = b.healthMessage(ctx, info); err != nil {
+			if message, err = b.healthMessage(ctx, c); err != nil {
 				return inventory.Chip{}, err
 			}
 		}
-		logger.Info("The npu-smi tool reports an unhealthy Ascend chip", "npu", info.NPU, "chip", info.Chip, "health", info.Health, "message", message)
+		msg := "The npu-smi tool reports an unhealthy Ascend chip"
+		if c.dcmi != nil {
+			msg = "DCMI reports an unhealthy Ascend chip"
+		}
+		logger.Info(msg, "npu", info.NPU, "chip", info.Chip, "health", info.Health, "message", message)
 		faults = append(faults, fault{inventory.ReasonToolHealth(info.Health), message})
 	}
 
-	cores, known := aiCoresPerChip[info.Name]
-	if !known {
+	cores, coresSource, err := b.aiCores(ctx, info)
+	if err != nil {
+		return inventory.Chip{}, err
+	}
+	if coresSource == "" {
 		logger.Info("No AI core count known for this Ascend chip, publishing none", "chipName", info.Name, "device", node)
 	}
 
@@ -340,6 +385,17 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 	if g, ok := groups[c.index]; ok {
 		chip.LinkType, chip.LinkGroup = inventory.LinkHCCS, g
 	}
+	if c.dcmi != nil {
+		chip.Sources = b.dcmiSources(c, coresSource, version != "", topoSource)
+		if ip, err := b.lib.deviceIP(*c.dcmi); err != nil {
+			logger.Info("Cannot read the RoCE address of an Ascend chip, publishing none", "device", node, "err", err)
+		} else if ip != "" {
+			chip.DeviceIP = ip
+			chip.Sources[SourceDeviceIP] = b.libName() + " dcmi_get_device_ip"
+		}
+	} else {
+		chip.Sources = b.toolSources(coresSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK)
+	}
 	return chip, nil
 }
 
@@ -367,7 +423,11 @@ func linkGroups(chips []found, topo Topology) map[int]string {
 // queries every poll makes. A chip whose codes cannot be read stays
 // unhealthy with the table's health and the reason they could not be read;
 // only a cancelled or expired poll fails.
-func (b *Backend) healthMessage(ctx context.Context, info ChipInfo) (string, error) {
+func (b *Backend) healthMessage(ctx context.Context, c found) (string, error) {
+	info := c.info
+	if c.dcmi != nil {
+		return b.dcmiHealthMessage(ctx, c)
+	}
 	message := "npu-smi reports health " + info.Health
 	h, err := discovery.Query(ctx, b.runner, fmt.Sprintf("reading the error codes of NPU %d chip %d", info.NPU, info.Chip),
 		ParseHealth, b.npuSmi, "info", "-t", "health", "-i", strconv.Itoa(info.NPU), "-c", strconv.Itoa(info.Chip))
@@ -386,6 +446,23 @@ func (b *Backend) healthMessage(ctx context.Context, info ChipInfo) (string, err
 	return message + h.Describe(), nil
 }
 
+// readTool reads the chips from npu-smi's three queries.
+func (b *Backend) readTool(ctx context.Context) ([]ChipInfo, []ChipMapping, Topology, error) {
+	infos, err := b.info(ctx)
+	if err != nil {
+		return nil, nil, Topology{}, err
+	}
+	mappings, err := b.mapping(ctx)
+	if err != nil {
+		return nil, nil, Topology{}, err
+	}
+	topo, err := b.topo(ctx)
+	if err != nil {
+		return nil, nil, Topology{}, err
+	}
+	return infos, mappings, topo, nil
+}
+
 func (b *Backend) info(ctx context.Context) ([]ChipInfo, error) {
 	return discovery.Query(ctx, b.runner, "listing Ascend chips", ParseInfo, b.npuSmi, "info")
 }
@@ -402,6 +479,10 @@ func (b *Backend) topo(ctx context.Context) (Topology, error) {
 	if !t.Supported {
 		klog.FromContext(ctx).Info("npu-smi cannot report the topology of these chips, treating every chip as PCIe-only")
 	}
+	for _, skipped := range t.Skipped {
+		b.logOnce(ctx, skipped, "Skipping what the topology matrix has beyond the NPUs", "skipped", skipped)
+	}
+	t.Source = b.command("info", "-t", "topo")
 	return t, nil
 }
 
@@ -423,6 +504,74 @@ func (b *Backend) driverVersion(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("reading the Ascend driver version: %w", err)
 	}
 	return v, nil
+}
+
+// logOnce logs msg the first time key is seen by this backend, so what
+// every poll meets again (a NIC row of the topology matrix) is said once.
+func (b *Backend) logOnce(ctx context.Context, key, msg string, kv ...any) {
+	b.mu.Lock()
+	if b.logged == nil {
+		b.logged = map[string]bool{}
+	}
+	seen := b.logged[key]
+	b.logged[key] = true
+	b.mu.Unlock()
+	if !seen {
+		klog.FromContext(ctx).Info(msg, kv...)
+	}
+}
+
+// partitionMode reads the node's vNPU mode when a chip could be offered as
+// vNPUs and returns why it is off ("" when on). A mode that cannot be read
+// (an npu-smi without the query) is off with the reason; only a cancelled
+// poll fails.
+func (b *Backend) partitionMode(ctx context.Context, chips []inventory.Chip) (string, error) {
+	partitionable := false
+	for _, c := range chips {
+		if _, ok := vnpuModels[c.Model]; ok {
+			partitionable = true
+		}
+	}
+	if !partitionable {
+		return "", nil
+	}
+	src := b.command("info", "-t", "vnpu-mode")
+	mode, err := discovery.Query(ctx, b.runner, "reading the vNPU mode", ParseVNPUMode, b.npuSmi, "info", "-t", "vnpu-mode")
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
+		return "cannot read the vNPU mode: " + err.Error(), nil
+	}
+	return vnpuModeOff(mode, src), nil
+}
+
+// aiCores returns the AI core count of a chip: from the table by its name,
+// or, for a name that does not tell it (the A3 die), from `npu-smi info -t
+// common`. The second result names what read it ("" when unknown).
+func (b *Backend) aiCores(ctx context.Context, info ChipInfo) (int, string, error) {
+	if info.AICores > 0 {
+		return info.AICores, b.libName() + " dcmi_get_device_chip_info", nil
+	}
+	cores, known := aiCoresPerChip[info.Name]
+	table := "chip name " + info.Name + " (built-in table)"
+	if !ambiguousCores[info.Name] {
+		if !known {
+			return 0, "", nil
+		}
+		return cores, table, nil
+	}
+	args := []string{"info", "-t", "common", "-i", strconv.Itoa(info.NPU), "-c", strconv.Itoa(info.Chip)}
+	n, err := discovery.Query(ctx, b.runner, fmt.Sprintf("reading the AI core count of NPU %d chip %d", info.NPU, info.Chip), ParseAICoreCount, b.npuSmi, args...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, "", err
+		}
+		b.logOnce(ctx, "cores:"+info.Name, "Cannot read the AI core count of this chip, publishing the usual count of its name",
+			"chipName", info.Name, "cores", cores, "err", err)
+		return cores, table, nil
+	}
+	return n, b.command(args...), nil
 }
 
 func (b *Backend) command(args ...string) string { return discovery.CommandLine(b.npuSmi, args...) }

@@ -52,13 +52,26 @@ func expectChips(chipName string, memory int64, cores int, driver string, slots 
 				ExtraChipName: inventory.StringValue(chipName),
 				ExtraLogicID:  inventory.IntValue(int64(i)),
 			},
+			Sources: toolSourcesWant(chipName),
 		})
 	}
 	return out
 }
 
+// toolSourcesWant is what npu-smi discovery says read each fact of a
+// healthy, partitionable fixture chip.
+func toolSourcesWant(chipName string) map[string]string {
+	return map[string]string{
+		SourceChips: cmdInfo, SourceModel: cmdInfo, SourceMemory: cmdInfo, SourceHealth: cmdInfo,
+		SourceLogicID: cmdMap, SourceLinks: cmdTopo, SourcePCI: "sysfs",
+		SourceCores:         "chip name " + chipName + " (built-in table)",
+		SourceDriverVersion: "/usr/local/Ascend/driver/version.info",
+		SourcePartitionMode: cmdVNPUMode,
+	}
+}
+
 var allSharedNodes = map[inventory.Vendor][]string{
-	Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"},
+	Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/dvpp_cmdlist"},
 }
 
 func TestDiscoverReadsEveryFactOfEachFixtureNode(t *testing.T) {
@@ -90,12 +103,21 @@ func TestDiscoverReadsEveryFactOfEachFixtureNode(t *testing.T) {
 			}, func(int) (inventory.LinkType, string) { return inventory.LinkHCCS, "hccs-0" }),
 		},
 		{
-			name: "two Atlas 300I Duo cards give four PCIe-only 310P3 chips",
+			// Both chips of a card show the card's bus id, with 44280 and
+			// 43693 MB (nvtop issue #421).
+			name: "two Atlas 300I Duo cards give four PCIe-only 310P3 chips, two per PCI function",
 			node: "atlas-300i-duo",
-			want: expectChips("310P3", 21527*mib, 8, "23.0.3", []pciSlot{
-				{"0000:01:00.0", "pci0000:00", 0}, {"0000:02:00.0", "pci0000:00", 0},
-				{"0000:81:00.0", "pci0000:80", 2}, {"0000:82:00.0", "pci0000:80", 2},
-			}, func(i int) (inventory.LinkType, string) { return inventory.LinkPCIe, fmt.Sprintf("pcie-%d", i) }),
+			want: func() []inventory.Chip {
+				chips := expectChips("310P3", 0, 8, "23.0.3", []pciSlot{
+					{"0000:01:00.0", "pci0000:00", 0}, {"0000:01:00.0", "pci0000:00", 0},
+					{"0000:81:00.0", "pci0000:80", 2}, {"0000:81:00.0", "pci0000:80", 2},
+				}, func(i int) (inventory.LinkType, string) { return inventory.LinkPCIe, fmt.Sprintf("pcie-%d", i) })
+				for i := range chips {
+					chips[i].UUID = fmt.Sprintf("%s-chip%d", chips[i].UUID, i%2)
+					chips[i].MemoryBytes = []int64{44280, 43693}[i%2] * mib
+				}
+				return chips
+			}(),
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,7 +207,7 @@ func TestDiscoverAsksNpuSmiForTheErrorCodesOfUnhealthyChipsOnly(t *testing.T) {
 	root, recorded := fixture("atlas-800t-a2")
 	noDev1 := discoverytest.CopyTree(t, root)
 	require.NoError(t, os.Remove(filepath.Join(noDev1, "dev", "davinci1")))
-	base := []string{cmdInfo, cmdMap, cmdTopo}
+	base := []string{cmdInfo, cmdMap, cmdTopo, cmdVNPUMode}
 	for _, tc := range []struct {
 		name   string
 		root   string
@@ -193,9 +215,9 @@ func TestDiscoverAsksNpuSmiForTheErrorCodesOfUnhealthyChipsOnly(t *testing.T) {
 		want   []string
 		reason string // of chip 1
 	}{
-		{name: "a healthy node runs the three queries of every poll", root: root, runner: recorded, want: base},
+		{name: "a healthy node runs the four queries of every poll", root: root, runner: recorded, want: base},
 		{name: "one alarming chip adds one query, for that chip", root: root, runner: alarmOn(t, "atlas-800t-a2", "Alarm"),
-			want: append(append([]string{}, base...), cmdHealth(1, 0)), reason: "HealthAlarm"},
+			want: []string{cmdInfo, cmdMap, cmdTopo, cmdHealth(1, 0), cmdVNPUMode}, reason: "HealthAlarm"},
 		{name: "an alarming chip without device file is reported for that, without asking", root: noDev1,
 			runner: alarmOn(t, "atlas-800t-a2", "Alarm"), want: base, reason: inventory.ReasonDeviceFileMissing},
 	} {
@@ -348,20 +370,22 @@ func TestDiscoverReportsAChipMissingFromSysfsUnhealthy(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	src, runner := fixture("atlas-300i-duo")
 	root := discoverytest.CopyTree(t, src)
-	require.NoError(t, os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", "0000:82:00.0")))
+	require.NoError(t, os.Remove(filepath.Join(root, "sys", "bus", "pci", "devices", "0000:81:00.0")))
 
 	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
-	require.NoError(t, err, "one chip off the bus must not stop the others from being served")
+	require.NoError(t, err, "one card off the bus must not stop the others from being served")
 	var gone []inventory.Chip
 	for _, c := range inv.Chips {
 		if !c.Healthy {
 			gone = append(gone, c)
 		}
 	}
-	require.Len(t, gone, 1)
-	require.Equal(t, inventory.ReasonPCIDeviceMissing, gone[0].HealthReason)
-	require.Equal(t, "PCI function 0000:82:00.0 is gone from sysfs", gone[0].HealthMessage)
-	require.Equal(t, "0000:82:00.0", gone[0].PCIBusID, "the chip keeps its PCI address")
+	require.Len(t, gone, 2, "both chips of the card share its PCI function")
+	for _, c := range gone {
+		require.Equal(t, inventory.ReasonPCIDeviceMissing, c.HealthReason)
+		require.Equal(t, "PCI function 0000:81:00.0 is gone from sysfs", c.HealthMessage)
+		require.Equal(t, "0000:81:00.0", c.PCIBusID, "the chip keeps its PCI address")
+	}
 }
 
 func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
@@ -383,11 +407,13 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			message: `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB`,
 		},
 		{
-			name: "an unknown link code in npu-smi info -t topo",
+			name: "a topology row cut short in npu-smi info -t topo",
 			node: "atlas-800-910a", cmd: cmdTopo,
-			edit:    func(t *testing.T, s string) string { return discoverytest.ReplaceOnce(t, s, "PIX", "NV1") },
+			edit: func(t *testing.T, s string) string {
+				return discoverytest.ReplaceOnce(t, s, "PIX        SYS        SYS        PHB        0-23", "0-23")
+			},
 			line:    2,
-			message: `parsing npu-smi info -t topo: line 2: NPU0→NPU4: unknown connection code "NV1"`,
+			message: `parsing npu-smi info -t topo: line 2: row NPU0 has 5 entries, the header has 8 columns`,
 		},
 		{
 			name: "a mapping row referencing an NPU the table does not list",
@@ -518,7 +544,8 @@ func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup)
 	}
 	require.Equal(t, [][3]int64{{4, 3, 1}, {5, 2, 1}, {6, 1, 1}, {7, 0, 1}}, got, "index, logic id, device nodes")
-	require.Equal(t, "0000:82:00.0", inv.Chips[0].PCIBusID, "physical id 4 is NPU 2 chip 1")
+	require.Equal(t, "0000:81:00.0", inv.Chips[0].PCIBusID, "physical id 4 is NPU 2 chip 1")
+	require.Equal(t, "ascend-0000:81:00.0-chip1", inv.Chips[0].UUID, "physical id 4 is NPU 2 chip 1")
 }
 
 func TestDiscoverTakesThePhysicalIDFromTheMappingWhenTheTableHasNone(t *testing.T) {
@@ -603,12 +630,15 @@ func TestDiscoverNumbersHCCSGroupsByTheirLowestChip(t *testing.T) {
 }
 
 func TestDiscoverGivesChipsThatShareABusIDDistinctUUIDs(t *testing.T) {
-	// Some npu-smi versions print the card's address for both chips of an
-	// Atlas 300I Duo (nvtop issue #421).
+	// npu-smi prints the card's address for both chips of an Atlas 300I
+	// Duo (nvtop issue #421); a card whose chips have functions of their
+	// own keeps plain UUIDs.
 	_, ctx := ktesting.NewTestContext(t)
-	root, _ := fixture("atlas-300i-duo")
+	src, _ := fixture("atlas-300i-duo")
+	root := discoverytest.CopyTree(t, src)
+	require.NoError(t, os.Symlink("../../../devices/pci0000:80/0000:81:00.0", filepath.Join(root, "sys", "bus", "pci", "devices", "0000:82:00.0")))
 	runner := recordings(t, "atlas-300i-duo")
-	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "0000:02:00.0", "0000:01:00.0")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| 1       3                     | 0000:81:00.0", "| 1       3                     | 0000:82:00.0")
 	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 	require.NoError(t, err)
 	var uuids []string
@@ -655,8 +685,9 @@ func TestDiscoverPublishesOnlyTheSharedDeviceNodesThatExist(t *testing.T) {
 		remove []string
 		want   map[inventory.Vendor][]string
 	}{
-		{name: "without hisi_hdc", remove: []string{"hisi_hdc"}, want: map[inventory.Vendor][]string{Vendor: {"/dev/davinci_manager", "/dev/devmm_svm"}}},
-		{name: "without any", remove: []string{"davinci_manager", "devmm_svm", "hisi_hdc"}},
+		{name: "without hisi_hdc", remove: []string{"hisi_hdc"}, want: map[inventory.Vendor][]string{Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/dvpp_cmdlist"}}},
+		{name: "without dvpp_cmdlist", remove: []string{"dvpp_cmdlist"}, want: map[inventory.Vendor][]string{Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}}},
+		{name: "without any", remove: []string{"davinci_manager", "devmm_svm", "hisi_hdc", "dvpp_cmdlist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)

@@ -26,6 +26,8 @@ const (
 	cmdInfo = "npu-smi info"
 	cmdMap  = "npu-smi info -m"
 	cmdTopo = "npu-smi info -t topo"
+	// cmdVNPUMode reads whether the node is in vNPU docker mode.
+	cmdVNPUMode = "npu-smi info -t vnpu-mode"
 )
 
 // recordings returns a node's three recorded npu-smi outputs as a MapRunner,
@@ -33,9 +35,10 @@ const (
 func recordings(t *testing.T, node string) discoverytest.MapRunner {
 	t.Helper()
 	return discoverytest.MapRunner{
-		cmdInfo: readRecording(t, node, "info"),
-		cmdMap:  readRecording(t, node, "info", "-m"),
-		cmdTopo: readRecording(t, node, "info", "-t", "topo"),
+		cmdInfo:     readRecording(t, node, "info"),
+		cmdMap:      readRecording(t, node, "info", "-m"),
+		cmdTopo:     readRecording(t, node, "info", "-t", "topo"),
+		cmdVNPUMode: readRecording(t, node, "info", "-t", "vnpu-mode"),
 	}
 }
 

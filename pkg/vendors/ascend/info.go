@@ -59,6 +59,9 @@ type ChipInfo struct {
 	// not zero, else the Memory-Usage total; HBM tells which.
 	MemoryMB int64
 	HBM      bool
+	// AICores is the chip's AI core count where the source says it
+	// (DCMI's aicore_cnt); 0 from npu-smi's table, which never does.
+	AICores int
 	// Line is the 1-based line of the chip's NPU row, for messages.
 	Line int
 }
@@ -355,3 +358,24 @@ func parseUsage(cell string, hasHBM bool) (memTotal, hbmTotal int64, err error) 
 	}
 	return memTotal, hbmTotal, nil
 }
+
+// ParseAICoreCount reads "Aicore Count : N" from `npu-smi info -t common
+// -i <NPU> -c <Chip>` (the MindCluster FaultDiag guide's example prints
+// "Aicore Count : 30" for a 910). Only chips whose name does not tell their
+// core count (the A3 die, ambiguousCores) are asked.
+func ParseAICoreCount(source string, data []byte) (int, error) {
+	for l := range keyValueLines(data, ":") {
+		if !l.HasSep || !strings.EqualFold(l.Key, "Aicore Count") {
+			continue
+		}
+		n, err := strconv.Atoi(l.Value)
+		if err != nil || n <= 0 {
+			return 0, &discovery.ParseError{Source: source, Line: l.No, Text: l.Text, Msg: "the AI core count is not a positive number"}
+		}
+		return n, nil
+	}
+	return 0, &discovery.ParseError{Source: source, Msg: `no "Aicore Count" line in the output`}
+}
+
+// Healthy tells whether the chip's health is OK.
+func (c ChipInfo) Healthy() bool { return c.Health == HealthOK }

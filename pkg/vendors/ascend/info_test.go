@@ -24,10 +24,12 @@ func TestParseInfoReadsTheInferenceCardLayoutWithDeviceColumnAndNoHBM(t *testing
 	chips, err := ParseInfo(cmdInfo, []byte(readRecording(t, "atlas-300i-duo", "info")))
 	require.NoError(t, err)
 	require.Equal(t, []ChipInfo{
-		{NPU: 1, Chip: 0, PhysicalID: 0, Name: "310P3", Health: HealthOK, BusID: "0000:01:00.0", MemoryMB: 21527, Line: 7},
-		{NPU: 1, Chip: 1, PhysicalID: 1, Name: "310P3", Health: HealthOK, BusID: "0000:02:00.0", MemoryMB: 21527, Line: 10},
-		{NPU: 2, Chip: 0, PhysicalID: 2, Name: "310P3", Health: HealthOK, BusID: "0000:81:00.0", MemoryMB: 21527, Line: 13},
-		{NPU: 2, Chip: 1, PhysicalID: 3, Name: "310P3", Health: HealthOK, BusID: "0000:82:00.0", MemoryMB: 21527, Line: 16},
+		// Both chips of a card at the card's bus id, 44280 and 43693 MB:
+		// nvtop issue #421 (one Atlas 300I Duo, npu-smi 25.2.0).
+		{NPU: 1, Chip: 0, PhysicalID: 0, Name: "310P3", Health: HealthOK, BusID: "0000:01:00.0", MemoryMB: 44280, Line: 7},
+		{NPU: 1, Chip: 1, PhysicalID: 1, Name: "310P3", Health: HealthOK, BusID: "0000:01:00.0", MemoryMB: 43693, Line: 10},
+		{NPU: 2, Chip: 0, PhysicalID: 2, Name: "310P3", Health: HealthOK, BusID: "0000:81:00.0", MemoryMB: 44280, Line: 13},
+		{NPU: 2, Chip: 1, PhysicalID: 3, Name: "310P3", Health: HealthOK, BusID: "0000:81:00.0", MemoryMB: 43693, Line: 16},
 	}, chips)
 }
 

@@ -16,8 +16,14 @@ import "strings"
 // prints the enabled count as "Aicore Count : 30" on a 32 GB HBM 910 (the
 // MindCluster FaultDiag guide's example). A chip name missing here gets 0
 // cores (unknown) and a warning rather than a guess.
+//
+// 910B1 has 25 AI cores (issue 15). The A3 die prints "Ascend910" whether
+// it has 20 or 24 AI cores (issue 15): the table's 20 is only a default; the backend asks `npu-smi info
+// -t common` ("Aicore Count") or DCMI (dcmi_chip_info.aicore_cnt) for the
+// real count of such a chip (ambiguousCores).
 var aiCoresPerChip = map[string]int{
 	"910A":      30,
+	"910B1":     25,
 	"910B2":     24,
 	"910B3":     20,
 	"910B4":     20,
@@ -36,3 +42,7 @@ func modelName(chipName string) string {
 	}
 	return "Ascend" + chipName
 }
+
+// ambiguousCores are the chip names whose AI core count the name does not
+// tell (the A3 die, 20 or 24): discovery reads the count per chip.
+var ambiguousCores = map[string]bool{"Ascend910": true}

@@ -118,6 +118,10 @@ func ParseVNPUInfo(source string, data []byte) ([]VNPU, error) {
 
 // parseSetResult checks the "Status : OK" of an `npu-smi set` command.
 func parseSetResult(source string, data []byte) (string, error) {
+	if strings.Contains(strings.ToLower(string(data)), notDockerMode) {
+		// npu-smi exits 0 here: the node is not in vNPU docker mode.
+		return "", fmt.Errorf("%s: %s", source, strings.TrimSpace(string(data)))
+	}
 	status, message := "", ""
 	for _, raw := range strings.Split(string(data), "\n") {
 		k, v, ok := strings.Cut(raw, ":")
@@ -140,13 +144,20 @@ func parseSetResult(source string, data []byte) (string, error) {
 	return message, nil
 }
 
-// PartitionTool implements partitions.Tool for Ascend vNPUs.
+// PartitionTool implements partitions.Tool for Ascend vNPUs: through
+// DCMI where it has the library (NewLibraryPartitionTool), otherwise with
+// npu-smi through Runner.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
 
 	mu      sync.Mutex
 	mapping map[int]ChipMapping // by logic id
+	// dcmi is the loaded libdcmi.so; nil: npu-smi.
+	dcmi *dcmiLib
 }
+
+// library returns the DCMI library the tool uses, nil for npu-smi.
+func (a *PartitionTool) library() *dcmiLib { return a.dcmi }
 
 // address returns the NPU ID and Chip ID of a chip, from `npu-smi info -m`
 // (read once) by the chip's logic id.
@@ -176,6 +187,9 @@ func (a *PartitionTool) address(ctx context.Context, c inventory.Chip) (int, int
 
 // List implements partitions.Tool.
 func (a *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partitions.Instance, error) {
+	if lib := a.library(); lib != nil {
+		return a.listDCMI(lib, c)
+	}
 	npu, chip, err := a.address(ctx, c)
 	if err != nil {
 		return nil, err
@@ -211,10 +225,6 @@ func (a *PartitionTool) Create(ctx context.Context, c inventory.Chip, t partitio
 	if t.Type != partitions.TypeVNPU {
 		return partitions.Instance{}, fmt.Errorf("creating a vNPU on chip %d: template %s is a %s template", c.Index, t.Name, t.Type)
 	}
-	npu, chip, err := a.address(ctx, c)
-	if err != nil {
-		return partitions.Instance{}, err
-	}
 	existing, err := a.List(ctx, c)
 	if err != nil {
 		return partitions.Instance{}, err
@@ -234,6 +244,13 @@ func (a *PartitionTool) Create(ctx context.Context, c inventory.Chip, t partitio
 	if id < 0 {
 		return partitions.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d: all %d vNPU ids from %d are in use", t.Name, c.Index, size, first)
 	}
+	if lib := a.library(); lib != nil {
+		return a.createDCMI(ctx, lib, c, t, id)
+	}
+	npu, chip, err := a.address(ctx, c)
+	if err != nil {
+		return partitions.Instance{}, err
+	}
 	args := []string{"set", "-t", "create-vnpu", "-i", strconv.Itoa(npu), "-c", strconv.Itoa(chip), "-f", t.Name, "-v", strconv.Itoa(id)}
 	if _, err := discovery.Query(ctx, a.Runner, fmt.Sprintf("creating a %s vNPU on chip %d", t.Name, c.Index), parseSetResult, NpuSmi, args...); err != nil {
 		return partitions.Instance{}, err
@@ -244,16 +261,26 @@ func (a *PartitionTool) Create(ctx context.Context, c inventory.Chip, t partitio
 
 // Destroy implements partitions.Tool.
 func (a *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst partitions.Instance) error {
-	npu, chip, err := a.address(ctx, c)
-	if err != nil {
-		return err
-	}
 	existing, err := a.List(ctx, c)
 	if err != nil {
 		return err
 	}
 	if _, ok := partitions.Find(existing, inst.ID); !ok {
 		return nil
+	}
+	if lib := a.library(); lib != nil {
+		card, dev, err := a.dcmiAddress(lib, c)
+		if err != nil {
+			return err
+		}
+		if err := lib.destroyVNPU(card, dev, inst.ID); err != nil {
+			return fmt.Errorf("destroying vNPU %d on chip %d through DCMI: %w", inst.ID, c.Index, err)
+		}
+		return nil
+	}
+	npu, chip, err := a.address(ctx, c)
+	if err != nil {
+		return err
 	}
 	_, err = discovery.Query(ctx, a.Runner, fmt.Sprintf("destroying vNPU %d on chip %d", inst.ID, c.Index), parseSetResult,
 		NpuSmi, "set", "-t", "destroy-vnpu", "-i", strconv.Itoa(npu), "-c", strconv.Itoa(chip), "-v", strconv.Itoa(inst.ID))

@@ -31,18 +31,35 @@ func vnpu(name string, cores, memoryMiB, aicpus int64) partitions.Template {
 //   - 910A: vir02/vir04/vir08/vir16, "vir" + AI cores; a 30-core 910 holds
 //     at most 15 instances, e.g. vir16+vir08+vir04+vir02 (cpaug_007). HAMi
 //     sizes the HBM of each template in proportion to its cores (2184 MiB
-//     per 2 cores of 32768 MiB / 30); the templates take no AI CPUs.
+//     per 2 cores of 32768 MiB / 30). The templates do take AI CPUs: vir02
+//     1, vir04 1, vir08 3, vir16 7, as Huawei's Volcano plugin charges them
+//     (ascend-for-volcano vnpu templates, quoted in issue 15). The chip's
+//     AI CPU total is not published; 15 is assumed, the least that lets
+//     the documented 15 instances (15 × vir02, 1 AI CPU each) exist.
+//   - 910B2: vir03_1c_8g, vir06_1c_16g, vir12_3c_32g on a 24-core, 64 GiB
+//     chip with 6 AI CPUs (HAMi's Ascend device config, chipName 910B2:
+//     aiCore 24, aiCPU 6, templates 8192/3/1, 16384/6/1, 32768/12/3).
 //   - 910B3 / 910B4: vir05_1c_16g, vir10_3c_32g / vir05_1c_8g,
 //     vir10_3c_16g ("vir<cores>_<AI CPUs>c_<HBM>g"); npu-smi info -t
 //     template-info on an Atlas 800T A2 prints vir10_3c_16g as 10 AI cores,
 //     16 GB, 3 AI CPUs and vir05_1c_8g as 5, 8 GB, 1; the chip has 7 AI
 //     CPUs (info-vnpu "AICPU 1/7" left after two vir10_3c_16g).
+//   - 310P3 also has vir02_1c (2 AI cores, 1 AI CPU), vir04_3c (4, 3),
+//     vir04_3c_ndvpp (4, 3, no DVPP) and vir04_4c_dvpp (4, 4, all of the
+//     chip's DVPP): the 310P templates listed in issue 15 (Huawei's AVI
+//     guide), spelled as the "DCMI vNPU template names shared by
+//     device-plugin and DRA" constants of Huawei's Go code (Vir02C1
+//     "vir02_1c", Vir04C3, Vir04C3Ndvpp, Vir04C4Dvpp). Their HBM is
+//     the same per core as vir02 and vir04 (HAMi's 6144 and 12288 MiB).
 //
 // vNPU ids of one chip lie in [phy_id*16+100, phy_id*16+115] (npu-smi
 // create-vnpu -v), 16 ids; the 310P range is 8 ids.
 var vnpuModels = map[string]partitions.Model{
-	"Ascend910A": {MaxInstances: 16, Templates: []partitions.Template{
-		vnpu("vir02", 2, 2184, 0), vnpu("vir04", 4, 4369, 0), vnpu("vir08", 8, 8738, 0), vnpu("vir16", 16, 17476, 0),
+	"Ascend910A": {AICPUs: 15, MaxInstances: 16, Templates: []partitions.Template{
+		vnpu("vir02", 2, 2184, 1), vnpu("vir04", 4, 4369, 1), vnpu("vir08", 8, 8738, 3), vnpu("vir16", 16, 17476, 7),
+	}},
+	"Ascend910B2": {AICPUs: 6, MaxInstances: 16, Templates: []partitions.Template{
+		vnpu("vir03_1c_8g", 3, 8192, 1), vnpu("vir06_1c_16g", 6, 16384, 1), vnpu("vir12_3c_32g", 12, 32768, 3),
 	}},
 	"Ascend910B3": {AICPUs: 7, MaxInstances: 16, Templates: []partitions.Template{
 		vnpu("vir05_1c_16g", 5, 16384, 1), vnpu("vir10_3c_32g", 10, 32768, 3),
@@ -51,7 +68,9 @@ var vnpuModels = map[string]partitions.Model{
 		vnpu("vir05_1c_8g", 5, 8192, 1), vnpu("vir10_3c_16g", 10, 16384, 3),
 	}},
 	"Ascend310P3": {AICPUs: 7, MaxInstances: 8, Templates: []partitions.Template{
-		vnpu("vir01", 1, 3072, 1), vnpu("vir02", 2, 6144, 2), vnpu("vir04", 4, 12288, 4),
+		vnpu("vir01", 1, 3072, 1), vnpu("vir02", 2, 6144, 2), vnpu("vir02_1c", 2, 6144, 1),
+		vnpu("vir04", 4, 12288, 4), vnpu("vir04_3c", 4, 12288, 3), vnpu("vir04_3c_ndvpp", 4, 12288, 3),
+		vnpu("vir04_4c_dvpp", 4, 12288, 4),
 	}},
 }
 

@@ -25,10 +25,21 @@ package ascend
 // dump); the same codes as ACL_RT_DEVS_TOPOLOGY_{HCCS,PIX,PHB,SYS,SIO,HCCS_SW}
 // of aclrtGetDevicesTopo in the CANN API reference.
 //
-// Row and column labels NPU<k> count chips by logic id: vllm-ascend's
+// Row and column labels NPU<k>
+// count chips by logic id: vllm-ascend's
 // cpu_binding (parse_topo_affinity) reads the k-th NPU row as the chip with
 // logic id k, on A2 and 310P servers alike. Phy-ID<k> labels name physical
 // ids.
+//
+// Newer npu-smi releases add the node's RoCE NICs to the matrix: NIC0…NIC3
+// columns after the NPU columns and NIC<N> rows after the NPU rows, and the
+// code UB (DCMI_TOPO_TYPE_UB, "通过UB总线连接", the DCMI reference's
+// dcmi_get_topo_info_by_device_id) on chips with a unified bus. Anything
+// this parser does not know — a column or row that names no chip, a code
+// not in the legend above — is skipped and listed in Topology.Skipped,
+// which the backend logs; it never fails discovery. Only output whose
+// chip matrix itself is broken (no header, a chip row missing or too
+// short) is an error.
 
 import (
 	"fmt"
@@ -55,13 +66,19 @@ type Topology struct {
 	Codes map[int]map[int]string
 	// CPUAffinity is the CPU list printed at the end of a chip's row.
 	CPUAffinity map[int]string
+	// Source names what read the matrix, for inventory.Chip.Sources.
+	Source string
+	// Skipped lists what the parser left out (a NIC column or row, an
+	// unknown code), one entry each, for the backend to log.
+	Skipped []string
 }
 
 var (
 	topoLabel = regexp.MustCompile(`^(NPU|Phy-ID)(\d+)$`)
+	cpuList   = regexp.MustCompile(`^\d[\d,-]*$`)
 	topoCodes = map[string]bool{
 		"X": true, "HCCS": true, "HCCS_SW": true, "SIO": true,
-		"PIX": true, "PXB": true, "PHB": true, "SYS": true, "NA": true,
+		"PIX": true, "PXB": true, "PHB": true, "SYS": true, "NA": true, "UB": true,
 	}
 )
 
@@ -77,13 +94,19 @@ func (t Topology) HCCS(a, b int) bool {
 }
 
 // ParseTopo parses the output of `npu-smi info -t topo`. source is the
-// command line, used in errors.
+// command line, used in errors and in Skipped.
 func ParseTopo(source string, data []byte) (Topology, error) {
 	perr := func(line int, text, format string, args ...any) error {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
 	}
 	t := Topology{Supported: true, Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{}}
+	skip := func(line int, format string, args ...any) {
+		t.Skipped = append(t.Skipped, fmt.Sprintf("%s line %d: ", source, line)+fmt.Sprintf(format, args...))
+	}
 	column := map[int]bool{}
+	// columns are the header's matrix columns in order: a chip id, or -1
+	// for a column naming no chip (NIC0…).
+	var columns []int
 	prefix := ""
 	haveHeader := false
 
@@ -102,9 +125,17 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 		fields := strings.Fields(trimmed)
 		if !haveHeader {
 			for _, f := range fields {
+				if f == "CPU" || strings.Contains(f, "Affinity") {
+					break // "CPU Affinity" and any later column titles
+				}
 				m := topoLabel.FindStringSubmatch(f)
 				if m == nil {
-					break // "CPU Affinity" and any later column titles
+					if len(t.IDs) == 0 {
+						break // no matrix header at all
+					}
+					skip(lineNo, "column %s names no NPU, skipped", f)
+					columns = append(columns, -1)
+					continue
 				}
 				if prefix == "" {
 					prefix = m[1]
@@ -120,6 +151,7 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 				}
 				column[n] = true
 				t.IDs = append(t.IDs, n)
+				columns = append(columns, n)
 			}
 			if len(t.IDs) == 0 {
 				return Topology{}, perr(lineNo, trimmed, `expected a header row "NPU0 NPU1 … CPU Affinity"`)
@@ -130,34 +162,44 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 		}
 		m := topoLabel.FindStringSubmatch(fields[0])
 		if m == nil || m[1] != prefix {
-			return Topology{}, perr(lineNo, trimmed, "row label %q is not %s<N>", fields[0], prefix)
+			skip(lineNo, "row %s names no %s<N>, skipped", fields[0], prefix)
+			continue
 		}
 		row, err := strconv.Atoi(m[2])
 		if err != nil || !column[row] {
-			return Topology{}, perr(lineNo, trimmed, "row %s has no column in the header", fields[0])
+			skip(lineNo, "row %s has no column in the header, skipped", fields[0])
+			continue
 		}
 		if t.Codes[row] != nil {
 			return Topology{}, perr(lineNo, trimmed, "row %s appears twice", fields[0])
 		}
-		if len(fields)-1 < len(t.IDs) {
-			return Topology{}, perr(lineNo, trimmed, "row %s has %d entries, the header has %d chips", fields[0], len(fields)-1, len(t.IDs))
+		if len(fields)-1 < len(columns) {
+			return Topology{}, perr(lineNo, trimmed, "row %s has %d entries, the header has %d columns", fields[0], len(fields)-1, len(columns))
 		}
 		codes := map[int]string{}
-		for j, col := range t.IDs {
+		for j, col := range columns {
 			code := fields[1+j]
-			if !topoCodes[code] {
-				return Topology{}, perr(lineNo, trimmed, "%s%d→%s%d: unknown connection code %q", prefix, row, prefix, col, code)
+			if cpuList.MatchString(code) {
+				// A CPU list where a code belongs: the row is cut short.
+				return Topology{}, perr(lineNo, trimmed, "row %s has %d entries before its CPU list, the header has %d columns", fields[0], j, len(columns))
+			}
+			if col < 0 {
+				continue // a NIC column
 			}
 			if (col == row) != (code == "X") {
 				return Topology{}, perr(lineNo, trimmed, "%s%d→%s%d: %q on the wrong side of the diagonal", prefix, row, prefix, col, code)
 			}
+			if !topoCodes[code] {
+				skip(lineNo, "%s%d→%s%d: unknown connection code %q, read as no link", prefix, row, prefix, col, code)
+				code = "NA"
+			}
 			codes[col] = code
 		}
-		affinity := fields[1+len(t.IDs):]
+		affinity := fields[1+len(columns):]
 		// A code where the CPU list belongs means a row wider than the
 		// header; NA is let through, as it may also stand for "no affinity".
 		if len(affinity) > 0 && topoCodes[affinity[0]] && affinity[0] != "NA" {
-			return Topology{}, perr(lineNo, trimmed, "row %s has %d entries, the header has %d chips", fields[0], len(fields)-1, len(t.IDs))
+			return Topology{}, perr(lineNo, trimmed, "row %s has %d entries, the header has %d columns", fields[0], len(fields)-1, len(columns))
 		}
 		t.Codes[row] = codes
 		t.CPUAffinity[row] = strings.Join(affinity, " ")

@@ -67,13 +67,9 @@ func TestParseTopoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 		line int
 		msg  string
 	}{
-		{name: "an unknown link code", text: header + "NPU0       X          NV1        0-23\n", line: 2, msg: `NPU0→NPU1: unknown connection code "NV1"`},
-		{name: "a row too narrow", text: header + "NPU0       X          0-23\n", line: 2, msg: `NPU0→NPU1: unknown connection code "0-23"`},
-		{name: "a row with too few entries", text: header + "NPU0       X\n", line: 2, msg: "row NPU0 has 1 entries, the header has 2 chips"},
-		{name: "a row too wide", text: header + "NPU0       X          HCCS       HCCS       0-23\n", line: 2, msg: "row NPU0 has 4 entries, the header has 2 chips"},
-		{name: "a row label that is not NPU<N>", text: header + "GPU0       X          HCCS       0-23\n", line: 2, msg: `row label "GPU0" is not NPU<N>`},
-		{name: "a row labelled by physical id under logic-id columns", text: header + "Phy-ID0    X          HCCS       0-23\n", line: 2, msg: `row label "Phy-ID0" is not NPU<N>`},
-		{name: "a row for a chip the header lacks", text: header + "NPU5       X          HCCS       0-23\n", line: 2, msg: "row NPU5 has no column in the header"},
+		{name: "a row too narrow", text: header + "NPU0       X          0-23\n", line: 2, msg: "row NPU0 has 1 entries before its CPU list, the header has 2 columns"},
+		{name: "a row with too few entries", text: header + "NPU0       X\n", line: 2, msg: "row NPU0 has 1 entries, the header has 2 columns"},
+		{name: "a row too wide", text: header + "NPU0       X          HCCS       HCCS       0-23\n", line: 2, msg: "row NPU0 has 4 entries, the header has 2 columns"},
 		{name: "a row listed twice", text: header + "NPU0       X          HCCS\nNPU0       X          HCCS\n", line: 3, msg: "row NPU0 appears twice"},
 		{name: "a self entry off the diagonal", text: header + "NPU0       HCCS       X          0-23\n", line: 2, msg: `NPU0→NPU0: "HCCS" on the wrong side of the diagonal`},
 		{name: "a header listing a chip twice", text: "   NPU0   NPU0\n", line: 1, msg: "NPU0 appears twice in the header"},
@@ -88,4 +84,49 @@ func TestParseTopoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 			discoverytest.RequireParseError(t, err, cmdTopo, tc.line, tc.msg)
 		})
 	}
+}
+
+// Newer npu-smi releases print the node's RoCE NICs as NIC<N> columns and
+// rows, and UB links on unified-bus chips; a code npu-smi adds later must
+// not cost the node its chips either.
+func TestParseTopoSkipsNICsAndUnknownCodes(t *testing.T) {
+	text := "        NPU0    NPU1    NPU2    NIC0    NIC1    CPU Affinity\n" +
+		"NPU0    X       HCCS    UB      PIX     SYS     0-23\n" +
+		"NPU1    HCCS    X       NV2     SYS     PIX     24-47\n" +
+		"NPU2    UB      NV2     X       SYS     SYS     48-71\n" +
+		"NIC0    PIX     SYS     SYS     X       SYS\n" +
+		"NIC1    SYS     PIX     SYS     SYS     X\n" +
+		"\nLegend:\n\n  X    = Self\n  UB   = Connection traversing the unified bus\n"
+	topo, err := ParseTopo(cmdTopo, []byte(text))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1, 2}, topo.IDs)
+	require.Len(t, topo.Codes, 3, "no NIC rows")
+	require.Len(t, topo.Codes[0], 3, "no NIC columns")
+	require.True(t, topo.HCCS(0, 1))
+	require.Equal(t, "UB", topo.Codes[0][2])
+	require.False(t, topo.HCCS(0, 2), "UB is no HCCS link")
+	require.Equal(t, "NA", topo.Codes[1][2], "an unknown code reads as no link")
+	require.Equal(t, "24-47", topo.CPUAffinity[1])
+	require.Equal(t, []string{
+		"npu-smi info -t topo line 1: column NIC0 names no NPU, skipped",
+		"npu-smi info -t topo line 1: column NIC1 names no NPU, skipped",
+		`npu-smi info -t topo line 3: NPU1→NPU2: unknown connection code "NV2", read as no link`,
+		`npu-smi info -t topo line 4: NPU2→NPU1: unknown connection code "NV2", read as no link`,
+		"npu-smi info -t topo line 5: row NIC0 names no NPU<N>, skipped",
+		"npu-smi info -t topo line 6: row NIC1 names no NPU<N>, skipped",
+	}, topo.Skipped)
+}
+
+func TestParseTopoSkipsRowsOfChipsTheHeaderLacks(t *testing.T) {
+	text := "   NPU0   NPU1   CPU Affinity\n" +
+		"NPU0   X      HCCS   0-23\n" +
+		"NPU1   HCCS   X      0-23\n" +
+		"NPU5   HCCS   HCCS   0-23\n" +
+		"Phy-ID0 X     HCCS   0-23\n"
+	topo, err := ParseTopo(cmdTopo, []byte(text))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1}, topo.IDs)
+	require.Len(t, topo.Skipped, 2)
+	require.Contains(t, topo.Skipped[0], "row NPU5 has no column in the header")
+	require.Contains(t, topo.Skipped[1], "row Phy-ID0 names no NPU<N>")
 }

@@ -46,14 +46,14 @@ func (Ascend) Names() vendors.Names {
 
 // NewBackend implements vendors.Vendor.
 func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
-	return New(Config{Root: cfg.Root, Runner: cfg.Runner})
+	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})
 }
 
 // Simulation implements vendors.Vendor.
 func (Ascend) Simulation() vendors.Simulation {
 	return vendors.Simulation{
 		// The order the device plugin and docker runtime list them.
-		SharedDeviceNodes: sharedNodes,
+		SharedDeviceNodes: simulatedSharedNodes,
 		Chip: func(c *inventory.Chip, g vendors.ProfileGroup) {
 			c.DeviceNodes = []string{devPath(c.Index)}
 			if g.ChipName != "" {

@@ -1,0 +1,519 @@
+package ascend
+
+// The native backend: Huawei's DCMI library (libdcmi.so) loaded at run
+// time, as Huawei's own device plugin, NPU exporter and DRA driver read
+// the chips (Ascend/mind-cluster component/ascend-common/devmanager/dcmi,
+// which dlopens it from cgo). accel-dra loads it with purego instead of
+// cgo, so the binaries stay CGO_ENABLED=0 and cross-build for arm64; the
+// library itself needs the C runtime the image already carries (glibc,
+// for npu-smi). docs/hardware.md says what is read from where.
+//
+// The Go structs mirror testdata/dcmi/dcmi.h, our declarations of the
+// public header's structs; TestDCMILayoutMatchesTheCHeader compiles a C
+// program against that header and compares every size and offset.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// DefaultDCMILibraries are where a node's libdcmi.so is looked for, under
+// the host root, in order: /usr/local/dcmi is where the Ascend driver
+// package puts it and what ascend-docker-runtime mounts into containers
+// (its base.list); the driver's lib64/driver and lib64 are the driver
+// library directories every Ascend container recipe puts on
+// LD_LIBRARY_PATH (cdi.go EnvLibraryPath), where older driver packages
+// keep their libraries.
+var DefaultDCMILibraries = []string{
+	"/usr/local/dcmi/libdcmi.so",
+	"/usr/local/Ascend/driver/lib64/driver/libdcmi.so",
+	"/usr/local/Ascend/driver/lib64/libdcmi.so",
+}
+
+// LibraryFlagHelp describes --dcmi-library (node agent and discover).
+const LibraryFlagHelp = `path of Huawei's DCMI library libdcmi.so, read through instead of npu-smi where it loads; default: the first of /usr/local/dcmi/libdcmi.so, /usr/local/Ascend/driver/lib64/driver/libdcmi.so, /usr/local/Ascend/driver/lib64/libdcmi.so under --root; "none" reads Ascend chips with npu-smi only`
+
+// DCMI constants of dcmi.h.
+const (
+	dcmiMaxChipNameLen    = 32
+	dcmiTemplateNameLen   = 32
+	dcmiVDevResNameLen    = 16
+	dcmiVDevForReserve    = 32
+	dcmiVDevSize          = 20
+	dcmiSocSplitMax       = 32
+	dcmiMainCmdVDevMng    = 52
+	dcmiSubCmdVDevRes     = 0
+	dcmiSubCmdTotalRes    = 1
+	dcmiRoCEPort          = 1
+	dcmiMaxErrorCodes     = 128 // mind-cluster MaxErrorCodeCount
+	dcmiMaxCards          = 64  // mind-cluster HiAIMaxCardNum
+	dcmiErrNotSupported   = -8255
+	dcmiErrFuncNotPresent = -99998 // mind-cluster FuncNotFoundErrorCode
+)
+
+// DCMI topology types (dcmi_get_topo_info_by_device_id), as npu-smi's
+// topology codes.
+var dcmiTopoCodes = []string{"X", "SYS", "PHB", "HCCS", "PXB", "PIX", "SIO", "HCCS_SW", "UB", "NA"}
+
+type dcmiChipInfo struct {
+	ChipType  [dcmiMaxChipNameLen]byte
+	ChipName  [dcmiMaxChipNameLen]byte
+	ChipVer   [dcmiMaxChipNameLen]byte
+	AICoreCnt uint32
+}
+
+type dcmiPCIeInfoAll struct {
+	VenderID    uint32
+	SubVenderID uint32
+	DeviceID    uint32
+	SubDeviceID uint32
+	Domain      int32
+	BDFBusID    uint32
+	BDFDeviceID uint32
+	BDFFuncID   uint32
+	Reserve     [32]byte
+}
+
+type dcmiHBMInfo struct {
+	MemorySize       uint64
+	Freq             uint32
+	MemoryUsage      uint64
+	Temp             int32
+	BandwithUtilRate uint32
+}
+
+type dcmiMemoryInfo struct {
+	MemorySize      uint64
+	MemoryAvailable uint64
+	Freq            uint32
+	HugepageSize    uint64 // unsigned long (LP64)
+	HugepagesTotal  uint64
+	HugepagesFree   uint64
+	Utiliza         uint32
+	Reserve         [60]byte
+}
+
+type dcmiIPAddr struct {
+	Addr   [16]byte // union { ip6[16]; ip4[4]; }
+	IPType int32
+}
+
+type dcmiBaseResource struct {
+	Token       uint64
+	TokenMax    uint64
+	TaskTimeout uint64
+	VFGID       uint32
+	VIPMode     uint8
+	Reserved    [dcmiVDevForReserve - 1]byte
+}
+
+type dcmiComputingResource struct {
+	AIC                   float32
+	AIV                   float32
+	DSA                   uint16
+	RTSQ                  uint16
+	ACSQ                  uint16
+	CDQM                  uint16
+	CCore                 uint16
+	FFTS                  uint16
+	SDMA                  uint16
+	PCIeDMA               uint16
+	MemorySize            uint64
+	EventID               uint32
+	NotifyID              uint32
+	StreamID              uint32
+	ModelID               uint32
+	TopicScheduleAICPU    uint16
+	HostCtrlCPU           uint16
+	HostAICPU             uint16
+	DeviceAICPU           uint16
+	TopicCtrlCPUSlot      uint16
+	VDevAICoreUtilization uint32
+	VDevMemoryTotal       uint64
+	VDevMemoryFree        uint64
+	Reserved              [dcmiVDevForReserve - dcmiVDevSize]byte
+}
+
+type dcmiMediaResource struct {
+	JPEGD    float32
+	JPEGE    float32
+	VPC      float32
+	VDEC     float32
+	PNGD     float32
+	VENC     float32
+	Reserved [dcmiVDevForReserve]byte
+}
+
+type dcmiCreateVDevOut struct {
+	VDevID     uint32
+	PCIeBus    uint32
+	PCIeDevice uint32
+	PCIeFunc   uint32
+	VFGID      uint32
+	Reserved   [dcmiVDevForReserve]byte
+}
+
+type dcmiCreateVDevResStru struct {
+	VDevID       uint32
+	VFGID        uint32
+	TemplateName [dcmiTemplateNameLen]byte
+	Reserved     [64]byte
+}
+
+type dcmiVDevQueryInfo struct {
+	Name            [dcmiVDevResNameLen]byte
+	Status          uint32
+	IsContainerUsed uint32
+	VFID            uint32
+	VFGID           uint32
+	ContainerID     uint64
+	Base            dcmiBaseResource
+	Computing       dcmiComputingResource
+	Media           dcmiMediaResource
+}
+
+type dcmiVDevQueryStru struct {
+	VDevID    uint32
+	QueryInfo dcmiVDevQueryInfo
+}
+
+type dcmiSocTotalResource struct {
+	VDevNum   uint32
+	VDevID    [dcmiSocSplitMax]uint32
+	VFGNum    uint32
+	VFGBitmap uint32
+	Base      dcmiBaseResource
+	Computing dcmiComputingResource
+	Media     dcmiMediaResource
+}
+
+// DCMIError is a DCMI call that returned non-zero.
+type DCMIError struct {
+	Func string
+	Code int32
+}
+
+func (e *DCMIError) Error() string {
+	switch e.Code {
+	case dcmiErrNotSupported:
+		return fmt.Sprintf("%s: not supported by this chip or driver (%d)", e.Func, e.Code)
+	case dcmiErrFuncNotPresent:
+		return fmt.Sprintf("%s: the library has no such function", e.Func)
+	}
+	return fmt.Sprintf("%s returned %d", e.Func, e.Code)
+}
+
+// notSupported tells whether err says the chip, driver or library cannot
+// answer the call at all (rather than failing it).
+func notSupported(err error) bool {
+	var d *DCMIError
+	return errors.As(err, &d) && (d.Code == dcmiErrNotSupported || d.Code == dcmiErrFuncNotPresent)
+}
+
+// dcmiLib is a loaded libdcmi.so. DCMI is not documented as thread-safe,
+// so every call holds mu.
+type dcmiLib struct {
+	path string
+	mu   sync.Mutex
+
+	init                func() int32
+	getCardList         func(num *int32, list *int32, n int32) int32
+	getDeviceNumInCard  func(card int32, num *int32) int32
+	getDeviceLogicID    func(logic *int32, card, dev int32) int32
+	getPhyIDFromLogicID func(logic uint32, phy *uint32) int32
+	getChipInfo         func(card, dev int32, info *dcmiChipInfo) int32
+	getHBMInfo          func(card, dev int32, info *dcmiHBMInfo) int32
+	getMemoryInfoV3     func(card, dev int32, info *dcmiMemoryInfo) int32
+	getPCIeInfoV2       func(card, dev int32, info *dcmiPCIeInfoAll) int32
+	getHealth           func(card, dev int32, health *uint32) int32
+	getErrorCodeV2      func(card, dev int32, count *int32, list *uint32, n uint32) int32
+	// Optional: older libraries lack them.
+	getTopo        func(card1, dev1, card2, dev2 int32, topo *int32) int32
+	getDeviceIP    func(card, dev int32, port int32, portID int32, ip, mask *dcmiIPAddr) int32
+	getDeviceInfo  func(card, dev int32, mainCmd int32, subCmd uint32, buf unsafe.Pointer, size *uint32) int32
+	createVDevice  func(card, dev int32, vdev *dcmiCreateVDevResStru, out *dcmiCreateVDevOut) int32
+	destroyVDevice func(card, dev int32, id uint32) int32
+}
+
+// dlopen is purego.Dlopen, a variable for the tests of the fallback.
+var dlopen = purego.Dlopen
+
+// loadDCMI opens the library at path and binds its functions; it fails
+// when the file is not a loadable library or lacks a function discovery
+// needs.
+func loadDCMI(path string) (*dcmiLib, error) {
+	h, err := dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	l := &dcmiLib{path: path}
+	for _, f := range []struct {
+		name     string
+		fn       any
+		optional bool
+	}{
+		{"dcmi_init", &l.init, false},
+		{"dcmi_get_card_list", &l.getCardList, false},
+		{"dcmi_get_device_num_in_card", &l.getDeviceNumInCard, false},
+		{"dcmi_get_device_logic_id", &l.getDeviceLogicID, false},
+		{"dcmi_get_device_phyid_from_logicid", &l.getPhyIDFromLogicID, false},
+		{"dcmi_get_device_chip_info", &l.getChipInfo, false},
+		{"dcmi_get_device_hbm_info", &l.getHBMInfo, false},
+		{"dcmi_get_device_memory_info_v3", &l.getMemoryInfoV3, false},
+		{"dcmi_get_device_pcie_info_v2", &l.getPCIeInfoV2, false},
+		{"dcmi_get_device_health", &l.getHealth, false},
+		{"dcmi_get_device_errorcode_v2", &l.getErrorCodeV2, false},
+		{"dcmi_get_topo_info_by_device_id", &l.getTopo, true},
+		{"dcmi_get_device_ip", &l.getDeviceIP, true},
+		{"dcmi_get_device_info", &l.getDeviceInfo, true},
+		{"dcmi_create_vdevice", &l.createVDevice, true},
+		{"dcmi_set_destroy_vdevice", &l.destroyVDevice, true},
+	} {
+		if _, err := purego.Dlsym(h, f.name); err != nil {
+			if f.optional {
+				continue
+			}
+			return nil, fmt.Errorf("loading %s: no function %s: %w", path, f.name, err)
+		}
+		purego.RegisterLibFunc(f.fn, h, f.name)
+	}
+	if rc := l.init(); rc != 0 {
+		return nil, fmt.Errorf("loading %s: %w", path, &DCMIError{Func: "dcmi_init", Code: rc})
+	}
+	return l, nil
+}
+
+// findDCMI returns the library to load: the configured path, or the
+// first default path that exists under root; "" when there is none.
+func findDCMI(root, configured string) string {
+	if configured != "" {
+		return configured
+	}
+	for _, p := range DefaultDCMILibraries {
+		full := filepath.Join(root, p)
+		if st, err := os.Stat(full); err == nil && st.Mode().IsRegular() {
+			return full
+		}
+	}
+	return ""
+}
+
+func (l *dcmiLib) call(name string, f func() int32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rc := f(); rc != 0 {
+		return &DCMIError{Func: name, Code: rc}
+	}
+	return nil
+}
+
+// dcmiChip is one chip as DCMI reports it.
+type dcmiChip struct {
+	Card, Device, Logic, Phy int
+	Name                     string
+	AICores                  int
+	MemoryMB                 int64
+	HBM                      bool
+	BusID                    string
+	Health                   uint32
+}
+
+// chips lists the NPU chips of every card.
+func (l *dcmiLib) chips() ([]dcmiChip, error) {
+	var n int32
+	cards := make([]int32, dcmiMaxCards)
+	if err := l.call("dcmi_get_card_list", func() int32 { return l.getCardList(&n, &cards[0], int32(len(cards))) }); err != nil {
+		return nil, err
+	}
+	var out []dcmiChip
+	for _, card := range cards[:n] {
+		var devs int32
+		if err := l.call("dcmi_get_device_num_in_card", func() int32 { return l.getDeviceNumInCard(card, &devs) }); err != nil {
+			return nil, fmt.Errorf("card %d: %w", card, err)
+		}
+		for dev := int32(0); dev < devs; dev++ {
+			c, err := l.chip(card, dev)
+			if err != nil {
+				return nil, fmt.Errorf("card %d device %d: %w", card, dev, err)
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
+	c := dcmiChip{Card: int(card), Device: int(dev)}
+	var logic int32
+	if err := l.call("dcmi_get_device_logic_id", func() int32 { return l.getDeviceLogicID(&logic, card, dev) }); err != nil {
+		return c, err
+	}
+	var phy uint32
+	if err := l.call("dcmi_get_device_phyid_from_logicid", func() int32 { return l.getPhyIDFromLogicID(uint32(logic), &phy) }); err != nil {
+		return c, err
+	}
+	c.Logic, c.Phy = int(logic), int(phy)
+	var info dcmiChipInfo
+	if err := l.call("dcmi_get_device_chip_info", func() int32 { return l.getChipInfo(card, dev, &info) }); err != nil {
+		return c, err
+	}
+	c.Name, c.AICores = cString(info.ChipName[:]), int(info.AICoreCnt)
+	var hbm dcmiHBMInfo
+	err := l.call("dcmi_get_device_hbm_info", func() int32 { return l.getHBMInfo(card, dev, &hbm) })
+	switch {
+	case err == nil && hbm.MemorySize > 0:
+		c.MemoryMB, c.HBM = int64(hbm.MemorySize), true
+	case err == nil || notSupported(err):
+		// No HBM (310P): the chip's DDR is its device memory.
+		var mem dcmiMemoryInfo
+		if err := l.call("dcmi_get_device_memory_info_v3", func() int32 { return l.getMemoryInfoV3(card, dev, &mem) }); err != nil {
+			return c, err
+		}
+		c.MemoryMB = int64(mem.MemorySize)
+	default:
+		return c, err
+	}
+	var pcie dcmiPCIeInfoAll
+	if err := l.call("dcmi_get_device_pcie_info_v2", func() int32 { return l.getPCIeInfoV2(card, dev, &pcie) }); err != nil {
+		if !notSupported(err) {
+			return c, err
+		}
+	} else {
+		c.BusID = fmt.Sprintf("%04x:%02x:%02x.%x", uint32(pcie.Domain), pcie.BDFBusID, pcie.BDFDeviceID, pcie.BDFFuncID)
+	}
+	if err := l.call("dcmi_get_device_health", func() int32 { return l.getHealth(card, dev, &c.Health) }); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// errorCodes returns a chip's current error codes.
+func (l *dcmiLib) errorCodes(card, dev int) ([]uint32, error) {
+	var n int32
+	codes := make([]uint32, dcmiMaxErrorCodes)
+	if err := l.call("dcmi_get_device_errorcode_v2", func() int32 {
+		return l.getErrorCodeV2(int32(card), int32(dev), &n, &codes[0], uint32(len(codes)))
+	}); err != nil {
+		return nil, err
+	}
+	if n < 0 || int(n) > len(codes) {
+		return nil, fmt.Errorf("dcmi_get_device_errorcode_v2 counts %d codes", n)
+	}
+	return codes[:n], nil
+}
+
+// topo returns the connection code between two chips, as npu-smi spells
+// it.
+func (l *dcmiLib) topo(a, b dcmiChip) (string, error) {
+	if l.getTopo == nil {
+		return "", &DCMIError{Func: "dcmi_get_topo_info_by_device_id", Code: dcmiErrFuncNotPresent}
+	}
+	var t int32
+	if err := l.call("dcmi_get_topo_info_by_device_id", func() int32 {
+		return l.getTopo(int32(a.Card), int32(a.Device), int32(b.Card), int32(b.Device), &t)
+	}); err != nil {
+		return "", err
+	}
+	if t < 0 || int(t) >= len(dcmiTopoCodes) {
+		return "NA", nil
+	}
+	return dcmiTopoCodes[t], nil
+}
+
+// deviceIP returns the address of the chip's RoCE port 0 in CIDR form, ""
+// where it has none.
+func (l *dcmiLib) deviceIP(c dcmiChip) (string, error) {
+	if l.getDeviceIP == nil {
+		return "", nil
+	}
+	var ip, mask dcmiIPAddr
+	err := l.call("dcmi_get_device_ip", func() int32 {
+		return l.getDeviceIP(int32(c.Card), int32(c.Device), dcmiRoCEPort, 0, &ip, &mask)
+	})
+	if notSupported(err) {
+		return "", nil
+	}
+	if err != nil || ip.IPType != 0 {
+		return "", err
+	}
+	ones := 0
+	for _, b := range mask.Addr[:4] {
+		for ; b != 0; b <<= 1 {
+			ones++
+		}
+	}
+	if ip.Addr == [16]byte{} {
+		return "", nil
+	}
+	return fmt.Sprintf("%d.%d.%d.%d/%d", ip.Addr[0], ip.Addr[1], ip.Addr[2], ip.Addr[3], ones), nil
+}
+
+// vnpus lists the vNPUs of a chip: id → template name.
+func (l *dcmiLib) vnpus(card, dev int) (map[int]string, error) {
+	if l.getDeviceInfo == nil {
+		return nil, &DCMIError{Func: "dcmi_get_device_info", Code: dcmiErrFuncNotPresent}
+	}
+	var total dcmiSocTotalResource
+	size := uint32(unsafe.Sizeof(total))
+	if err := l.call("dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE)", func() int32 {
+		return l.getDeviceInfo(int32(card), int32(dev), dcmiMainCmdVDevMng, dcmiSubCmdTotalRes, unsafe.Pointer(&total), &size)
+	}); err != nil {
+		return nil, err
+	}
+	if total.VDevNum > dcmiSocSplitMax {
+		return nil, fmt.Errorf("dcmi_get_device_info counts %d vNPUs, at most %d fit", total.VDevNum, dcmiSocSplitMax)
+	}
+	out := map[int]string{}
+	for _, id := range total.VDevID[:total.VDevNum] {
+		q := dcmiVDevQueryStru{VDevID: id}
+		size := uint32(unsafe.Sizeof(q))
+		if err := l.call("dcmi_get_device_info(VDEV_MNG, GET_VDEV_RESOURCE)", func() int32 {
+			return l.getDeviceInfo(int32(card), int32(dev), dcmiMainCmdVDevMng, dcmiSubCmdVDevRes, unsafe.Pointer(&q), &size)
+		}); err != nil {
+			return nil, fmt.Errorf("vNPU %d: %w", id, err)
+		}
+		out[int(id)] = cString(q.QueryInfo.Name[:])
+	}
+	return out, nil
+}
+
+// createVNPU creates vNPU id from template on a chip.
+func (l *dcmiLib) createVNPU(card, dev, id int, template string) (int, error) {
+	if l.createVDevice == nil {
+		return 0, &DCMIError{Func: "dcmi_create_vdevice", Code: dcmiErrFuncNotPresent}
+	}
+	if len(template) >= dcmiTemplateNameLen {
+		return 0, fmt.Errorf("template name %q is longer than DCMI's %d bytes", template, dcmiTemplateNameLen-1)
+	}
+	in := dcmiCreateVDevResStru{VDevID: uint32(id)}
+	copy(in.TemplateName[:], template)
+	var out dcmiCreateVDevOut
+	if err := l.call("dcmi_create_vdevice", func() int32 { return l.createVDevice(int32(card), int32(dev), &in, &out) }); err != nil {
+		return 0, err
+	}
+	return int(out.VDevID), nil
+}
+
+// destroyVNPU destroys vNPU id of a chip.
+func (l *dcmiLib) destroyVNPU(card, dev, id int) error {
+	if l.destroyVDevice == nil {
+		return &DCMIError{Func: "dcmi_set_destroy_vdevice", Code: dcmiErrFuncNotPresent}
+	}
+	return l.call("dcmi_set_destroy_vdevice", func() int32 { return l.destroyVDevice(int32(card), int32(dev), uint32(id)) })
+}
+
+// cString is a NUL-terminated C string in a fixed-size field.
+func cString(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,97 @@
+package ascend
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// buildMockDCMI compiles testdata/dcmi/mock_dcmi.c into a libdcmi.so of
+// its own (so every test has the mock's state to itself) and points the
+// mock at a fixture of testdata/dcmi, with extra lines appended.
+func buildMockDCMI(t *testing.T, fixture string, extra ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "libdcmi.so")
+	out, err := exec.Command("gcc", "-shared", "-fPIC", "-O1", "-I", "testdata/dcmi", "-o", lib, "testdata/dcmi/mock_dcmi.c").CombinedOutput()
+	require.NoError(t, err, "building the mock libdcmi.so: %s", out)
+	data, err := os.ReadFile(filepath.Join("testdata", "dcmi", fixture+".txt"))
+	require.NoError(t, err)
+	path := filepath.Join(dir, fixture+".txt")
+	require.NoError(t, os.WriteFile(path, []byte(string(data)+strings.Join(extra, "\n")+"\n"), 0o644))
+	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", path)
+	t.Setenv("ACCEL_DRA_DCMI_STATE", filepath.Join(dir, "vnpus.state"))
+	return lib
+}
+
+// dcmiLayouts are the C structs of testdata/dcmi/dcmi.h with their fields
+// in declaration order, and their Go mirrors.
+var dcmiLayouts = []struct {
+	c      string
+	mirror any
+	fields []string
+}{
+	{"dcmi_chip_info", dcmiChipInfo{}, []string{"chip_type", "chip_name", "chip_ver", "aicore_cnt"}},
+	{"dcmi_pcie_info_all", dcmiPCIeInfoAll{}, []string{"venderid", "subvenderid", "deviceid", "subdeviceid", "domain", "bdf_busid", "bdf_deviceid", "bdf_funcid", "reserve"}},
+	{"dcmi_hbm_info", dcmiHBMInfo{}, []string{"memory_size", "freq", "memory_usage", "temp", "bandwith_util_rate"}},
+	{"dcmi_get_memory_info_stru", dcmiMemoryInfo{}, []string{"memory_size", "memory_available", "freq", "hugepagesize", "hugepages_total", "hugepages_free", "utiliza", "reserve"}},
+	{"dcmi_ip_addr", dcmiIPAddr{}, []string{"u_addr", "ip_type"}},
+	{"dcmi_base_resource", dcmiBaseResource{}, []string{"token", "token_max", "task_timeout", "vfg_id", "vip_mode", "reserved"}},
+	{"dcmi_computing_resource", dcmiComputingResource{}, []string{"aic", "aiv", "dsa", "rtsq", "acsq", "cdqm", "c_core", "ffts", "sdma", "pcie_dma",
+		"memory_size", "event_id", "notify_id", "stream_id", "model_id", "topic_schedule_aicpu", "host_ctrl_cpu", "host_aicpu", "device_aicpu",
+		"topic_ctrl_cpu_slot", "vdev_aicore_utilization", "vdev_memory_total", "vdev_memory_free", "reserved"}},
+	{"dcmi_media_resource", dcmiMediaResource{}, []string{"jpegd", "jpege", "vpc", "vdec", "pngd", "venc", "reserved"}},
+	{"dcmi_create_vdev_out", dcmiCreateVDevOut{}, []string{"vdev_id", "pcie_bus", "pcie_device", "pcie_func", "vfg_id", "reserved"}},
+	{"dcmi_create_vdev_res_stru", dcmiCreateVDevResStru{}, []string{"vdev_id", "vfg_id", "template_name", "reserved"}},
+	{"dcmi_vdev_query_info", dcmiVDevQueryInfo{}, []string{"name", "status", "is_container_used", "vfid", "vfg_id", "container_id", "base", "computing", "media"}},
+	{"dcmi_vdev_query_stru", dcmiVDevQueryStru{}, []string{"vdev_id", "query_info"}},
+	{"dcmi_soc_total_resource", dcmiSocTotalResource{}, []string{"vdev_num", "vdev_id", "vfg_num", "vfg_bitmap", "base", "computing", "media"}},
+}
+
+// TestDCMILayoutMatchesTheCHeader compiles a program against our header
+// that prints every struct's size and field offsets, and compares them
+// with the Go mirrors purego hands to the library.
+func TestDCMILayoutMatchesTheCHeader(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("#include <stdio.h>\n#include <stddef.h>\n#include \"dcmi.h\"\nint main(void) {\n")
+	for _, l := range dcmiLayouts {
+		fmt.Fprintf(&src, "  printf(\"%s sizeof %%zu\\n\", sizeof(struct %s));\n", l.c, l.c)
+		for _, f := range l.fields {
+			fmt.Fprintf(&src, "  printf(\"%s %s %%zu\\n\", offsetof(struct %s, %s));\n", l.c, f, l.c, f)
+		}
+	}
+	src.WriteString("  return 0;\n}\n")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "layout.c"), []byte(src.String()), 0o644))
+	abs, err := filepath.Abs("testdata/dcmi")
+	require.NoError(t, err)
+	out, err := exec.Command("gcc", "-I", abs, "-o", filepath.Join(dir, "layout"), filepath.Join(dir, "layout.c")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(filepath.Join(dir, "layout")).Output()
+	require.NoError(t, err)
+	c := map[string]uintptr{}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		require.Len(t, f, 3)
+		n, err := strconv.ParseUint(f[2], 10, 64)
+		require.NoError(t, err)
+		c[f[0]+" "+f[1]] = uintptr(n)
+	}
+	for _, l := range dcmiLayouts {
+		typ := reflect.TypeOf(l.mirror)
+		require.Equal(t, len(l.fields), typ.NumField(), "%s: the Go mirror has one field per C field", l.c)
+		require.Equal(t, c[l.c+" sizeof"], typ.Size(), "sizeof(struct %s)", l.c)
+		for i, f := range l.fields {
+			require.Equal(t, c[l.c+" "+f], typ.Field(i).Offset, "offsetof(struct %s, %s), Go field %s", l.c, f, typ.Field(i).Name)
+		}
+	}
+}

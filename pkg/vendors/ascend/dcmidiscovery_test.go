@@ -1,0 +1,251 @@
+package ascend
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+)
+
+// withoutSources drops what only says who read a fact, to compare two
+// backends' inventories.
+func withoutSources(inv inventory.Inventory) inventory.Inventory {
+	for i := range inv.Chips {
+		inv.Chips[i].Sources = nil
+	}
+	return inv
+}
+
+func TestDiscoverThroughDCMIFindsWhatNpuSmiFinds(t *testing.T) {
+	for _, node := range []string{"atlas-800-910a", "atlas-800t-a2", "atlas-300i-duo"} {
+		t.Run(node, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, node)
+			root, runner := fixture(node)
+			viaTool, err := New(Config{Root: root, Runner: runner, Library: vendors.LibraryNone}).Discover(ctx)
+			require.NoError(t, err)
+
+			// npu-smi is asked only for the vNPU mode, which DCMI has no call for.
+			logged := &loggingRunner{next: runner}
+			viaDCMI, err := New(Config{Root: root, Runner: logged, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.Equal(t, []string{cmdVNPUMode}, logged.ran)
+			require.NoError(t, viaDCMI.Validate())
+
+			if node == "atlas-800t-a2" {
+				// DCMI also reads the RoCE addresses, which npu-smi does not print.
+				require.Equal(t, "192.168.100.101/24", viaDCMI.Chips[0].DeviceIP)
+				require.Equal(t, "libdcmi.so dcmi_get_device_ip", viaDCMI.Chips[0].Sources[SourceDeviceIP])
+				for i := range viaDCMI.Chips {
+					viaDCMI.Chips[i].DeviceIP = ""
+				}
+			}
+			src := viaDCMI.Chips[0].Sources
+			require.Equal(t, withoutSources(viaTool), withoutSources(viaDCMI))
+
+			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", src[SourceModel])
+			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", src[SourceCores], "DCMI says the AI core count")
+			require.Equal(t, "libdcmi.so dcmi_get_device_pcie_info_v2, sysfs", src[SourcePCI])
+			require.Equal(t, "libdcmi.so dcmi_get_topo_info_by_device_id", src[SourceLinks])
+			require.Equal(t, cmdVNPUMode, src[SourcePartitionMode])
+			if node == "atlas-300i-duo" {
+				require.Equal(t, "libdcmi.so dcmi_get_device_memory_info_v3", src[SourceMemory], "310P3 has DDR, no HBM")
+			} else {
+				require.Equal(t, "libdcmi.so dcmi_get_device_hbm_info", src[SourceMemory])
+			}
+		})
+	}
+}
+
+// fakeRoot writes a host root for the chips of a DCMI fixture that has no
+// npu-smi node under testdata: device files and their PCI functions.
+func fakeRoot(t *testing.T, buses []string, deviceID string) string {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "dev"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "sys", "bus", "pci", "devices"), 0o755))
+	for i, bus := range buses {
+		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", fmt.Sprintf("davinci%d", i)), nil, 0o644))
+		dir := filepath.Join(root, "sys", "devices", "pci0000:00", bus)
+		if _, err := os.Stat(dir); err == nil {
+			continue
+		}
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		for name, value := range map[string]string{"vendor": "0x19e5", "device": deviceID, "class": "0x120000", "numa_node": "0"} {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(value+"\n"), 0o644))
+		}
+		require.NoError(t, os.Symlink("../../../devices/pci0000:00/"+bus, filepath.Join(root, "sys", "bus", "pci", "devices", bus)))
+	}
+	for _, n := range sharedNodes {
+		require.NoError(t, os.WriteFile(filepath.Join(root, n), nil, 0o644))
+	}
+	return root
+}
+
+func TestDiscoverThroughDCMIReadsModelsNpuSmiCannotTellApart(t *testing.T) {
+	a3Buses := []string{"0000:9d:00.0", "0000:9f:00.0", "0000:99:00.0", "0000:9b:00.0"}
+	b4Buses := []string{"0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0", "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0"}
+	for _, tc := range []struct {
+		fixture string
+		buses   []string
+		devID   string
+		model   string
+		cores   int
+		memMiB  int64
+		groups  []string
+		vnpus   bool
+	}{
+		{"atlas-a3-20", a3Buses, "0xd803", "Ascend910", 20, 65536, []string{"hccs-0", "hccs-0", "hccs-0", "hccs-0"}, false},
+		{"atlas-a3-24", a3Buses, "0xd803", "Ascend910", 24, 65536, []string{"hccs-0", "hccs-0", "hccs-0", "hccs-0"}, false},
+		{"atlas-800t-a2-910b4", b4Buses, "0xd802", "Ascend910B4", 20, 32768,
+			[]string{"hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0"}, true},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, tc.fixture)
+			root := fakeRoot(t, tc.buses, tc.devID)
+			runner := discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}
+			inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.NoError(t, inv.Validate())
+			require.Len(t, inv.Chips, len(tc.buses))
+			var groups []string
+			for i, c := range inv.Chips {
+				require.Equal(t, tc.model, c.Model)
+				require.Equal(t, tc.cores, c.Cores, "the A3 die's AI cores come from dcmi_chip_info.aicore_cnt")
+				require.Equal(t, tc.memMiB<<20, c.MemoryBytes)
+				require.Equal(t, tc.buses[i], c.PCIBusID)
+				require.True(t, c.Healthy)
+				groups = append(groups, c.LinkGroup)
+				_, partitionable := c.Sources[SourcePartitionMode]
+				require.Equal(t, tc.vnpus, partitionable)
+			}
+			require.Equal(t, tc.groups, groups, "SIO between dies and HCCS_SW between cards are one HCCS group")
+		})
+	}
+}
+
+func TestDiscoverThroughDCMIReportsUnhealthyChipsWithTheirErrorCodes(t *testing.T) {
+	for health, want := range map[int]string{1: "Warning", 2: "Alarm", 3: "Critical", 7: "UNKNOWN"} {
+		t.Run(want, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			fix, err := os.ReadFile("testdata/dcmi/atlas-800t-a2.txt")
+			require.NoError(t, err)
+			lib := buildMockDCMI(t, "atlas-800t-a2")
+			// Chip 1 of the fixture, with the given health.
+			edited := discoverytest.ReplaceOnce(t, string(fix), "0000:c2:00.0 d802  0", fmt.Sprintf("0000:c2:00.0 d802  %d", health))
+			require.NoError(t, os.WriteFile(os.Getenv("ACCEL_DRA_DCMI_FIXTURE"), []byte(edited), 0o644))
+			root, runner := fixture("atlas-800t-a2")
+			inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			for _, c := range inv.Chips {
+				require.Equal(t, c.Index != 1, c.Healthy, "chip %d", c.Index)
+			}
+			c := inv.Chips[1]
+			require.Equal(t, inventory.ReasonToolHealth(want), c.HealthReason)
+			require.Equal(t, "DCMI reports health "+want+", error codes 0xA4025021, 0x8C03A000, 0x8C084E00", c.HealthMessage)
+			require.Equal(t, "libdcmi.so dcmi_get_device_health, dcmi_get_device_errorcode_v2", c.Sources[SourceHealth])
+		})
+	}
+}
+
+func TestDiscoverFallsBackToNpuSmiWithoutAUsableDCMI(t *testing.T) {
+	root, _ := fixture("atlas-800t-a2")
+	for _, tc := range []struct {
+		name    string
+		library func(t *testing.T) string
+		log     string
+	}{
+		{"no library at the default paths", func(*testing.T) string { return "" }, "No libdcmi.so on this node"},
+		{"DCMI switched off", func(*testing.T) string { return vendors.LibraryNone }, ""},
+		{"a configured path without a library", func(t *testing.T) string { return filepath.Join(t.TempDir(), "libdcmi.so") }, "Cannot use libdcmi.so"},
+		{"a file that is no library", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "libdcmi.so")
+			require.NoError(t, os.WriteFile(p, []byte("placeholder\n"), 0o644))
+			return p
+		}, "Cannot use libdcmi.so"},
+		{"a library whose dcmi_init fails", func(t *testing.T) string {
+			return buildMockDCMI(t, "atlas-800t-a2", "fail dcmi_init -8005")
+		}, "dcmi_init returned -8005"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			_, runner := fixture("atlas-800t-a2")
+			b := New(Config{Root: root, Runner: runner, Library: tc.library(t)})
+			for range 2 {
+				inv, err := b.Discover(ctx)
+				require.NoError(t, err, "a node without DCMI is read with npu-smi, never a failed start")
+				require.Len(t, inv.Chips, 8)
+				require.Equal(t, cmdInfo, inv.Chips[0].Sources[SourceModel])
+			}
+			if tc.log != "" {
+				require.Contains(t, logs(), tc.log)
+				require.Equal(t, 1, countLines(logs(), "reading Ascend chips with npu-smi"), "said once")
+			}
+		})
+	}
+}
+
+func countLines(text, sub string) int {
+	n := 0
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDiscoverThroughDCMIReadsTheTopologyWithNpuSmiWhereDCMICannot(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	lib := buildMockDCMI(t, "atlas-800-910a", "fail dcmi_get_topo_info_by_device_id -8255")
+	root, runner := fixture("atlas-800-910a")
+	inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "hccs-0", inv.Chips[3].LinkGroup)
+	require.Equal(t, "hccs-1", inv.Chips[4].LinkGroup)
+	require.Equal(t, cmdTopo, inv.Chips[0].Sources[SourceLinks])
+	require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", inv.Chips[0].Sources[SourceModel])
+}
+
+func TestDiscoverThroughDCMIFailsOnAFailingCall(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	lib := buildMockDCMI(t, "atlas-800t-a2", "fail dcmi_get_device_chip_info -8005")
+	root, runner := fixture("atlas-800t-a2")
+	_, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+	require.ErrorContains(t, err, "listing Ascend chips through "+lib+": card 0 device 0: dcmi_get_device_chip_info returned -8005")
+}
+
+// Every profile's chips report DCMI's health and error codes.
+func TestDiscoverThroughDCMIReadsHealthOnEveryProfile(t *testing.T) {
+	for _, fixtureName := range []string{"atlas-800-910a", "atlas-800t-a2", "atlas-800t-a2-910b4", "atlas-300i-duo", "atlas-a3-20", "atlas-a3-24"} {
+		t.Run(fixtureName, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, fixtureName, "health 1 3", "error 1 80E18005")
+			var root string
+			switch fixtureName {
+			case "atlas-800t-a2-910b4":
+				root = fakeRoot(t, []string{"0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0", "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0"}, "0xd802")
+			case "atlas-a3-20", "atlas-a3-24":
+				root = fakeRoot(t, []string{"0000:9d:00.0", "0000:9f:00.0", "0000:99:00.0", "0000:9b:00.0"}, "0xd803")
+			default:
+				root, _ = fixture(fixtureName)
+			}
+			inv, err := New(Config{Root: root, Runner: discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			for _, c := range inv.Chips {
+				require.Equal(t, c.Index != 1, c.Healthy, "chip %d", c.Index)
+			}
+			require.Equal(t, inventory.ReasonToolHealth(HealthCritical), inv.Chips[1].HealthReason)
+			require.Regexp(t, `^DCMI reports health Critical, error codes? (0x[0-9A-F]{8}, )*0x80E18005$`, inv.Chips[1].HealthMessage)
+		})
+	}
+}

@@ -1,0 +1,106 @@
+package ascend
+
+// vNPUs through DCMI: dcmi_create_vdevice and dcmi_set_destroy_vdevice
+// make and remove them, dcmi_get_device_info (VDEV_MNG) lists them, as
+// Huawei's device plugin does (mind-cluster devmanager CreateVirtualDevice,
+// DestroyVirtualDevice, GetVirtualDeviceInfo). On a node the partition tool
+// loads the same libdcmi.so as discovery (--dcmi-library, or the default
+// paths under the root); one load per path per process (openDCMI), so both
+// share one dcmi_init.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+)
+
+var (
+	openMu sync.Mutex
+	opened = map[string]*dcmiLib{}
+)
+
+// openDCMI loads the library at path once per process.
+func openDCMI(path string) (*dcmiLib, error) {
+	openMu.Lock()
+	defer openMu.Unlock()
+	if l, ok := opened[path]; ok {
+		return l, nil
+	}
+	l, err := loadDCMI(path)
+	if err != nil {
+		return nil, err
+	}
+	opened[path] = l
+	return l, nil
+}
+
+// NewLibraryPartitionTool implements partitions.LibraryVendor: vNPUs
+// through the node's libdcmi.so where it loads, else with npu-smi.
+func (Ascend) NewLibraryPartitionTool(runner discovery.CommandRunner, root, library string) partitions.Tool {
+	t := &PartitionTool{Runner: runner}
+	if library == vendors.LibraryNone {
+		return t
+	}
+	if path := findDCMI(root, library); path != "" {
+		// A library that does not load is logged by discovery, which
+		// loads it first; the tool then uses npu-smi like discovery.
+		t.dcmi, _ = openDCMI(path)
+	}
+	return t
+}
+
+// dcmiAddress returns the DCMI card and device of a chip by its logic id.
+func (a *PartitionTool) dcmiAddress(lib *dcmiLib, c inventory.Chip) (int, int, error) {
+	logic := c.Index
+	if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
+		logic = int(*v.Int)
+	}
+	chips, err := lib.chips()
+	if err != nil {
+		return 0, 0, fmt.Errorf("finding chip %d through DCMI: %w", c.Index, err)
+	}
+	for _, d := range chips {
+		if d.Logic == logic {
+			return d.Card, d.Device, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("DCMI lists no chip with logic id %d (chip %d)", logic, c.Index)
+}
+
+func (a *PartitionTool) listDCMI(lib *dcmiLib, c inventory.Chip) ([]partitions.Instance, error) {
+	card, dev, err := a.dcmiAddress(lib, c)
+	if err != nil {
+		return nil, err
+	}
+	vnpus, err := lib.vnpus(card, dev)
+	if err != nil {
+		return nil, fmt.Errorf("listing the vNPUs of chip %d through DCMI: %w", c.Index, err)
+	}
+	out := make([]partitions.Instance, 0, len(vnpus))
+	for id, template := range vnpus {
+		out = append(out, vnpuInstance(c, id, template))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (a *PartitionTool) createDCMI(ctx context.Context, lib *dcmiLib, c inventory.Chip, t partitions.Template, id int) (partitions.Instance, error) {
+	card, dev, err := a.dcmiAddress(lib, c)
+	if err != nil {
+		return partitions.Instance{}, err
+	}
+	got, err := lib.createVNPU(card, dev, id, t.Name)
+	if err != nil {
+		return partitions.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI (is the node in vNPU docker mode? `npu-smi info -t vnpu-mode`): %w", t.Name, c.Index, err)
+	}
+	if got != id {
+		return partitions.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI: asked for vNPU id %d, got %d", t.Name, c.Index, id, got)
+	}
+	return partitions.ConfirmCreated(ctx, a, c, id, t.Name, partitions.Created{Tool: "DCMI", Kind: "vNPU", Template: "template"})
+}

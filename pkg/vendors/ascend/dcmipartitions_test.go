@@ -1,0 +1,120 @@
+package ascend
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+)
+
+// discoverDCMI discovers a DCMI fixture node; fixtures without an npu-smi
+// node of their own get a root written for them.
+func discoverDCMI(t *testing.T, fixtureName string, extra ...string) ([]inventory.Chip, *dcmiLib) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	lib := buildMockDCMI(t, fixtureName, extra...)
+	var root string
+	switch fixtureName {
+	case "atlas-800-910a", "atlas-800t-a2", "atlas-300i-duo":
+		root, _ = fixture(fixtureName)
+	case "atlas-800t-a2-910b4":
+		root = fakeRoot(t, []string{"0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0", "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0"}, "0xd802")
+	default:
+		t.Fatalf("no root for %s", fixtureName)
+	}
+	b := New(Config{Root: root, Runner: discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}, Library: lib})
+	inv, err := b.Discover(ctx)
+	require.NoError(t, err)
+	return inv.Chips, b.lib
+}
+
+func TestPartitionToolMakesVNPUsThroughDCMIOnEveryModel(t *testing.T) {
+	for _, tc := range []struct {
+		fixture  string
+		chip     int
+		template string
+		firstID  int
+	}{
+		{"atlas-800-910a", 2, "vir16", 2*16 + 100},
+		{"atlas-800t-a2", 7, "vir10_3c_32g", 7*16 + 100},
+		{"atlas-800t-a2-910b4", 0, "vir05_1c_8g", 100},
+		{"atlas-300i-duo", 3, "vir04_3c_ndvpp", 3*16 + 100},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			chips, lib := discoverDCMI(t, tc.fixture)
+			c := chips[tc.chip]
+			tpl, ok := partitions.TemplateByName(c, tc.template)
+			require.True(t, ok)
+			// An empty runner: npu-smi must not be run for vNPUs when DCMI is loaded.
+			tool := Ascend{}.NewLibraryPartitionTool(discoverytest.MapRunner{}, "/nonexistent", lib.path)
+
+			none, err := tool.List(ctx, c)
+			require.NoError(t, err)
+			require.Empty(t, none)
+			first, err := tool.Create(ctx, c, tpl)
+			require.NoError(t, err)
+			require.Equal(t, vnpuInstance(c, tc.firstID, tc.template), first)
+			second, err := tool.Create(ctx, c, tpl)
+			require.NoError(t, err)
+			require.Equal(t, tc.firstID+1, second.ID, "the lowest free id of the chip's range")
+			require.Equal(t, "/dev/vdavinci"+strconv.Itoa(tc.firstID+1), second.DeviceNode)
+
+			all, err := tool.List(ctx, c)
+			require.NoError(t, err)
+			require.Equal(t, []partitions.Instance{first, second}, all)
+
+			require.NoError(t, tool.Destroy(ctx, c, first))
+			require.NoError(t, tool.Destroy(ctx, c, first), "destroying a gone vNPU is no error, so unprepare can be retried")
+			left, err := tool.List(ctx, c)
+			require.NoError(t, err)
+			require.Equal(t, []partitions.Instance{second}, left)
+			// Other chips are untouched.
+			other, err := tool.List(ctx, chips[(tc.chip+1)%len(chips)])
+			require.NoError(t, err)
+			require.Empty(t, other)
+		})
+	}
+}
+
+func TestPartitionToolListsVNPUsThatExistBeforeTheAgent(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	chips, lib := discoverDCMI(t, "atlas-800t-a2", "vdev 1 116 vir05_1c_16g", "vdev 1 118 vir10_3c_32g")
+	tool := &PartitionTool{dcmi: lib}
+	got, err := tool.List(ctx, chips[1])
+	require.NoError(t, err)
+	require.Equal(t, []partitions.Instance{vnpuInstance(chips[1], 116, "vir05_1c_16g"), vnpuInstance(chips[1], 118, "vir10_3c_32g")}, got)
+	tpl, _ := partitions.TemplateByName(chips[1], "vir05_1c_16g")
+	made, err := tool.Create(ctx, chips[1], tpl)
+	require.NoError(t, err)
+	require.Equal(t, 117, made.ID, "the lowest id not in use")
+}
+
+func TestPartitionToolThroughDCMISaysWhyACreateFails(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	// Outside vNPU docker mode the library refuses the vNPU.
+	chips, lib := discoverDCMI(t, "atlas-800t-a2", "vnpu-mode vm")
+	tpl, _ := partitions.TemplateByName(chips[0], "vir05_1c_16g")
+	_, err := (&PartitionTool{dcmi: lib}).Create(ctx, chips[0], tpl)
+	require.ErrorContains(t, err, "creating a vir05_1c_16g vNPU on chip 0 through DCMI (is the node in vNPU docker mode?")
+	require.ErrorContains(t, err, "dcmi_create_vdevice returned -8002")
+}
+
+func TestPartitionToolThroughDCMIFailsWhenListingFails(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	chips, lib := discoverDCMI(t, "atlas-800t-a2", "fail dcmi_get_device_info -8005")
+	_, err := (&PartitionTool{dcmi: lib}).List(ctx, chips[0])
+	require.ErrorContains(t, err, "listing the vNPUs of chip 0 through DCMI: dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE) returned -8005")
+}
+
+func TestLibraryPartitionToolUsesNpuSmiWithoutALibrary(t *testing.T) {
+	for _, library := range []string{"", "none", "/nonexistent/libdcmi.so"} {
+		tool := Ascend{}.NewLibraryPartitionTool(discoverytest.MapRunner{}, t.TempDir(), library).(*PartitionTool)
+		require.Nil(t, tool.dcmi, "library %q", library)
+	}
+}

@@ -1,0 +1,45 @@
+package ascend
+
+// Fact names of inventory.Chip.Sources: which backend read what, for
+// `accel-dra discover --sources`.
+const (
+	SourceChips         = "chips"
+	SourceModel         = "model"
+	SourceMemory        = "memory"
+	SourceCores         = "cores"
+	SourceLogicID       = "logicId"
+	SourcePCI           = "pci"
+	SourceHealth        = "health"
+	SourceLinks         = "linkGroup"
+	SourceDriverVersion = "driverVersion"
+	SourcePartitionMode = "partitionMode"
+	SourceDeviceIP      = "deviceIP"
+)
+
+// SourceSysfs names sysfs as a reader.
+const SourceSysfs = "sysfs"
+
+// toolSources are the readers of a chip's facts when npu-smi reads them.
+func (b *Backend) toolSources(cores string, pci, version, healthCodes bool) map[string]string {
+	s := map[string]string{
+		SourceChips:   b.command("info"),
+		SourceModel:   b.command("info"),
+		SourceMemory:  b.command("info"),
+		SourceLogicID: b.command("info", "-m"),
+		SourceHealth:  b.command("info"),
+		SourceLinks:   b.command("info", "-t", "topo"),
+	}
+	if cores != "" {
+		s[SourceCores] = cores
+	}
+	if pci {
+		s[SourcePCI] = SourceSysfs
+	}
+	if version {
+		s[SourceDriverVersion] = VersionInfoPath
+	}
+	if healthCodes {
+		s[SourceHealth] = b.command("info") + ", " + b.command("info", "-t", "health")
+	}
+	return s
+}

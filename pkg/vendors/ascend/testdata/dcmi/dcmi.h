@@ -1,0 +1,207 @@
+/*
+ * accel-dra's own declarations of the part of Huawei's DCMI (libdcmi.so)
+ * the Ascend backend calls: the mock library (mock_dcmi.c) is built
+ * against them, and layout_test compares every struct's size and field
+ * offsets with the Go mirrors in dcmi.go.
+ *
+ * Each struct, constant and prototype below is field for field the one of
+ * the public header dcmi_interface_api.h published in Ascend/mind-cluster,
+ * component/ascend-common/devmanager/dcmi/dcmi_interface_api.h (commit
+ * 2c141d42ca7b6b89334dc8ab1876a06df3e849d6), written out here by hand and
+ * cut to what we use. dcmi_get_topo_info_by_device_id and its
+ * DCMI_TOPO_TYPE_* values are the DCMI API reference's (hiascend.com,
+ * "dcmi_get_topo_info_by_device_id"), which that header lacks; the
+ * VDEV_MNG main command (52) and its sub commands are mind-cluster's
+ * dcmi/constants.go (MainCmdVDevMng, VmngSubCmdGetVDevResource,
+ * VmngSubCmdGetTotalResource).
+ */
+#ifndef ACCEL_DRA_DCMI_H
+#define ACCEL_DRA_DCMI_H
+
+#define MAX_CHIP_NAME_LEN 32
+#define TEMPLATE_NAME_LEN 32
+#define DCMI_VDEV_RES_NAME_LEN 16
+#define DCMI_VDEV_SIZE 20
+#define DCMI_VDEV_FOR_RESERVE 32
+#define DCMI_SOC_SPLIT_MAX 32
+
+struct dcmi_chip_info {
+    unsigned char chip_type[MAX_CHIP_NAME_LEN];
+    unsigned char chip_name[MAX_CHIP_NAME_LEN];
+    unsigned char chip_ver[MAX_CHIP_NAME_LEN];
+    unsigned int aicore_cnt;
+};
+
+struct dcmi_pcie_info_all {
+    unsigned int venderid;
+    unsigned int subvenderid;
+    unsigned int deviceid;
+    unsigned int subdeviceid;
+    int domain;
+    unsigned int bdf_busid;
+    unsigned int bdf_deviceid;
+    unsigned int bdf_funcid;
+    unsigned char reserve[32];
+};
+
+struct dcmi_hbm_info {
+    unsigned long long memory_size;
+    unsigned int freq;
+    unsigned long long memory_usage;
+    int temp;
+    unsigned int bandwith_util_rate;
+};
+
+struct dcmi_get_memory_info_stru {
+    unsigned long long memory_size;      /* MB */
+    unsigned long long memory_available;
+    unsigned int freq;
+    unsigned long hugepagesize;
+    unsigned long hugepages_total;
+    unsigned long hugepages_free;
+    unsigned int utiliza;
+    unsigned char reserve[60];
+};
+
+enum dcmi_ip_addr_type { DCMI_IPADDR_TYPE_V4 = 0, DCMI_IPADDR_TYPE_V6 = 1, DCMI_IPADDR_TYPE_ANY = 2 };
+
+struct dcmi_ip_addr {
+    union {
+        unsigned char ip6[16];
+        unsigned char ip4[4];
+    } u_addr;
+    enum dcmi_ip_addr_type ip_type;
+};
+
+enum dcmi_port_type { DCMI_VNIC_PORT = 0, DCMI_ROCE_PORT = 1, DCMI_INVALID_PORT };
+
+enum dcmi_main_cmd { DCMI_MAIN_CMD_VDEV_MNG = 52 };
+
+enum {
+    DCMI_TOPO_TYPE_SELF = 0,
+    DCMI_TOPO_TYPE_SYS,
+    DCMI_TOPO_TYPE_PHB,
+    DCMI_TOPO_TYPE_HCCS,
+    DCMI_TOPO_TYPE_PXB,
+    DCMI_TOPO_TYPE_PIX,
+    DCMI_TOPO_TYPE_SIO,
+    DCMI_TOPO_TYPE_HCCS_SW,
+    DCMI_TOPO_TYPE_UB,
+    DCMI_TOPO_TYPE_BUTT,
+};
+
+struct dcmi_base_resource {
+    unsigned long long token;
+    unsigned long long token_max;
+    unsigned long long task_timeout;
+    unsigned int vfg_id;
+    unsigned char vip_mode;
+    unsigned char reserved[DCMI_VDEV_FOR_RESERVE - 1];
+};
+
+struct dcmi_computing_resource {
+    float aic;
+    float aiv;
+    unsigned short dsa;
+    unsigned short rtsq;
+    unsigned short acsq;
+    unsigned short cdqm;
+    unsigned short c_core;
+    unsigned short ffts;
+    unsigned short sdma;
+    unsigned short pcie_dma;
+    unsigned long long memory_size;
+    unsigned int event_id;
+    unsigned int notify_id;
+    unsigned int stream_id;
+    unsigned int model_id;
+    unsigned short topic_schedule_aicpu;
+    unsigned short host_ctrl_cpu;
+    unsigned short host_aicpu;
+    unsigned short device_aicpu;
+    unsigned short topic_ctrl_cpu_slot;
+    unsigned int vdev_aicore_utilization;
+    unsigned long long vdev_memory_total;
+    unsigned long long vdev_memory_free;
+    unsigned char reserved[DCMI_VDEV_FOR_RESERVE - DCMI_VDEV_SIZE];
+};
+
+struct dcmi_media_resource {
+    float jpegd;
+    float jpege;
+    float vpc;
+    float vdec;
+    float pngd;
+    float venc;
+    unsigned char reserved[DCMI_VDEV_FOR_RESERVE];
+};
+
+struct dcmi_create_vdev_out {
+    unsigned int vdev_id;
+    unsigned int pcie_bus;
+    unsigned int pcie_device;
+    unsigned int pcie_func;
+    unsigned int vfg_id;
+    unsigned char reserved[DCMI_VDEV_FOR_RESERVE];
+};
+
+struct dcmi_create_vdev_res_stru {
+    unsigned int vdev_id;
+    unsigned int vfg_id;
+    char template_name[TEMPLATE_NAME_LEN];
+    unsigned char reserved[64];
+};
+
+struct dcmi_vdev_query_info {
+    char name[DCMI_VDEV_RES_NAME_LEN];
+    unsigned int status;
+    unsigned int is_container_used;
+    unsigned int vfid;
+    unsigned int vfg_id;
+    unsigned long long container_id;
+    struct dcmi_base_resource base;
+    struct dcmi_computing_resource computing;
+    struct dcmi_media_resource media;
+};
+
+struct dcmi_vdev_query_stru {
+    unsigned int vdev_id;
+    struct dcmi_vdev_query_info query_info;
+};
+
+struct dcmi_soc_total_resource {
+    unsigned int vdev_num;
+    unsigned int vdev_id[DCMI_SOC_SPLIT_MAX];
+    unsigned int vfg_num;
+    unsigned int vfg_bitmap;
+    struct dcmi_base_resource base;
+    struct dcmi_computing_resource computing;
+    struct dcmi_media_resource media;
+};
+
+/* sub commands of DCMI_MAIN_CMD_VDEV_MNG */
+#define VMNG_SUB_CMD_GET_VDEV_RESOURCE 0
+#define VMNG_SUB_CMD_GET_TOTAL_RESOURCE 1
+
+int dcmi_init(void);
+int dcmi_get_card_list(int *card_num, int *card_list, int list_len);
+int dcmi_get_device_num_in_card(int card_id, int *device_num);
+int dcmi_get_device_logic_id(int *device_logic_id, int card_id, int device_id);
+int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int *phyid);
+int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chip_info *chip_info);
+int dcmi_get_device_hbm_info(int card_id, int device_id, struct dcmi_hbm_info *hbm_info);
+int dcmi_get_device_memory_info_v3(int card_id, int device_id, struct dcmi_get_memory_info_stru *memory_info);
+int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_info_all *pcie_info);
+int dcmi_get_device_health(int card_id, int device_id, unsigned int *health);
+int dcmi_get_device_errorcode_v2(int card_id, int device_id, int *error_count, unsigned int *error_code_list,
+                                 unsigned int list_len);
+int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1, int card_id2, int device_id2, int *topo_type);
+int dcmi_get_device_ip(int card_id, int device_id, enum dcmi_port_type input_type, int port_id,
+                       struct dcmi_ip_addr *ip, struct dcmi_ip_addr *mask);
+int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf,
+                         unsigned int *size);
+int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,
+                        struct dcmi_create_vdev_out *out);
+int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid);
+
+#endif
