@@ -30,14 +30,23 @@ import (
 )
 
 // Device node names, as the Cambricon device plugin mounts them
-// (device-plugin/pkg/mlu/const.go: mluDeviceName, mluMonitorDeviceName,
-// mluIpcmDeviceName, mluCommuDeviceName, mluCmsgDeviceName).
+// (Cambricon/cambricon-k8s-device-plugin@3c9ed24d
+// device-plugin/pkg/mlu/const.go: mluDeviceName, mluMonitorDeviceName,
+// mluIpcmDeviceName, mluCommuDeviceName, mluCmsgDeviceName,
+// mluGdrDeviceName, mluMsgqDeviceName, mluRPCDeviceName; server.go
+// PrepareResponse adds /dev/cambricon_gdr once and /dev/cambr-msgq:N,
+// /dev/cambr-rpc:N per chip where the node has them). The GPU-direct node
+// is the driver's gdrdrv misc device "cambricon_gdr"
+// (jklincn/cambricon-mlu-driver gdrdrv/gdrdrv.c).
 const (
 	devPrefix   = "cambricon_dev"
 	ctlNode     = "/dev/cambricon_ctl"
+	gdrNode     = "/dev/cambricon_gdr"
 	ipcmPrefix  = "/dev/cambricon_ipcm"
 	commuPrefix = "/dev/commu"
 	cmsgPrefix  = "/dev/cmsg_ctrl"
+	msgqPrefix  = "/dev/cambr-msgq:"
+	rpcPrefix   = "/dev/cambr-rpc:"
 )
 
 // ExtraMLULinkPorts is the Chip.Extra key of the number of active MLU-Link
@@ -104,6 +113,11 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
+	if len(topo.Skipped) > 0 {
+		// NIC rows and columns are normal on training nodes: worth a
+		// line at higher verbosity, not on every re-discovery.
+		logger.V(2).Info("Skipped what the cnmon topology parser does not use", "command", b.command("topo", "-m"), "skipped", topo.Skipped)
+	}
 
 	listed := map[int]bool{}
 	for _, c := range cards {
@@ -129,8 +143,14 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		inv.Chips = append(inv.Chips, chip)
 	}
 	sort.Slice(inv.Chips, func(i, j int) bool { return inv.Chips[i].Index < inv.Chips[j].Index })
-	if b.exists(ctlNode) {
-		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: {ctlNode}}
+	var shared []string
+	for _, n := range []string{ctlNode, gdrNode} {
+		if b.exists(n) {
+			shared = append(shared, n)
+		}
+	}
+	if len(shared) > 0 {
+		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: shared}
 	}
 	return inv, nil
 }
@@ -163,7 +183,7 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 	faults = append(faults, healthFaults(ctx, c)...)
 
 	nodes := []string{devPath}
-	for _, prefix := range []string{ipcmPrefix, commuPrefix, cmsgPrefix} {
+	for _, prefix := range []string{ipcmPrefix, commuPrefix, cmsgPrefix, msgqPrefix, rpcPrefix} {
 		if p := prefix + strconv.Itoa(c.Card); b.exists(p) {
 			nodes = append(nodes, p)
 		}

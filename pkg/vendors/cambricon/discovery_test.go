@@ -81,6 +81,12 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 		ports       []int64
 		deviceNodes int
 		driver      string
+		// shared are the vendor's shared nodes: cambricon_ctl, and the
+		// GPU-direct node on training nodes.
+		shared []string
+		// msgq says the chip has the cambr-msgq:N and cambr-rpc:N nodes
+		// of newer drivers, last in its list.
+		msgq bool
 	}
 	for _, tc := range []struct {
 		name string
@@ -96,7 +102,8 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 				numa:        []int{0, 0, 0, 0, 1, 1, 1, 1},
 				pcieRoots:   []string{"pci0000:18", "pci0000:18", "pci0000:3a", "pci0000:3a", "pci0000:99", "pci0000:99", "pci0000:ba", "pci0000:ba"},
 				ports:       []int64{7, 7, 7, 7, 7, 7, 7, 7},
-				deviceNodes: 4, driver: "6.2.29",
+				deviceNodes: 6, driver: "6.2.29",
+				shared: []string{"/dev/cambricon_ctl", "/dev/cambricon_gdr"}, msgq: true,
 			},
 		},
 		{
@@ -108,7 +115,7 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 				numa:        []int{0, 0, 1},
 				pcieRoots:   []string{"pci0000:00", "pci0000:00", "pci0000:80"},
 				ports:       []int64{0, 0, 0},
-				deviceNodes: 1, driver: "4.20.18",
+				deviceNodes: 1, driver: "4.20.18", shared: []string{"/dev/cambricon_ctl"},
 			},
 		},
 		{
@@ -120,7 +127,7 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 				numa:        []int{0, 0, 0, 0, 1, 1, 1, 1},
 				pcieRoots:   []string{"pci0000:17", "pci0000:17", "pci0000:3a", "pci0000:3a", "pci0000:85", "pci0000:85", "pci0000:ae", "pci0000:ae"},
 				ports:       []int64{1, 1, 1, 1, 1, 1, 1, 1},
-				deviceNodes: 3, driver: "5.10.26",
+				deviceNodes: 3, driver: "5.10.26", shared: []string{"/dev/cambricon_ctl"},
 			},
 		},
 	} {
@@ -131,7 +138,7 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, inv.Validate())
 			require.Len(t, inv.Chips, len(tc.want.groups))
-			require.Equal(t, []string{"/dev/cambricon_ctl"}, inv.SharedDeviceNodes[Vendor])
+			require.Equal(t, tc.want.shared, inv.SharedDeviceNodes[Vendor])
 			uuids := map[string]bool{}
 			for i, c := range inv.Chips {
 				require.Equal(t, i, c.Index)
@@ -146,6 +153,9 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 				require.Equal(t, inventory.IntValue(tc.want.ports[i]), c.Extra[ExtraMLULinkPorts])
 				require.Len(t, c.DeviceNodes, tc.want.deviceNodes)
 				require.Equal(t, fmt.Sprintf("/dev/cambricon_dev%d", i), c.DeviceNodes[0])
+				if tc.want.msgq {
+					require.Equal(t, []string{fmt.Sprintf("/dev/cambr-msgq:%d", i), fmt.Sprintf("/dev/cambr-rpc:%d", i)}, c.DeviceNodes[len(c.DeviceNodes)-2:])
+				}
 				require.Equal(t, tc.want.driver, c.DriverVersion)
 				require.True(t, c.Healthy)
 				require.NotEmpty(t, c.UUID)
@@ -276,10 +286,12 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			message: `parsing cnmon info: line 18: memory size "lots MiB": "lots" is not a non-negative integer`,
 		},
 		{
-			name:   "a garbled MLU-Link count in cnmon topo -m",
-			topo:   func(s string) string { return discoverytest.ReplaceOnce(t, s, "MLK1", "MLKx") },
+			// Unknown codes are skipped; a matrix that contradicts itself
+			// is not.
+			name:   "a self code off the diagonal in cnmon topo -m",
+			topo:   func(s string) string { return discoverytest.ReplaceOnce(t, s, "MLK1", "X") },
 			source: "cnmon topo -m", line: 2,
-			message: `parsing cnmon topo -m: line 2: MLU0→MLU1: MLU-Link count in "MLKx" is not a number`,
+			message: `parsing cnmon topo -m: line 2: MLU0→MLU1: "X" on the wrong side of the diagonal`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
