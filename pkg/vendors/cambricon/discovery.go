@@ -18,9 +18,11 @@ package cambricon
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -221,7 +223,77 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 	if chip.Cores == 0 {
 		logger.V(2).Info("No MLU core count known for this model, publishing none", "model", c.ProductName)
 	}
+	chip.Sources = map[string]string{
+		"model": b.command("info"), "uuid": b.command("info"), "memory": b.command("info"),
+		"driverVersion": b.command("info"), "health": b.command("info") + ", device files",
+		"cores":     "model table (models.go)",
+		"linkGroup": b.command("topo", "-m"), "mluLinkPorts": b.command("topo", "-m"),
+		"numaNode": "sysfs", "pcieRoot": "sysfs",
+	}
+	if smluSupported(c.ProductName) {
+		chip.PartitionModeOff = b.smluModeOff(ctx, c.Card, dev.BusID)
+		chip.Sources["partitionMode"] = smluProcFile(dev.BusID)
+	}
 	return chip, nil
+}
+
+// smluProcFile is where the driver reports a chip's sMLU mode:
+// /proc/driver/cambricon/mlus/<BDF>/smlu, BDF as "%04x:%02x:%02x.%x"
+// (jklincn/cambricon-mlu-driver@02061856 proc/cndrv_proc.c: the "mlus"
+// directory under "driver/cambricon", one directory per PCIe function, file
+// "smlu").
+func smluProcFile(busID string) string {
+	return "/proc/driver/cambricon/mlus/" + busID + "/smlu"
+}
+
+// smluModeOff reads the chip's sMLU mode and says why it is off, "" when
+// on. The file's first line is "smlu_support:%d smlu_enable:%d"
+// (smlu/smlu_core.c cn_smlu_cap_show); an admin switches the mode with
+// `cnmon set -c N -smlu on`. A file that is missing or unreadable means
+// off: the agent must not offer partitions the tool would refuse.
+func (b *Backend) smluModeOff(ctx context.Context, card int, busID string) string {
+	logger := klog.FromContext(ctx)
+	p := smluProcFile(busID)
+	data, err := os.ReadFile(b.hostPath(p))
+	if err != nil {
+		logger.V(2).Info("Cannot read the sMLU mode of an MLU, treating it as off", "card", card, "file", p, "err", err)
+		return fmt.Sprintf("sMLU mode unknown: %s is not readable (a driver without sMLU?)", p)
+	}
+	support, enable, ok := parseSMLUMode(data)
+	switch {
+	case !ok:
+		logger.Info("Unexpected content in the sMLU mode file, treating sMLU as off", "card", card, "file", p)
+		return fmt.Sprintf("sMLU mode unknown: %s has no smlu_support/smlu_enable line", p)
+	case !support:
+		return fmt.Sprintf("the driver says card %d does not support sMLU (%s)", card, p)
+	case !enable:
+		return fmt.Sprintf("sMLU mode is off on card %d (%s; switch it on with cnmon set -c %d -smlu on)", card, p, card)
+	}
+	return ""
+}
+
+// parseSMLUMode reads "smlu_support:%d smlu_enable:%d" from the first
+// line that has both.
+func parseSMLUMode(data []byte) (support, enable, ok bool) {
+	for _, line := range strings.Split(string(data), "\n") {
+		var haveS, haveE bool
+		for _, f := range strings.Fields(line) {
+			k, v, found := strings.Cut(f, ":")
+			if !found {
+				continue
+			}
+			switch k {
+			case "smlu_support":
+				support, haveS = v != "0", true
+			case "smlu_enable":
+				enable, haveE = v != "0", true
+			}
+		}
+		if haveS && haveE {
+			return support, enable, true
+		}
+	}
+	return false, false, false
 }
 
 // linkGroups returns "mlulink-K" for every card in an MLU-Link connected

@@ -54,6 +54,12 @@ func TestDiscoverReadsEveryFactOfAnMLU370X8Server(t *testing.T) {
 			PCIeRoot:      l.root,
 			DriverVersion: "5.10.26",
 			Healthy:       true,
+			Sources: map[string]string{
+				"model": "cnmon info", "uuid": "cnmon info", "memory": "cnmon info", "driverVersion": "cnmon info",
+				"health": "cnmon info, device files", "cores": "model table (models.go)",
+				"linkGroup": "cnmon topo -m", "mluLinkPorts": "cnmon topo -m", "numaNode": "sysfs", "pcieRoot": "sysfs",
+				"partitionMode": "/proc/driver/cambricon/mlus/" + l.bus + "/smlu",
+			},
 			DeviceNodes: []string{
 				fmt.Sprintf("/dev/cambricon_dev%d", i),
 				fmt.Sprintf("/dev/cambricon_ipcm%d", i),
@@ -349,4 +355,44 @@ func TestDiscoverFailsWhenDevCannotBeListed(t *testing.T) {
 
 func TestBackendIsNamedCambricon(t *testing.T) {
 	require.Equal(t, "cambricon", New(Config{}).Name())
+}
+
+func TestDiscoverReadsTheSMLUModeOfEachChipFromProcfs(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, runner := fixture("mlu590")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	for i := 0; i < 6; i++ {
+		require.Empty(t, inv.Chips[i].PartitionModeOff, "chip %d: smlu_enable:1", i)
+	}
+	require.Equal(t, "sMLU mode is off on card 6 (/proc/driver/cambricon/mlus/0000:bd:00.0/smlu; switch it on with cnmon set -c 6 -smlu on)",
+		inv.Chips[6].PartitionModeOff)
+	require.Equal(t, "sMLU mode unknown: /proc/driver/cambricon/mlus/0000:be:00.0/smlu is not readable (a driver without sMLU?)",
+		inv.Chips[7].PartitionModeOff)
+
+	// MLU270s have no sMLU: no mode to read, nothing to say.
+	root, runner = fixture("mlu270")
+	inv, err = New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	for _, c := range inv.Chips {
+		require.Empty(t, c.PartitionModeOff)
+		require.NotContains(t, c.Sources, "partitionMode")
+	}
+}
+
+func TestParseSMLUModeReadsTheDriversLine(t *testing.T) {
+	for _, tc := range []struct {
+		text                string
+		support, enable, ok bool
+	}{
+		{text: "smlu_support:1 smlu_enable:1\nsubsys[0]:mem total = 1, usage = 0, overcommit factor = 0\n", support: true, enable: true, ok: true},
+		{text: "smlu_support:1 smlu_enable:0\n", support: true, ok: true},
+		{text: "smlu_support:0 smlu_enable:0\n", ok: true},
+		{text: "current_ns:0 not bind any smlu_cgroup.\n"},
+		{text: "smlu_support:1\n"},
+		{text: ""},
+	} {
+		s, e, ok := parseSMLUMode([]byte(tc.text))
+		require.Equal(t, []bool{tc.support, tc.enable, tc.ok}, []bool{s, e, ok}, "%q", tc.text)
+	}
 }
