@@ -23,12 +23,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Device node names, as the Cambricon device plugin mounts them
@@ -63,20 +65,29 @@ type Config struct {
 	Runner discovery.CommandRunner
 	// Cnmon is the command name, default "cnmon".
 	Cnmon string
+	// Library is the path of libcndev.so: "" looks in DefaultCNDevPaths
+	// under Root, vendors.LibraryNone reads everything through cnmon.
+	Library string
 }
 
 // Backend discovers Cambricon chips. It implements discovery.Backend.
 type Backend struct {
-	root   string
-	runner discovery.CommandRunner
-	cnmon  string
+	root    string
+	runner  discovery.CommandRunner
+	cnmon   string
+	library string
+
+	// once loads the library at the first discovery; lib is nil when it
+	// could not be loaded (logged once) or was not wanted.
+	once sync.Once
+	lib  *CNDev
 }
 
 var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon, library: cfg.Library}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -107,38 +118,31 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		return inventory.Inventory{}, nil
 	}
 
-	cards, err := b.info(ctx)
+	var r reader
+	if l := b.loadLibrary(ctx); l != nil {
+		r, err = b.readLibrary(l)
+	} else {
+		r, err = b.readTool(ctx)
+	}
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
-	topo, err := b.topo(ctx)
-	if err != nil {
-		return inventory.Inventory{}, err
-	}
-	if len(topo.Skipped) > 0 {
-		// NIC rows and columns are normal on training nodes: worth a
-		// line at higher verbosity, not on every re-discovery.
-		logger.V(2).Info("Skipped what the cnmon topology parser does not use", "command", b.command("topo", "-m"), "skipped", topo.Skipped)
-	}
+	cards, topo := r.cards, r.topo
 
 	listed := map[int]bool{}
 	for _, c := range cards {
 		listed[c.Card] = true
-		if topo.Codes[c.Card] == nil {
-			return inventory.Inventory{}, fmt.Errorf("combining %s and %s: card %d has no row in the topology matrix",
-				b.command("info"), b.command("topo", "-m"), c.Card)
-		}
 	}
 	for _, n := range devs {
 		if !listed[n] {
-			logger.Info("Skipping Cambricon device file that cnmon does not list", "device", fmt.Sprintf("/dev/%s%d", devPrefix, n))
+			logger.Info("Skipping a Cambricon device file that is not listed", "by", r.name, "device", fmt.Sprintf("/dev/%s%d", devPrefix, n))
 		}
 	}
 
 	groups := linkGroups(cards, topo)
 	inv := inventory.Inventory{}
 	for _, c := range cards {
-		chip, err := b.chip(ctx, c, topo, groups)
+		chip, err := b.chip(ctx, c, topo, groups, r)
 		if err != nil {
 			return inventory.Inventory{}, err
 		}
@@ -158,7 +162,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 }
 
 // fault is one reason a chip is unhealthy (inventory.Chip.MarkUnhealthy).
-func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups map[int]string) (inventory.Chip, error) {
+func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups map[int]string, r reader) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
 	var faults []fault
 	dev, err := pci.Read(b.root, c.PCIBusID)
@@ -166,23 +170,23 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 	case pci.IsMissing(b.root, c.PCIBusID):
 		// A card that fell off the bus is a health fault of that card,
 		// not a reason to serve none of the node's chips.
-		logger.Info("The cnmon tool lists an MLU card whose PCI function is gone from sysfs, reporting it unhealthy", "card", c.Card, "pciBusID", c.PCIBusID)
+		logger.Info("An MLU card is listed whose PCI function is gone from sysfs, reporting it unhealthy", "by", r.name, "card", c.Card, "pciBusID", c.PCIBusID)
 		faults = append(faults, fault{inventory.ReasonPCIDeviceMissing, fmt.Sprintf("PCI function %s is gone from sysfs", c.PCIBusID)})
 		id, _ := pci.NormalizeBusID(c.PCIBusID)
 		dev = pci.Device{BusID: id}
 	case err != nil:
 		return inventory.Chip{}, fmt.Errorf("reading PCI facts of MLU card %d (%s) from sysfs: %w", c.Card, c.PCIBusID, err)
 	case dev.VendorID != PCIVendorID:
-		return inventory.Chip{}, fmt.Errorf("MLU card %d: PCI function %s has vendor id %#04x, not Cambricon's %#04x: cnmon and sysfs disagree",
-			c.Card, c.PCIBusID, dev.VendorID, PCIVendorID)
+		return inventory.Chip{}, fmt.Errorf("MLU card %d: PCI function %s has vendor id %#04x, not Cambricon's %#04x: %s and sysfs disagree",
+			c.Card, c.PCIBusID, dev.VendorID, PCIVendorID, r.name)
 	}
 
 	devPath := fmt.Sprintf("/dev/%s%d", devPrefix, c.Card)
 	if !b.exists(devPath) {
-		logger.Info("The cnmon tool lists an MLU card whose device file is missing, reporting it unhealthy", "card", c.Card, "device", devPath)
+		logger.Info("An MLU card is listed whose device file is missing, reporting it unhealthy", "by", r.name, "card", c.Card, "device", devPath)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + devPath + " is missing"})
 	}
-	faults = append(faults, healthFaults(ctx, c)...)
+	faults = append(faults, healthFaults(ctx, c, r.name)...)
 
 	nodes := []string{devPath}
 	for _, prefix := range []string{ipcmPrefix, commuPrefix, cmsgPrefix, msgqPrefix, rpcPrefix} {
@@ -201,7 +205,7 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 		Index:         c.Card,
 		UUID:          uuid,
 		MemoryBytes:   c.MemoryBytes,
-		Cores:         mluCoresPerChip[c.ProductName],
+		Cores:         c.Cores,
 		LinkType:      inventory.LinkPCIe,
 		LinkGroup:     fmt.Sprintf("pcie-%d", c.Card),
 		NUMANode:      dev.NUMANode,
@@ -223,14 +227,22 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 	if chip.Cores == 0 {
 		logger.V(2).Info("No MLU core count known for this model, publishing none", "model", c.ProductName)
 	}
-	chip.Sources = map[string]string{
-		"model": b.command("info"), "uuid": b.command("info"), "memory": b.command("info"),
-		"driverVersion": b.command("info"), "health": b.command("info") + ", device files",
-		"cores":     "model table (models.go)",
-		"linkGroup": b.command("topo", "-m"), "mluLinkPorts": b.command("topo", "-m"),
-		"numaNode": "sysfs", "pcieRoot": "sysfs",
+	chip.Sources = map[string]string{"numaNode": "sysfs", "pcieRoot": "sysfs"}
+	for k, v := range r.sources {
+		chip.Sources[k] = v
+	}
+	if c.CoresFrom != "" {
+		chip.Sources["cores"] = c.CoresFrom
 	}
 	if smluSupported(c.ProductName) {
+		if r.smluMode != nil {
+			off, src, err := r.smluMode(c.Card)
+			if err == nil {
+				chip.PartitionModeOff, chip.Sources["partitionMode"] = off, src
+				return chip, nil
+			}
+			logger.V(2).Info("Cannot read the sMLU mode through the library, reading procfs", "card", c.Card, "err", err)
+		}
 		chip.PartitionModeOff = b.smluModeOff(ctx, c.Card, dev.BusID)
 		chip.Sources["partitionMode"] = smluProcFile(dev.BusID)
 	}
@@ -309,6 +321,76 @@ func linkGroups(cards []CardInfo, topo Topology) map[int]string {
 		return linked
 	}, "mlulink")
 }
+
+// reader is what one way of reading the chips (libcndev or cnmon) found,
+// with how it names itself and its facts.
+type reader struct {
+	// name says who lists the cards, for messages: "cnmon",
+	// "libcndev.so".
+	name  string
+	cards []CardInfo
+	topo  Topology
+	// sources are the Chip.Sources of the facts it read.
+	sources map[string]string
+	// smluMode reads a card's sMLU mode (PartitionModeOff and the
+	// source); nil where only procfs tells.
+	smluMode func(card int) (off, source string, err error)
+}
+
+// loadLibrary loads libcndev once; it logs once why it could not.
+func (b *Backend) loadLibrary(ctx context.Context) *CNDev {
+	b.once.Do(func() {
+		logger := klog.FromContext(ctx)
+		if b.library == vendors.LibraryNone {
+			logger.V(2).Info("Reading Cambricon chips through cnmon only, as configured", "library", b.library)
+			return
+		}
+		l, err := OpenCNDev(b.root, b.library)
+		if err != nil {
+			logger.Info("CNDev library not loaded, reading Cambricon chips through cnmon instead", "err", err)
+			return
+		}
+		logger.Info("Reading Cambricon chips through CNDev", "library", l.Path)
+		b.lib = l
+		setPartitionLibrary(l)
+	})
+	return b.lib
+}
+
+// readTool reads the cards with `cnmon info` and the MLU-Links with
+// `cnmon topo -m`.
+func (b *Backend) readTool(ctx context.Context) (reader, error) {
+	logger := klog.FromContext(ctx)
+	cards, err := b.info(ctx)
+	if err != nil {
+		return reader{}, err
+	}
+	topo, err := b.topo(ctx)
+	if err != nil {
+		return reader{}, err
+	}
+	if len(topo.Skipped) > 0 {
+		// NIC rows and columns are normal on training nodes: worth a
+		// line at higher verbosity, not on every re-discovery.
+		logger.V(2).Info("Skipped what the cnmon topology parser does not use", "command", b.command("topo", "-m"), "skipped", topo.Skipped)
+	}
+	for i, c := range cards {
+		if topo.Codes[c.Card] == nil {
+			return reader{}, fmt.Errorf("combining %s and %s: card %d has no row in the topology matrix",
+				b.command("info"), b.command("topo", "-m"), c.Card)
+		}
+		cards[i].Cores = mluCoresPerChip[c.ProductName]
+		cards[i].CoresFrom = modelTable
+	}
+	info, topoCmd := b.command("info"), b.command("topo", "-m")
+	return reader{name: "cnmon", cards: cards, topo: topo, sources: map[string]string{
+		"model": info, "uuid": info, "memory": info, "driverVersion": info, "pciBusID": info,
+		"health": info + ", device files", "linkGroup": topoCmd, "mluLinkPorts": topoCmd,
+	}}, nil
+}
+
+// modelTable names models.go as the source of a core count.
+const modelTable = "model table (models.go)"
 
 func (b *Backend) info(ctx context.Context) ([]CardInfo, error) {
 	return discovery.Query(ctx, b.runner, "listing MLU cards", ParseInfo, b.cnmon, "info")

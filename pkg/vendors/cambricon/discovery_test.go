@@ -57,7 +57,7 @@ func TestDiscoverReadsEveryFactOfAnMLU370X8Server(t *testing.T) {
 			Sources: map[string]string{
 				"model": "cnmon info", "uuid": "cnmon info", "memory": "cnmon info", "driverVersion": "cnmon info",
 				"health": "cnmon info, device files", "cores": "model table (models.go)",
-				"linkGroup": "cnmon topo -m", "mluLinkPorts": "cnmon topo -m", "numaNode": "sysfs", "pcieRoot": "sysfs",
+				"linkGroup": "cnmon topo -m", "mluLinkPorts": "cnmon topo -m", "numaNode": "sysfs", "pcieRoot": "sysfs", "pciBusID": "cnmon info",
 				"partitionMode": "/proc/driver/cambricon/mlus/" + l.bus + "/smlu",
 			},
 			DeviceNodes: []string{
@@ -208,7 +208,7 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 
 	require.Contains(t, logs(), "device file is missing")
 	require.Contains(t, logs(), "/dev/cambricon_dev2")
-	require.Contains(t, logs(), "cnmon does not list")
+	require.Contains(t, logs(), `device file that is not listed by="cnmon"`)
 	require.Contains(t, logs(), "/dev/cambricon_dev9")
 }
 

@@ -154,15 +154,31 @@ func parseSMLUCreate(source string, data []byte) (smluCreate, error) {
 	return smluCreate{instance: out[0], card: out[1], profile: out[2]}, nil
 }
 
-// PartitionTool implements partitions.Tool for Cambricon sMLU instances.
+// PartitionTool implements partitions.Tool for Cambricon sMLU instances:
+// through libcndev where discovery loaded it (or Library is set), through
+// cnmon otherwise.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
+	// Library, when set, is used instead of the library discovery loaded.
+	Library *CNDev
+}
+
+// libraryFor returns the library to use for sMLU calls, nil for cnmon.
+func (t *PartitionTool) libraryFor() *CNDev {
+	if l := t.library(); l != nil && l.instances != nil {
+		return l
+	}
+	return nil
 }
 
 func card(c inventory.Chip) string { return strconv.Itoa(c.Index) }
 
 // List implements partitions.Tool.
 func (t *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partitions.Instance, error) {
+	if l := t.libraryFor(); l != nil {
+		insts, _, err := t.libList(l, c)
+		return insts, err
+	}
 	rows, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("listing the sMLU instances of chip %d", c.Index), ParseSMLUList,
 		Cnmon, "smlu", "-c", card(c), "-l")
 	if err != nil {
@@ -188,6 +204,9 @@ func smluInstances(c inventory.Chip, rows []SMLU, what string) ([]partitions.Ins
 func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl partitions.Template) (partitions.Instance, error) {
 	if tmpl.Type != partitions.TypeSMLU {
 		return partitions.Instance{}, fmt.Errorf("creating an sMLU instance on chip %d: profile %s is a %s template", c.Index, tmpl.Name, tmpl.Type)
+	}
+	if l := t.libraryFor(); l != nil {
+		return t.libCreate(ctx, l, c, tmpl)
 	}
 	profiles, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("listing the sMLU profiles of chip %d", c.Index), ParseSMLUProfiles,
 		Cnmon, "smlu", "-c", card(c), "-p")
@@ -217,6 +236,9 @@ func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl parti
 
 // Destroy implements partitions.Tool.
 func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst partitions.Instance) error {
+	if l := t.libraryFor(); l != nil {
+		return t.libDestroy(l, c, inst)
+	}
 	existing, err := t.List(ctx, c)
 	if err != nil {
 		return err
