@@ -155,12 +155,14 @@ func parseSMLUCreate(source string, data []byte) (smluCreate, error) {
 }
 
 // PartitionTool implements partitions.Tool for Cambricon sMLU instances:
-// through libcndev where discovery loaded it (or Library is set), through
-// cnmon otherwise.
+// through libcndev where Library is set or (for the tools
+// NewPartitionTool makes) discovery loaded it, through cnmon otherwise.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
-	// Library, when set, is used instead of the library discovery loaded.
+	// Library, when set, is used for every sMLU call.
 	Library *CNDev
+	// loaded makes the tool use the library discovery loaded.
+	loaded bool
 }
 
 // libraryFor returns the library to use for sMLU calls, nil for cnmon.
@@ -263,7 +265,7 @@ func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst part
 
 // NewPartitionTool implements partitions.Vendor.
 func (Cambricon) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
-	return &PartitionTool{Runner: runner}
+	return &PartitionTool{Runner: runner, loaded: true}
 }
 
 // PartitionEdits implements partitions.Vendor. An sMLU container gets the

@@ -33,7 +33,7 @@ func setPartitionLibrary(l *CNDev) {
 }
 
 func (t *PartitionTool) library() *CNDev {
-	if t.Library != nil {
+	if t.Library != nil || !t.loaded {
 		return t.Library
 	}
 	partitionLibMu.Lock()

@@ -314,6 +314,8 @@ static void touch(int dev, int id, int create) {
 		return;
 	char n[CNDEV_MLUINSTANCE_DEVICE_NODE_NAME_BUFFER_SIZE], p[1024];
 	node(dev, id, n, sizeof n);
+	snprintf(p, sizeof p, "%s/dev", root);
+	mkdir(p, 0755);
 	snprintf(p, sizeof p, "%s/dev/cambricon-caps", root);
 	mkdir(p, 0755);
 	snprintf(p, sizeof p, "%s%s", root, n);
