@@ -25,6 +25,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/logflags"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 
 	// Every vendor accel-dra supports (pkg/vendors).
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
@@ -43,6 +44,7 @@ func newCommand() *cobra.Command {
 	var o nodeagent.Options
 	var kubeconfig, podUID string
 	var logging *logflags.Config
+	var cndevLibrary string // --cndev-library, into o.Discovery.Libraries
 	cmd := &cobra.Command{
 		Use:   "accel-dra-kubeletplugin",
 		Short: "accel-dra node agent: publish Ascend and Cambricon chips as DRA devices and prepare them through CDI",
@@ -71,6 +73,13 @@ Every flag can also be set by the environment variable in brackets.`,
 			if o.Discovery.ToolTimeout <= 0 {
 				return fmt.Errorf("--tool-timeout %s: want a positive duration such as 30s", o.Discovery.ToolTimeout)
 			}
+			if o.Discovery.Libraries == nil {
+				o.Discovery.Libraries = map[string]string{}
+			}
+			if o.Discovery.ToolOutput != "" && cndevLibrary == "" {
+				cndevLibrary = vendors.LibraryNone // replayed tool output, not this machine's library
+			}
+			o.Discovery.Libraries["cambricon"] = cndevLibrary
 			cfg, err := clientConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -97,6 +106,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.ChipModes, "chip-modes", "", partitions.PolicyHelp+" [ACCEL_DRA_CHIP_MODES]")
 	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", "", "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
 	f.StringVar(&o.Discovery.Cnmon, "cnmon", "", "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
+	f.StringVar(&cndevLibrary, "cndev-library", "", "path of Cambricon's CNDev library, loaded at run time to read and partition MLUs (cnmon stays the fallback); default: /usr/local/neuware/lib64/libcndev.so or the distribution's libcndev.so under --root; none: cnmon only [ACCEL_DRA_CNDEV_LIBRARY]")
 	f.DurationVar(&o.Discovery.ToolTimeout, "tool-timeout", discovery.DefaultToolTimeout, "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
 	f.StringVar(&podUID, "pod-uid", "", "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
 	f.DurationVar(&o.HealthInterval, "health-interval", devicemonitor.DefaultInterval, "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")

@@ -19,6 +19,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // NewRootCommand returns the accel-dra command with its subcommands.
@@ -35,6 +36,7 @@ func NewRootCommand() *cobra.Command {
 
 func newDiscoverCommand() *cobra.Command {
 	var rootDir, profileName, nodeName, output, toolOutput, chipModes string
+	var cndevLibrary string
 	cmd := &cobra.Command{
 		Use:   "discover [--root DIR | --profile NAME] [--chip-modes MODES] [-o table|yaml|json]",
 		Short: "Show the node's chips, or the ResourceSlices the node agent would publish",
@@ -62,7 +64,11 @@ the node agent publishes for them.`,
 			if err != nil {
 				return fmt.Errorf("--chip-modes: %w", err)
 			}
-			inv, err := source.Discover(cmd.Context(), source.Options{Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput})
+			if toolOutput != "" && cndevLibrary == "" {
+				cndevLibrary = vendors.LibraryNone // replayed tool output, not this machine's library
+			}
+			inv, err := source.Discover(cmd.Context(), source.Options{Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput,
+				Libraries: map[string]string{"cambricon": cndevLibrary}})
 			if err != nil {
 				return err
 			}
@@ -84,6 +90,7 @@ the node agent publishes for them.`,
 	cmd.Flags().StringVar(&rootDir, "root", "/", "host root directory to read /dev, /sys and driver files from")
 	cmd.Flags().StringVar(&profileName, "profile", "", "simulate a node with this hardware profile (bundled name or file path) instead of reading --root")
 	cmd.Flags().StringVar(&toolOutput, "tool-output", "", "read recorded npu-smi/cnmon output from this directory instead of running the tools")
+	cmd.Flags().StringVar(&cndevLibrary, "cndev-library", "", "path of Cambricon's CNDev library (libcndev.so) to read MLUs with; default: the Neuware and distribution paths under --root (none with --tool-output); none: cnmon only")
 	cmd.Flags().StringVar(&nodeName, "node-name", host, "node name used for the pool and slice names")
 	cmd.Flags().StringVar(&chipModes, "chip-modes", "", partitions.PolicyHelp+" (the node agent's --chip-modes)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
