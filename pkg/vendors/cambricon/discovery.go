@@ -68,6 +68,10 @@ type Config struct {
 	// Library is the path of libcndev.so: "" looks in DefaultCNDevPaths
 	// under Root, vendors.LibraryNone reads everything through cnmon.
 	Library string
+	// ShareLibrary makes the partition tools of this process
+	// (NewPartitionTool) use the library this backend loads: the agent's
+	// backend does, a test's need not.
+	ShareLibrary bool
 }
 
 // Backend discovers Cambricon chips. It implements discovery.Backend.
@@ -79,15 +83,16 @@ type Backend struct {
 
 	// once loads the library at the first discovery; lib is nil when it
 	// could not be loaded (logged once) or was not wanted.
-	once sync.Once
-	lib  *CNDev
+	once  sync.Once
+	lib   *CNDev
+	share bool
 }
 
 var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon, library: cfg.Library}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon, library: cfg.Library, share: cfg.ShareLibrary}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -352,7 +357,9 @@ func (b *Backend) loadLibrary(ctx context.Context) *CNDev {
 		}
 		logger.Info("Reading Cambricon chips through CNDev", "library", l.Path)
 		b.lib = l
-		setPartitionLibrary(l)
+		if b.share {
+			setPartitionLibrary(l)
+		}
 	})
 	return b.lib
 }

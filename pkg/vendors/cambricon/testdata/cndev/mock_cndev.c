@@ -7,13 +7,15 @@
  * (one line per device and per MLU-Link port, see README.md), keeps sMLU
  * instances in ACCEL_DRA_CNDEV_MOCK_STATE when set (so they outlive the
  * process, like the driver's), and creates or removes the instances'
- * capability nodes under ACCEL_DRA_CNDEV_MOCK_ROOT when set.
+ * capability nodes under ACCEL_DRA_CNDEV_MOCK_ROOT when set (/dev/null
+ * clones when run as root).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cndev.h"
@@ -320,9 +322,13 @@ static void touch(int dev, int id, int create) {
 	mkdir(p, 0755);
 	snprintf(p, sizeof p, "%s%s", root, n);
 	if (create) {
-		FILE *f = fopen(p, "w");
-		if (f)
-			fclose(f);
+		/* a /dev/null clone where allowed (root), as the simulated
+		 * tools make, else a plain file */
+		if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) != 0 && errno != EEXIST) {
+			FILE *f = fopen(p, "w");
+			if (f)
+				fclose(f);
+		}
 	} else {
 		unlink(p);
 	}
