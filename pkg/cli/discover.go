@@ -21,7 +21,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
-	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
 // NewRootCommand returns the accel-dra command with its subcommands.
@@ -92,7 +91,7 @@ what read it (libdcmi.so and the call, an npu-smi command, sysfs, a file).`,
 	cmd.Flags().StringVar(&nodeName, "node-name", host, "node name used for the pool and slice names")
 	cmd.Flags().StringVar(&chipModes, "chip-modes", "", partitions.PolicyHelp+" (the node agent's --chip-modes)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml, json, or sources (which backend read each fact of each chip: the vendor's library, its tool, sysfs)")
-	cmd.Flags().Var(source.LibraryFlag(libraries, ascend.Option), "dcmi-library", ascend.LibraryFlagHelp+" (the node agent's --dcmi-library)")
+	source.AddLibraryFlags(cmd.Flags(), libraries, false, " (the node agent's flag of the same name; none with --tool-output)")
 	cmd.MarkFlagsMutuallyExclusive("root", "profile")
 	return cmd
 }

@@ -76,6 +76,10 @@ type Names struct {
 	// (api/accel-dra.dev/v1alpha1: "AscendConfig"). A string here, not the
 	// API's constant, so the API package may use this one.
 	ConfigKind string
+	// LibraryFlag is the flag of the node agent and `accel-dra discover`
+	// that names the vendor's management library ("dcmi-library"), empty
+	// for a vendor without one; LibraryHelp is its usage text.
+	LibraryFlag, LibraryHelp string
 }
 
 // CDIEdits are what a vendor's own container runtime or device plugin

@@ -20,11 +20,14 @@ import (
 func TestTheRegisteredVendorsHaveTheContractsNames(t *testing.T) {
 	var got []vendors.Names
 	for _, v := range vendors.All() {
-		got = append(got, v.Names())
+		n := v.Names()
+		require.NotEmpty(t, n.LibraryHelp, "%s: the library flag has a usage text", n.Vendor)
+		n.LibraryHelp = "" // prose, not a name
+		got = append(got, n)
 	}
 	require.Equal(t, []vendors.Names{
-		{Vendor: "huawei", Family: "ascend", Driver: "ascend.accel-dra.dev", Option: "ascend", CDIKind: "accel-dra.dev/ascend", DevicePrefix: "npu", Tool: "npu-smi", ConfigKind: "AscendConfig"},
-		{Vendor: "cambricon", Family: "mlu", Driver: "cambricon.accel-dra.dev", Option: "cambricon", CDIKind: "accel-dra.dev/cambricon", DevicePrefix: "mlu", Tool: "cnmon", ConfigKind: "CambriconConfig"},
+		{Vendor: "huawei", Family: "ascend", Driver: "ascend.accel-dra.dev", Option: "ascend", CDIKind: "accel-dra.dev/ascend", DevicePrefix: "npu", Tool: "npu-smi", ConfigKind: "AscendConfig", LibraryFlag: "dcmi-library"},
+		{Vendor: "cambricon", Family: "mlu", Driver: "cambricon.accel-dra.dev", Option: "cambricon", CDIKind: "accel-dra.dev/cambricon", DevicePrefix: "mlu", Tool: "cnmon", ConfigKind: "CambriconConfig", LibraryFlag: "cndev-library"},
 	}, got, "ordered by option, the order discovery runs the backends in")
 	require.Equal(t, []string{"ascend", "cambricon"}, vendors.Options())
 }

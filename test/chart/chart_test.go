@@ -182,15 +182,19 @@ vendors:
 vendors:
   ascend: {enabled: false}
   cambricon:
+    cndevLibrary: /host/opt/neuware/lib64/libcndev.so
     nodeSelector:
       accelerator: null
       example.com/mlu: "true"
       example.com/pool: inference
 `,
-		deviceClasses:   []string{"accelerator.accel-dra.dev", "cambricon-mlu.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"},
-		hostMounts:      mounts(kubeletMounts, discoveryMounts, cambriconMounts),
-		affinity:        []map[string]string{{"example.com/mlu": "true", "example.com/pool": "inference"}},
-		args:            args(commonArgs, []string{"--vendors=cambricon", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--cnmon=/host/usr/bin/cnmon"}),
+		deviceClasses: []string{"accelerator.accel-dra.dev", "cambricon-mlu.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"},
+		// /usr/local for Neuware's libcndev.so, which Ascend nodes mount anyway.
+		hostMounts: mounts(kubeletMounts, discoveryMounts, cambriconMounts,
+			map[string]hostMount{"/host/usr/local": {"/usr/local", corev1.HostPathDirectory, true}}),
+		affinity: []map[string]string{{"example.com/mlu": "true", "example.com/pool": "inference"}},
+		args: args(commonArgs, []string{"--vendors=cambricon", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--cnmon=/host/usr/bin/cnmon",
+			"--cndev-library=/host/opt/neuware/lib64/libcndev.so"}),
 		securityContext: privileged,
 		probes:          true,
 		policy:          true,

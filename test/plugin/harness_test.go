@@ -310,7 +310,8 @@ func (l *commandLog) changes() []string {
 	defer l.mu.Unlock()
 	var out []string
 	for _, c := range l.lines {
-		if strings.Contains(c, "create") || strings.Contains(c, "destroy") {
+		// npu-smi spells the change out; cnmon smlu uses -C and -D.
+		if strings.Contains(c, "create") || strings.Contains(c, "destroy") || strings.Contains(c, " -C ") || strings.Contains(c, " -D ") {
 			out = append(out, c)
 		}
 	}

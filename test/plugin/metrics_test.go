@@ -157,7 +157,8 @@ type stuckTool struct {
 }
 
 func (s *stuckTool) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	if strings.Contains(discovery.CommandLine(name, args...), "--create") {
+	// cnmon smlu -c N -C PROFILE_ID creates an sMLU instance.
+	if strings.Contains(discovery.CommandLine(name, args...), " -C ") {
 		s.once.Do(func() {
 			close(s.entered)
 			<-s.released

@@ -43,8 +43,8 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 				"DRA_DEVICE_NPU_2_VIR05_1C_16G_0_PARTITION": "vir05_1c_16g", "DRA_DEVICE_NPU_2_VIR05_1C_16G_0_MEMORY": "17179869184",
 				"DRA_DEVICE_NPU_2_VIR05_1C_16G_0_CORES": "5"}},
 		{name: "Cambricon sMLU", profile: "mlu370-x8", vendor: cambricon.Vendor, device: "mlu-5-smlu-50p-1",
-			create:   "cnmon smlu -c 5 --create --profile 50p.11654mb",
-			destroy:  "cnmon smlu -c 5 --destroy --instance 1",
+			create:   "cnmon smlu -c 5 -C 1",
+			destroy:  "cnmon smlu -c 5 -D 1",
 			nodes:    []string{"/dev/cambricon-caps/cap_dev5_mi1", "/dev/cambricon_dev5", "/dev/cambricon_ipcm5"},
 			hostNode: "/dev/cambricon-caps/cap_dev5_mi1",
 			env: map[string]string{"CAMBRICON_VISIBLE_DEVICES": "5",
@@ -254,7 +254,7 @@ func TestACorruptCheckpointRecoversPartitionsFromTheCDISpecsAndKeepsThem(t *test
 	changes := n.commands.changes()
 	require.Len(t, changes, 2)
 	for _, cmd := range changes {
-		require.True(t, strings.HasPrefix(cmd, "cnmon smlu -c 0 --destroy --instance "), cmd)
+		require.True(t, strings.HasPrefix(cmd, "cnmon smlu -c 0 -D "), cmd)
 	}
 	require.Empty(t, n.partitionsOnChips())
 }

@@ -202,7 +202,9 @@ func checkImage(img v1.Image, p v1.Platform, want Want) []error {
 }
 
 // checkELF checks that data is a 64-bit little-endian ELF file of arch;
-// static, that it has no program interpreter (CGO_ENABLED=0).
+// static, that it was built without cgo: no program interpreter, or only
+// the base's glibc loader, which purego (the run-time loading of the
+// vendors' management libraries, CGO_ENABLED=0) links the binaries against.
 func checkELF(data []byte, arch Arch, static bool) error {
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
@@ -213,8 +215,15 @@ func checkELF(data []byte, arch Arch, static bool) error {
 	}
 	if static {
 		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				return fmt.Errorf("dynamically linked (has PT_INTERP); build with CGO_ENABLED=0")
+			if p.Type != elf.PT_INTERP {
+				continue
+			}
+			interp, err := io.ReadAll(p.Open())
+			if err != nil {
+				return fmt.Errorf("reading the program interpreter: %w", err)
+			}
+			if got := string(bytes.TrimRight(interp, "\x00")); got != arch.Loader {
+				return fmt.Errorf("dynamically linked against %s, not the base's loader %s; build with CGO_ENABLED=0", got, arch.Loader)
 			}
 		}
 	}

@@ -71,7 +71,13 @@ func Backends(o Options) ([]discovery.Backend, error) {
 	var backends []discovery.Backend
 	for _, v := range vendors.All() {
 		if want[v.Names().Vendor] {
-			backends = append(backends, v.NewBackend(vendors.BackendConfig{Root: root, Runner: runner, Library: o.Libraries[v.Names().Option]}))
+			library := o.Libraries[v.Names().Option]
+			if library == "" && o.ToolOutput != "" {
+				// Replayed tool output is another node's: this
+				// machine's library would mix in its chips.
+				library = vendors.LibraryNone
+			}
+			backends = append(backends, v.NewBackend(vendors.BackendConfig{Root: root, Runner: runner, Library: library}))
 		}
 	}
 	return backends, nil

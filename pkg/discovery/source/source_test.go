@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -90,4 +92,16 @@ func TestVendorsLimitsDiscoveryToTheServedVendors(t *testing.T) {
 
 	_, err = source.Discover(context.Background(), source.Options{Root: root, Vendors: []string{"nvidia"}})
 	require.ErrorContains(t, err, `vendors: "nvidia" is not one of ascend, cambricon`)
+}
+
+// Every vendor with a management library gets its flag, each setting its
+// own entry of Options.Libraries, with the variable pkg/flagenv reads.
+func TestEachVendorsLibraryFlagSetsItsEntry(t *testing.T) {
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	libs := map[string]string{}
+	source.AddLibraryFlags(fs, libs, true, "")
+	require.NoError(t, fs.Parse([]string{"--dcmi-library=/opt/dcmi/libdcmi.so", "--cndev-library", "none"}))
+	require.Equal(t, map[string]string{"ascend": "/opt/dcmi/libdcmi.so", "cambricon": "none"}, libs)
+	require.Equal(t, "ACCEL_DRA_DCMI_LIBRARY", flagenv.Var(fs.Lookup("dcmi-library")))
+	require.Equal(t, "ACCEL_DRA_CNDEV_LIBRARY", flagenv.Var(fs.Lookup("cndev-library")))
 }

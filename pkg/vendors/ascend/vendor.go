@@ -41,7 +41,8 @@ var _ vendors.Vendor = Ascend{}
 // Names implements vendors.Vendor.
 func (Ascend) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: NpuSmi, ConfigKind: ConfigKind}
+		DevicePrefix: DevicePrefix, Tool: NpuSmi, ConfigKind: ConfigKind,
+		LibraryFlag: "dcmi-library", LibraryHelp: LibraryFlagHelp}
 }
 
 // NewBackend implements vendors.Vendor.

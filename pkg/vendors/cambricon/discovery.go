@@ -18,26 +18,39 @@ package cambricon
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Device node names, as the Cambricon device plugin mounts them
-// (device-plugin/pkg/mlu/const.go: mluDeviceName, mluMonitorDeviceName,
-// mluIpcmDeviceName, mluCommuDeviceName, mluCmsgDeviceName).
+// (Cambricon/cambricon-k8s-device-plugin@3c9ed24d
+// device-plugin/pkg/mlu/const.go: mluDeviceName, mluMonitorDeviceName,
+// mluIpcmDeviceName, mluCommuDeviceName, mluCmsgDeviceName,
+// mluGdrDeviceName, mluMsgqDeviceName, mluRPCDeviceName; server.go
+// PrepareResponse adds /dev/cambricon_gdr once and /dev/cambr-msgq:N,
+// /dev/cambr-rpc:N per chip where the node has them). The GPU-direct node
+// is the driver's gdrdrv misc device "cambricon_gdr"
+// (jklincn/cambricon-mlu-driver gdrdrv/gdrdrv.c).
 const (
 	devPrefix   = "cambricon_dev"
 	ctlNode     = "/dev/cambricon_ctl"
+	gdrNode     = "/dev/cambricon_gdr"
 	ipcmPrefix  = "/dev/cambricon_ipcm"
 	commuPrefix = "/dev/commu"
 	cmsgPrefix  = "/dev/cmsg_ctrl"
+	msgqPrefix  = "/dev/cambr-msgq:"
+	rpcPrefix   = "/dev/cambr-rpc:"
 )
 
 // ExtraMLULinkPorts is the Chip.Extra key of the number of active MLU-Link
@@ -52,20 +65,34 @@ type Config struct {
 	Runner discovery.CommandRunner
 	// Cnmon is the command name, default "cnmon".
 	Cnmon string
+	// Library is the path of libcndev.so: "" looks in DefaultCNDevPaths
+	// under Root, vendors.LibraryNone reads everything through cnmon.
+	Library string
+	// ShareLibrary makes the partition tools of this process
+	// (NewPartitionTool) use the library this backend loads: the agent's
+	// backend does, a test's need not.
+	ShareLibrary bool
 }
 
 // Backend discovers Cambricon chips. It implements discovery.Backend.
 type Backend struct {
-	root   string
-	runner discovery.CommandRunner
-	cnmon  string
+	root    string
+	runner  discovery.CommandRunner
+	cnmon   string
+	library string
+
+	// once loads the library at the first discovery; lib is nil when it
+	// could not be loaded (logged once) or was not wanted.
+	once  sync.Once
+	lib   *CNDev
+	share bool
 }
 
 var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon, library: cfg.Library, share: cfg.ShareLibrary}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -96,47 +123,51 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		return inventory.Inventory{}, nil
 	}
 
-	cards, err := b.info(ctx)
+	var r reader
+	if l := b.loadLibrary(ctx); l != nil {
+		r, err = b.readLibrary(l)
+	} else {
+		r, err = b.readTool(ctx)
+	}
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
-	topo, err := b.topo(ctx)
-	if err != nil {
-		return inventory.Inventory{}, err
-	}
+	cards, topo := r.cards, r.topo
 
 	listed := map[int]bool{}
 	for _, c := range cards {
 		listed[c.Card] = true
-		if topo.Codes[c.Card] == nil {
-			return inventory.Inventory{}, fmt.Errorf("combining %s and %s: card %d has no row in the topology matrix",
-				b.command("info"), b.command("topo", "-m"), c.Card)
-		}
 	}
 	for _, n := range devs {
 		if !listed[n] {
-			logger.Info("Skipping Cambricon device file that cnmon does not list", "device", fmt.Sprintf("/dev/%s%d", devPrefix, n))
+			logger.Info("Skipping a Cambricon device file that is not listed", "by", r.name, "device", fmt.Sprintf("/dev/%s%d", devPrefix, n))
 		}
 	}
 
 	groups := linkGroups(cards, topo)
 	inv := inventory.Inventory{}
 	for _, c := range cards {
-		chip, err := b.chip(ctx, c, topo, groups)
+		chip, err := b.chip(ctx, c, topo, groups, r)
 		if err != nil {
 			return inventory.Inventory{}, err
 		}
 		inv.Chips = append(inv.Chips, chip)
 	}
 	sort.Slice(inv.Chips, func(i, j int) bool { return inv.Chips[i].Index < inv.Chips[j].Index })
-	if b.exists(ctlNode) {
-		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: {ctlNode}}
+	var shared []string
+	for _, n := range []string{ctlNode, gdrNode} {
+		if b.exists(n) {
+			shared = append(shared, n)
+		}
+	}
+	if len(shared) > 0 {
+		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: shared}
 	}
 	return inv, nil
 }
 
 // fault is one reason a chip is unhealthy (inventory.Chip.MarkUnhealthy).
-func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups map[int]string) (inventory.Chip, error) {
+func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups map[int]string, r reader) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
 	var faults []fault
 	dev, err := pci.Read(b.root, c.PCIBusID)
@@ -144,26 +175,26 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 	case pci.IsMissing(b.root, c.PCIBusID):
 		// A card that fell off the bus is a health fault of that card,
 		// not a reason to serve none of the node's chips.
-		logger.Info("The cnmon tool lists an MLU card whose PCI function is gone from sysfs, reporting it unhealthy", "card", c.Card, "pciBusID", c.PCIBusID)
+		logger.Info("An MLU card is listed whose PCI function is gone from sysfs, reporting it unhealthy", "by", r.name, "card", c.Card, "pciBusID", c.PCIBusID)
 		faults = append(faults, fault{inventory.ReasonPCIDeviceMissing, fmt.Sprintf("PCI function %s is gone from sysfs", c.PCIBusID)})
 		id, _ := pci.NormalizeBusID(c.PCIBusID)
 		dev = pci.Device{BusID: id}
 	case err != nil:
 		return inventory.Chip{}, fmt.Errorf("reading PCI facts of MLU card %d (%s) from sysfs: %w", c.Card, c.PCIBusID, err)
 	case dev.VendorID != PCIVendorID:
-		return inventory.Chip{}, fmt.Errorf("MLU card %d: PCI function %s has vendor id %#04x, not Cambricon's %#04x: cnmon and sysfs disagree",
-			c.Card, c.PCIBusID, dev.VendorID, PCIVendorID)
+		return inventory.Chip{}, fmt.Errorf("MLU card %d: PCI function %s has vendor id %#04x, not Cambricon's %#04x: %s and sysfs disagree",
+			c.Card, c.PCIBusID, dev.VendorID, PCIVendorID, r.name)
 	}
 
 	devPath := fmt.Sprintf("/dev/%s%d", devPrefix, c.Card)
 	if !b.exists(devPath) {
-		logger.Info("The cnmon tool lists an MLU card whose device file is missing, reporting it unhealthy", "card", c.Card, "device", devPath)
+		logger.Info("An MLU card is listed whose device file is missing, reporting it unhealthy", "by", r.name, "card", c.Card, "device", devPath)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + devPath + " is missing"})
 	}
-	faults = append(faults, healthFaults(ctx, c)...)
+	faults = append(faults, healthFaults(ctx, c, r.name)...)
 
 	nodes := []string{devPath}
-	for _, prefix := range []string{ipcmPrefix, commuPrefix, cmsgPrefix} {
+	for _, prefix := range []string{ipcmPrefix, commuPrefix, cmsgPrefix, msgqPrefix, rpcPrefix} {
 		if p := prefix + strconv.Itoa(c.Card); b.exists(p) {
 			nodes = append(nodes, p)
 		}
@@ -179,7 +210,7 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 		Index:         c.Card,
 		UUID:          uuid,
 		MemoryBytes:   c.MemoryBytes,
-		Cores:         mluCoresPerChip[c.ProductName],
+		Cores:         c.Cores,
 		LinkType:      inventory.LinkPCIe,
 		LinkGroup:     fmt.Sprintf("pcie-%d", c.Card),
 		NUMANode:      dev.NUMANode,
@@ -201,7 +232,85 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 	if chip.Cores == 0 {
 		logger.V(2).Info("No MLU core count known for this model, publishing none", "model", c.ProductName)
 	}
+	chip.Sources = map[string]string{"numaNode": "sysfs", "pcieRoot": "sysfs"}
+	for k, v := range r.sources {
+		chip.Sources[k] = v
+	}
+	if c.CoresFrom != "" {
+		chip.Sources["cores"] = c.CoresFrom
+	}
+	if smluSupported(c.ProductName) {
+		if r.smluMode != nil {
+			off, src, err := r.smluMode(c.Card)
+			if err == nil {
+				chip.PartitionModeOff, chip.Sources["partitionMode"] = off, src
+				return chip, nil
+			}
+			logger.V(2).Info("Cannot read the sMLU mode through the library, reading procfs", "card", c.Card, "err", err)
+		}
+		chip.PartitionModeOff = b.smluModeOff(ctx, c.Card, dev.BusID)
+		chip.Sources["partitionMode"] = smluProcFile(dev.BusID)
+	}
 	return chip, nil
+}
+
+// smluProcFile is where the driver reports a chip's sMLU mode:
+// /proc/driver/cambricon/mlus/<BDF>/smlu, BDF as "%04x:%02x:%02x.%x"
+// (jklincn/cambricon-mlu-driver@02061856 proc/cndrv_proc.c: the "mlus"
+// directory under "driver/cambricon", one directory per PCIe function, file
+// "smlu").
+func smluProcFile(busID string) string {
+	return "/proc/driver/cambricon/mlus/" + busID + "/smlu"
+}
+
+// smluModeOff reads the chip's sMLU mode and says why it is off, "" when
+// on. The file's first line is "smlu_support:%d smlu_enable:%d"
+// (smlu/smlu_core.c cn_smlu_cap_show); an admin switches the mode with
+// `cnmon set -c N -smlu on`. A file that is missing or unreadable means
+// off: the agent must not offer partitions the tool would refuse.
+func (b *Backend) smluModeOff(ctx context.Context, card int, busID string) string {
+	logger := klog.FromContext(ctx)
+	p := smluProcFile(busID)
+	data, err := os.ReadFile(b.hostPath(p))
+	if err != nil {
+		logger.V(2).Info("Cannot read the sMLU mode of an MLU, treating it as off", "card", card, "file", p, "err", err)
+		return fmt.Sprintf("sMLU mode unknown: %s is not readable (a driver without sMLU?)", p)
+	}
+	support, enable, ok := parseSMLUMode(data)
+	switch {
+	case !ok:
+		logger.Info("Unexpected content in the sMLU mode file, treating sMLU as off", "card", card, "file", p)
+		return fmt.Sprintf("sMLU mode unknown: %s has no smlu_support/smlu_enable line", p)
+	case !support:
+		return fmt.Sprintf("the driver says card %d does not support sMLU (%s)", card, p)
+	case !enable:
+		return fmt.Sprintf("sMLU mode is off on card %d (%s; switch it on with cnmon set -c %d -smlu on)", card, p, card)
+	}
+	return ""
+}
+
+// parseSMLUMode reads "smlu_support:%d smlu_enable:%d" from the first
+// line that has both.
+func parseSMLUMode(data []byte) (support, enable, ok bool) {
+	for _, line := range strings.Split(string(data), "\n") {
+		var haveS, haveE bool
+		for _, f := range strings.Fields(line) {
+			k, v, found := strings.Cut(f, ":")
+			if !found {
+				continue
+			}
+			switch k {
+			case "smlu_support":
+				support, haveS = v != "0", true
+			case "smlu_enable":
+				enable, haveE = v != "0", true
+			}
+		}
+		if haveS && haveE {
+			return support, enable, true
+		}
+	}
+	return false, false, false
 }
 
 // linkGroups returns "mlulink-K" for every card in an MLU-Link connected
@@ -217,6 +326,78 @@ func linkGroups(cards []CardInfo, topo Topology) map[int]string {
 		return linked
 	}, "mlulink")
 }
+
+// reader is what one way of reading the chips (libcndev or cnmon) found,
+// with how it names itself and its facts.
+type reader struct {
+	// name says who lists the cards, for messages: "cnmon",
+	// "libcndev.so".
+	name  string
+	cards []CardInfo
+	topo  Topology
+	// sources are the Chip.Sources of the facts it read.
+	sources map[string]string
+	// smluMode reads a card's sMLU mode (PartitionModeOff and the
+	// source); nil where only procfs tells.
+	smluMode func(card int) (off, source string, err error)
+}
+
+// loadLibrary loads libcndev once; it logs once why it could not.
+func (b *Backend) loadLibrary(ctx context.Context) *CNDev {
+	b.once.Do(func() {
+		logger := klog.FromContext(ctx)
+		if b.library == vendors.LibraryNone {
+			logger.V(2).Info("Reading Cambricon chips through cnmon only, as configured", "library", b.library)
+			return
+		}
+		l, err := OpenCNDev(b.root, b.library)
+		if err != nil {
+			logger.Info("CNDev library not loaded, reading Cambricon chips through cnmon instead", "err", err)
+			return
+		}
+		logger.Info("Reading Cambricon chips through CNDev", "library", l.Path)
+		b.lib = l
+		if b.share {
+			setPartitionLibrary(l)
+		}
+	})
+	return b.lib
+}
+
+// readTool reads the cards with `cnmon info` and the MLU-Links with
+// `cnmon topo -m`.
+func (b *Backend) readTool(ctx context.Context) (reader, error) {
+	logger := klog.FromContext(ctx)
+	cards, err := b.info(ctx)
+	if err != nil {
+		return reader{}, err
+	}
+	topo, err := b.topo(ctx)
+	if err != nil {
+		return reader{}, err
+	}
+	if len(topo.Skipped) > 0 {
+		// NIC rows and columns are normal on training nodes: worth a
+		// line at higher verbosity, not on every re-discovery.
+		logger.V(2).Info("Skipped what the cnmon topology parser does not use", "command", b.command("topo", "-m"), "skipped", topo.Skipped)
+	}
+	for i, c := range cards {
+		if topo.Codes[c.Card] == nil {
+			return reader{}, fmt.Errorf("combining %s and %s: card %d has no row in the topology matrix",
+				b.command("info"), b.command("topo", "-m"), c.Card)
+		}
+		cards[i].Cores = mluCoresPerChip[c.ProductName]
+		cards[i].CoresFrom = modelTable
+	}
+	info, topoCmd := b.command("info"), b.command("topo", "-m")
+	return reader{name: "cnmon", cards: cards, topo: topo, sources: map[string]string{
+		"model": info, "uuid": info, "memory": info, "driverVersion": info, "pciBusID": info,
+		"health": info + ", device files", "linkGroup": topoCmd, "mluLinkPorts": topoCmd,
+	}}, nil
+}
+
+// modelTable names models.go as the source of a core count.
+const modelTable = "model table (models.go)"
 
 func (b *Backend) info(ctx context.Context) ([]CardInfo, error) {
 	return discovery.Query(ctx, b.runner, "listing MLU cards", ParseInfo, b.cnmon, "info")

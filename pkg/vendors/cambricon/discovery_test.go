@@ -54,6 +54,12 @@ func TestDiscoverReadsEveryFactOfAnMLU370X8Server(t *testing.T) {
 			PCIeRoot:      l.root,
 			DriverVersion: "5.10.26",
 			Healthy:       true,
+			Sources: map[string]string{
+				"model": "cnmon info", "uuid": "cnmon info", "memory": "cnmon info", "driverVersion": "cnmon info",
+				"health": "cnmon info, device files", "cores": "model table (models.go)",
+				"linkGroup": "cnmon topo -m", "mluLinkPorts": "cnmon topo -m", "numaNode": "sysfs", "pcieRoot": "sysfs", "pciBusID": "cnmon info",
+				"partitionMode": "/proc/driver/cambricon/mlus/" + l.bus + "/smlu",
+			},
 			DeviceNodes: []string{
 				fmt.Sprintf("/dev/cambricon_dev%d", i),
 				fmt.Sprintf("/dev/cambricon_ipcm%d", i),
@@ -81,6 +87,12 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 		ports       []int64
 		deviceNodes int
 		driver      string
+		// shared are the vendor's shared nodes: cambricon_ctl, and the
+		// GPU-direct node on training nodes.
+		shared []string
+		// msgq says the chip has the cambr-msgq:N and cambr-rpc:N nodes
+		// of newer drivers, last in its list.
+		msgq bool
 	}
 	for _, tc := range []struct {
 		name string
@@ -96,7 +108,8 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 				numa:        []int{0, 0, 0, 0, 1, 1, 1, 1},
 				pcieRoots:   []string{"pci0000:18", "pci0000:18", "pci0000:3a", "pci0000:3a", "pci0000:99", "pci0000:99", "pci0000:ba", "pci0000:ba"},
 				ports:       []int64{7, 7, 7, 7, 7, 7, 7, 7},
-				deviceNodes: 4, driver: "6.2.29",
+				deviceNodes: 6, driver: "6.2.29",
+				shared: []string{"/dev/cambricon_ctl", "/dev/cambricon_gdr"}, msgq: true,
 			},
 		},
 		{
@@ -108,7 +121,7 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 				numa:        []int{0, 0, 1},
 				pcieRoots:   []string{"pci0000:00", "pci0000:00", "pci0000:80"},
 				ports:       []int64{0, 0, 0},
-				deviceNodes: 1, driver: "4.20.18",
+				deviceNodes: 1, driver: "4.20.18", shared: []string{"/dev/cambricon_ctl"},
 			},
 		},
 		{
@@ -120,7 +133,7 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 				numa:        []int{0, 0, 0, 0, 1, 1, 1, 1},
 				pcieRoots:   []string{"pci0000:17", "pci0000:17", "pci0000:3a", "pci0000:3a", "pci0000:85", "pci0000:85", "pci0000:ae", "pci0000:ae"},
 				ports:       []int64{1, 1, 1, 1, 1, 1, 1, 1},
-				deviceNodes: 3, driver: "5.10.26",
+				deviceNodes: 3, driver: "5.10.26", shared: []string{"/dev/cambricon_ctl"},
 			},
 		},
 	} {
@@ -131,7 +144,7 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, inv.Validate())
 			require.Len(t, inv.Chips, len(tc.want.groups))
-			require.Equal(t, []string{"/dev/cambricon_ctl"}, inv.SharedDeviceNodes[Vendor])
+			require.Equal(t, tc.want.shared, inv.SharedDeviceNodes[Vendor])
 			uuids := map[string]bool{}
 			for i, c := range inv.Chips {
 				require.Equal(t, i, c.Index)
@@ -146,6 +159,9 @@ func TestDiscoverFindsTheKeyFactsOfEachFixtureNode(t *testing.T) {
 				require.Equal(t, inventory.IntValue(tc.want.ports[i]), c.Extra[ExtraMLULinkPorts])
 				require.Len(t, c.DeviceNodes, tc.want.deviceNodes)
 				require.Equal(t, fmt.Sprintf("/dev/cambricon_dev%d", i), c.DeviceNodes[0])
+				if tc.want.msgq {
+					require.Equal(t, []string{fmt.Sprintf("/dev/cambr-msgq:%d", i), fmt.Sprintf("/dev/cambr-rpc:%d", i)}, c.DeviceNodes[len(c.DeviceNodes)-2:])
+				}
 				require.Equal(t, tc.want.driver, c.DriverVersion)
 				require.True(t, c.Healthy)
 				require.NotEmpty(t, c.UUID)
@@ -192,7 +208,7 @@ func TestDiscoverReportsAListedChipWithoutDeviceFileUnhealthyAndSkipsUnlistedFil
 
 	require.Contains(t, logs(), "device file is missing")
 	require.Contains(t, logs(), "/dev/cambricon_dev2")
-	require.Contains(t, logs(), "cnmon does not list")
+	require.Contains(t, logs(), `device file that is not listed by="cnmon"`)
 	require.Contains(t, logs(), "/dev/cambricon_dev9")
 }
 
@@ -276,10 +292,12 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			message: `parsing cnmon info: line 18: memory size "lots MiB": "lots" is not a non-negative integer`,
 		},
 		{
-			name:   "a garbled MLU-Link count in cnmon topo -m",
-			topo:   func(s string) string { return discoverytest.ReplaceOnce(t, s, "MLK1", "MLKx") },
+			// Unknown codes are skipped; a matrix that contradicts itself
+			// is not.
+			name:   "a self code off the diagonal in cnmon topo -m",
+			topo:   func(s string) string { return discoverytest.ReplaceOnce(t, s, "MLK1", "X") },
 			source: "cnmon topo -m", line: 2,
-			message: `parsing cnmon topo -m: line 2: MLU0→MLU1: MLU-Link count in "MLKx" is not a number`,
+			message: `parsing cnmon topo -m: line 2: MLU0→MLU1: "X" on the wrong side of the diagonal`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -337,4 +355,44 @@ func TestDiscoverFailsWhenDevCannotBeListed(t *testing.T) {
 
 func TestBackendIsNamedCambricon(t *testing.T) {
 	require.Equal(t, "cambricon", New(Config{}).Name())
+}
+
+func TestDiscoverReadsTheSMLUModeOfEachChipFromProcfs(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, runner := fixture("mlu590")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	for i := 0; i < 6; i++ {
+		require.Empty(t, inv.Chips[i].PartitionModeOff, "chip %d: smlu_enable:1", i)
+	}
+	require.Equal(t, "sMLU mode is off on card 6 (/proc/driver/cambricon/mlus/0000:bd:00.0/smlu; switch it on with cnmon set -c 6 -smlu on)",
+		inv.Chips[6].PartitionModeOff)
+	require.Equal(t, "sMLU mode unknown: /proc/driver/cambricon/mlus/0000:be:00.0/smlu is not readable (a driver without sMLU?)",
+		inv.Chips[7].PartitionModeOff)
+
+	// MLU270s have no sMLU: no mode to read, nothing to say.
+	root, runner = fixture("mlu270")
+	inv, err = New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	for _, c := range inv.Chips {
+		require.Empty(t, c.PartitionModeOff)
+		require.NotContains(t, c.Sources, "partitionMode")
+	}
+}
+
+func TestParseSMLUModeReadsTheDriversLine(t *testing.T) {
+	for _, tc := range []struct {
+		text                string
+		support, enable, ok bool
+	}{
+		{text: "smlu_support:1 smlu_enable:1\nsubsys[0]:mem total = 1, usage = 0, overcommit factor = 0\n", support: true, enable: true, ok: true},
+		{text: "smlu_support:1 smlu_enable:0\n", support: true, ok: true},
+		{text: "smlu_support:0 smlu_enable:0\n", ok: true},
+		{text: "current_ns:0 not bind any smlu_cgroup.\n"},
+		{text: "smlu_support:1\n"},
+		{text: ""},
+	} {
+		s, e, ok := parseSMLUMode([]byte(tc.text))
+		require.Equal(t, []bool{tc.support, tc.enable, tc.ok}, []bool{s, e, ok}, "%q", tc.text)
+	}
 }

@@ -22,18 +22,19 @@ const (
 // fault is one reason a card is unhealthy.
 type fault struct{ reason, message string }
 
-// healthFaults judges the Health State cnmon printed for card c; a card
-// without the section (CNMON v4) has none.
-func healthFaults(ctx context.Context, c CardInfo) []fault {
+// healthFaults judges the health state that who (cnmon, or
+// libcndev's cndevGetCardHealthState, whose states map to the same words)
+// reported for card c; a card without one (CNMON v4) has none.
+func healthFaults(ctx context.Context, c CardInfo, who string) []fault {
 	logger := klog.FromContext(ctx)
 	var faults []fault
 	if c.DeviceHealth != "" && !strings.EqualFold(c.DeviceHealth, HealthGood) {
-		logger.Info("The cnmon tool reports an unhealthy MLU card", "card", c.Card, "health", c.DeviceHealth)
-		faults = append(faults, fault{inventory.ReasonToolHealth(c.DeviceHealth), "cnmon reports device health " + c.DeviceHealth})
+		logger.Info("An MLU card is reported unhealthy", "by", who, "card", c.Card, "health", c.DeviceHealth)
+		faults = append(faults, fault{inventory.ReasonToolHealth(c.DeviceHealth), who + " reports device health " + c.DeviceHealth})
 	}
 	if c.DriverState != "" && !strings.EqualFold(c.DriverState, DriverRunning) {
-		logger.Info("The cnmon tool reports the MLU driver not running for a card", "card", c.Card, "driver", c.DriverState)
-		faults = append(faults, fault{inventory.ReasonDriverNotRunning, "cnmon reports the driver " + c.DriverState})
+		logger.Info("The MLU driver is reported not running for a card", "by", who, "card", c.Card, "driver", c.DriverState)
+		faults = append(faults, fault{inventory.ReasonDriverNotRunning, who + " reports the driver " + c.DriverState})
 	}
 	return faults
 }

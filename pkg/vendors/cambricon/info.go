@@ -56,6 +56,11 @@ type CardInfo struct {
 	// no Health State section (CNMON v4).
 	DeviceHealth string
 	DriverState  string
+	// Cores is the MLU core count and CoresFrom what told it (libcndev,
+	// or the model table where cnmon does not print it); set by
+	// discovery, not by ParseInfo.
+	Cores     int
+	CoresFrom string
 	// Line is the line of the "Card N" header, for messages.
 	Line int
 }

@@ -1,25 +1,29 @@
 package cambricon
 
-// Cambricon sMLU instances with cnmon.
+// Cambricon sMLU instances with cnmon (the fallback where libcndev is not
+// loaded; see cndev.go for the library path).
 //
-// What is certain (sources in testdata/smlu/README.md): an sMLU instance is
-// made on one chip from a profile (the driver's defaults are 1, 1/2 and
-// 1/4 of the chip), gets an instance id K and the device node
-// /dev/cambricon-caps/cap_dev<N>_mi<K>, and is listed and destroyed by
-// instance; Cambricon's device plugin does this through libcndev
-// (cndevCreateSMluInstanceByProfileId, cndevGetAllSMluInstanceInfo,
-// cndevDestroySMluInstanceByHandle in device-plugin/pkg/cndev/bindings.go).
+// The commands are cnmon's own (`cnmon smlu` as the public recordings
+// collected in issue 15 show them):
 //
-// What is assumed: the command-line spelling below. No public document of
-// cnmon's sMLU subcommand was at hand, so the plugin speaks this small,
-// explicit dialect and its parser accepts the layout documented in
-// testdata/smlu/README.md; a node whose cnmon differs can point --cnmon at a
-// wrapper that maps these three commands to its tool (they are the only
-// partition commands the plugin runs):
+//	cnmon smlu -c <card> -l                 list the card's instances
+//	cnmon smlu -c <card> -p                 list the card's profiles
+//	cnmon smlu -c <card> -C <profile id>    create an instance
+//	cnmon smlu -c <card> -D <instance id>   destroy one
 //
-//	cnmon smlu -c <card> --list
-//	cnmon smlu -c <card> --create --profile <profile name>
-//	cnmon smlu -c <card> --destroy --instance <instance id>
+// create prints "Successfully created smlu instance ID %d on card %d,
+// using profile ID %d". sMLU works only on a chip whose sMLU mode is on
+// (`cnmon set -c <card> -smlu on`, an admin's step: the driver reports it
+// in /proc/driver/cambricon/mlus/<BDF>/smlu, read by discovery into
+// Chip.PartitionModeOff), so the tool never switches modes itself.
+//
+// The column layout of -l and -p is not in the recordings, so their
+// parsers depend on none: an instance is a line naming its capability node
+// /dev/cambricon-caps/cap_dev<card>_mi<instance> (the driver's name,
+// jklincn/cambricon-mlu-driver smlu/smlu_core.c), with its profile name
+// "<quota>p.<MiB>mb" and UUID "MLU-…" in any column; a profile is a line
+// starting with its id and naming a profile. What a line does not match is
+// skipped. A destroy is checked by listing again, not by its message.
 //
 // <card> is the N of /dev/cambricon_devN (cnmon's card index).
 
@@ -35,135 +39,164 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
-// SMLU is one row of `cnmon smlu -c N --list`.
+// SMLU is one sMLU instance as `cnmon smlu -c N -l` (or libcndev) lists it.
 type SMLU struct {
+	// Card is the N of its cap_devN_miK node.
+	Card        int
 	InstanceID  int
-	ProfileID   int
 	ProfileName string
 	UUID        string
 	DeviceNode  string
 }
 
-var smluHeader = []string{"Instance", "ID", "Profile", "ID", "Profile", "Name", "UUID", "Device", "Node"}
+// SMLUProfile is one profile of `cnmon smlu -c N -p`.
+type SMLUProfile struct {
+	ID   int
+	Name string
+}
 
-// ParseSMLUList parses the instance table of `cnmon smlu -c N --list`:
-//
-//	Card: 0
-//	Total sMLU instances: 1
-//	Instance ID  Profile ID  Profile Name  UUID                                      Device Node
-//	1            1           50p.11654mb   MLU-20001012-1916-0000-0000-000000000000  /dev/cambricon-caps/cap_dev0_mi1
+var (
+	smluNode        = regexp.MustCompile(`^/dev/cambricon-caps/cap_dev(\d+)_mi(\d+)$`)
+	smluProfileName = regexp.MustCompile(`^\d+p\.\d+mb$`)
+	smluCreated     = regexp.MustCompile(`(?i)successfully created smlu instance ID (\d+) on card (\d+), using profile ID (\d+)`)
+)
+
+// ParseSMLUList parses `cnmon smlu -c N -l`: every line naming an
+// instance's capability node is one instance.
 func ParseSMLUList(source string, data []byte) ([]SMLU, error) {
 	perr := func(line int, text, format string, args ...any) error {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
 	}
-	var (
-		out       []SMLU
-		seen      = map[int]int{}
-		total     = -1
-		inTable   bool
-		totalLine int
-		totalText string
-	)
+	var out []SMLU
+	seen := map[int]int{}
 	for i, raw := range strings.Split(string(data), "\n") {
-		lineNo := i + 1
-		line := strings.TrimSpace(raw)
-		if line == "" {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(line, "Total sMLU instances:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(rest))
-			if err != nil {
-				return nil, perr(lineNo, line, "the instance count is not a number")
+		lineNo, line := i+1, strings.TrimSpace(raw)
+		var s SMLU
+		found := false
+		for _, f := range strings.Fields(line) {
+			switch m := smluNode.FindStringSubmatch(f); {
+			case m != nil:
+				card, err1 := strconv.Atoi(m[1])
+				id, err2 := strconv.Atoi(m[2])
+				if err1 != nil || err2 != nil {
+					return nil, perr(lineNo, line, "capability node %s has numbers out of range", f)
+				}
+				s.Card, s.InstanceID, s.DeviceNode, found = card, id, f, true
+			case smluProfileName.MatchString(f):
+				s.ProfileName = f
+			case strings.HasPrefix(f, "MLU-"):
+				s.UUID = f
 			}
-			total, totalLine, totalText = n, lineNo, line
+		}
+		if !found {
 			continue
 		}
-		fields := strings.Fields(line)
-		if equalFields(fields, smluHeader) {
-			inTable = true
-			continue
-		}
-		if !inTable {
-			continue
-		}
-		if len(fields) != 5 {
-			return nil, perr(lineNo, line, "an sMLU row has 5 columns (Instance ID, Profile ID, Profile Name, UUID, Device Node), this one %d", len(fields))
-		}
-		id, err1 := strconv.Atoi(fields[0])
-		prof, err2 := strconv.Atoi(fields[1])
-		if err1 != nil || err2 != nil || id < 0 || prof < 0 || !strings.HasPrefix(fields[4], "/dev/") {
-			return nil, perr(lineNo, line, "expected non-negative instance and profile ids and a /dev path")
+		if s.ProfileName == "" {
+			return nil, perr(lineNo, line, "sMLU instance %d names no profile (<quota>p.<MiB>mb)", s.InstanceID)
 		}
 		// Instances are found by id: a repeated one would make the
 		// lookup pick either.
-		if first, dup := seen[id]; dup {
-			return nil, perr(lineNo, line, "sMLU instance %d is listed twice (first on line %d)", id, first)
+		if first, dup := seen[s.InstanceID]; dup {
+			return nil, perr(lineNo, line, "sMLU instance %d is listed twice (first on line %d)", s.InstanceID, first)
 		}
-		seen[id] = lineNo
-		out = append(out, SMLU{InstanceID: id, ProfileID: prof, ProfileName: fields[2], UUID: fields[3], DeviceNode: fields[4]})
-	}
-	if total < 0 {
-		return nil, perr(0, "", `no "Total sMLU instances" line`)
-	}
-	if total != len(out) {
-		return nil, perr(totalLine, totalText, "cnmon counts %d sMLU instances but lists %d", total, len(out))
+		seen[s.InstanceID] = lineNo
+		out = append(out, s)
 	}
 	return out, nil
 }
 
-func equalFields(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+// ParseSMLUProfiles parses `cnmon smlu -c N -p`: every line that starts
+// with a number and names a profile is one profile.
+func ParseSMLUProfiles(source string, data []byte) ([]SMLUProfile, error) {
+	var out []SMLUProfile
+	seen := map[int]bool{}
+	for i, raw := range strings.Split(string(data), "\n") {
+		line := strings.TrimSpace(raw)
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		id, err := strconv.Atoi(fields[0])
+		if err != nil || id < 0 {
+			continue
+		}
+		for _, f := range fields[1:] {
+			if !smluProfileName.MatchString(f) {
+				continue
+			}
+			if seen[id] {
+				return nil, &discovery.ParseError{Source: source, Line: i + 1, Text: line, Msg: fmt.Sprintf("profile %d is listed twice", id)}
+			}
+			seen[id] = true
+			out = append(out, SMLUProfile{ID: id, Name: f})
+			break
 		}
 	}
-	return true
+	return out, nil
 }
 
-var (
-	smluCreated   = regexp.MustCompile(`(?i)create sMLU instance (\d+) success`)
-	smluDestroyed = regexp.MustCompile(`(?i)destroy sMLU instance (\d+) success`)
-)
+// smluCreate is what `cnmon smlu -C` says it made.
+type smluCreate struct{ instance, card, profile int }
 
-func parseSMLUCreate(source string, data []byte) (int, error) {
-	return parseSMLUResult(source, data, smluCreated, "Create")
-}
-
-func parseSMLUDestroy(source string, data []byte) (int, error) {
-	return parseSMLUResult(source, data, smluDestroyed, "Destroy")
-}
-
-// parseSMLUResult finds the instance id in cnmon's "<Verb> sMLU instance
-// <id> success" line.
-func parseSMLUResult(source string, data []byte, re *regexp.Regexp, verb string) (int, error) {
-	m := re.FindSubmatch(data)
+func parseSMLUCreate(source string, data []byte) (smluCreate, error) {
+	m := smluCreated.FindSubmatch(data)
 	if m == nil {
-		return 0, &discovery.ParseError{Source: source, Msg: `no "` + verb + ` sMLU instance <id> success" in the output: ` + strings.TrimSpace(string(data))}
+		return smluCreate{}, &discovery.ParseError{Source: source, Msg: `no "Successfully created smlu instance ID <id> on card <card>, using profile ID <id>" in the output: ` + strings.TrimSpace(string(data))}
 	}
-	id, err := strconv.Atoi(string(m[1]))
-	if err != nil {
-		return 0, &discovery.ParseError{Source: source, Msg: fmt.Sprintf("instance id %s is out of range", m[1])}
+	var out [3]int
+	for i := range out {
+		n, err := strconv.Atoi(string(m[i+1]))
+		if err != nil {
+			return smluCreate{}, &discovery.ParseError{Source: source, Msg: fmt.Sprintf("number %s is out of range", m[i+1])}
+		}
+		out[i] = n
 	}
-	return id, nil
+	return smluCreate{instance: out[0], card: out[1], profile: out[2]}, nil
 }
 
-// PartitionTool implements partitions.Tool for Cambricon sMLU instances.
+// PartitionTool implements partitions.Tool for Cambricon sMLU instances:
+// through libcndev where Library is set or (for the tools
+// NewPartitionTool makes) discovery loaded it, through cnmon otherwise.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
+	// Library, when set, is used for every sMLU call.
+	Library *CNDev
+	// loaded makes the tool use the library discovery loaded.
+	loaded bool
 }
+
+// libraryFor returns the library to use for sMLU calls, nil for cnmon.
+func (t *PartitionTool) libraryFor() *CNDev {
+	if l := t.library(); l != nil && l.instances != nil {
+		return l
+	}
+	return nil
+}
+
+func card(c inventory.Chip) string { return strconv.Itoa(c.Index) }
 
 // List implements partitions.Tool.
 func (t *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partitions.Instance, error) {
+	if l := t.libraryFor(); l != nil {
+		insts, _, err := t.libList(l, c)
+		return insts, err
+	}
 	rows, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("listing the sMLU instances of chip %d", c.Index), ParseSMLUList,
-		Cnmon, "smlu", "-c", strconv.Itoa(c.Index), "--list")
+		Cnmon, "smlu", "-c", card(c), "-l")
 	if err != nil {
 		return nil, err
 	}
+	return smluInstances(c, rows, discovery.CommandLine(Cnmon, "smlu", "-c", card(c), "-l"))
+}
+
+// smluInstances turns the rows listed for chip c into instances; what
+// lists them (a command line, a library call) names the source in errors.
+func smluInstances(c inventory.Chip, rows []SMLU, what string) ([]partitions.Instance, error) {
 	out := make([]partitions.Instance, 0, len(rows))
 	for _, r := range rows {
+		if r.Card != c.Index {
+			return nil, fmt.Errorf("listing the sMLU instances of chip %d: %s lists %s, a node of card %d", c.Index, what, r.DeviceNode, r.Card)
+		}
 		out = append(out, partitions.Instance{Type: partitions.TypeSMLU, Chip: c.Index, Template: r.ProfileName, ID: r.InstanceID, DeviceNode: r.DeviceNode, UUID: r.UUID})
 	}
 	return out, nil
@@ -174,16 +207,40 @@ func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl parti
 	if tmpl.Type != partitions.TypeSMLU {
 		return partitions.Instance{}, fmt.Errorf("creating an sMLU instance on chip %d: profile %s is a %s template", c.Index, tmpl.Name, tmpl.Type)
 	}
-	id, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("creating a %s sMLU instance on chip %d", tmpl.Name, c.Index), parseSMLUCreate,
-		Cnmon, "smlu", "-c", strconv.Itoa(c.Index), "--create", "--profile", tmpl.Name)
+	if l := t.libraryFor(); l != nil {
+		return t.libCreate(ctx, l, c, tmpl)
+	}
+	profiles, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("listing the sMLU profiles of chip %d", c.Index), ParseSMLUProfiles,
+		Cnmon, "smlu", "-c", card(c), "-p")
 	if err != nil {
 		return partitions.Instance{}, err
 	}
-	return partitions.ConfirmCreated(ctx, t, c, id, tmpl.Name, partitions.Created{Tool: Cnmon, Kind: "sMLU instance", Template: "profile"})
+	id := -1
+	for _, p := range profiles {
+		if p.Name == tmpl.Name {
+			id = p.ID
+		}
+	}
+	if id < 0 {
+		return partitions.Instance{}, fmt.Errorf("creating a %s sMLU instance on chip %d: %s lists no such profile", tmpl.Name, c.Index,
+			discovery.CommandLine(Cnmon, "smlu", "-c", card(c), "-p"))
+	}
+	what := fmt.Sprintf("creating a %s sMLU instance (profile %d) on chip %d", tmpl.Name, id, c.Index)
+	made, err := discovery.Query(ctx, t.Runner, what, parseSMLUCreate, Cnmon, "smlu", "-c", card(c), "-C", strconv.Itoa(id))
+	if err != nil {
+		return partitions.Instance{}, err
+	}
+	if made.card != c.Index || made.profile != id {
+		return partitions.Instance{}, fmt.Errorf("%s: cnmon created instance %d on card %d with profile %d", what, made.instance, made.card, made.profile)
+	}
+	return partitions.ConfirmCreated(ctx, t, c, made.instance, tmpl.Name, partitions.Created{Tool: Cnmon, Kind: "sMLU instance", Template: "profile"})
 }
 
 // Destroy implements partitions.Tool.
 func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst partitions.Instance) error {
+	if l := t.libraryFor(); l != nil {
+		return t.libDestroy(l, c, inst)
+	}
 	existing, err := t.List(ctx, c)
 	if err != nil {
 		return err
@@ -191,20 +248,24 @@ func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst part
 	if _, ok := partitions.Find(existing, inst.ID); !ok {
 		return nil
 	}
-	id, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("destroying sMLU instance %d on chip %d", inst.ID, c.Index), parseSMLUDestroy,
-		Cnmon, "smlu", "-c", strconv.Itoa(c.Index), "--destroy", "--instance", strconv.Itoa(inst.ID))
-	if err != nil {
+	what := fmt.Sprintf("destroying sMLU instance %d on chip %d", inst.ID, c.Index)
+	ignore := func(string, []byte) (struct{}, error) { return struct{}{}, nil }
+	if _, err := discovery.Query(ctx, t.Runner, what, ignore, Cnmon, "smlu", "-c", card(c), "-D", strconv.Itoa(inst.ID)); err != nil {
 		return err
 	}
-	if id != inst.ID {
-		return fmt.Errorf("destroying sMLU instance %d on chip %d: cnmon destroyed instance %d", inst.ID, c.Index, id)
+	after, err := t.List(ctx, c)
+	if err != nil {
+		return fmt.Errorf("%s: checking it is gone: %w", what, err)
+	}
+	if _, ok := partitions.Find(after, inst.ID); ok {
+		return fmt.Errorf("%s: cnmon still lists it", what)
 	}
 	return nil
 }
 
 // NewPartitionTool implements partitions.Vendor.
 func (Cambricon) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
-	return &PartitionTool{Runner: runner}
+	return &PartitionTool{Runner: runner, loaded: true}
 }
 
 // PartitionEdits implements partitions.Vendor. An sMLU container gets the

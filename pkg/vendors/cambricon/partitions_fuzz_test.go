@@ -1,7 +1,7 @@
 package cambricon
 
 // Fuzz targets of the parsers of the partition tools' output (cnmon smlu
-// --list/--create/--destroy). The seed corpus
+// -l/-p/-C). The seed corpus
 // is the recorded output under testdata plus edge cases; testdata/fuzz/<target>
 // keeps the inputs fuzzing once broke a parser with. Run one for a while
 // with
@@ -18,13 +18,19 @@ import (
 )
 
 func FuzzParseSMLUList(f *testing.F) {
-	discoverytest.AddFileSeeds(f, "testdata/smlu/smlu_list_*.txt", "", "Total sMLU instances: 0", "Total sMLU instances: -1")
-	discoverytest.FuzzParser(f, "cnmon smlu -c 0 --list", ParseSMLUList, func(t *testing.T, _ []byte, smlus []SMLU) {
+	discoverytest.AddFileSeeds(f, "testdata/smlu/smlu_list_*.txt", "", "/dev/cambricon-caps/cap_dev0_mi1 50p.1mb", "/dev/cambricon-caps/cap_dev0_mi1")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		smlus, err := ParseSMLUList("cnmon smlu -c 0 -l", data)
+		if err != nil {
+			discoverytest.RequireParseErrorOf(t, err, "cnmon smlu -c 0 -l", data)
+			return
+		}
 		seen := map[int]bool{}
 		for _, s := range smlus {
 			require.GreaterOrEqual(t, s.InstanceID, 0)
-			require.GreaterOrEqual(t, s.ProfileID, 0)
-			require.True(t, strings.HasPrefix(s.DeviceNode, "/dev/"))
+			require.GreaterOrEqual(t, s.Card, 0)
+			require.NotEmpty(t, s.ProfileName)
+			require.True(t, strings.HasPrefix(s.DeviceNode, "/dev/cambricon-caps/"))
 			require.False(t, seen[s.InstanceID], "instance %d twice", s.InstanceID)
 			seen[s.InstanceID] = true
 		}
@@ -32,21 +38,32 @@ func FuzzParseSMLUList(f *testing.F) {
 }
 
 func FuzzParseSMLUCreateAndDestroy(f *testing.F) {
-	discoverytest.AddFileSeeds(f, "testdata/smlu/smlu_*_ok.txt", "", "destroy smlu instance 0 success")
+	discoverytest.AddFileSeeds(f, "testdata/smlu/smlu_*_ok.txt", "", "Successfully created smlu instance ID 0 on card 0, using profile ID 0")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, p := range []struct {
-			source string
-			parse  func(string, []byte) (int, error)
-		}{
-			{"cnmon smlu -c 0 --create --profile 1", parseSMLUCreate},
-			{"cnmon smlu -c 0 --destroy --instance 1", parseSMLUDestroy},
-		} {
-			id, err := p.parse(p.source, data)
-			if err != nil {
-				discoverytest.RequireParseErrorOf(t, err, p.source, data)
-				continue
-			}
-			require.GreaterOrEqual(t, id, 0)
+		made, err := parseSMLUCreate("cnmon smlu -c 0 -C 1", data)
+		if err != nil {
+			discoverytest.RequireParseErrorOf(t, err, "cnmon smlu -c 0 -C 1", data)
+			return
+		}
+		require.GreaterOrEqual(t, made.instance, 0)
+		require.GreaterOrEqual(t, made.card, 0)
+		require.GreaterOrEqual(t, made.profile, 0)
+	})
+}
+
+func FuzzParseSMLUProfiles(f *testing.F) {
+	discoverytest.AddFileSeeds(f, "testdata/smlu/smlu_profiles.txt", "", "0 100p.1mb\n0 50p.1mb\n")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		profiles, err := ParseSMLUProfiles("cnmon smlu -c 0 -p", data)
+		if err != nil {
+			discoverytest.RequireParseErrorOf(t, err, "cnmon smlu -c 0 -p", data)
+			return
+		}
+		seen := map[int]bool{}
+		for _, p := range profiles {
+			require.GreaterOrEqual(t, p.ID, 0)
+			require.False(t, seen[p.ID])
+			seen[p.ID] = true
 		}
 	})
 }

@@ -25,11 +25,13 @@ func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
 	require.True(t, ok)
 	run := &discoverytest.ScriptedRunner{T: t, Dir: "testdata/smlu", Steps: []discoverytest.Step{
-		{Cmd: "cnmon smlu -c 0 --create --profile 25p.5827mb", File: "smlu_create_2_ok.txt"},
-		{Cmd: "cnmon smlu -c 0 --list", File: "smlu_list_1_2.txt"},
-		{Cmd: "cnmon smlu -c 0 --list", File: "smlu_list_1_2.txt"},
-		{Cmd: "cnmon smlu -c 0 --destroy --instance 1", File: "smlu_destroy_1_ok.txt"},
-		{Cmd: "cnmon smlu -c 0 --list", File: "smlu_list_none.txt"},
+		{Cmd: "cnmon smlu -c 0 -p", File: "smlu_profiles.txt"},
+		{Cmd: "cnmon smlu -c 0 -C 2", File: "smlu_create_2_ok.txt"},
+		{Cmd: "cnmon smlu -c 0 -l", File: "smlu_list_1_2.txt"},
+		{Cmd: "cnmon smlu -c 0 -l", File: "smlu_list_1_2.txt"},
+		{Cmd: "cnmon smlu -c 0 -D 1", File: "smlu_destroy_1_ok.txt"},
+		{Cmd: "cnmon smlu -c 0 -l", File: "smlu_list_none.txt"},
+		{Cmd: "cnmon smlu -c 0 -l", File: "smlu_list_none.txt"},
 	}}
 	tool := &cambricon.PartitionTool{Runner: run}
 	inst, err := tool.Create(ctx, c, quarter)
@@ -48,4 +50,60 @@ func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 		{Path: "/dev/cambricon_ipcm0", HostPath: "/dev/cambricon_ipcm0"},
 		{Path: "/dev/cambricon-caps/cap_dev0_mi2", HostPath: "/dev/cambricon-caps/cap_dev0_mi2"},
 	}}, edits, "the chip's nodes and the instance's capability node")
+}
+
+func TestPartitionToolRefusesWhatCnmonContradicts(t *testing.T) {
+	ctx := context.Background()
+	c := chip("MLU370-X8", 0, 16, 23308<<20)
+	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
+	require.True(t, ok)
+	for _, tc := range []struct {
+		name  string
+		steps []discoverytest.Step
+		do    func(*cambricon.PartitionTool) error
+		err   string
+	}{
+		{
+			name:  "a profile cnmon does not list",
+			steps: []discoverytest.Step{{Cmd: "cnmon smlu -c 0 -p", File: "smlu_list_none.txt"}},
+			do:    func(tool *cambricon.PartitionTool) error { _, err := tool.Create(ctx, c, quarter); return err },
+			err:   "creating a 25p.5827mb sMLU instance on chip 0: cnmon smlu -c 0 -p lists no such profile",
+		},
+		{
+			name: "a create on another card",
+			steps: []discoverytest.Step{
+				{Cmd: "cnmon smlu -c 0 -p", File: "smlu_profiles.txt"},
+				{Cmd: "cnmon smlu -c 0 -C 2", File: "smlu_create_wrong_card.txt"},
+			},
+			do:  func(tool *cambricon.PartitionTool) error { _, err := tool.Create(ctx, c, quarter); return err },
+			err: "cnmon created instance 2 on card 1 with profile 2",
+		},
+		{
+			name: "a destroy that leaves the instance",
+			steps: []discoverytest.Step{
+				{Cmd: "cnmon smlu -c 0 -l", File: "smlu_list_1.txt"},
+				{Cmd: "cnmon smlu -c 0 -D 1", File: "smlu_destroy_1_ok.txt"},
+				{Cmd: "cnmon smlu -c 0 -l", File: "smlu_list_1.txt"},
+			},
+			do: func(tool *cambricon.PartitionTool) error {
+				return tool.Destroy(ctx, c, partitions.Instance{Type: partitions.TypeSMLU, ID: 1})
+			},
+			err: "destroying sMLU instance 1 on chip 0: cnmon still lists it",
+		},
+		{
+			name:  "a list of another card's instances",
+			steps: []discoverytest.Step{{Cmd: "cnmon smlu -c 1 -l", File: "smlu_list_1.txt"}},
+			do: func(tool *cambricon.PartitionTool) error {
+				_, err := tool.List(ctx, chip("MLU370-X8", 1, 16, 23308<<20))
+				return err
+			},
+			err: "cnmon smlu -c 1 -l lists /dev/cambricon-caps/cap_dev0_mi1, a node of card 0",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := &discoverytest.ScriptedRunner{T: t, Dir: "testdata/smlu", Steps: tc.steps}
+			require.ErrorContains(t, tc.do(&cambricon.PartitionTool{Runner: run}), tc.err)
+			run.Done()
+		})
+	}
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 )
 
-// SimulatePartitionCommand implements partitionsim.Simulator: the cnmon
-// sMLU dialect of PartitionTool (smlu --list, --create, --destroy) in the
-// layouts of testdata/smlu.
+// SimulatePartitionCommand implements partitionsim.Simulator: cnmon's
+// sMLU commands as PartitionTool runs them (smlu -c N -l, -p, -C, -D) in
+// the layouts of testdata/smlu.
 func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args []string) ([]byte, error) {
 	fl := partitionsim.Flags(args)
 	if len(args) == 0 || args[0] != "smlu" {
@@ -34,22 +34,42 @@ func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args
 		return nil, err
 	}
 	list := st.Partitions[partitionsim.Key(c)]
-	_, create := fl["--create"]
-	_, destroy := fl["--destroy"]
-	_, listing := fl["--list"]
+	_, create := fl["-C"]
+	_, destroy := fl["-D"]
+	_, listing := fl["-l"]
+	_, profiles := fl["-p"]
+	m, _ := partitions.ModelOf(c)
 	switch {
+	case profiles:
+		var b strings.Builder
+		fmt.Fprintf(&b, "Card: %d\n%-12s%-15s%s\n", card, "Profile ID", "Profile Name", "Total")
+		for i := len(m.Templates) - 1; i >= 0; i-- {
+			t := m.Templates[i]
+			fmt.Fprintf(&b, "%-12d%-15s%d\n", profileID(c, t.Name), t.Name, c.MemoryBytes/t.MemoryBytes)
+		}
+		return []byte(b.String()), nil
 	case listing:
 		var b strings.Builder
-		fmt.Fprintf(&b, "Card: %d\nTotal sMLU instances: %d\n", card, len(list))
+		fmt.Fprintf(&b, "Card: %d\n", card)
 		fmt.Fprintf(&b, "%-13s%-13s%-16s%-42s%s\n", "Instance ID", "Profile ID", "Profile Name", "UUID", "Device Node")
 		for _, p := range list {
 			fmt.Fprintf(&b, "%-13d%-13d%-16s%-42s%s\n", p.ID, profileID(c, p.Template), p.Template, p.UUID, p.DeviceNode)
 		}
 		return []byte(b.String()), nil
 	case create:
-		t, ok := partitions.TemplateByName(c, fl["--profile"])
-		if !ok || t.Type != partitions.TypeSMLU {
-			return nil, partitionsim.Error(cmd, "profile %s does not exist on card %d", fl["--profile"], card)
+		pid, err := strconv.Atoi(fl["-C"])
+		if err != nil {
+			return nil, partitionsim.Error(cmd, "invalid profile id")
+		}
+		var t partitions.Template
+		ok := false
+		for _, tt := range m.Templates {
+			if profileID(c, tt.Name) == pid {
+				t, ok = tt, true
+			}
+		}
+		if !ok {
+			return nil, partitionsim.Error(cmd, "profile %d does not exist on card %d", pid, card)
 		}
 		if err := partitionsim.Fits(c, list, t); err != nil {
 			return nil, partitionsim.Error(cmd, "%v", err)
@@ -73,9 +93,9 @@ func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args
 		if err := n.Save(st); err != nil {
 			return nil, err
 		}
-		return []byte(fmt.Sprintf("Create sMLU instance %d success\n", id)), nil
+		return []byte(fmt.Sprintf("Successfully created smlu instance ID %d on card %d, using profile ID %d\n", id, card, pid)), nil
 	case destroy:
-		id, err := strconv.Atoi(fl["--instance"])
+		id, err := strconv.Atoi(fl["-D"])
 		if err != nil {
 			return nil, partitionsim.Error(cmd, "invalid instance")
 		}
@@ -90,7 +110,7 @@ func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args
 		if err := n.Rmnod(removed.DeviceNode); err != nil {
 			return nil, err
 		}
-		return []byte(fmt.Sprintf("Destroy sMLU instance %d success\n", id)), nil
+		return []byte(fmt.Sprintf("Successfully destroyed smlu instance ID %d on card %d\n", id, card)), nil
 	}
 	return nil, partitionsim.Error(cmd, "unsupported command")
 }

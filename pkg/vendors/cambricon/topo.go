@@ -13,6 +13,16 @@ package cambricon
 //	SYS    = all devices in the system
 //	MLK#   = all devices in a bonded set of # MLU-Links
 //	MLK[S] = all devices that are connected to the same switch
+//	ITN    = (newer cnmon) a connection the matrix names by this code; no
+//	         MLU-Link, so it counts like the PCIe codes
+//
+// Newer cnmon also prints a row and a column per Mellanox NIC (mlx<N>,
+// mlx5_<N>) on training nodes, next to the MLU ones. The parser is
+// tolerant where the tool grows: a column or row whose label is not
+// MLU<N> and a code it does not know are skipped and named in
+// Topology.Skipped (the backend logs them), never a failed discovery; only
+// output that contradicts itself (a row twice, X off the diagonal, a
+// truncated matrix) is an error.
 //
 // Sources: the legend as KubeSphere's GPU topology panel reproduces it for
 // Cambricon nodes (GPU_TOPOLOGY_LEGEND.cambricon: X, SGL, MUL, H_B, CPU,
@@ -41,11 +51,14 @@ type Topology struct {
 	Codes map[int]map[int]string
 	// CPUAffinity is the CPU list printed at the end of a card's row.
 	CPUAffinity map[int]string
+	// Skipped names what the parser did not use: columns and rows that
+	// are not MLU<N> (NICs) and codes it does not know, one entry each.
+	Skipped []string
 }
 
 var (
 	mluLabel = regexp.MustCompile(`^MLU(\d+)$`)
-	topoCode = regexp.MustCompile(`^(X|SGL|MUL|H_B|CPU|SYS|MLK\[S\]|MLK\d+)$`)
+	topoCode = regexp.MustCompile(`^(X|SGL|MUL|H_B|CPU|SYS|ITN|MLK\[S\]|MLK\d+)$`)
 )
 
 // maxLinks bounds the bonded MLU-Link count of one pair (an MLU590 has 7
@@ -98,6 +111,9 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
 	}
 	t := Topology{Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{}}
+	// columns holds one entry per header label: the card number, or -1
+	// for a column that is not an MLU (a NIC).
+	var columns []int
 	column := map[int]bool{}
 	haveHeader := false
 
@@ -112,10 +128,15 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 		}
 		fields := strings.Fields(trimmed)
 		if !haveHeader {
-			for _, f := range fields {
+			for k, f := range fields {
+				if f == "CPU" && k+1 < len(fields) && fields[k+1] == "Affinity" {
+					break // the CPU Affinity (and any later) column titles
+				}
 				m := mluLabel.FindStringSubmatch(f)
 				if m == nil {
-					break // the CPU Affinity (and any later) column titles
+					columns = append(columns, -1)
+					t.Skipped = append(t.Skipped, "column "+f)
+					continue
 				}
 				n, err := strconv.Atoi(m[1])
 				if err != nil {
@@ -125,6 +146,7 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 					return Topology{}, perr(lineNo, trimmed, "MLU%d appears twice in the header", n)
 				}
 				column[n] = true
+				columns = append(columns, n)
 				t.Cards = append(t.Cards, n)
 			}
 			if len(t.Cards) == 0 {
@@ -135,7 +157,8 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 		}
 		m := mluLabel.FindStringSubmatch(fields[0])
 		if m == nil {
-			return Topology{}, perr(lineNo, trimmed, "row label %q is not MLU<N>", fields[0])
+			t.Skipped = append(t.Skipped, "row "+fields[0])
+			continue
 		}
 		row, err := strconv.Atoi(m[1])
 		if err != nil || !column[row] {
@@ -144,25 +167,27 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 		if t.Codes[row] != nil {
 			return Topology{}, perr(lineNo, trimmed, "row MLU%d appears twice", row)
 		}
-		if len(fields)-1 < len(t.Cards) {
-			return Topology{}, perr(lineNo, trimmed, "row MLU%d has %d entries, the header has %d cards", row, len(fields)-1, len(t.Cards))
+		if len(fields)-1 < len(columns) {
+			return Topology{}, perr(lineNo, trimmed, "row MLU%d has %d entries, the header has %d columns", row, len(fields)-1, len(columns))
 		}
 		codes := map[int]string{}
-		for j, col := range t.Cards {
-			code := fields[1+j]
-			if !topoCode.MatchString(code) || !linkCountOK(code) {
-				if strings.HasPrefix(code, "MLK") {
-					return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: MLU-Link count in %q is not a number up to %d", row, col, code, maxLinks)
-				}
-				return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: unknown connection code %q", row, col, code)
+		for j, col := range columns {
+			if col < 0 {
+				continue // a NIC column
 			}
+			code := fields[1+j]
 			if (col == row) != (code == "X") {
 				return Topology{}, perr(lineNo, trimmed, "MLU%d→MLU%d: %q on the wrong side of the diagonal", row, col, code)
+			}
+			if !topoCode.MatchString(code) || !linkCountOK(code) {
+				// An unknown code says nothing we can use: no MLU-Link.
+				t.Skipped = append(t.Skipped, fmt.Sprintf("code %q of MLU%d→MLU%d", code, row, col))
+				code = unknownCode
 			}
 			codes[col] = code
 		}
 		t.Codes[row] = codes
-		t.CPUAffinity[row] = strings.Join(fields[1+len(t.Cards):], " ")
+		t.CPUAffinity[row] = strings.Join(fields[1+len(columns):], " ")
 	}
 	if !haveHeader {
 		return Topology{}, &discovery.ParseError{Source: source, Msg: "no connection matrix in the output"}
@@ -179,3 +204,6 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 	sort.Ints(t.Cards)
 	return t, nil
 }
+
+// unknownCode stands in Topology.Codes for a code the parser skipped.
+const unknownCode = "?"

@@ -41,12 +41,13 @@ var _ vendors.Vendor = Cambricon{}
 // Names implements vendors.Vendor.
 func (Cambricon) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: Cnmon, ConfigKind: ConfigKind}
+		DevicePrefix: DevicePrefix, Tool: Cnmon, ConfigKind: ConfigKind,
+		LibraryFlag: "cndev-library", LibraryHelp: LibraryFlagHelp}
 }
 
 // NewBackend implements vendors.Vendor.
 func (Cambricon) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
-	return New(Config{Root: cfg.Root, Runner: cfg.Runner})
+	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, ShareLibrary: true})
 }
 
 // Simulation implements vendors.Vendor.
@@ -69,3 +70,6 @@ func (Cambricon) Simulation() vendors.Simulation {
 		},
 	}
 }
+
+// LibraryFlagHelp describes --cndev-library (node agent and discover).
+const LibraryFlagHelp = `path of Cambricon's CNDev library libcndev.so, loaded at run time to read and partition MLUs (cnmon stays the fallback); default: /usr/local/neuware/lib64/libcndev.so or the distribution's libcndev.so under --root; "none" reads Cambricon chips with cnmon only`

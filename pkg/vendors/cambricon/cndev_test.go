@@ -1,0 +1,234 @@
+package cambricon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon/cndevtest"
+)
+
+// TestCNDevStructLayoutMatchesTheHeader compiles testdata/cndev/layout.c
+// against our cndev.h and compares the size of every struct and the offset
+// of every field it prints with the Go mirrors.
+func TestCNDevStructLayoutMatchesTheHeader(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "layout")
+	cndevtest.Compile(t, "-o", bin, "layout.c")
+	out, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+
+	mirrors := map[string]any{
+		"cndevCardInfo_t": cndevCardInfo{}, "cndevUUID_t": cndevUUID{}, "cndevMemoryInfoV2_t": cndevMemoryInfoV2{},
+		"cndevVersionInfo_t": cndevVersionInfo{}, "cndevCardCoreCount_t": cndevCardCoreCount{},
+		"cndevCardHealthState_t": cndevCardHealthState{}, "cndevPCIeInfoV2_t": cndevPCIeInfoV2{},
+		"cndevMLULinkStatusV2_t": cndevMLULinkStatusV2{}, "cndevMLULinkRemoteInfo_t": cndevMLULinkRemoteInfo{},
+		"cndevSMLUMode_t": cndevSMLUMode{}, "cndevSMluInfo_t": cndevSMluInfo{},
+		"cndevSMluProfileIdInfo_t": cndevSMluProfileIDInfo{}, "cndevSMluProfileInfo_t": cndevSMluProfileInfo{},
+	}
+	checked := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		name, num, ok := strings.Cut(sc.Text(), " ")
+		require.True(t, ok, sc.Text())
+		want, err := strconv.ParseUint(num, 10, 64)
+		require.NoError(t, err)
+		typ, field, isField := strings.Cut(name, ".")
+		m, ok := mirrors[typ]
+		require.True(t, ok, "no Go mirror of %s", typ)
+		rt := reflect.TypeOf(m)
+		if !isField {
+			require.Equal(t, want, uint64(rt.Size()), "sizeof(%s)", typ)
+			checked[typ] = true
+			continue
+		}
+		goName := strings.ToUpper(field[:1]) + field[1:]
+		goName = strings.NewReplacer("Id", "ID", "Uuid", "UUID", "Ip", "IP", "_name", "Name", "_addr", "Addr").Replace(goName)
+		switch field { // names the replacer cannot guess
+		case "uuid":
+			goName = "UUID"
+		case "ncsUUID64":
+			goName = "NcsUUID64"
+		}
+		f, ok := rt.FieldByName(goName)
+		require.True(t, ok, "%s has no field %s (for %s)", rt, goName, name)
+		require.Equal(t, want, uint64(f.Offset), "offsetof(%s)", name)
+	}
+	require.Len(t, checked, len(mirrors), "layout.c prints every mirrored struct")
+	require.Equal(t, uintptr(4), unsafe.Sizeof(int32(0)))
+}
+
+// mockNode points the mock at a fixture and returns the built library.
+func mockNode(t *testing.T, fixture string) string {
+	t.Setenv(cndevtest.EnvFixture, fixture)
+	t.Setenv(cndevtest.EnvState, filepath.Join(t.TempDir(), "smlu-state"))
+	t.Setenv(cndevtest.EnvRoot, "")
+	return cndevtest.Build(t)
+}
+
+// TestCNDevDiscoveryAgreesWithCnmonOnEveryProfile discovers each fixture
+// node twice, through the mock libcndev and through the recorded cnmon
+// output, and requires the same chips; only where facts came from differs
+// (and what CNMON v4 does not print).
+func TestCNDevDiscoveryAgreesWithCnmonOnEveryProfile(t *testing.T) {
+	for _, node := range []string{"mlu270", "mlu370-x8", "mlu590"} {
+		t.Run(node, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := mockNode(t, cndevtest.Fixture(node))
+			root, runner := fixture(node)
+			viaLib, err := New(Config{Root: root, Runner: failingRunner{t}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			viaTool, err := New(Config{Root: root, Runner: runner, Library: vendors.LibraryNone}).Discover(ctx)
+			require.NoError(t, err)
+			require.NoError(t, viaLib.Validate())
+			require.Len(t, viaLib.Chips, len(viaTool.Chips))
+			for i := range viaLib.Chips {
+				l, c := viaLib.Chips[i], viaTool.Chips[i]
+				require.Equal(t, "libcndev.so cndevGetMemoryUsageV2", l.Sources["memory"])
+				require.Equal(t, "cnmon info", c.Sources["memory"])
+				if node != "mlu270" {
+					require.Equal(t, "libcndev.so cndevGetCoreCount", l.Sources["cores"])
+					require.Equal(t, "libcndev.so cndevGetMLULinkRemoteInfo", l.Sources["linkGroup"])
+					require.Equal(t, "libcndev.so cndevGetSMLUMode", l.Sources["partitionMode"])
+				} else {
+					require.Equal(t, modelTable, l.Sources["cores"], "the mock has no core count for MLU270")
+					l.UUID = c.UUID // CNMON v4 prints a serial number, libcndev a UUID
+				}
+				require.Equal(t, c.PartitionModeOff == "", l.PartitionModeOff == "", "chip %d: %q vs %q", i, l.PartitionModeOff, c.PartitionModeOff)
+				l.Sources, c.Sources, l.PartitionModeOff, c.PartitionModeOff = nil, nil, "", ""
+				require.Equal(t, c, l, "chip %d", i)
+			}
+			require.Equal(t, viaTool.SharedDeviceNodes, viaLib.SharedDeviceNodes)
+		})
+	}
+}
+
+// failingRunner fails a test that runs a tool: with the library loaded,
+// discovery runs none.
+type failingRunner struct{ t *testing.T }
+
+func (r failingRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	r.t.Errorf("ran %s %v with the library loaded", name, args)
+	return nil, fmt.Errorf("no tools here")
+}
+
+func TestCNDevDiscoveryReadsSMLUModeAndHealth(t *testing.T) {
+	fixtureText, err := os.ReadFile(cndevtest.Fixture("mlu590"))
+	require.NoError(t, err)
+	// Card 1 in problem, card 2's driver resetting (state 6).
+	text := strings.Replace(string(fixtureText), "device index=1 name=MLU590-M9", "device index=1 health=problem name=MLU590-M9", 1)
+	text = strings.Replace(text, "device index=2 name=MLU590-M9", "device index=2 driverstate=6 name=MLU590-M9", 1)
+	f := filepath.Join(t.TempDir(), "mlu590-sick.txt")
+	require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
+
+	_, ctx := ktesting.NewTestContext(t)
+	lib := mockNode(t, f)
+	root, _ := fixture("mlu590")
+	inv, err := New(Config{Root: root, Runner: failingRunner{t}, Library: lib}).Discover(ctx)
+	require.NoError(t, err)
+
+	require.True(t, inv.Chips[0].Healthy)
+	require.False(t, inv.Chips[1].Healthy)
+	require.Equal(t, inventory.ReasonToolHealth("In problem"), inv.Chips[1].HealthReason)
+	require.Equal(t, "libcndev.so reports device health In problem", inv.Chips[1].HealthMessage)
+	require.False(t, inv.Chips[2].Healthy)
+	require.Equal(t, inventory.ReasonDriverNotRunning, inv.Chips[2].HealthReason)
+
+	for i := 0; i < 6; i++ {
+		require.Empty(t, inv.Chips[i].PartitionModeOff)
+	}
+	require.Equal(t, "sMLU mode is off on card 6 (libcndev.so cndevGetSMLUMode; switch it on with cnmon set -c 6 -smlu on)", inv.Chips[6].PartitionModeOff)
+	require.Equal(t, "the driver says card 7 does not support sMLU (libcndev.so cndevGetSMLUMode)", inv.Chips[7].PartitionModeOff)
+}
+
+func TestCNDevBackendFallsBackToCnmonAndSaysSoOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, library, log string
+	}{
+		{name: "a library path that does not exist", library: "/nonexistent/libcndev.so", log: "CNDev library not loaded, reading Cambricon chips through cnmon instead"},
+		{name: "no library in the default paths", library: "", log: "none of /usr/local/neuware/lib64/libcndev.so"},
+		{name: "the library turned off", library: vendors.LibraryNone, log: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, runner := fixture("mlu370-x8")
+			b := New(Config{Root: root, Runner: runner, Library: tc.library})
+			for range 2 {
+				inv, err := b.Discover(ctx)
+				require.NoError(t, err)
+				require.Len(t, inv.Chips, 8)
+				require.Equal(t, "cnmon info", inv.Chips[0].Sources["memory"])
+			}
+			if tc.log != "" {
+				require.Equal(t, 1, strings.Count(logs(), "CNDev library not loaded"), "said once")
+				require.Contains(t, logs(), tc.log)
+			}
+		})
+	}
+}
+
+func TestCNDevPartitionsCreateListAndDestroySMLUInstances(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	devRoot := t.TempDir()
+	lib := mockNode(t, cndevtest.Fixture("mlu370-x8"))
+	t.Setenv(cndevtest.EnvRoot, devRoot)
+	l, err := OpenCNDev("/", lib)
+	require.NoError(t, err)
+	tool := &PartitionTool{Runner: failingRunner{t}, Library: l}
+
+	c := inventory.Chip{Vendor: Vendor, Model: "MLU370-X8", Index: 3, Cores: 16, MemoryBytes: 23308 << 20,
+		DeviceNodes: []string{"/dev/cambricon_dev3"}}
+	half, ok := partitions.TemplateByName(c, "50p.11654mb")
+	require.True(t, ok)
+	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
+	require.True(t, ok)
+
+	a, err := tool.Create(ctx, c, half)
+	require.NoError(t, err)
+	require.Equal(t, partitions.Instance{Type: partitions.TypeSMLU, Chip: 3, Template: "50p.11654mb", ID: 1,
+		DeviceNode: "/dev/cambricon-caps/cap_dev3_mi1", UUID: "MLU-54010003-2311-0000-0000-000000000001"}, a)
+	require.FileExists(t, filepath.Join(devRoot, a.DeviceNode))
+	b, err := tool.Create(ctx, c, quarter)
+	require.NoError(t, err)
+	require.Equal(t, 2, b.ID)
+	_, err = tool.Create(ctx, c, quarter)
+	require.NoError(t, err)
+	_, err = tool.Create(ctx, c, quarter)
+	require.ErrorContains(t, err, "creating a 25p.5827mb sMLU instance on chip 3: libcndev.so cndevCreateSMluInstanceByProfileId: cndev error 9 (insufficient space)")
+
+	list, err := tool.List(ctx, c)
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+	state, err := os.ReadFile(os.Getenv(cndevtest.EnvState))
+	require.NoError(t, err)
+	require.Equal(t, 3, strings.Count(string(state), "\n"), "the mock keeps the instances for the next process")
+
+	require.NoError(t, tool.Destroy(ctx, c, a))
+	require.NoError(t, tool.Destroy(ctx, c, a), "gone already")
+	require.NoFileExists(t, filepath.Join(devRoot, a.DeviceNode))
+	list, err = tool.List(ctx, c)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.NotContains(t, []int{list[0].ID, list[1].ID}, 1)
+
+	// sMLU off: the library refuses, and says so.
+	other := c
+	other.Index = 0
+	_, err = (&PartitionTool{Library: l}).List(ctx, other)
+	require.NoError(t, err, "card 0 has sMLU on")
+}

@@ -1,0 +1,57 @@
+// Package cndevtest builds the mock libcndev of
+// pkg/vendors/cambricon/testdata/cndev for tests: a C file compiled with gcc
+// into a shared library, which the agent loads like the real one through
+// --cndev-library, fed by a fixture file naming the node's MLUs.
+package cndevtest
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// The mock's environment variables.
+const (
+	// EnvFixture names the fixture file the mock reads at cndevInit.
+	EnvFixture = "ACCEL_DRA_CNDEV_MOCK_FIXTURE"
+	// EnvState names a file the mock keeps its sMLU instances in, so they
+	// outlive the process as the driver's do.
+	EnvState = "ACCEL_DRA_CNDEV_MOCK_STATE"
+	// EnvRoot names a root under which the mock creates and removes the
+	// instances' /dev/cambricon-caps/cap_devN_miK files.
+	EnvRoot = "ACCEL_DRA_CNDEV_MOCK_ROOT"
+)
+
+// Dir is testdata/cndev: the header, the mock, the layout program and the
+// fixtures.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "cndev")
+}
+
+// Fixture is the path of the fixture of a node (mlu270, mlu370-x8, mlu590).
+func Fixture(node string) string { return filepath.Join(Dir(), node+".txt") }
+
+// Build compiles the mock into a temporary directory and returns the
+// library's path. It fails the test when gcc is missing: the native
+// backend is tested through it or not at all.
+func Build(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "libcndev.so")
+	Compile(t, "-shared", "-fPIC", "-o", out, filepath.Join(Dir(), "mock_cndev.c"))
+	return out
+}
+
+// Compile runs gcc with args in Dir.
+func Compile(t testing.TB, args ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatalf("the CNDev mock needs gcc (apt-get install gcc): %v", err)
+	}
+	cmd := exec.Command("gcc", args...)
+	cmd.Dir = Dir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
+	}
+}

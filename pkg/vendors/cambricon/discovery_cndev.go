@@ -1,0 +1,145 @@
+package cambricon
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
+)
+
+// readLibrary reads the cards and their MLU-Links through libcndev, the
+// calls Cambricon's device plugin makes (bindings.go getDeviceInfo,
+// GetDeviceMemory, GetDeviceHealthState, getDeviceMLULinkDevs). Card N is
+// cndev index N, whose node is /dev/cambricon_devN (getDeviceInfo).
+func (b *Backend) readLibrary(l *CNDev) (reader, error) {
+	fn := func(name string) string { return CNDevLibrary + " " + name }
+	var count cndevCardInfo
+	count.Version = cndevVersion6
+	if err := l.call("counting MLU cards", "cndevGetDeviceCount", l.deviceCount(&count)); err != nil {
+		return reader{}, err
+	}
+	r := reader{name: CNDevLibrary, topo: Topology{Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{}},
+		sources: map[string]string{
+			"model": fn("cndevGetCardNameStringByDevId"), "uuid": fn("cndevGetUUID"), "memory": fn("cndevGetMemoryUsageV2"),
+			"driverVersion": fn("cndevGetVersionInfo"), "pciBusID": fn("cndevGetPCIeInfoV2"),
+			"health": fn("cndevGetCardHealthState") + ", device files",
+		}}
+	handles := map[int]int32{}
+	byUUID := map[string]int{}
+	for i := 0; i < int(count.Number); i++ {
+		what := fmt.Sprintf("reading MLU card %d", i)
+		var h int32
+		if err := l.call(what, "cndevGetDeviceHandleByIndex", l.handleByIndex(int32(i), &h)); err != nil {
+			return reader{}, err
+		}
+		handles[i] = h
+		c := CardInfo{Card: i, ProductName: l.cardName(h)}
+		u := cndevUUID{Version: cndevVersion6}
+		if err := l.call(what, "cndevGetUUID", l.uuid(&u, h)); err != nil {
+			return reader{}, err
+		}
+		c.UUID = cstring(u.UUID[:])
+		var m cndevMemoryInfoV2
+		if err := l.call(what, "cndevGetMemoryUsageV2", l.memory(&m, h)); err != nil {
+			return reader{}, err
+		}
+		if m.PhysicalMemoryTotal < 0 || m.PhysicalMemoryTotal > 1<<40 {
+			return reader{}, fmt.Errorf("%s: %s cndevGetMemoryUsageV2 reports %d MiB", what, CNDevLibrary, m.PhysicalMemoryTotal)
+		}
+		c.MemoryBytes = m.PhysicalMemoryTotal * mebibyte
+		v := cndevVersionInfo{Version: cndevVersion6}
+		if err := l.call(what, "cndevGetVersionInfo", l.version(&v, h)); err != nil {
+			return reader{}, err
+		}
+		c.DriverVersion = fmt.Sprintf("%d.%d.%d", v.DriverMajorVersion, v.DriverMinorVersion, v.DriverBuildVersion)
+		hs := cndevCardHealthState{Version: cndevVersion6}
+		if err := l.call(what, "cndevGetCardHealthState", l.health(&hs, h)); err != nil {
+			return reader{}, err
+		}
+		c.DeviceHealth, c.DriverState = HealthGood, DriverRunning
+		if hs.DeviceState != cndevDeviceGood {
+			c.DeviceHealth = "In problem"
+		}
+		if hs.DriverState != cndevDriverRunning {
+			c.DriverState = fmt.Sprintf("state %d", hs.DriverState)
+		}
+		var p cndevPCIeInfoV2
+		if err := l.call(what, "cndevGetPCIeInfoV2", l.pcie(&p, h)); err != nil {
+			return reader{}, err
+		}
+		id, err := pci.NormalizeBusID(fmt.Sprintf("%04x:%02x:%02x.%x", p.Domain, p.Bus, p.Device, p.Function))
+		if err != nil {
+			return reader{}, fmt.Errorf("%s: %s cndevGetPCIeInfoV2: %w", what, CNDevLibrary, err)
+		}
+		c.PCIBusID = id
+		c.Cores, c.CoresFrom = mluCoresPerChip[c.ProductName], modelTable
+		if l.coreCount != nil {
+			cc := cndevCardCoreCount{Version: cndevVersion6}
+			if err := l.err(l.coreCount(&cc, h)); err == nil && cc.Count > 0 {
+				c.Cores, c.CoresFrom = int(cc.Count), fn("cndevGetCoreCount")
+			}
+		}
+		r.cards = append(r.cards, c)
+		r.topo.Cards = append(r.topo.Cards, i)
+		byUUID[c.UUID] = i
+	}
+
+	// MLU-Links: every port whose MAC is up counts towards the card it
+	// reaches, found by its UUID (the device plugin's GetMLULinkGroups).
+	for _, c := range r.cards {
+		links := map[int]int{}
+		if l.linkPorts != nil {
+			h := handles[c.Card]
+			for port := int32(0); port < l.linkPorts(h); port++ {
+				what := fmt.Sprintf("reading MLU-Link port %d of MLU card %d", port, c.Card)
+				var st cndevMLULinkStatusV2
+				if err := l.call(what, "cndevGetMLULinkStatusV2", l.linkStatus(&st, h, port)); err != nil {
+					return reader{}, err
+				}
+				if st.MacState == cndevMACStateDown {
+					continue
+				}
+				rem := cndevMLULinkRemoteInfo{Version: cndevVersion6}
+				if err := l.call(what, "cndevGetMLULinkRemoteInfo", l.linkRemote(&rem, h, port)); err != nil {
+					return reader{}, err
+				}
+				if other, ok := byUUID[cstring(rem.UUID[:])]; ok && other != c.Card {
+					links[other]++
+				}
+			}
+		}
+		codes := map[int]string{}
+		for _, o := range r.topo.Cards {
+			switch {
+			case o == c.Card:
+				codes[o] = "X"
+			case links[o] > 0:
+				codes[o] = fmt.Sprintf("MLK%d", min(links[o], maxLinks))
+			default:
+				codes[o] = unknownCode // no MLU-Link; the PCIe path is not read
+			}
+		}
+		r.topo.Codes[c.Card] = codes
+	}
+	sort.Ints(r.topo.Cards)
+	if l.linkPorts != nil {
+		r.sources["linkGroup"] = fn("cndevGetMLULinkRemoteInfo")
+		r.sources["mluLinkPorts"] = fn("cndevGetMLULinkStatusV2")
+	}
+	if l.smluMode != nil {
+		r.smluMode = func(card int) (string, string, error) {
+			mode := cndevSMLUMode{Version: cndevVersion6}
+			err := l.call(fmt.Sprintf("reading the sMLU mode of MLU card %d", card), "cndevGetSMLUMode", l.smluMode(&mode, handles[card]))
+			switch {
+			case notSupported(err):
+				return fmt.Sprintf("the driver says card %d does not support sMLU (%s)", card, fn("cndevGetSMLUMode")), fn("cndevGetSMLUMode"), nil
+			case err != nil:
+				return "", "", err
+			case mode.SmluMode != cndevFeatureEnabled:
+				return fmt.Sprintf("sMLU mode is off on card %d (%s; switch it on with cnmon set -c %d -smlu on)", card, fn("cndevGetSMLUMode"), card), fn("cndevGetSMLUMode"), nil
+			}
+			return "", fn("cndevGetSMLUMode"), nil
+		}
+	}
+	return r, nil
+}

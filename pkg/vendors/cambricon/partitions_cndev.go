@@ -1,0 +1,174 @@
+package cambricon
+
+// sMLU instances through libcndev, the calls Cambricon's device plugin
+// makes (bindings.go GetDeviceProfileInfo, CreateSmluProfileInstance,
+// GetAllSmluInfo) and destroy by instance name
+// (cndevDestroySMluInstanceByInstanceName), so that an instance found in a
+// list can be destroyed without the handle its creator got.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+)
+
+var (
+	partitionLibMu sync.Mutex
+	partitionLib   *CNDev
+)
+
+// setPartitionLibrary makes the partition tools of this process use l:
+// the library discovery loaded (partitions.Vendor.NewPartitionTool is
+// given a command runner only, and one agent loads one libcndev).
+func setPartitionLibrary(l *CNDev) {
+	partitionLibMu.Lock()
+	defer partitionLibMu.Unlock()
+	partitionLib = l
+}
+
+func (t *PartitionTool) library() *CNDev {
+	if t.Library != nil || !t.loaded {
+		return t.Library
+	}
+	partitionLibMu.Lock()
+	defer partitionLibMu.Unlock()
+	return partitionLib
+}
+
+// smluWithName is an instance and the name libcndev destroys it by.
+type smluWithName struct {
+	SMLU
+	name string
+}
+
+func (l *CNDev) handle(what string, card int) (int32, error) {
+	var h int32
+	return h, l.call(what, "cndevGetDeviceHandleByIndex", l.handleByIndex(int32(card), &h))
+}
+
+// listSMLU lists the sMLU instances of a card.
+func (l *CNDev) listSMLU(card int) ([]smluWithName, error) {
+	what := fmt.Sprintf("listing the sMLU instances of chip %d", card)
+	h, err := l.handle(what, card)
+	if err != nil {
+		return nil, err
+	}
+	count := int32(16)
+	for {
+		buf := make([]cndevSMluInfo, count)
+		for i := range buf {
+			buf[i].Version = cndevVersion6
+		}
+		n := count
+		r := l.instances(&n, &buf[0], h)
+		if r == cndevInsufficientSpace && n > count && n <= 4096 {
+			count = n
+			continue
+		}
+		if err := l.call(what, "cndevGetAllSMluInstanceInfo", r); err != nil {
+			return nil, err
+		}
+		if n < 0 || n > count {
+			return nil, fmt.Errorf("%s: %s cndevGetAllSMluInstanceInfo reports %d instances for room for %d", what, CNDevLibrary, n, count)
+		}
+		out := make([]smluWithName, 0, n)
+		for _, in := range buf[:n] {
+			node := cstring(in.DevNodeName[:])
+			m := smluNode.FindStringSubmatch(node)
+			if m == nil {
+				return nil, fmt.Errorf("%s: %s lists instance %d with device node %q, not /dev/cambricon-caps/cap_dev<N>_mi<K>", what, CNDevLibrary, in.InstanceID, node)
+			}
+			nodeCard, _ := strconv.Atoi(m[1])
+			out = append(out, smluWithName{SMLU: SMLU{Card: nodeCard, InstanceID: int(in.InstanceID), ProfileName: cstring(in.ProfileName[:]),
+				UUID: "MLU-" + cstring(in.UUID[:]), DeviceNode: node}, name: cstring(in.InstanceName[:])})
+		}
+		return out, nil
+	}
+}
+
+func (t *PartitionTool) libList(l *CNDev, c inventory.Chip) ([]partitions.Instance, []smluWithName, error) {
+	rows, err := l.listSMLU(c.Index)
+	if err != nil {
+		return nil, nil, err
+	}
+	plain := make([]SMLU, len(rows))
+	for i, r := range rows {
+		plain[i] = r.SMLU
+	}
+	insts, err := smluInstances(c, plain, CNDevLibrary+" cndevGetAllSMluInstanceInfo")
+	return insts, rows, err
+}
+
+func (t *PartitionTool) libCreate(ctx context.Context, l *CNDev, c inventory.Chip, tmpl partitions.Template) (partitions.Instance, error) {
+	what := fmt.Sprintf("creating a %s sMLU instance on chip %d", tmpl.Name, c.Index)
+	h, err := l.handle(what, c.Index)
+	if err != nil {
+		return partitions.Instance{}, err
+	}
+	ids := cndevSMluProfileIDInfo{Version: cndevVersion6}
+	if err := l.call(what, "cndevGetSMluProfileIdInfo", l.profileIDs(&ids, h)); err != nil {
+		return partitions.Instance{}, err
+	}
+	profile := int32(-1)
+	for _, id := range ids.ProfileID[:max(0, min(int(ids.Count), len(ids.ProfileID)))] {
+		info := cndevSMluProfileInfo{Version: cndevVersion6}
+		if err := l.call(what, "cndevGetSMluProfileInfo", l.profileInfo(&info, id, h)); err != nil {
+			return partitions.Instance{}, err
+		}
+		if cstring(info.Name[:]) == tmpl.Name {
+			profile = id
+		}
+	}
+	if profile < 0 {
+		return partitions.Instance{}, fmt.Errorf("%s: %s lists no such profile", what, CNDevLibrary)
+	}
+	before, _, err := t.libList(l, c)
+	if err != nil {
+		return partitions.Instance{}, err
+	}
+	var mi int32
+	name := []byte{0} // the library names the instance
+	if err := l.call(what, "cndevCreateSMluInstanceByProfileId", l.create(&mi, uint32(profile), h, &name[0])); err != nil {
+		return partitions.Instance{}, err
+	}
+	after, _, err := t.libList(l, c)
+	if err != nil {
+		return partitions.Instance{}, fmt.Errorf("%s: checking the new instance: %w", what, err)
+	}
+	for _, a := range after {
+		if _, old := partitions.Find(before, a.ID); !old {
+			if a.Template != tmpl.Name {
+				return partitions.Instance{}, fmt.Errorf("%s: %s lists the new instance %d with profile %s", what, CNDevLibrary, a.ID, a.Template)
+			}
+			klog.FromContext(ctx).V(2).Info("Created an sMLU instance through CNDev", "chip", c.Index, "instance", a.ID, "profile", tmpl.Name)
+			return a, nil
+		}
+	}
+	return partitions.Instance{}, fmt.Errorf("%s: %s reported success but lists no new instance", what, CNDevLibrary)
+}
+
+func (t *PartitionTool) libDestroy(l *CNDev, c inventory.Chip, inst partitions.Instance) error {
+	_, rows, err := t.libList(l, c)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("destroying sMLU instance %d on chip %d", inst.ID, c.Index)
+	for _, r := range rows {
+		if r.InstanceID != inst.ID {
+			continue
+		}
+		h, err := l.handle(what, c.Index)
+		if err != nil {
+			return err
+		}
+		name := append([]byte(r.name), 0)
+		return l.call(what, "cndevDestroySMluInstanceByInstanceName", l.destroy(h, &name[0]))
+	}
+	return nil // gone already
+}

@@ -1,0 +1,416 @@
+/*
+ * A mock of Cambricon's libcndev.so for accel-dra's tests, written for
+ * accel-dra against our own cndev.h. The tests build it with
+ *   gcc -shared -fPIC -o libcndev.so mock_cndev.c
+ * and load it through the agent's real purego loader. It reads the node it
+ * pretends to be from the fixture file named by ACCEL_DRA_CNDEV_MOCK_FIXTURE
+ * (one line per device and per MLU-Link port, see README.md), keeps sMLU
+ * instances in ACCEL_DRA_CNDEV_MOCK_STATE when set (so they outlive the
+ * process, like the driver's), and creates or removes the instances'
+ * capability nodes under ACCEL_DRA_CNDEV_MOCK_ROOT when set (/dev/null
+ * clones when run as root).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "cndev.h"
+
+#define MAX_DEV 32
+#define MAX_PORT 8
+#define MAX_INST 32
+#define NPROFILES 3
+
+/* The driver's default sMLU profiles: the whole chip, 1/2, 1/4 (ids 0, 1,
+ * 2; smlu/smlu_internal.h default_profile_spec in the MLU driver). */
+static const int spec[NPROFILES] = {1, 2, 4};
+
+struct inst {
+	int id, profile;
+	char name[CNDEV_MLUINSTANCE_PROFILE_NAME_BUFFER_SIZE];
+};
+
+struct dev {
+	char name[128], uuid[CNDEV_UUID_SIZE];
+	unsigned domain, bus, device, function;
+	long long memory; /* MiB */
+	int cores, health, driverstate;
+	unsigned drv[3];
+	int smlu; /* 1 on, 0 off, -1 not supported */
+	int ports, port_up[MAX_PORT], port_remote[MAX_PORT];
+	int ninst;
+	struct inst inst[MAX_INST];
+};
+
+static struct dev devs[MAX_DEV];
+static int ndev = -1;
+
+static const char *env(const char *k) {
+	const char *v = getenv(k);
+	return v && *v ? v : NULL;
+}
+
+static void save(void) {
+	const char *p = env("ACCEL_DRA_CNDEV_MOCK_STATE");
+	if (!p)
+		return;
+	FILE *f = fopen(p, "w");
+	if (!f)
+		return;
+	for (int d = 0; d < ndev; d++)
+		for (int i = 0; i < devs[d].ninst; i++)
+			fprintf(f, "%d %d %d %s\n", d, devs[d].inst[i].id, devs[d].inst[i].profile, devs[d].inst[i].name);
+	fclose(f);
+}
+
+static void load_state(void) {
+	const char *p = env("ACCEL_DRA_CNDEV_MOCK_STATE");
+	FILE *f = p ? fopen(p, "r") : NULL;
+	if (!f)
+		return;
+	int d, id, prof;
+	char name[CNDEV_MLUINSTANCE_PROFILE_NAME_BUFFER_SIZE];
+	while (fscanf(f, "%d %d %d %99s", &d, &id, &prof, name) == 4) {
+		if (d < 0 || d >= ndev || devs[d].ninst >= MAX_INST)
+			continue;
+		struct inst *in = &devs[d].inst[devs[d].ninst++];
+		in->id = id;
+		in->profile = prof;
+		snprintf(in->name, sizeof in->name, "%s", name);
+	}
+	fclose(f);
+}
+
+/* value returns the value of key=... in a fixture line, or NULL. */
+static const char *value(char *line, const char *key, char *buf, size_t n) {
+	size_t kl = strlen(key);
+	for (char *p = line; (p = strstr(p, key)); p += kl) {
+		if ((p == line || p[-1] == ' ') && p[kl] == '=') {
+			size_t l = strcspn(p + kl + 1, " \n");
+			if (l >= n)
+				l = n - 1;
+			memcpy(buf, p + kl + 1, l);
+			buf[l] = 0;
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+cndevRet_t cndevInit(int32_t reserved) {
+	(void)reserved;
+	const char *p = env("ACCEL_DRA_CNDEV_MOCK_FIXTURE");
+	FILE *f = p ? fopen(p, "r") : NULL;
+	if (!f)
+		return CNDEV_ERROR_UNKNOWN;
+	memset(devs, 0, sizeof devs);
+	ndev = 0;
+	char line[512], v[128];
+	while (fgets(line, sizeof line, f)) {
+		if (!strncmp(line, "device ", 7) && ndev < MAX_DEV) {
+			struct dev *d = &devs[ndev++];
+			snprintf(d->name, sizeof d->name, "%s", value(line, "name", v, sizeof v) ? v : "");
+			snprintf(d->uuid, sizeof d->uuid, "%s", value(line, "uuid", v, sizeof v) ? v : "");
+			if (value(line, "bdf", v, sizeof v))
+				sscanf(v, "%x:%x:%x.%x", &d->domain, &d->bus, &d->device, &d->function);
+			d->memory = value(line, "memory", v, sizeof v) ? atoll(v) : 0;
+			d->cores = value(line, "cores", v, sizeof v) ? atoi(v) : 0;
+			if (value(line, "driver", v, sizeof v))
+				sscanf(v, "%u.%u.%u", &d->drv[0], &d->drv[1], &d->drv[2]);
+			d->health = !(value(line, "health", v, sizeof v) && !strcmp(v, "problem"));
+			d->driverstate = value(line, "driverstate", v, sizeof v) ? atoi(v) : CNDEV_HEALTH_STATE_DRIVER_RUNNING;
+			d->smlu = -1;
+			if (value(line, "smlu", v, sizeof v))
+				d->smlu = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : -1;
+		} else if (!strncmp(line, "link ", 5)) {
+			int dv = value(line, "dev", v, sizeof v) ? atoi(v) : -1;
+			int port = value(line, "port", v, sizeof v) ? atoi(v) : -1;
+			if (dv < 0 || dv >= ndev || port < 0 || port >= MAX_PORT)
+				continue;
+			struct dev *d = &devs[dv];
+			if (port + 1 > d->ports)
+				d->ports = port + 1;
+			d->port_up[port] = value(line, "state", v, sizeof v) && !strcmp(v, "up");
+			d->port_remote[port] = value(line, "remote", v, sizeof v) ? atoi(v) : -1;
+		}
+	}
+	fclose(f);
+	load_state();
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevRelease(void) { return CNDEV_SUCCESS; }
+
+const char *cndevGetErrorString(cndevRet_t e) {
+	switch (e) {
+	case CNDEV_SUCCESS: return "success";
+	case CNDEV_ERROR_UNINITIALIZED: return "not initialized";
+	case CNDEV_ERROR_INVALID_ARGUMENT: return "invalid argument";
+	case CNDEV_ERROR_INVALID_DEVICE_ID: return "invalid device id";
+	case CNDEV_ERROR_INSUFFICIENT_SPACE: return "insufficient space";
+	case CNDEV_ERROR_NOT_SUPPORTED: return "not supported";
+	case CNDEV_ERROR_NOT_FOUND: return "not found";
+	case CNDEV_ERROR_DUPLICATE: return "duplicate";
+	default: return "unknown error";
+	}
+}
+
+#define DEV(h)                                   \
+	if (ndev < 0)                            \
+		return CNDEV_ERROR_UNINITIALIZED; \
+	if ((h) < 0 || (h) >= ndev)              \
+		return CNDEV_ERROR_INVALID_DEVICE_ID; \
+	struct dev *d = &devs[h]
+
+cndevRet_t cndevGetDeviceCount(cndevCardInfo_t *c) {
+	if (ndev < 0)
+		return CNDEV_ERROR_UNINITIALIZED;
+	c->number = ndev;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetDeviceHandleByIndex(int32_t index, cndevDevice_t *h) {
+	DEV(index);
+	(void)d;
+	*h = index;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetUUID(cndevUUID_t *u, cndevDevice_t h) {
+	DEV(h);
+	memcpy(u->uuid, d->uuid, CNDEV_UUID_SIZE);
+	u->ncsUUID64 = 0;
+	return CNDEV_SUCCESS;
+}
+
+const char *cndevGetCardNameStringByDevId(cndevDevice_t h) {
+	if (h < 0 || h >= ndev)
+		return "Unknown";
+	return devs[h].name;
+}
+
+cndevRet_t cndevGetMemoryUsageV2(cndevMemoryInfoV2_t *m, cndevDevice_t h) {
+	DEV(h);
+	memset(m, 0, sizeof *m);
+	m->physicalMemoryTotal = d->memory;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetVersionInfo(cndevVersionInfo_t *v, cndevDevice_t h) {
+	DEV(h);
+	v->driverMajorVersion = d->drv[0];
+	v->driverMinorVersion = d->drv[1];
+	v->driverBuildVersion = d->drv[2];
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetCoreCount(cndevCardCoreCount_t *c, cndevDevice_t h) {
+	DEV(h);
+	if (!d->cores)
+		return CNDEV_ERROR_NOT_SUPPORTED;
+	c->count = d->cores;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetCardHealthState(cndevCardHealthState_t *s, cndevDevice_t h) {
+	DEV(h);
+	s->health = d->health;
+	s->deviceState = d->health ? CNDEV_HEALTH_STATE_DEVICE_GOOD : CNDEV_HEALTH_STATE_DEVICE_IN_PROBLEM;
+	s->driverState = d->driverstate;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetPCIeInfoV2(cndevPCIeInfoV2_t *p, cndevDevice_t h) {
+	DEV(h);
+	memset(p, 0, sizeof *p);
+	p->vendor = 0xcabc;
+	p->domain = d->domain;
+	p->bus = d->bus;
+	p->device = d->device;
+	p->function = d->function;
+	return CNDEV_SUCCESS;
+}
+
+int32_t cndevGetMLULinkPortNumber(cndevDevice_t h) {
+	if (h < 0 || h >= ndev)
+		return 0;
+	return devs[h].ports;
+}
+
+cndevRet_t cndevGetMLULinkStatusV2(cndevMLULinkStatusV2_t *s, cndevDevice_t h, int32_t link) {
+	DEV(h);
+	if (link < 0 || link >= d->ports)
+		return CNDEV_ERROR_INVALID_ARGUMENT;
+	memset(s, 0, sizeof *s);
+	s->macState = d->port_up[link] ? CNDEV_MLULINK_MAC_STATE_UP : CNDEV_MLULINK_MAC_STATE_DOWN;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetMLULinkRemoteInfo(cndevMLULinkRemoteInfo_t *r, cndevDevice_t h, int32_t link) {
+	DEV(h);
+	if (link < 0 || link >= d->ports)
+		return CNDEV_ERROR_INVALID_ARGUMENT;
+	memset((char *)r + sizeof r->version, 0, sizeof *r - sizeof r->version);
+	int rem = d->port_remote[link];
+	if (rem >= 0 && rem < ndev)
+		memcpy(r->uuid, devs[rem].uuid, CNDEV_UUID_SIZE);
+	r->portId = link;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetSMLUMode(cndevSMLUMode_t *m, cndevDevice_t h) {
+	DEV(h);
+	if (d->smlu < 0)
+		return CNDEV_ERROR_NOT_SUPPORTED;
+	m->smluMode = d->smlu ? CNDEV_FEATURE_ENABLED : CNDEV_FEATURE_DISABLED;
+	return CNDEV_SUCCESS;
+}
+
+static int used_quota(struct dev *d) {
+	int q = 0;
+	for (int i = 0; i < d->ninst; i++)
+		q += 100 / spec[d->inst[i].profile];
+	return q;
+}
+
+cndevRet_t cndevGetSMluProfileIdInfo(cndevSMluProfileIdInfo_t *p, cndevDevice_t h) {
+	DEV(h);
+	if (d->smlu != 1)
+		return CNDEV_ERROR_NOT_SUPPORTED;
+	p->count = NPROFILES;
+	for (int i = 0; i < NPROFILES; i++)
+		p->profileId[i] = i;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetSMluProfileInfo(cndevSMluProfileInfo_t *p, int32_t profile, cndevDevice_t h) {
+	DEV(h);
+	if (d->smlu != 1)
+		return CNDEV_ERROR_NOT_SUPPORTED;
+	if (profile < 0 || profile >= NPROFILES)
+		return CNDEV_ERROR_NOT_FOUND;
+	int quota = 100 / spec[profile];
+	p->profileId = profile;
+	/* The driver's names: "%llup.%llumb", quota in percent, MiB. */
+	snprintf(p->name, sizeof p->name, "%dp.%lldmb", quota, d->memory / spec[profile]);
+	p->totalCapacity = spec[profile];
+	p->remainCapacity = (100 - used_quota(d)) / quota;
+	p->mluQuota[CNDEV_SMLU_MAX] = quota;
+	p->mluQuota[CNDEV_SMLU_USAGE] = 0;
+	p->memorySize[CNDEV_SMLU_MAX] = (uint64_t)(d->memory / spec[profile]) << 20;
+	p->memorySize[CNDEV_SMLU_USAGE] = 0;
+	return CNDEV_SUCCESS;
+}
+
+static void node(int dev, int id, char *buf, size_t n) {
+	snprintf(buf, n, "/dev/cambricon-caps/cap_dev%d_mi%d", dev, id);
+}
+
+static void touch(int dev, int id, int create) {
+	const char *root = env("ACCEL_DRA_CNDEV_MOCK_ROOT");
+	if (!root)
+		return;
+	char n[CNDEV_MLUINSTANCE_DEVICE_NODE_NAME_BUFFER_SIZE], p[1024];
+	node(dev, id, n, sizeof n);
+	snprintf(p, sizeof p, "%s/dev", root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/dev/cambricon-caps", root);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s%s", root, n);
+	if (create) {
+		/* a /dev/null clone where allowed (root), as the simulated
+		 * tools make, else a plain file */
+		if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) != 0 && errno != EEXIST) {
+			FILE *f = fopen(p, "w");
+			if (f)
+				fclose(f);
+		}
+	} else {
+		unlink(p);
+	}
+}
+
+cndevRet_t cndevCreateSMluInstanceByProfileId(cndevMluInstance_t *mi, uint32_t profile, cndevDevice_t h, char *name) {
+	DEV(h);
+	if (d->smlu != 1)
+		return CNDEV_ERROR_NOT_SUPPORTED;
+	if (profile >= NPROFILES)
+		return CNDEV_ERROR_NOT_FOUND;
+	if (used_quota(d) + 100 / spec[profile] > 100 || d->ninst >= MAX_INST)
+		return CNDEV_ERROR_INSUFFICIENT_SPACE;
+	int id = 1; /* mi0 is the physical function */
+	for (int again = 1; again;) {
+		again = 0;
+		for (int i = 0; i < d->ninst; i++)
+			if (d->inst[i].id == id) {
+				id++;
+				again = 1;
+			}
+	}
+	struct inst *in = &d->inst[d->ninst];
+	in->id = id;
+	in->profile = profile;
+	if (name && *name)
+		snprintf(in->name, sizeof in->name, "%s", name);
+	else
+		snprintf(in->name, sizeof in->name, "smlu%d-%d", h, id);
+	for (int i = 0; i < d->ninst; i++)
+		if (!strcmp(d->inst[i].name, in->name))
+			return CNDEV_ERROR_DUPLICATE;
+	d->ninst++;
+	*mi = h * 1000 + id;
+	touch(h, id, 1);
+	save();
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetAllSMluInstanceInfo(int32_t *count, cndevSMluInfo_t *info, cndevDevice_t h) {
+	DEV(h);
+	if (d->smlu != 1)
+		return CNDEV_ERROR_NOT_SUPPORTED;
+	if (*count < d->ninst) {
+		*count = d->ninst;
+		return CNDEV_ERROR_INSUFFICIENT_SPACE;
+	}
+	*count = d->ninst;
+	for (int i = 0; i < d->ninst; i++) {
+		cndevSMluInfo_t *o = &info[i];
+		struct inst *in = &d->inst[i];
+		int32_t version = o->version;
+		memset(o, 0, sizeof *o);
+		o->version = version;
+		o->profileId = in->profile;
+		o->instanceId = in->id;
+		/* the chip's UUID with the instance id in its last group */
+		char u[CNDEV_UUID_SIZE];
+		snprintf(u, sizeof u, "%.24s%012d", d->uuid, in->id);
+		memcpy(o->uuid, u, CNDEV_UUID_SIZE);
+		o->domain = d->domain;
+		o->bus = d->bus;
+		o->device = d->device;
+		o->function = d->function;
+		snprintf(o->profileName, sizeof o->profileName, "%dp.%lldmb", 100 / spec[in->profile], d->memory / spec[in->profile]);
+		snprintf(o->instanceName, sizeof o->instanceName, "%s", in->name);
+		node(h, in->id, o->devNodeName, sizeof o->devNodeName);
+		o->mluQuota[CNDEV_SMLU_MAX] = 100 / spec[in->profile];
+		o->memorySize[CNDEV_SMLU_MAX] = (uint64_t)(d->memory / spec[in->profile]) << 20;
+	}
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevDestroySMluInstanceByInstanceName(cndevDevice_t h, char *name) {
+	DEV(h);
+	for (int i = 0; i < d->ninst; i++) {
+		if (strcmp(d->inst[i].name, name))
+			continue;
+		touch(h, d->inst[i].id, 0);
+		d->inst[i] = d->inst[--d->ninst];
+		save();
+		return CNDEV_SUCCESS;
+	}
+	return CNDEV_ERROR_NOT_FOUND;
+}

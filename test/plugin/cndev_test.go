@@ -1,0 +1,72 @@
+package plugin_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/driver"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon/cndevtest"
+)
+
+// noTools fails the test on any tool command: with libcndev loaded, the
+// plugin runs no cnmon.
+type noTools struct{ t testing.TB }
+
+func (r noTools) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	r.t.Errorf("ran %s %s with libcndev loaded", name, strings.Join(args, " "))
+	return nil, fmt.Errorf("no tools here")
+}
+
+// TestThePluginPreparesSMLUsThroughCNDev discovers the MLU370-X8 fixture
+// node through the mock libcndev, serves it with sMLUs, and prepares and
+// unprepares an sMLU claim with the instance made and destroyed by the
+// library, not by cnmon.
+func TestThePluginPreparesSMLUsThroughCNDev(t *testing.T) {
+	needsRoot(t, "mknod of the node's fake device nodes")
+	lib := cndevtest.Build(t)
+	state := filepath.Join(t.TempDir(), "smlu-state")
+	t.Setenv(cndevtest.EnvFixture, cndevtest.Fixture("mlu370-x8"))
+	t.Setenv(cndevtest.EnvState, state)
+
+	_, ctx := ktesting.NewTestContext(t)
+	inv, err := cambricon.New(cambricon.Config{Root: "../../pkg/vendors/cambricon/testdata/mlu370-x8/root", Runner: noTools{t}, Library: lib}).Discover(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "libcndev.so cndevGetSMLUMode", inv.Chips[5].Sources["partitionMode"])
+	l, err := cambricon.OpenCNDev("/", lib)
+	require.NoError(t, err)
+
+	n := newNodeOf(t, inv, cambricon.Vendor, string(partitions.ModePartitioned), noTools{t}, func(n *node) {
+		t.Setenv(cndevtest.EnvRoot, n.root)
+		n.configure = func(cfg *driver.Config) { cfg.PartitionTool = &cambricon.PartitionTool{Runner: noTools{t}, Library: l} }
+	})
+	c := n.claim("infer", []string{"mlu-5-smlu-50p-0"})
+	ids := n.mustPrepare(c)
+	require.Empty(t, n.commands.changes(), "no cnmon")
+	raw, err := os.ReadFile(state)
+	require.NoError(t, err)
+	require.Equal(t, "5 1 1 smlu5-1\n", string(raw), "the library made instance 1 of profile 1 (1/2) on card 5")
+	require.FileExists(t, filepath.Join(n.root, "/dev/cambricon-caps/cap_dev5_mi1"))
+
+	ctr := n.container(ids)
+	want := []string{"/dev/cambricon-caps/cap_dev5_mi1", "/dev/cambricon_dev5", "/dev/cambricon_ipcm5", "/dev/commu5"}
+	want = append(want, n.inv.SharedDeviceNodes[cambricon.Vendor]...)
+	sort.Strings(want)
+	require.Equal(t, want, devicePaths(ctr))
+	require.Equal(t, "5", envMap(ctr)["CAMBRICON_VISIBLE_DEVICES"])
+
+	n.unprepare(c)
+	raw, err = os.ReadFile(state)
+	require.NoError(t, err)
+	require.Empty(t, string(raw), "unprepare destroyed the instance through the library")
+	require.NoFileExists(t, filepath.Join(n.root, "/dev/cambricon-caps/cap_dev5_mi1"))
+}
