@@ -232,3 +232,27 @@ func TestCNDevPartitionsCreateListAndDestroySMLUInstances(t *testing.T) {
 	_, err = (&PartitionTool{Library: l}).List(ctx, other)
 	require.NoError(t, err, "card 0 has sMLU on")
 }
+
+// The node agent's partition tool (partitions.NewNodeTool) makes sMLUs
+// through the node's libcndev where it loads, with no cnmon run, and
+// with cnmon where the library is switched off.
+func TestTheNodeToolUsesTheLibraryWhereItLoads(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	t.Setenv(cndevtest.EnvRoot, t.TempDir())
+	lib := mockNode(t, cndevtest.Fixture("mlu370-x8"))
+	c := inventory.Chip{Vendor: Vendor, Model: "MLU370-X8", Index: 3, Cores: 16, MemoryBytes: 23308 << 20,
+		DeviceNodes: []string{"/dev/cambricon_dev3"}}
+	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
+	require.True(t, ok)
+
+	tool, err := partitions.NewNodeTool(Vendor, failingRunner{t}, "/", lib)
+	require.NoError(t, err)
+	inst, err := tool.Create(ctx, c, quarter)
+	require.NoError(t, err, "through libcndev: the failing runner would fail a cnmon run")
+	require.Equal(t, "/dev/cambricon-caps/cap_dev3_mi1", inst.DeviceNode)
+	require.NoError(t, tool.Destroy(ctx, c, inst))
+
+	tool, err = partitions.NewNodeTool(Vendor, failingRunner{t}, "/", vendors.LibraryNone)
+	require.NoError(t, err)
+	require.Nil(t, tool.(*PartitionTool).Library, "none: cnmon only")
+}

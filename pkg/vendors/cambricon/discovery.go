@@ -68,10 +68,6 @@ type Config struct {
 	// Library is the path of libcndev.so: "" looks in DefaultCNDevPaths
 	// under Root, vendors.LibraryNone reads everything through cnmon.
 	Library string
-	// ShareLibrary makes the partition tools of this process
-	// (NewPartitionTool) use the library this backend loads: the agent's
-	// backend does, a test's need not.
-	ShareLibrary bool
 }
 
 // Backend discovers Cambricon chips. It implements discovery.Backend.
@@ -83,16 +79,15 @@ type Backend struct {
 
 	// once loads the library at the first discovery; lib is nil when it
 	// could not be loaded (logged once) or was not wanted.
-	once  sync.Once
-	lib   *CNDev
-	share bool
+	once sync.Once
+	lib  *CNDev
 }
 
 var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon, library: cfg.Library, share: cfg.ShareLibrary}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon, library: cfg.Library}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -357,9 +352,6 @@ func (b *Backend) loadLibrary(ctx context.Context) *CNDev {
 		}
 		logger.Info("Reading Cambricon chips through CNDev", "library", l.Path)
 		b.lib = l
-		if b.share {
-			setPartitionLibrary(l)
-		}
 	})
 	return b.lib
 }

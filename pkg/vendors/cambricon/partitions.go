@@ -37,6 +37,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // SMLU is one sMLU instance as `cnmon smlu -c N -l` (or libcndev) lists it.
@@ -155,19 +156,17 @@ func parseSMLUCreate(source string, data []byte) (smluCreate, error) {
 }
 
 // PartitionTool implements partitions.Tool for Cambricon sMLU instances:
-// through libcndev where Library is set or (for the tools
-// NewPartitionTool makes) discovery loaded it, through cnmon otherwise.
+// through libcndev where Library is set (NewLibraryPartitionTool sets it
+// where the node's library loads), through cnmon otherwise.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
 	// Library, when set, is used for every sMLU call.
 	Library *CNDev
-	// loaded makes the tool use the library discovery loaded.
-	loaded bool
 }
 
 // libraryFor returns the library to use for sMLU calls, nil for cnmon.
 func (t *PartitionTool) libraryFor() *CNDev {
-	if l := t.library(); l != nil && l.instances != nil {
+	if l := t.Library; l != nil && l.instances != nil {
 		return l
 	}
 	return nil
@@ -263,9 +262,23 @@ func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst part
 	return nil
 }
 
-// NewPartitionTool implements partitions.Vendor.
+// NewPartitionTool implements partitions.Vendor: sMLUs with cnmon.
 func (Cambricon) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
-	return &PartitionTool{Runner: runner, loaded: true}
+	return &PartitionTool{Runner: runner}
+}
+
+// NewLibraryPartitionTool implements partitions.LibraryVendor: sMLUs
+// through the node's libcndev where it loads, else with cnmon. A library
+// that does not load is logged by discovery, which loads it first.
+func (Cambricon) NewLibraryPartitionTool(runner discovery.CommandRunner, root, library string) partitions.Tool {
+	t := &PartitionTool{Runner: runner}
+	if library == vendors.LibraryNone {
+		return t
+	}
+	if l, err := OpenCNDev(root, library); err == nil {
+		t.Library = l
+	}
+	return t
 }
 
 // PartitionEdits implements partitions.Vendor. An sMLU container gets the

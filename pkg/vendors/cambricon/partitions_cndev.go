@@ -10,36 +10,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
-
-var (
-	partitionLibMu sync.Mutex
-	partitionLib   *CNDev
-)
-
-// setPartitionLibrary makes the partition tools of this process use l:
-// the library discovery loaded (partitions.Vendor.NewPartitionTool is
-// given a command runner only, and one agent loads one libcndev).
-func setPartitionLibrary(l *CNDev) {
-	partitionLibMu.Lock()
-	defer partitionLibMu.Unlock()
-	partitionLib = l
-}
-
-func (t *PartitionTool) library() *CNDev {
-	if t.Library != nil || !t.loaded {
-		return t.Library
-	}
-	partitionLibMu.Lock()
-	defer partitionLibMu.Unlock()
-	return partitionLib
-}
 
 // smluWithName is an instance and the name libcndev destroys it by.
 type smluWithName struct {

@@ -47,7 +47,7 @@ func (Cambricon) Names() vendors.Names {
 
 // NewBackend implements vendors.Vendor.
 func (Cambricon) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
-	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, ShareLibrary: true})
+	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})
 }
 
 // Simulation implements vendors.Vendor.
