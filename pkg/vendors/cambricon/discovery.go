@@ -69,7 +69,7 @@ type Config struct {
 	// under Root, vendors.LibraryNone reads everything through cnmon.
 	Library string
 	// ShareLibrary makes the partition tools of this process
-	// (NewPartitionTool) use the library this backend loads: the agent's
+	// (NewLibraryPartitionTool) use the library this backend loads: the agent's
 	// backend does, a test's need not.
 	ShareLibrary bool
 }

@@ -156,7 +156,7 @@ func parseSMLUCreate(source string, data []byte) (smluCreate, error) {
 
 // PartitionTool implements partitions.Tool for Cambricon sMLU instances:
 // through libcndev where Library is set or (for the tools
-// NewPartitionTool makes) discovery loaded it, through cnmon otherwise.
+// NewLibraryPartitionTool makes) discovery loaded it, through cnmon otherwise.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
 	// Library, when set, is used for every sMLU call.
@@ -263,8 +263,20 @@ func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst part
 	return nil
 }
 
-// NewPartitionTool implements partitions.Vendor.
+// NewPartitionTool implements partitions.Vendor: cnmon through runner only
+// (a simulated node's partitionsim.Fake, tests' recorded runners), never a
+// libcndev some earlier discovery of the process loaded.
 func (Cambricon) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
+	return &PartitionTool{Runner: runner}
+}
+
+var _ partitions.LibraryVendor = Cambricon{}
+
+// NewLibraryPartitionTool implements partitions.LibraryVendor: a real
+// node's tool, using the libcndev this process's discovery loaded
+// (setPartitionLibrary; the agent's discovery and partitions read the
+// same --cndev-library) and cnmon through runner where none was.
+func (Cambricon) NewLibraryPartitionTool(runner discovery.CommandRunner, _, _ string) partitions.Tool {
 	return &PartitionTool{Runner: runner, loaded: true}
 }
 

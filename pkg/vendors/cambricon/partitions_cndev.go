@@ -24,8 +24,8 @@ var (
 )
 
 // setPartitionLibrary makes the partition tools of this process use l:
-// the library discovery loaded (partitions.Vendor.NewPartitionTool is
-// given a command runner only, and one agent loads one libcndev).
+// the library discovery loaded (partitions.LibraryVendor's
+// NewLibraryPartitionTool; one agent loads one libcndev).
 func setPartitionLibrary(l *CNDev) {
 	partitionLibMu.Lock()
 	defer partitionLibMu.Unlock()
