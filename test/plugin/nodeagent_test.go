@@ -198,17 +198,7 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 	_, err := client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	regSock := filepath.Join(o.RegistrarDir, cambricon.Driver+"-reg.sock")
-	require.Eventually(t, func() bool { _, err := os.Stat(regSock); return err == nil }, 30*time.Second, 20*time.Millisecond)
-	reg, err := grpc.NewClient("unix://"+regSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer reg.Close()
-	info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true))
-	require.NoError(t, err)
-	conn, err := grpc.NewClient("unix://"+info.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	kubelet := drapb.NewDRAPluginClient(conn)
+	kubelet := dialAgent(ctx, t, o.RegistrarDir, cambricon.Driver)
 
 	resp, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claim)})
 	require.NoError(t, err)
