@@ -203,15 +203,8 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		}
 		inv.Chips = append(inv.Chips, chip)
 	}
-	off, err := b.partitionMode(ctx, inv.Chips)
-	if err != nil {
+	if err := b.setPartitionMode(ctx, inv.Chips); err != nil {
 		return inventory.Inventory{}, err
-	}
-	for i := range inv.Chips {
-		if _, ok := vnpuModels[inv.Chips[i].Model]; ok {
-			inv.Chips[i].PartitionModeOff = off
-			inv.Chips[i].Sources[SourcePartitionMode] = b.command("info", "-t", "vnpu-mode")
-		}
 	}
 	var shared []string
 	for _, n := range sharedNodes {
@@ -521,29 +514,36 @@ func (b *Backend) logOnce(ctx context.Context, key, msg string, kv ...any) {
 	}
 }
 
-// partitionMode reads the node's vNPU mode when a chip could be offered as
-// vNPUs and returns why it is off ("" when on). A mode that cannot be read
-// (an npu-smi without the query) is off with the reason; only a cancelled
-// poll fails.
-func (b *Backend) partitionMode(ctx context.Context, chips []inventory.Chip) (string, error) {
-	partitionable := false
-	for _, c := range chips {
-		if _, ok := vnpuModels[c.Model]; ok {
-			partitionable = true
+// setPartitionMode reads the node's vNPU mode once when a chip could be
+// offered as vNPUs, and records on each such chip why it is off ("" when
+// on) and what read it. A mode that cannot be read (an npu-smi without
+// the query) is off with the reason; only a cancelled poll fails.
+func (b *Backend) setPartitionMode(ctx context.Context, chips []inventory.Chip) error {
+	var partitionable []*inventory.Chip
+	for i := range chips {
+		if _, ok := vnpuModels[chips[i].Model]; ok {
+			partitionable = append(partitionable, &chips[i])
 		}
 	}
-	if !partitionable {
-		return "", nil
+	if len(partitionable) == 0 {
+		return nil
 	}
 	src := b.command("info", "-t", "vnpu-mode")
+	var off string
 	mode, err := discovery.Query(ctx, b.runner, "reading the vNPU mode", ParseVNPUMode, b.npuSmi, "info", "-t", "vnpu-mode")
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", err
-		}
-		return "cannot read the vNPU mode: " + err.Error(), nil
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return err
+	case err != nil:
+		off = "cannot read the vNPU mode: " + err.Error()
+	default:
+		off = vnpuModeOff(mode, src)
 	}
-	return vnpuModeOff(mode, src), nil
+	for _, c := range partitionable {
+		c.PartitionModeOff = off
+		c.Sources[SourcePartitionMode] = src
+	}
+	return nil
 }
 
 // aiCores returns the AI core count of a chip: from the table by its name,
