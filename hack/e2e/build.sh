@@ -8,6 +8,8 @@
 #   containerd, shim, ctr 2.4.2      go install -tags no_btrfs
 #   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
 #   kwok 0.8.0 + its stage files     go install
+#   kueue 0.17.0 + its CRDs and      go install (docs/queues.md; the CRDs
+#     webhook configurations           and webhooks from the module's config/)
 #   helm                             hack/tools/go.mod (if present)
 #   pause                            hack/e2e/pause (sandbox image binary)
 #   ascend-runtime                   hack/e2e/ascend-runtime (a stand-in for
@@ -38,6 +40,7 @@ ETCD_VERSION=v3.7.3
 CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.4.4
 KWOK_VERSION=v0.8.0
+KUEUE_VERSION=v0.17.0
 
 GO_VERSION=$(go env GOVERSION)
 
@@ -132,6 +135,25 @@ build_kwok() {
 	done >"$1/kwok-stages.yaml"
 }
 
+# Kueue: the manager binary, and from the same module version the CRDs
+# (config/components/crd/bases, no conversion webhook: the tests use
+# v1beta2, the storage version) and the webhook configurations
+# (config/components/webhook/manifests.yaml), which the e2e framework
+# points at the manager by URL (test/e2e/framework/kueue.go).
+build_kueue() {
+	GOBIN=$1 go install -trimpath -ldflags "-s -w" sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION
+	local mod
+	mod=$(go mod download -json sigs.k8s.io/kueue@$KUEUE_VERSION | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	local f first=1
+	for f in "$mod"/config/components/crd/bases/*.yaml; do
+		[ $first = 1 ] || echo '---'
+		first=0
+		cat "$f"
+	done >"$1/kueue-crds.yaml"
+	cp "$mod/config/components/webhook/manifests.yaml" "$1/kueue-webhooks.yaml"
+	chmod u+w "$1/kueue-webhooks.yaml"
+}
+
 build_helm() {
 	go -C "$REPO/hack/tools" build -trimpath -o "$1/helm" helm.sh/helm/v4/cmd/helm
 }
@@ -153,6 +175,7 @@ component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION $(sha "$REPO/hack/e2e/et
 component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs" build_containerd
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
 component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION $KWOK_STAGES" build_kwok
+component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION" build_kueue
 component pause "$(sha "$REPO/hack/e2e/pause/main.go" "$REPO/hack/e2e/pause/go.mod")" "$GO_VERSION" build_pause
 component ascend-runtime "$(sha "$REPO/hack/e2e/ascend-runtime/main.go" "$REPO/hack/e2e/ascend-runtime/go.mod")" "$GO_VERSION" build_ascend_runtime
 if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/tools/go.mod"; then

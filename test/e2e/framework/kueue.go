@@ -1,0 +1,301 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+// KueueNamespace is the manager's own namespace (its default).
+const KueueNamespace = "kueue-system"
+
+// kueueMetricsCertDir is where Kueue's manager reads its metrics serving
+// certificate when its internal certificate management is off; the path
+// is fixed in cmd/kueue/main.go, so the harness writes it on the host.
+const kueueMetricsCertDir = "/etc/kueue/metrics/certs"
+
+// kueueWebhookPaths keep, of the webhooks Kueue's manifests register, those
+// of the integrations the e2e config enables (batch/job) and of Kueue's own
+// objects: the others would send every Pod, Deployment, ... to handlers
+// the manager does not serve with those integrations off.
+var kueueWebhookPaths = []string{"-batch-v1-job", "-kueue-x-k8s-io-"}
+
+// Kueue is a running Kueue manager (hack/e2e/build.sh builds v0.17.0).
+type Kueue struct {
+	c        *Cluster
+	proc     *proc
+	webhooks []string
+}
+
+// StartKueue runs Kueue's manager as a host process against the cluster,
+// as Kueue's Deployment would run: the CRDs and webhook configurations of
+// the same module version, the webhooks reached by URL on loopback with a
+// certificate of the cluster's CA, and configFile (docs/queues.md's
+// Configuration) completed with where this process listens. featureGates
+// is the manager's --feature-gates (the guide's).
+func (c *Cluster) StartKueue(ctx context.Context, configFile, featureGates string) (_ *Kueue, err error) {
+	crds, err := ReadObjects(c.bin("kueue-crds.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("reading Kueue's CRDs (hack/e2e/build.sh builds them into the cache): %w", err)
+	}
+	if _, err := c.Apply(ctx, FieldManager, crds...); err != nil {
+		return nil, fmt.Errorf("installing Kueue's CRDs: %w", err)
+	}
+	if err := c.waitCRDsEstablished(ctx, crds); err != nil {
+		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KueueNamespace}}
+	if _, err := c.Admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s: %w", KueueNamespace, err)
+	}
+
+	dir, err := c.dir("kueue")
+	if err != nil {
+		return nil, err
+	}
+	certFile, keyFile, caPEM, err := c.ServingCert("kueue-webhook", net.ParseIP("127.0.0.1"))
+	if err != nil {
+		return nil, err
+	}
+	certDir := filepath.Join(dir, "certs")
+	if err := copyKeyPair(certFile, keyFile, certDir); err != nil {
+		return nil, err
+	}
+	if err := c.writeKueueMetricsCert(certFile, keyFile); err != nil {
+		return nil, err
+	}
+	webhookPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	healthPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := kueueConfig(configFile, certDir, webhookPort, healthPort)
+	if err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
+		return nil, fmt.Errorf("writing Kueue's configuration: %w", err)
+	}
+	admin, err := c.pki.client("kueue", "kueue", "system:masters")
+	if err != nil {
+		return nil, err
+	}
+	kc, err := c.kubeconfig("kueue", &admin, "")
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.start("kueue", []string{"KUBECONFIG=" + kc}, c.bin("kueue"),
+		"--config="+cfgFile,
+		// The on-demand visibility API server (pending workloads for
+		// kubectl kueue) wants its own certificate under /visibility and
+		// an APIService; the tests read Workloads instead.
+		"--feature-gates="+featureGates+",VisibilityOnDemand=false",
+		"--zap-log-level=3",
+	)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kueue{c: c, proc: p}
+	defer func() {
+		if err != nil {
+			k.Stop(context.Background())
+		}
+	}()
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
+	if err := waitHealthz(ctx, "Kueue's manager", readyz, p); err != nil {
+		return nil, err
+	}
+	if err := k.registerWebhooks(ctx, fmt.Sprintf("https://127.0.0.1:%d", webhookPort), caPEM); err != nil {
+		return nil, err
+	}
+	c.logf("Kueue's manager is up (log %s)", filepath.Join(c.State.ArtifactsDir, "kueue.log"))
+	return k, nil
+}
+
+// Stop removes the webhook configurations first (with the manager gone
+// they would refuse every Job) and then stops the manager. Kueue's CRDs
+// and objects stay.
+func (k *Kueue) Stop(ctx context.Context) {
+	for _, name := range k.webhooks {
+		var err error
+		if strings.HasPrefix(name, "m:") {
+			err = k.c.Admin.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, strings.TrimPrefix(name, "m:"), metav1.DeleteOptions{})
+		} else {
+			err = k.c.Admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, strings.TrimPrefix(name, "v:"), metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			k.c.logf("Removing Kueue's webhook configuration %s: %v", name, err)
+		}
+	}
+	if err := k.proc.stop(10 * time.Second); err != nil {
+		k.c.logf("Stopping Kueue's manager: %v", err)
+	}
+}
+
+// Log is the tail of the manager's log, for failure messages.
+func (k *Kueue) Log(lines int) string { return k.proc.logTail(lines) }
+
+// kueueConfig completes the user's Configuration with what a host
+// process needs: the webhook server on loopback with the harness's
+// certificate, the probes on a free port, no metrics endpoint, no leader
+// election (one manager) and no internal certificate management (it would
+// want a Service and a Secret to rotate).
+func kueueConfig(configFile, certDir string, webhookPort, healthPort int) ([]byte, error) {
+	data, err := os.ReadFile(configFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading Kueue's configuration: %w", err)
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", configFile, err)
+	}
+	if cfg["kind"] != "Configuration" {
+		return nil, fmt.Errorf("%s: kind %v, want a Kueue Configuration", configFile, cfg["kind"])
+	}
+	cfg["webhook"] = map[string]any{"host": "127.0.0.1", "port": webhookPort, "certDir": certDir}
+	cfg["health"] = map[string]any{"healthProbeBindAddress": fmt.Sprintf("127.0.0.1:%d", healthPort)}
+	cfg["metrics"] = map[string]any{"bindAddress": "0"}
+	cfg["leaderElection"] = map[string]any{"leaderElect": false}
+	cfg["internalCertManagement"] = map[string]any{"enable": false}
+	cfg["namespace"] = KueueNamespace
+	return yaml.Marshal(cfg)
+}
+
+// registerWebhooks creates Kueue's webhook configurations, pointed at the
+// manager by URL.
+func (k *Kueue) registerWebhooks(ctx context.Context, base string, caPEM []byte) error {
+	objs, err := ReadObjects(k.c.bin("kueue-webhooks.yaml"))
+	if err != nil {
+		return fmt.Errorf("reading Kueue's webhook configurations: %w", err)
+	}
+	clientConfig := func(cc admissionv1.WebhookClientConfig) (admissionv1.WebhookClientConfig, bool) {
+		if cc.Service == nil || cc.Service.Path == nil {
+			return cc, false
+		}
+		for _, p := range kueueWebhookPaths {
+			if strings.Contains(*cc.Service.Path, p) {
+				return admissionv1.WebhookClientConfig{URL: ptr.To(base + *cc.Service.Path), CABundle: caPEM}, true
+			}
+		}
+		return cc, false
+	}
+	api := k.c.Admin.AdmissionregistrationV1()
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case "MutatingWebhookConfiguration":
+			var mwc admissionv1.MutatingWebhookConfiguration
+			if err := fromUnstructured(obj, &mwc); err != nil {
+				return err
+			}
+			var keep []admissionv1.MutatingWebhook
+			for _, w := range mwc.Webhooks {
+				if cc, ok := clientConfig(w.ClientConfig); ok {
+					w.ClientConfig = cc
+					keep = append(keep, w)
+				}
+			}
+			mwc.Webhooks, mwc.Name = keep, "kueue-"+mwc.Name
+			if _, err := api.MutatingWebhookConfigurations().Create(ctx, &mwc, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating %s: %w", mwc.Name, err)
+			}
+			k.webhooks = append(k.webhooks, "m:"+mwc.Name)
+		case "ValidatingWebhookConfiguration":
+			var vwc admissionv1.ValidatingWebhookConfiguration
+			if err := fromUnstructured(obj, &vwc); err != nil {
+				return err
+			}
+			var keep []admissionv1.ValidatingWebhook
+			for _, w := range vwc.Webhooks {
+				if cc, ok := clientConfig(w.ClientConfig); ok {
+					w.ClientConfig = cc
+					keep = append(keep, w)
+				}
+			}
+			vwc.Webhooks, vwc.Name = keep, "kueue-"+vwc.Name
+			if _, err := api.ValidatingWebhookConfigurations().Create(ctx, &vwc, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating %s: %w", vwc.Name, err)
+			}
+			k.webhooks = append(k.webhooks, "v:"+vwc.Name)
+		}
+	}
+	if len(k.webhooks) != 2 {
+		return fmt.Errorf("kueue-webhooks.yaml: want one mutating and one validating webhook configuration, registered %v", k.webhooks)
+	}
+	return nil
+}
+
+func fromUnstructured(obj *unstructured.Unstructured, into any) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
+		return fmt.Errorf("decoding %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// waitCRDsEstablished waits until the API server serves the CRDs' kinds.
+func (c *Cluster) waitCRDsEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
+	return waitFor(ctx, "Kueue's CRDs established", time.Minute, nil, func(ctx context.Context) (bool, error) {
+		c.Mapper.Reset()
+		for _, crd := range crds {
+			group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+			if _, err := c.Mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind}); err != nil {
+				return false, fmt.Errorf("%s.%s: %w", kind, group, err)
+			}
+		}
+		return true, nil
+	})
+}
+
+// writeKueueMetricsCert puts the serving certificate where the manager
+// insists on reading it; a /etc/kueue the cluster made is removed at
+// teardown.
+func (c *Cluster) writeKueueMetricsCert(certFile, keyFile string) error {
+	if _, err := os.Stat("/etc/kueue"); errors.Is(err, os.ErrNotExist) {
+		c.mu.Lock()
+		c.State.HostPaths = append(c.State.HostPaths, "/etc/kueue")
+		c.mu.Unlock()
+		if err := c.saveState(); err != nil {
+			return err
+		}
+	}
+	return copyKeyPair(certFile, keyFile, kueueMetricsCertDir)
+}
+
+// copyKeyPair copies a certificate and key to dir as tls.crt and tls.key,
+// the names controller-runtime's servers read.
+func copyKeyPair(certFile, keyFile, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	for src, dst := range map[string]string{certFile: "tls.crt", keyFile: "tls.key"} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", src, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), data, 0o600); err != nil {
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, dst), err)
+		}
+	}
+	return nil
+}

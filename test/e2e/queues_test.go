@@ -1,0 +1,488 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/accel-dra/accel-dra/test/e2e/framework"
+)
+
+// The files of docs/queues.md: the e2e applies them as the guide says.
+const kueueDemo = "demo/queues/kueue"
+
+var workloadsGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
+
+// Quota resources of demo/queues/kueue/kueue-config.yaml.
+const (
+	quota910B3  = "accel-dra.dev/ascend910b3"
+	quotaMLU370 = "accel-dra.dev/mlu370-x8"
+)
+
+// TestKueueQueuesJobsOverDRAClaims runs Kueue v0.17 (built from the Go
+// module proxy) against the cluster with docs/queues.md's Configuration,
+// queues, claim templates and jobs, and checks on the real node: quota per
+// chip type, priority preemption that frees and reuses the chips, gang
+// admission of a two-worker job, and a job that uses both vendors.
+func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
+	ctx := t.Context()
+	kueue, err := cluster.StartKueue(ctx, repoPath(kueueDemo, "kueue-config.yaml"), "DynamicResourceAllocation=true")
+	require.NoError(t, err)
+	t.Cleanup(func() { kueue.Stop(context.Background()) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Kueue's log (tail):\n%s", kueue.Log(60))
+		}
+	})
+
+	ns := newNamespace(t)
+	q := &kueueQueue{t: t, ns: ns, jobs: map[string]*unstructured.Unstructured{}}
+	queues := readDemoObjects(t, "queues.yaml", ns)
+	_, err = cluster.Apply(ctx, framework.FieldManager, queues...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		var clusterScoped []*unstructured.Unstructured
+		for _, o := range queues {
+			if o.GetKind() != "LocalQueue" {
+				clusterScoped = append(clusterScoped, o)
+			}
+		}
+		_ = cluster.Delete(context.Background(), clusterScoped...)
+	})
+	_, err = cluster.Apply(ctx, framework.FieldManager, readDemoObjects(t, "claimtemplates.yaml", ns)...)
+	require.NoError(t, err)
+	for _, j := range readDemoObjects(t, "jobs.yaml", ns) {
+		q.jobs[j.GetName()] = j
+	}
+	q.waitClusterQueueActive("accelerators")
+
+	t.Run("quota per chip type", q.testQuota)
+	t.Run("priority preemption", q.testPriority)
+	t.Run("gang", q.testGang)
+	t.Run("across vendors", q.testAcrossVendors)
+	t.Run("a claim Kueue cannot count", q.testRefused)
+}
+
+// testQuota: the queue allows 4 × 910B3 and 2 × MLU370-X8 while the node
+// has 4 of each. Two 2-chip training jobs run, a third is held; one
+// 2-chip serving job runs, a second is held although the node has two
+// MLU370 free; when a job ends, the held one gets its chips.
+func (q *kueueQueue) testQuota(t *testing.T) {
+	q.t = t
+	train1 := q.submitRunning("train", "quota-train-1", 1)
+	q.submitRunning("train", "quota-train-2", 1)
+	q.submit("train", "quota-train-3")
+	q.waitHeld("quota-train-3", quota910B3)
+
+	serve1 := q.submitRunning("serve", "quota-serve-1", 1)
+	q.submit("serve", "quota-serve-2")
+	q.waitHeld("quota-serve-2", quotaMLU370)
+	var mluChips, mluInUse int
+	for _, c := range realInventory(t).Chips {
+		if strings.HasPrefix(c.Model, "MLU370") {
+			mluChips++
+		}
+	}
+	for _, d := range q.realNodeDevicesInUse() {
+		if strings.HasPrefix(d, "cambricon.accel-dra.dev/") {
+			mluInUse++
+		}
+	}
+	require.Equal(t, 2, mluChips-mluInUse, "two MLU370 are free: the quota, not the node, holds quota-serve-2")
+	require.Equal(t, map[string]string{quota910B3: "2"}, q.admittedUsage("quota-train-1"), "Kueue counts the devices of the claim template")
+	require.Equal(t, map[string]string{quotaMLU370: "2"}, q.admittedUsage("quota-serve-1"))
+
+	q.deleteJob("quota-train-1", train1)
+	train3 := q.waitRunning("quota-train-3", 1)
+	require.ElementsMatch(t, deviceNames(train1), deviceNames(train3), "the held job got the chips the ended one freed")
+
+	q.deleteJob("quota-serve-1", serve1)
+	serve2 := q.waitRunning("quota-serve-2", 1)
+	require.Len(t, deviceNames(serve2), 2)
+	q.deleteAll()
+}
+
+// testPriority: two batch jobs use the whole 910B3 quota; an urgent job
+// makes Kueue evict one. The evicted job's pod goes, its claim is
+// unprepared (CDI specs removed) and deleted, the urgent job runs on the
+// very chips it held, the other batch job is untouched, and the evicted
+// one waits in the queue again.
+func (q *kueueQueue) testPriority(t *testing.T) {
+	q.t = t
+	held := map[string][]podDevices{
+		"prio-batch-1": q.submitRunning("train", "prio-batch-1", 1),
+		"prio-batch-2": q.submitRunning("train", "prio-batch-2", 1),
+	}
+	q.submit("urgent-train", "prio-urgent")
+	urgent := q.waitRunning("prio-urgent", 1)
+
+	var evicted, kept string
+	for name := range held {
+		if q.job(name).Spec.Suspend != nil && *q.job(name).Spec.Suspend {
+			evicted = name
+		} else {
+			kept = name
+		}
+	}
+	require.NotEmpty(t, evicted, "no batch job was suspended for the urgent one")
+	require.NotEmpty(t, kept, "both batch jobs were evicted for one 2-chip job")
+	for _, pd := range held[evicted] {
+		for _, c := range pd.claims {
+			waitForClaimGone(t, c)
+			waitForCDISpecsGone(t, c)
+		}
+	}
+	require.ElementsMatch(t, deviceNames(held[evicted]), deviceNames(urgent), "the urgent job runs on the chips of the evicted one")
+	cond := q.workloadCondition(evicted, "Evicted")
+	require.NotNil(t, cond, "workload of %s has no Evicted condition", evicted)
+	require.Equal(t, "Preempted", cond["reason"], "Evicted condition of %s: %v", evicted, cond)
+	q.waitHeld(evicted, quota910B3)
+	keptNow := q.waitRunning(kept, 1)
+	require.Equal(t, held[kept][0].pod.UID, keptNow[0].pod.UID, "the other batch job's pod kept running")
+	q.deleteAll()
+}
+
+// testGang: with 2 of the 4 chips taken, a job of two workers of 2 chips
+// each does not start one worker on the 2 free chips: Kueue admits its 4
+// chips at once, when the other job ends, and both workers run.
+func (q *kueueQueue) testGang(t *testing.T) {
+	q.t = t
+	holder := q.submitRunning("train", "gang-holder", 1)
+	q.submit("gang-train", "gang-workers")
+	q.waitHeld("gang-workers", quota910B3)
+	require.Len(t, q.realNodeDevicesInUse(), 2, "two chips are free, yet no worker started")
+
+	q.deleteJob("gang-holder", holder)
+	workers := q.waitRunning("gang-workers", 2)
+	devs := deviceNames(workers)
+	require.Len(t, devs, 4)
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(devs))), 4, "the workers got distinct chips")
+	require.Equal(t, map[string]string{quota910B3: "4"}, q.admittedUsage("gang-workers"))
+	q.deleteAll()
+}
+
+// testAcrossVendors: one pod trains on a 910B3 and serves on an MLU370,
+// one claim per vendor; the queue counts both, the container sees both.
+func (q *kueueQueue) testAcrossVendors(t *testing.T) {
+	q.t = t
+	running := q.submitRunning("train-and-serve", "pipeline", 1)
+	require.Equal(t, map[string]string{quota910B3: "1", quotaMLU370: "1"}, q.admittedUsage("pipeline"))
+	drivers := map[string]string{}
+	for _, c := range running[0].claims {
+		for _, d := range allocated(t, c) {
+			drivers[d.Driver] = d.Model
+			require.Equal(t, cluster.RealNode(), d.Pool)
+		}
+	}
+	require.Equal(t, map[string]string{"ascend.accel-dra.dev": "Ascend910B3", "cambricon.accel-dra.dev": "MLU370-X8"}, drivers)
+	logs := podLogsContaining(t, running[0].pod, "CAMBRICON_VISIBLE_DEVICES=")
+	for _, env := range []string{"ASCEND_VISIBLE_DEVICES=", "CAMBRICON_VISIBLE_DEVICES="} {
+		require.True(t, slices.ContainsFunc(strings.Split(logs, "\n"), func(l string) bool {
+			return strings.HasPrefix(l, env) && len(l) > len(env)
+		}), "%s not set in the container:\n%s", env, logs)
+	}
+	q.deleteAll()
+}
+
+// testRefused: a claim template with a CEL selector is not counted: the
+// job is held with Kueue's reason and never gets pods or chips.
+func (q *kueueQueue) testRefused(t *testing.T) {
+	q.t = t
+	refused := readDemoObjects(t, "refused.yaml", q.ns)
+	_, err := cluster.Apply(t.Context(), framework.FieldManager, refused...)
+	require.NoError(t, err)
+	q.submitted = append(q.submitted, "big-memory-train")
+	var last string
+	err = wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
+		c := q.workloadCondition("big-memory-train", "QuotaReserved")
+		last = q.workloadSummary("big-memory-train")
+		return c != nil && c["status"] == "False" && c["reason"] == "Inadmissible" &&
+			strings.Contains(fmt.Sprint(c["message"]), "CEL selectors are not supported"), nil
+	})
+	require.NoError(t, err, "workload of big-memory-train: %s", last)
+	require.Empty(t, q.pods("big-memory-train"))
+	require.True(t, ptr.Deref(q.job("big-memory-train").Spec.Suspend, false))
+	q.deleteAll()
+}
+
+// kueueQueue submits the guide's jobs (renamed) to its LocalQueue in ns.
+type kueueQueue struct {
+	t         *testing.T
+	ns        string
+	jobs      map[string]*unstructured.Unstructured
+	submitted []string
+}
+
+// podDevices is a running pod of a job with its allocated claims.
+type podDevices struct {
+	pod    *corev1.Pod
+	claims []*resourceapi.ResourceClaim
+	devs   []device
+}
+
+func deviceNames(pds []podDevices) []string {
+	var out []string
+	for _, pd := range pds {
+		for _, d := range pd.devs {
+			out = append(out, d.Driver+"/"+d.Pool+"/"+d.Name)
+		}
+	}
+	return out
+}
+
+// readDemoObjects reads a file of the guide; namespaced objects go to ns,
+// as `kubectl apply -n ns` would put them.
+func readDemoObjects(t *testing.T, file, ns string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := framework.ReadObjects(repoPath(kueueDemo, file))
+	require.NoError(t, err)
+	for _, o := range objs {
+		gvr, namespaced, err := cluster.Resource(o)
+		require.NoError(t, err, "%s", gvr)
+		if namespaced {
+			o.SetNamespace(ns)
+		}
+	}
+	return objs
+}
+
+func (q *kueueQueue) submit(guideJob, name string) {
+	q.t.Helper()
+	j, ok := q.jobs[guideJob]
+	require.True(q.t, ok, "%s/jobs.yaml has no job %s", kueueDemo, guideJob)
+	j = j.DeepCopy()
+	j.SetName(name)
+	_, err := cluster.Apply(q.t.Context(), framework.FieldManager, j)
+	require.NoError(q.t, err)
+	q.submitted = append(q.submitted, name)
+}
+
+func (q *kueueQueue) submitRunning(guideJob, name string, pods int) []podDevices {
+	q.t.Helper()
+	q.submit(guideJob, name)
+	return q.waitRunning(name, pods)
+}
+
+func (q *kueueQueue) job(name string) *batchv1.Job {
+	q.t.Helper()
+	j, err := cluster.Admin.BatchV1().Jobs(q.ns).Get(q.t.Context(), name, metav1.GetOptions{})
+	require.NoError(q.t, err)
+	return j
+}
+
+func (q *kueueQueue) pods(job string) []corev1.Pod {
+	q.t.Helper()
+	pl, err := cluster.Admin.CoreV1().Pods(q.ns).List(q.t.Context(), metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	require.NoError(q.t, err)
+	return pl.Items
+}
+
+// waitRunning waits until the job is admitted and its pods run on the
+// real node with their claims allocated there, and returns them.
+func (q *kueueQueue) waitRunning(job string, pods int) []podDevices {
+	q.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(q.t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
+		ps := q.pods(job)
+		var running int
+		var states []string
+		for i := range ps {
+			states = append(states, ps[i].Name+": "+podStatus(&ps[i]))
+			if ps[i].Status.Phase == corev1.PodRunning && ps[i].DeletionTimestamp == nil {
+				running++
+			}
+		}
+		last = fmt.Sprintf("%d of %d pods running %v; workload: %s", running, pods, states, q.workloadSummary(job))
+		return running == pods && len(ps) == pods, nil
+	})
+	require.NoError(q.t, err, "job %s/%s never ran: %s", q.ns, job, last)
+	var out []podDevices
+	for _, p := range q.pods(job) {
+		require.Equal(q.t, cluster.RealNode(), p.Spec.NodeName, "pod %s: the flavor pins admitted pods to the real node", p.Name)
+		pd := podDevices{pod: &p, claims: podClaims(q.t, &p)}
+		require.NotEmpty(q.t, pd.claims, "pod %s has no claims", p.Name)
+		for _, c := range pd.claims {
+			devs := allocated(q.t, c)
+			require.Equal(q.t, cluster.RealNode(), nodeOf(q.t, devs))
+			pd.devs = append(pd.devs, devs...)
+		}
+		out = append(out, pd)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].pod.Name < out[j].pod.Name })
+	return out
+}
+
+// waitHeld waits until the job's workload is pending for want of quota
+// of resource, and checks the job is suspended with no pods and claims.
+func (q *kueueQueue) waitHeld(job, resource string) {
+	q.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(q.t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
+		c := q.workloadCondition(job, "QuotaReserved")
+		last = q.workloadSummary(job)
+		if c == nil || c["status"] != "False" {
+			return false, nil
+		}
+		msg, _ := c["message"].(string)
+		return strings.Contains(msg, resource) && len(q.pods(job)) == 0, nil
+	})
+	require.NoError(q.t, err, "job %s/%s is not held for %s quota: %s", q.ns, job, resource, last)
+	q.t.Logf("Held: %s", last)
+	require.True(q.t, ptr.Deref(q.job(job).Spec.Suspend, false), "held job %s is not suspended", job)
+	cl, err := cluster.Admin.ResourceV1().ResourceClaims(q.ns).List(q.t.Context(), metav1.ListOptions{})
+	require.NoError(q.t, err)
+	for _, c := range cl.Items {
+		for _, o := range c.OwnerReferences {
+			require.False(q.t, strings.HasPrefix(o.Name, job+"-"), "held job %s has claim %s", job, c.Name)
+		}
+	}
+}
+
+// workload is the Kueue Workload of a job (owned by it).
+func (q *kueueQueue) workload(job string) *unstructured.Unstructured {
+	q.t.Helper()
+	l, err := cluster.Dynamic.Resource(workloadsGVR).Namespace(q.ns).List(q.t.Context(), metav1.ListOptions{})
+	require.NoError(q.t, err)
+	for i := range l.Items {
+		for _, o := range l.Items[i].GetOwnerReferences() {
+			if o.Kind == "Job" && o.Name == job {
+				return &l.Items[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (q *kueueQueue) workloadCondition(job, typ string) map[string]any {
+	wl := q.workload(job)
+	if wl == nil {
+		return nil
+	}
+	conds, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+func (q *kueueQueue) workloadSummary(job string) string {
+	wl := q.workload(job)
+	if wl == nil {
+		return "none yet"
+	}
+	conds, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
+	var parts []string
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok {
+			parts = append(parts, fmt.Sprintf("%v=%v (%v: %v)", m["type"], m["status"], m["reason"], m["message"]))
+		}
+	}
+	return wl.GetName() + " " + strings.Join(parts, "; ")
+}
+
+// admittedUsage is the quota the admitted workload of job uses.
+func (q *kueueQueue) admittedUsage(job string) map[string]string {
+	q.t.Helper()
+	wl := q.workload(job)
+	require.NotNil(q.t, wl, "job %s has no workload", job)
+	psas, _, _ := unstructured.NestedSlice(wl.Object, "status", "admission", "podSetAssignments")
+	require.NotEmpty(q.t, psas, "workload %s is not admitted: %s", wl.GetName(), q.workloadSummary(job))
+	out := map[string]string{}
+	for _, p := range psas {
+		usage, _, _ := unstructured.NestedMap(p.(map[string]any), "resourceUsage")
+		for k, v := range usage {
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+// realNodeDevicesInUse are the real node's devices allocated to claims.
+func (q *kueueQueue) realNodeDevicesInUse() []string {
+	q.t.Helper()
+	cl, err := cluster.Admin.ResourceV1().ResourceClaims("").List(q.t.Context(), metav1.ListOptions{})
+	require.NoError(q.t, err)
+	var out []string
+	for _, c := range cl.Items {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.Pool == cluster.RealNode() {
+				out = append(out, r.Driver+"/"+r.Device)
+			}
+		}
+	}
+	return out
+}
+
+func (q *kueueQueue) waitClusterQueueActive(name string) {
+	q.t.Helper()
+	gvr := schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "clusterqueues"}
+	var last any
+	err := wait.PollUntilContextTimeout(q.t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		cq, err := cluster.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(cq.Object, "status", "conditions")
+		last = conds
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Active" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	require.NoError(q.t, err, "ClusterQueue %s not active: %v", name, last)
+}
+
+// deleteJob deletes a job as a user would (its pods with it) and waits
+// until its claims are unprepared and gone.
+func (q *kueueQueue) deleteJob(name string, running []podDevices) {
+	q.t.Helper()
+	err := cluster.Admin.BatchV1().Jobs(q.ns).Delete(q.t.Context(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	require.NoError(q.t, err)
+	for _, pd := range running {
+		for _, c := range pd.claims {
+			waitForClaimGone(q.t, c)
+			waitForCDISpecsGone(q.t, c)
+		}
+	}
+}
+
+// deleteAll deletes the jobs this test submitted and waits until the
+// real node's chips are free for the next one.
+func (q *kueueQueue) deleteAll() {
+	q.t.Helper()
+	for _, name := range q.submitted {
+		err := cluster.Admin.BatchV1().Jobs(q.ns).Delete(q.t.Context(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			require.NoError(q.t, err)
+		}
+	}
+	q.submitted = nil
+	err := wait.PollUntilContextTimeout(q.t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
+		return len(q.realNodeDevicesInUse()) == 0, nil
+	})
+	require.NoError(q.t, err, "chips of the real node still allocated: %v", q.realNodeDevicesInUse())
+}
