@@ -30,11 +30,10 @@ import (
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
-// skipModels are catalogue models without a class of their own, and why.
+// skipModels are catalogue models without a class of their own, and why
+// (a name clash is an error otherwise).
 var skipModels = map[string]string{
-	// The A3 die's model is "Ascend910": its class name would be the
-	// chart's ascend910.accel-dra.dev, every 910 chip (huawei.com/Ascend910).
-	"Ascend910": "its name is the chart's ascend910.accel-dra.dev (every 910 chip)",
+	"Ascend910": "the A3 die's class name would be the chart's ascend910.accel-dra.dev, every 910 chip (huawei.com/Ascend910)",
 }
 
 func main() {
