@@ -23,7 +23,7 @@ func newSimulateCommand() *cobra.Command {
 		Short: "Dry-run ResourceClaims against a simulated cluster with the upstream DRA allocator",
 		Long: `simulate builds the ResourceSlices every node of the cluster file would
 publish (same code as the node agent), loads DeviceClasses, ResourceClaims
-and ResourceClaimTemplates from -f (files or directories, multi-document
+and ResourceClaimTemplates from -f (files, or directories with their subdirectories; multi-document
 YAML as for kubectl), and allocates the claims in order with the upstream
 structured allocator, so later claims see what earlier ones took. Nodes are
 tried in cluster-file order, except that a node where a claim gets its

@@ -122,8 +122,10 @@ func (in *Inputs) Get(name string) (*resourceapi.DeviceClass, error) {
 var decoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 
 // Load reads DeviceClasses, ResourceClaims and ResourceClaimTemplates from
-// files or directories (*.yaml, *.yml, *.json, sorted). Other kinds are
-// skipped; each template becomes one claim named after it.
+// files or directories (*.yaml, *.yml, *.json, sorted by path, with their
+// subdirectories: the chart's deviceclasses/ keeps its per-model classes
+// in models/). Other kinds are skipped; each template becomes one claim
+// named after it.
 func Load(paths []string) (*Inputs, error) {
 	in := &Inputs{Classes: map[string]*resourceapi.DeviceClass{}, Sources: map[*resourceapi.ResourceClaim]string{}}
 	var files []string
@@ -136,16 +138,19 @@ func Load(paths []string) (*Inputs, error) {
 			files = append(files, p)
 			continue
 		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, fmt.Errorf("reading input directory: %w", err)
-		}
 		var names []string
-		for _, e := range entries {
+		err = filepath.WalkDir(p, func(path string, e os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
 			ext := filepath.Ext(e.Name())
 			if !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
-				names = append(names, filepath.Join(p, e.Name()))
+				names = append(names, path)
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading input directory %s: %w", p, err)
 		}
 		sort.Strings(names)
 		files = append(files, names...)

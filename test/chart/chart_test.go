@@ -11,8 +11,6 @@
 package chart_test
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -61,11 +59,16 @@ type valuesCase struct {
 const ascendLibraryPath = "/host/usr/local/Ascend/driver/lib64:/host/usr/local/Ascend/driver/lib64/driver:/host/usr/local/Ascend/driver/lib64/common"
 
 var (
-	allClasses = []string{
+	// topClasses are the top-level files of deviceclasses/, one
+	// deviceClasses.<name> switch each.
+	topClasses = []string{
 		"accelerator.accel-dra.dev",
 		"ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev",
 		"cambricon-mlu.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev",
 	}
+	// allClasses are what the default values install: the top-level
+	// classes and the per-model ones of both vendors.
+	allClasses = withModels(topClasses, "ascend", "cambricon")
 
 	ascendTerm    = map[string]string{"accelerator": "huawei-ascend"}
 	cambriconTerm = map[string]string{"accelerator": "cambricon-mlu"}
@@ -167,7 +170,7 @@ vendors:
   cambricon: {enabled: false}
   ascend: {npuSmi: /host/usr/local/bin/npu-smi}
 `,
-		deviceClasses:   []string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"},
+		deviceClasses:   withModels([]string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"}, "ascend"),
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts),
 		affinity:        []map[string]string{ascendTerm},
 		args:            args(commonArgs, []string{"--vendors=ascend", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/bin/npu-smi"}),
@@ -188,7 +191,7 @@ vendors:
       example.com/mlu: "true"
       example.com/pool: inference
 `,
-		deviceClasses: []string{"accelerator.accel-dra.dev", "cambricon-mlu.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"},
+		deviceClasses: withModels([]string{"accelerator.accel-dra.dev", "cambricon-mlu.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"}, "cambricon"),
 		// /usr/local for Neuware's libcndev.so, which Ascend nodes mount anyway.
 		hostMounts: mounts(kubeletMounts, discoveryMounts, cambriconMounts,
 			map[string]hostMount{"/host/usr/local": {"/usr/local", corev1.HostPathDirectory, true}}),
@@ -221,7 +224,7 @@ simulation: {profile: atlas-800t-a2, root: /srv/accel-dra-sim}
 vendors:
   cambricon: {enabled: false}
 `,
-		deviceClasses: []string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"},
+		deviceClasses: withModels([]string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"}, "ascend"),
 		hostMounts: mounts(kubeletMounts, map[string]hostMount{
 			"/srv/accel-dra-sim": {"/srv/accel-dra-sim", corev1.HostPathDirectoryOrCreate, true},
 		}),
@@ -236,7 +239,7 @@ vendors:
 		values: `
 deviceClasses: {ascend910: false, ascend310p: false, cambricon-mlu: false}
 `,
-		deviceClasses:   []string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"},
+		deviceClasses:   withModels([]string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"}, "ascend", "cambricon"),
 		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
 		affinity:        []map[string]string{ascendTerm, cambriconTerm},
 		args:            args(commonArgs, []string{"--vendors=ascend,cambricon", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
@@ -329,7 +332,7 @@ func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T)
 }
 
 func TestTheInstalledDeviceClassesAreTheChartsFilesUnchanged(t *testing.T) {
-	dir := filepath.Join(chartDir(t), "deviceclasses")
+	files := classFiles(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			classes := render(t, c).deviceClasses()
@@ -337,21 +340,20 @@ func TestTheInstalledDeviceClassesAreTheChartsFilesUnchanged(t *testing.T) {
 			for name, doc := range classes {
 				names = append(names, name)
 				require.Equal(t, "accel-dra/templates/deviceclasses.yaml", doc.source)
-				file, err := os.ReadFile(filepath.Join(dir, name+".yaml"))
-				require.NoError(t, err, "the DeviceClass %s comes from the file named after it", name)
-				require.Equal(t, strings.TrimSpace(string(file)), strings.TrimSpace(doc.raw), "DeviceClass %s", name)
+				file, ok := files[name]
+				require.True(t, ok, "the DeviceClass %s comes from the file named after it", name)
+				require.Equal(t, strings.TrimSpace(file), strings.TrimSpace(doc.raw), "DeviceClass %s", name)
 			}
 			sort.Strings(names)
 			require.Equal(t, c.deviceClasses, names)
 		})
 	}
 	t.Run("the default values install every file", func(t *testing.T) {
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		require.NoError(t, err)
 		var names []string
-		for _, f := range files {
-			names = append(names, strings.TrimSuffix(filepath.Base(f), ".yaml"))
+		for name := range files {
+			names = append(names, name)
 		}
+		sort.Strings(names)
 		require.Equal(t, allClasses, names)
 	})
 }
@@ -610,6 +612,16 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			"simulation.fakeDevices needs simulation.profile"},
 		{"a DeviceClass the chart does not have", "deviceClasses: {ascnd: true}",
 			"deviceClasses.ascnd: the chart has no deviceclasses/ascnd.accel-dra.dev.yaml"},
+		{"excluding a per-model class the chart does not have", "modelDeviceClasses: {exclude: [ascend910x.accel-dra.dev]}",
+			"modelDeviceClasses.exclude: the chart generates no DeviceClass ascend910x.accel-dra.dev"},
+		{"an extra class the chart installs already", "modelDeviceClasses: {extra: [{vendor: cambricon, model: MLU370-X8, template: 25p}]}",
+			"modelDeviceClasses.extra[0]: the DeviceClass mlu370-x8-smlu-25p.accel-dra.dev is installed already"},
+		{"an extra class twice", "modelDeviceClasses: {enabled: false, extra: [{vendor: ascend, model: Ascend910C}, {vendor: ascend, model: Ascend910C}]}",
+			"modelDeviceClasses.extra[1]: the DeviceClass ascend910c.accel-dra.dev is installed already"},
+		{"an extra class of a vendor the chart does not have", "modelDeviceClasses: {extra: [{vendor: nvidia, model: H100}]}",
+			"at '/modelDeviceClasses/extra/0/vendor': value must be one of 'ascend', 'cambricon'"},
+		{"an extra class without a model", "modelDeviceClasses: {extra: [{vendor: ascend, template: vir04}]}",
+			"at '/modelDeviceClasses/extra/0': missing property 'model'"},
 		{"an existing ServiceAccount without a name", "serviceAccount: {create: false}",
 			"serviceAccount.name must name an existing ServiceAccount"},
 		{"a misspelt key (values.schema.json)", "vendors: {acsend: {enabled: false}}",

@@ -48,24 +48,74 @@ func tableRows(t *testing.T, pg *page, headingText string) [][]string {
 var codeSpanRE = regexp.MustCompile("`([^`]+)`")
 
 // The contract's DeviceClasses on docs/architecture.md are the ones the
-// chart installs, no more and no fewer; names the table marks reserved
-// are not installed yet.
+// chart installs, no more and no fewer: the named ones are the top-level
+// files of deviceclasses/, and the rows with a placeholder
+// (`<model>.accel-dra.dev`, `<model>-<template>.accel-dra.dev`) stand for
+// the generated classes of deviceclasses/models/, whole chips and
+// partition shapes, their examples among them. Names the table marks
+// reserved are not installed yet.
 func TestTheContractsDeviceClassesAreTheChartsClasses(t *testing.T) {
 	pg, err := parsePage("docs/architecture.md")
 	require.NoError(t, err)
+	dir := filepath.Join(repoRoot, "deployments", "helm", "accel-dra", "deviceclasses")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	require.NoError(t, err)
+	installed := classNames(t, files)
+	generated, err := filepath.Glob(filepath.Join(dir, "models", "*", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, generated, "make generate")
+	var wholeFiles, shapeFiles []string
+	for _, f := range generated {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if strings.Contains(string(data), "partitionTemplate") {
+			shapeFiles = append(shapeFiles, f)
+		} else {
+			wholeFiles = append(wholeFiles, f)
+		}
+	}
+	patterns := map[string][]string{
+		"<model>.accel-dra.dev":            classNames(t, wholeFiles),
+		"<model>-<template>.accel-dra.dev": classNames(t, shapeFiles),
+	}
 	var named []string
+	seen := map[string]bool{}
 	for _, row := range tableRows(t, pg, "DeviceClasses") {
 		if strings.Contains(row[1], "reserved") {
 			continue
 		}
+		var pattern string
+		var spans []string
 		for _, m := range codeSpanRE.FindAllStringSubmatch(row[0], -1) {
-			named = append(named, m[1])
+			if strings.Contains(m[1], "<") {
+				pattern = m[1]
+			} else {
+				spans = append(spans, m[1])
+			}
 		}
+		if pattern == "" {
+			named = append(named, spans...)
+			continue
+		}
+		classes, ok := patterns[pattern]
+		require.True(t, ok, "the DeviceClasses table of docs/architecture.md names the pattern %s, which the chart has no classes of", pattern)
+		require.NotEmpty(t, spans, "the row of %s has examples", pattern)
+		for _, example := range spans {
+			require.Contains(t, classes, example, "the example %s of %s is a class of deviceclasses/models/", example, pattern)
+		}
+		seen[pattern] = true
 	}
-	dir := filepath.Join(repoRoot, "deployments", "helm", "accel-dra", "deviceclasses")
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	require.NoError(t, err)
-	var installed []string
+	for pattern := range patterns {
+		require.True(t, seen[pattern], "the chart installs classes %s that the DeviceClasses table of docs/architecture.md does not name", pattern)
+	}
+	sort.Strings(named)
+	require.Equal(t, installed, named, "the DeviceClasses table of docs/architecture.md and deployments/helm/accel-dra/deviceclasses/ differ")
+}
+
+// classNames reads the names of DeviceClass files, sorted.
+func classNames(t *testing.T, files []string) []string {
+	t.Helper()
+	var out []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
@@ -77,11 +127,10 @@ func TestTheContractsDeviceClassesAreTheChartsClasses(t *testing.T) {
 		}
 		require.NoError(t, yaml.Unmarshal(data, &obj), f)
 		require.Equal(t, "DeviceClass", obj.Kind, f)
-		installed = append(installed, obj.Metadata.Name)
+		out = append(out, obj.Metadata.Name)
 	}
-	sort.Strings(named)
-	sort.Strings(installed)
-	require.Equal(t, installed, named, "the DeviceClasses table of docs/architecture.md and deployments/helm/accel-dra/deviceclasses/ differ")
+	sort.Strings(out)
+	return out
 }
 
 // Every shared attribute key of the contract is on the devices the node

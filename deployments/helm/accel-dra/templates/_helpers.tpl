@@ -115,6 +115,52 @@ Call with (dict "key" $key "Values" .Values).
 {{- end }}
 
 {{/*
+A per-model or per-partition-shape DeviceClass for a
+modelDeviceClasses.extra entry (dict with vendor, model and optional
+template): byte for byte what hack/gen-deviceclasses writes under
+deviceclasses/models/ for that model and template (test/chart compares
+every generated file with this helper's output; change both together).
+A shape's partitions have the vendor's partition type; Ascend's vNPU
+template is matched by its name, Cambricon's sMLU profile by its quota
+("25p" matches "25p.5827mb": the rest is the chip's memory).
+*/}}
+{{- define "accel-dra.modelDeviceClass" -}}
+{{- $shapes := dict "ascend" (dict "type" "vnpu" "prefix" false) "cambricon" (dict "type" "smlu" "prefix" true) }}
+{{- $shape := get $shapes .vendor }}
+{{- if not $shape }}
+{{- fail (printf "modelDeviceClasses.extra: vendor %q has no per-model classes (ascend, cambricon)" .vendor) }}
+{{- end }}
+{{- $driver := printf "%s.accel-dra.dev" .vendor }}
+{{- $type := "chip" }}
+{{- $name := .model }}
+{{- $match := "" }}
+{{- if .template }}
+{{- $type = $shape.type }}
+{{- if $shape.prefix }}
+{{- $name = printf "%s-%s-%s" .model $type .template }}
+{{- $match = printf " && device.attributes[%q].partitionTemplate.startsWith(%q)" $driver (printf "%s." .template) }}
+{{- else }}
+{{- $name = printf "%s-%s" .model (replace "_" "-" .template) }}
+{{- $match = printf " && device.attributes[%q].partitionTemplate == %q" $driver .template }}
+{{- end }}
+# Partitions ({{ $type }}) of template {{ .template }} of {{ .model }} chips: one partition shape, for quota engines that count devices per DeviceClass.
+# Written by hack/gen-deviceclasses (make generate), or by the chart for modelDeviceClasses.extra: [{vendor: {{ .vendor }}, model: {{ .model }}, template: {{ .template }}}]
+{{- else }}
+# Whole {{ .model }} chips: one model, for quota engines that count devices per DeviceClass.
+# Written by hack/gen-deviceclasses (make generate), or by the chart for modelDeviceClasses.extra: [{vendor: {{ .vendor }}, model: {{ .model }}}]
+{{- end }}
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: {{ lower $name }}.accel-dra.dev
+spec:
+  selectors:
+  - cel:
+      expression: >-
+        device.driver == {{ printf "%q" $driver }} && device.attributes["accel-dra.dev"].type == {{ printf "%q" $type }} && device.attributes["accel-dra.dev"].model == {{ printf "%q" .model }}{{ $match }}
+{{ end }}
+
+{{/*
 Node affinity of the agent: one nodeSelectorTerm per enabled vendor (terms
 are ORed, the labels of one term ANDed). An enabled vendor with an empty
 nodeSelector means every node, and then no affinity is rendered.

@@ -1,0 +1,36 @@
+package vendors
+
+// Catalogue is implemented by a vendor that can list the chip models it
+// knows without a node: what is generated per model, the chart's
+// per-model and per-partition-shape DeviceClasses (hack/gen-deviceclasses),
+// comes from here rather than from a hand list.
+type Catalogue interface {
+	// Models lists the accel-dra.dev/model values of the vendor's chip
+	// models, sorted, each with its partition shapes.
+	Models() []Model
+}
+
+// Model is one chip model of a vendor's catalogue.
+type Model struct {
+	// Name is the accel-dra.dev/model value: "Ascend910B3", "MLU370-X8".
+	Name string
+	// Shapes are the partition shapes of the model, smallest first; none
+	// when it has no partitions.
+	Shapes []Shape
+}
+
+// Shape is one partition template of a model, as a selector matches its
+// partitions.
+type Shape struct {
+	// Type is the accel-dra.dev/type of its partitions: "vnpu", "smlu".
+	Type string
+	// Slug is the template's slug in device names (partitions.Template.Slug):
+	// "vir05-1c-16g", "smlu-25p".
+	Slug string
+	// Template is the partitionTemplate attribute of every partition of
+	// the shape ("vir05_1c_16g") or, with Prefix, the start of it: an sMLU
+	// profile's name ends with the chip's memory ("25p." of
+	// "25p.5827mb"), which differs between chips of one model.
+	Template string
+	Prefix   bool
+}
