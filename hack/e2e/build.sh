@@ -10,6 +10,8 @@
 #   kwok 0.8.0 + its stage files     go install
 #   kueue 0.17.0 + its CRDs and      go install (docs/queues.md; the CRDs
 #     webhook configurations           and webhooks from the module's config/)
+#   volcano 1.15.0 CRDs only         go mod download (the binaries cannot be
+#                                      built from the proxy: docs/queues.md)
 #   helm                             hack/tools/go.mod (if present)
 #   pause                            hack/e2e/pause (sandbox image binary)
 #   ascend-runtime                   hack/e2e/ascend-runtime (a stand-in for
@@ -41,6 +43,7 @@ CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.4.4
 KWOK_VERSION=v0.8.0
 KUEUE_VERSION=v0.17.0
+VOLCANO_VERSION=v1.15.0
 
 GO_VERSION=$(go env GOVERSION)
 
@@ -154,6 +157,20 @@ build_kueue() {
 	chmod u+w "$1/kueue-webhooks.yaml"
 }
 
+# Volcano: only its CRDs, to check the guide's Volcano manifests against
+# them. Its go.mod replaces volcano.sh/apis with a nested module the
+# module zip leaves out, and the proxy does not serve that version.
+build_volcano_crds() {
+	local mod
+	mod=$(go mod download -json volcano.sh/volcano@$VOLCANO_VERSION | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	local f first=1
+	for f in "$mod"/installer/helm/chart/volcano/crd/bases/*.yaml; do
+		[ $first = 1 ] || echo '---'
+		first=0
+		cat "$f"
+	done >"$1/volcano-crds.yaml"
+}
+
 build_helm() {
 	go -C "$REPO/hack/tools" build -trimpath -o "$1/helm" helm.sh/helm/v4/cmd/helm
 }
@@ -176,6 +193,7 @@ component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btr
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
 component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION $KWOK_STAGES" build_kwok
 component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION" build_kueue
+component volcano-crds $VOLCANO_VERSION "$VOLCANO_VERSION" build_volcano_crds
 component pause "$(sha "$REPO/hack/e2e/pause/main.go" "$REPO/hack/e2e/pause/go.mod")" "$GO_VERSION" build_pause
 component ascend-runtime "$(sha "$REPO/hack/e2e/ascend-runtime/main.go" "$REPO/hack/e2e/ascend-runtime/go.mod")" "$GO_VERSION" build_ascend_runtime
 if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/tools/go.mod"; then

@@ -26,7 +26,7 @@ import (
 )
 
 // The files of docs/queues.md: the e2e applies them as the guide says.
-const kueueDemo = "demo/queues/kueue"
+const queuesDemo = "demo/queues"
 
 var workloadsGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}
 
@@ -43,7 +43,7 @@ const (
 // admission of a two-worker job, and a job that uses both vendors.
 func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	ctx := t.Context()
-	kueue, err := cluster.StartKueue(ctx, repoPath(kueueDemo, "kueue-config.yaml"), "DynamicResourceAllocation=true")
+	kueue, err := cluster.StartKueue(ctx, repoPath(queuesDemo, "kueue", "kueue-config.yaml"), "DynamicResourceAllocation=true")
 	require.NoError(t, err)
 	t.Cleanup(func() { kueue.Stop(context.Background()) })
 	t.Cleanup(func() {
@@ -54,7 +54,7 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 
 	ns := newNamespace(t)
 	q := &kueueQueue{t: t, ns: ns, jobs: map[string]*unstructured.Unstructured{}}
-	queues := readDemoObjects(t, "queues.yaml", ns)
+	queues := readDemoObjects(t, "kueue/queues.yaml", ns)
 	_, err = cluster.Apply(ctx, framework.FieldManager, queues...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -68,7 +68,7 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	})
 	_, err = cluster.Apply(ctx, framework.FieldManager, readDemoObjects(t, "claimtemplates.yaml", ns)...)
 	require.NoError(t, err)
-	for _, j := range readDemoObjects(t, "jobs.yaml", ns) {
+	for _, j := range readDemoObjects(t, "kueue/jobs.yaml", ns) {
 		q.jobs[j.GetName()] = j
 	}
 	q.waitClusterQueueActive("accelerators")
@@ -205,7 +205,7 @@ func (q *kueueQueue) testAcrossVendors(t *testing.T) {
 // job is held with Kueue's reason and never gets pods or chips.
 func (q *kueueQueue) testRefused(t *testing.T) {
 	q.t = t
-	refused := readDemoObjects(t, "refused.yaml", q.ns)
+	refused := readDemoObjects(t, "kueue/refused.yaml", q.ns)
 	_, err := cluster.Apply(t.Context(), framework.FieldManager, refused...)
 	require.NoError(t, err)
 	q.submitted = append(q.submitted, "big-memory-train")
@@ -247,16 +247,16 @@ func deviceNames(pds []podDevices) []string {
 	return out
 }
 
-// readDemoObjects reads a file of the guide; namespaced objects go to ns,
-// as `kubectl apply -n ns` would put them.
+// readDemoObjects reads a file of the guide; namespaced objects without a
+// namespace go to ns, as `kubectl apply -n ns` would put them.
 func readDemoObjects(t *testing.T, file, ns string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := framework.ReadObjects(repoPath(kueueDemo, file))
+	objs, err := framework.ReadObjects(repoPath(queuesDemo, file))
 	require.NoError(t, err)
 	for _, o := range objs {
 		gvr, namespaced, err := cluster.Resource(o)
 		require.NoError(t, err, "%s", gvr)
-		if namespaced {
+		if namespaced && o.GetNamespace() == "" {
 			o.SetNamespace(ns)
 		}
 	}
@@ -266,7 +266,7 @@ func readDemoObjects(t *testing.T, file, ns string) []*unstructured.Unstructured
 func (q *kueueQueue) submit(guideJob, name string) {
 	q.t.Helper()
 	j, ok := q.jobs[guideJob]
-	require.True(q.t, ok, "%s/jobs.yaml has no job %s", kueueDemo, guideJob)
+	require.True(q.t, ok, "%s/kueue/jobs.yaml has no job %s", queuesDemo, guideJob)
 	j = j.DeepCopy()
 	j.SetName(name)
 	_, err := cluster.Apply(q.t.Context(), framework.FieldManager, j)
@@ -485,4 +485,49 @@ func (q *kueueQueue) deleteAll() {
 		return len(q.realNodeDevicesInUse()) == 0, nil
 	})
 	require.NoError(q.t, err, "chips of the real node still allocated: %v", q.realNodeDevicesInUse())
+}
+
+// TestVolcanoManifestsOfTheGuideAreValidForVolcano applies docs/queues.md's
+// Volcano manifests with a server-side dry run against Volcano v1.15.0's
+// CRDs (its scheduler cannot be built from the Go module proxy, see the
+// guide): the queue's deviceclass/ capabilities, the PodGroup and the Job
+// are what that Volcano version accepts.
+func TestVolcanoManifestsOfTheGuideAreValidForVolcano(t *testing.T) {
+	ctx := t.Context()
+	require.NoError(t, cluster.InstallCRDs(ctx, "volcano-crds.yaml"))
+	ns := newNamespace(t)
+	_, err := cluster.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "volcano-system"}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = cluster.Admin.CoreV1().Namespaces().Delete(context.Background(), "volcano-system", metav1.DeleteOptions{})
+		})
+	}
+	var objs []*unstructured.Unstructured
+	for _, f := range []string{"volcano/scheduler-config.yaml", "volcano/queue.yaml", "claimtemplates.yaml", "volcano/jobs.yaml"} {
+		objs = append(objs, readDemoObjects(t, f, ns)...)
+	}
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		gvr, namespaced, err := cluster.Resource(o)
+		require.NoError(t, err)
+		ri := cluster.Dynamic.Resource(gvr)
+		opts := metav1.ApplyOptions{FieldManager: framework.FieldManager, DryRun: []string{metav1.DryRunAll}}
+		if namespaced {
+			_, err = ri.Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o, opts)
+		} else {
+			_, err = ri.Apply(ctx, o.GetName(), o, opts)
+		}
+		require.NoError(t, err, "%s %s", o.GetKind(), o.GetName())
+		kinds[o.GetKind()] = true
+	}
+	require.Equal(t, map[string]bool{"ConfigMap": true, "Queue": true, "ResourceClaimTemplate": true, "PodGroup": true, "PriorityClass": true, "Job": true}, kinds)
+
+	// The schema is really checked: a queue with a misspelled field is refused.
+	bad := readDemoObjects(t, "volcano/queue.yaml", ns)[0]
+	require.NoError(t, unstructured.SetNestedField(bad.Object, int64(4), "spec", "capabilty"))
+	gvr, _, err := cluster.Resource(bad)
+	require.NoError(t, err)
+	_, err = cluster.Dynamic.Resource(gvr).Apply(ctx, bad.GetName(), bad, metav1.ApplyOptions{FieldManager: framework.FieldManager, DryRun: []string{metav1.DryRunAll}})
+	require.ErrorContains(t, err, "capabilty")
 }

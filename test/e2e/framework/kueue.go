@@ -51,14 +51,7 @@ type Kueue struct {
 // Configuration) completed with where this process listens. featureGates
 // is the manager's --feature-gates (the guide's).
 func (c *Cluster) StartKueue(ctx context.Context, configFile, featureGates string) (_ *Kueue, err error) {
-	crds, err := ReadObjects(c.bin("kueue-crds.yaml"))
-	if err != nil {
-		return nil, fmt.Errorf("reading Kueue's CRDs (hack/e2e/build.sh builds them into the cache): %w", err)
-	}
-	if _, err := c.Apply(ctx, FieldManager, crds...); err != nil {
-		return nil, fmt.Errorf("installing Kueue's CRDs: %w", err)
-	}
-	if err := c.waitCRDsEstablished(ctx, crds); err != nil {
+	if err := c.InstallCRDs(ctx, "kueue-crds.yaml"); err != nil {
 		return nil, err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KueueNamespace}}
@@ -254,7 +247,7 @@ func fromUnstructured(obj *unstructured.Unstructured, into any) error {
 
 // waitCRDsEstablished waits until the API server serves the CRDs' kinds.
 func (c *Cluster) waitCRDsEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
-	return waitFor(ctx, "Kueue's CRDs established", time.Minute, nil, func(ctx context.Context) (bool, error) {
+	return waitFor(ctx, "CRDs established", time.Minute, nil, func(ctx context.Context) (bool, error) {
 		c.Mapper.Reset()
 		for _, crd := range crds {
 			group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
@@ -298,4 +291,17 @@ func copyKeyPair(certFile, keyFile, dir string) error {
 		}
 	}
 	return nil
+}
+
+// InstallCRDs applies the CRDs of a file of the bin dir (e.g.
+// volcano-crds.yaml) and waits until the API server serves their kinds.
+func (c *Cluster) InstallCRDs(ctx context.Context, file string) error {
+	crds, err := ReadObjects(c.bin(file))
+	if err != nil {
+		return fmt.Errorf("reading CRDs (hack/e2e/build.sh puts them in the cache): %w", err)
+	}
+	if _, err := c.Apply(ctx, FieldManager, crds...); err != nil {
+		return fmt.Errorf("installing the CRDs of %s: %w", file, err)
+	}
+	return c.waitCRDsEstablished(ctx, crds)
 }
