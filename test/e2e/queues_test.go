@@ -5,6 +5,8 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -148,6 +151,16 @@ func (q *kueueQueue) testPriority(t *testing.T) {
 			waitForClaimGone(t, c)
 			waitForCDISpecsGone(t, c)
 		}
+	}
+	checkpoint, err := os.ReadFile(filepath.Join(cluster.Agents[cluster.RealNode()].StateDir, ascend.Driver, "checkpoint.json"))
+	require.NoError(t, err)
+	for _, pd := range held[evicted] {
+		for _, c := range pd.claims {
+			require.NotContains(t, string(checkpoint), string(c.UID), "the agent's checkpoint still records the evicted claim %s", c.Name)
+		}
+	}
+	for _, pd := range urgent {
+		require.Contains(t, string(checkpoint), string(pd.claims[0].UID), "the agent's checkpoint records the urgent claim")
 	}
 	require.ElementsMatch(t, deviceNames(held[evicted]), deviceNames(urgent), "the urgent job runs on the chips of the evicted one")
 	cond := q.workloadCondition(evicted, "Evicted")
