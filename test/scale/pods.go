@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // Apply creates the workload's DeviceClasses (kept if they exist) and,
@@ -118,10 +119,32 @@ func (w Workload) Schedule(ctx context.Context, client kubernetes.Interface, ns 
 	if err != nil {
 		return Scheduled{}, err
 	}
-	select {
-	case <-all:
-	case <-time.After(timeout):
-	case <-ctx.Done():
+	// Say how far it got every 10 s: pods that cannot fit (a shape the
+	// nodes do not have) would otherwise look like a hang until timeout.
+	logger := klog.FromContext(ctx)
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	deadlineAt := time.Now().Add(timeout)
+	deadline := time.After(timeout)
+waiting:
+	for {
+		select {
+		case <-all:
+			break waiting
+		case <-deadline:
+			break waiting
+		case <-ctx.Done():
+			break waiting
+		case <-tick.C:
+			mu.Lock()
+			n, lastBound := len(bound), last
+			mu.Unlock()
+			idle := time.Since(start)
+			if !lastBound.IsZero() {
+				idle = time.Since(lastBound)
+			}
+			logger.Info("Waiting for pods to be bound", "namespace", ns, "bound", n, "pods", pods, "noneBoundFor", idle.Round(time.Second), "giveUpIn", time.Until(deadlineAt).Round(time.Second))
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
