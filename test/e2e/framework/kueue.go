@@ -4,22 +4,21 @@ package framework
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -41,7 +40,7 @@ var kueueWebhookPaths = []string{"-batch-v1-job", "-kueue-x-k8s-io-"}
 type Kueue struct {
 	c        *Cluster
 	proc     *proc
-	webhooks []string
+	webhooks []*unstructured.Unstructured
 }
 
 // StartKueue runs Kueue's manager as a host process against the cluster,
@@ -130,16 +129,8 @@ func (c *Cluster) StartKueue(ctx context.Context, configFile, featureGates strin
 // they would refuse every Job) and then stops the manager. Kueue's CRDs
 // and objects stay.
 func (k *Kueue) Stop(ctx context.Context) {
-	for _, name := range k.webhooks {
-		var err error
-		if strings.HasPrefix(name, "m:") {
-			err = k.c.Admin.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, strings.TrimPrefix(name, "m:"), metav1.DeleteOptions{})
-		} else {
-			err = k.c.Admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, strings.TrimPrefix(name, "v:"), metav1.DeleteOptions{})
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			k.c.logf("Removing Kueue's webhook configuration %s: %v", name, err)
-		}
+	if err := k.c.Delete(ctx, k.webhooks...); err != nil {
+		k.c.logf("Removing Kueue's webhook configurations: %v", err)
 	}
 	if err := k.proc.stop(10 * time.Second); err != nil {
 		k.c.logf("Stopping Kueue's manager: %v", err)
@@ -182,65 +173,33 @@ func (k *Kueue) registerWebhooks(ctx context.Context, base string, caPEM []byte)
 	if err != nil {
 		return fmt.Errorf("reading Kueue's webhook configurations: %w", err)
 	}
-	clientConfig := func(cc admissionv1.WebhookClientConfig) (admissionv1.WebhookClientConfig, bool) {
-		if cc.Service == nil || cc.Service.Path == nil {
-			return cc, false
-		}
-		for _, p := range kueueWebhookPaths {
-			if strings.Contains(*cc.Service.Path, p) {
-				return admissionv1.WebhookClientConfig{URL: ptr.To(base + *cc.Service.Path), CABundle: caPEM}, true
-			}
-		}
-		return cc, false
-	}
-	api := k.c.Admin.AdmissionregistrationV1()
 	for _, obj := range objs {
-		switch obj.GetKind() {
-		case "MutatingWebhookConfiguration":
-			var mwc admissionv1.MutatingWebhookConfiguration
-			if err := fromUnstructured(obj, &mwc); err != nil {
-				return err
-			}
-			var keep []admissionv1.MutatingWebhook
-			for _, w := range mwc.Webhooks {
-				if cc, ok := clientConfig(w.ClientConfig); ok {
-					w.ClientConfig = cc
-					keep = append(keep, w)
-				}
-			}
-			mwc.Webhooks, mwc.Name = keep, "kueue-"+mwc.Name
-			if _, err := api.MutatingWebhookConfigurations().Create(ctx, &mwc, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating %s: %w", mwc.Name, err)
-			}
-			k.webhooks = append(k.webhooks, "m:"+mwc.Name)
-		case "ValidatingWebhookConfiguration":
-			var vwc admissionv1.ValidatingWebhookConfiguration
-			if err := fromUnstructured(obj, &vwc); err != nil {
-				return err
-			}
-			var keep []admissionv1.ValidatingWebhook
-			for _, w := range vwc.Webhooks {
-				if cc, ok := clientConfig(w.ClientConfig); ok {
-					w.ClientConfig = cc
-					keep = append(keep, w)
-				}
-			}
-			vwc.Webhooks, vwc.Name = keep, "kueue-"+vwc.Name
-			if _, err := api.ValidatingWebhookConfigurations().Create(ctx, &vwc, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("creating %s: %w", vwc.Name, err)
-			}
-			k.webhooks = append(k.webhooks, "v:"+vwc.Name)
+		if obj.GetKind() != "MutatingWebhookConfiguration" && obj.GetKind() != "ValidatingWebhookConfiguration" {
+			continue
 		}
+		hooks, _, err := unstructured.NestedSlice(obj.Object, "webhooks")
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		var keep []any
+		for _, h := range hooks {
+			hook, _ := h.(map[string]any)
+			path, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "path")
+			if !slices.ContainsFunc(kueueWebhookPaths, func(p string) bool { return strings.Contains(path, p) }) {
+				continue
+			}
+			hook["clientConfig"] = map[string]any{"url": base + path, "caBundle": base64.StdEncoding.EncodeToString(caPEM)}
+			keep = append(keep, hook)
+		}
+		obj.Object["webhooks"] = keep
+		obj.SetName("kueue-" + obj.GetName())
+		if _, err := k.c.Apply(ctx, FieldManager, obj); err != nil {
+			return fmt.Errorf("registering Kueue's webhooks: %w", err)
+		}
+		k.webhooks = append(k.webhooks, obj)
 	}
 	if len(k.webhooks) != 2 {
-		return fmt.Errorf("kueue-webhooks.yaml: want one mutating and one validating webhook configuration, registered %v", k.webhooks)
-	}
-	return nil
-}
-
-func fromUnstructured(obj *unstructured.Unstructured, into any) error {
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
-		return fmt.Errorf("decoding %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		return fmt.Errorf("kueue-webhooks.yaml: want one mutating and one validating webhook configuration, found %d", len(k.webhooks))
 	}
 	return nil
 }
