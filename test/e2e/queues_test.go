@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -543,4 +544,50 @@ func TestVolcanoManifestsOfTheGuideAreValidForVolcano(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cluster.Dynamic.Resource(gvr).Apply(ctx, bad.GetName(), bad, metav1.ApplyOptions{FieldManager: framework.FieldManager, DryRun: []string{metav1.DryRunAll}})
 	require.ErrorContains(t, err, "capabilty")
+}
+
+// TestWithoutAQueueEngineTheSchedulerDoesNotPreemptForChips checks the
+// premise of docs/queues.md on this cluster: kube-scheduler 1.37 does not
+// evict a lower-priority pod for the chips its claim holds, so a
+// higher-priority pod that needs them stays Pending.
+func TestWithoutAQueueEngineTheSchedulerDoesNotPreemptForChips(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t)
+	priority := map[string]int32{ns + "-low": 10, ns + "-high": 1000}
+	for name, value := range priority {
+		_, err := cluster.Admin.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = cluster.Admin.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+	createTemplate(t, template(ns, "every-mlu370", exactly("mlus", "mlu370-x8.accel-dra.dev", 4)))
+	low := realNodePod(ns, "low", "every-mlu370")
+	low.Spec.PriorityClassName = ns + "-low"
+	createPod(t, low)
+	lowRunning := waitForPodRunning(t, ns, "low")
+
+	high := realNodePod(ns, "high", "every-mlu370")
+	high.Spec.PriorityClassName = ns + "-high"
+	createPod(t, high)
+	pending := waitForPod(t, ns, "high", "reported unschedulable", func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "Preemption is not helpful for scheduling") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, c := range pending.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			t.Logf("Pending: %s", c.Message)
+		}
+	}
+	require.Empty(t, pending.Spec.NodeName)
+	require.Empty(t, pending.Status.NominatedNodeName, "the scheduler nominated a node to preempt on")
+	lowNow, err := cluster.Admin.CoreV1().Pods(ns).Get(ctx, "low", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, lowRunning.UID, lowNow.UID)
+	require.Nil(t, lowNow.DeletionTimestamp, "the lower-priority pod was evicted")
+	require.Equal(t, corev1.PodRunning, lowNow.Status.Phase)
 }
