@@ -57,7 +57,7 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	})
 
 	ns := newNamespace(t)
-	q := &kueueQueue{t: t, ns: ns, jobs: map[string]*unstructured.Unstructured{}}
+	q := &kueueQueue{t: t, ns: ns}
 	queues := readDemoObjects(t, "kueue/queues.yaml", ns)
 	_, err = cluster.Apply(ctx, framework.FieldManager, queues...)
 	require.NoError(t, err)
@@ -72,9 +72,6 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	})
 	_, err = cluster.Apply(ctx, framework.FieldManager, readDemoObjects(t, "claimtemplates.yaml", ns)...)
 	require.NoError(t, err)
-	for _, j := range readDemoObjects(t, "kueue/jobs.yaml", ns) {
-		q.jobs[j.GetName()] = j
-	}
 	q.waitClusterQueueActive("accelerators")
 
 	t.Run("quota per chip type", q.testQuota)
@@ -90,14 +87,14 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 // MLU370 free; when a job ends, the held one gets its chips.
 func (q *kueueQueue) testQuota(t *testing.T) {
 	q.t = t
-	train1 := q.submitRunning("train", "quota-train-1", 1)
-	q.submitRunning("train", "quota-train-2", 1)
-	q.submit("train", "quota-train-3")
-	q.waitHeld("quota-train-3", quota910B3)
+	train1, train1Pods := q.submitRunning("train", 1)
+	q.submitRunning("train", 1)
+	train3 := q.submit("train")
+	q.waitHeld(train3, quota910B3)
 
-	serve1 := q.submitRunning("serve", "quota-serve-1", 1)
-	q.submit("serve", "quota-serve-2")
-	q.waitHeld("quota-serve-2", quotaMLU370)
+	serve1, serve1Pods := q.submitRunning("serve", 1)
+	serve2 := q.submit("serve")
+	q.waitHeld(serve2, quotaMLU370)
 	var mluChips, mluInUse int
 	for _, c := range realInventory(t).Chips {
 		if strings.HasPrefix(c.Model, "MLU370") {
@@ -109,17 +106,16 @@ func (q *kueueQueue) testQuota(t *testing.T) {
 			mluInUse++
 		}
 	}
-	require.Equal(t, 2, mluChips-mluInUse, "two MLU370 are free: the quota, not the node, holds quota-serve-2")
-	require.Equal(t, map[string]string{quota910B3: "2"}, q.admittedUsage("quota-train-1"), "Kueue counts the devices of the claim template")
-	require.Equal(t, map[string]string{quotaMLU370: "2"}, q.admittedUsage("quota-serve-1"))
+	require.Equal(t, 2, mluChips-mluInUse, "two MLU370 are free: the quota, not the node, holds %s", serve2)
+	require.Equal(t, map[string]string{quota910B3: "2"}, q.admittedUsage(train1), "Kueue counts the devices of the claim template")
+	require.Equal(t, map[string]string{quotaMLU370: "2"}, q.admittedUsage(serve1))
 
-	q.deleteJob("quota-train-1", train1)
-	train3 := q.waitRunning("quota-train-3", 1)
-	require.ElementsMatch(t, deviceNames(train1), deviceNames(train3), "the held job got the chips the ended one freed")
+	q.deleteJob(train1, train1Pods)
+	train3Pods := q.waitRunning(train3, 1)
+	require.ElementsMatch(t, deviceNames(train1Pods), deviceNames(train3Pods), "the held job got the chips the ended one freed")
 
-	q.deleteJob("quota-serve-1", serve1)
-	serve2 := q.waitRunning("quota-serve-2", 1)
-	require.Len(t, deviceNames(serve2), 2)
+	q.deleteJob(serve1, serve1Pods)
+	require.Len(t, deviceNames(q.waitRunning(serve2, 1)), 2)
 	q.deleteAll()
 }
 
@@ -130,12 +126,12 @@ func (q *kueueQueue) testQuota(t *testing.T) {
 // one waits in the queue again.
 func (q *kueueQueue) testPriority(t *testing.T) {
 	q.t = t
-	held := map[string][]podDevices{
-		"prio-batch-1": q.submitRunning("train", "prio-batch-1", 1),
-		"prio-batch-2": q.submitRunning("train", "prio-batch-2", 1),
+	held := map[string][]podDevices{}
+	for range 2 {
+		name, pods := q.submitRunning("train", 1)
+		held[name] = pods
 	}
-	q.submit("urgent-train", "prio-urgent")
-	urgent := q.waitRunning("prio-urgent", 1)
+	urgent := q.waitRunning(q.submit("urgent-train"), 1)
 
 	var evicted, kept string
 	for name := range held {
@@ -178,17 +174,17 @@ func (q *kueueQueue) testPriority(t *testing.T) {
 // chips at once, when the other job ends, and both workers run.
 func (q *kueueQueue) testGang(t *testing.T) {
 	q.t = t
-	holder := q.submitRunning("train", "gang-holder", 1)
-	q.submit("gang-train", "gang-workers")
-	q.waitHeld("gang-workers", quota910B3)
+	holder, holderPods := q.submitRunning("train", 1)
+	gang := q.submit("gang-train")
+	q.waitHeld(gang, quota910B3)
 	require.Len(t, q.realNodeDevicesInUse(), 2, "two chips are free, yet no worker started")
 
-	q.deleteJob("gang-holder", holder)
-	workers := q.waitRunning("gang-workers", 2)
+	q.deleteJob(holder, holderPods)
+	workers := q.waitRunning(gang, 2)
 	devs := deviceNames(workers)
 	require.Len(t, devs, 4)
 	require.Len(t, slices.Compact(slices.Sorted(slices.Values(devs))), 4, "the workers got distinct chips")
-	require.Equal(t, map[string]string{quota910B3: "4"}, q.admittedUsage("gang-workers"))
+	require.Equal(t, map[string]string{quota910B3: "4"}, q.admittedUsage(gang))
 	q.deleteAll()
 }
 
@@ -196,8 +192,8 @@ func (q *kueueQueue) testGang(t *testing.T) {
 // one claim per vendor; the queue counts both, the container sees both.
 func (q *kueueQueue) testAcrossVendors(t *testing.T) {
 	q.t = t
-	running := q.submitRunning("train-and-serve", "pipeline", 1)
-	require.Equal(t, map[string]string{quota910B3: "1", quotaMLU370: "1"}, q.admittedUsage("pipeline"))
+	pipeline, running := q.submitRunning("train-and-serve", 1)
+	require.Equal(t, map[string]string{quota910B3: "1", quotaMLU370: "1"}, q.admittedUsage(pipeline))
 	drivers := map[string]string{}
 	for _, c := range running[0].claims {
 		for _, d := range allocated(t, c) {
@@ -236,11 +232,10 @@ func (q *kueueQueue) testRefused(t *testing.T) {
 	q.deleteAll()
 }
 
-// kueueQueue submits the guide's jobs (renamed) to its LocalQueue in ns.
+// kueueQueue submits the guide's jobs to its LocalQueue in ns.
 type kueueQueue struct {
 	t         *testing.T
 	ns        string
-	jobs      map[string]*unstructured.Unstructured
 	submitted []string
 }
 
@@ -277,21 +272,24 @@ func readDemoObjects(t *testing.T, file, ns string) []*unstructured.Unstructured
 	return objs
 }
 
-func (q *kueueQueue) submit(guideJob, name string) {
+// submit creates the guide's job-<guideJob>.yaml, as `kubectl create -f`
+// does (a new Job of generateName each time), and returns its name.
+func (q *kueueQueue) submit(guideJob string) string {
 	q.t.Helper()
-	j, ok := q.jobs[guideJob]
-	require.True(q.t, ok, "%s/kueue/jobs.yaml has no job %s", queuesDemo, guideJob)
-	j = j.DeepCopy()
-	j.SetName(name)
-	_, err := cluster.Apply(q.t.Context(), framework.FieldManager, j)
+	objs := readDemoObjects(q.t, "kueue/job-"+guideJob+".yaml", q.ns)
+	require.Len(q.t, objs, 1)
+	gvr, _, err := cluster.Resource(objs[0])
 	require.NoError(q.t, err)
-	q.submitted = append(q.submitted, name)
+	created, err := cluster.Dynamic.Resource(gvr).Namespace(q.ns).Create(q.t.Context(), objs[0], metav1.CreateOptions{FieldManager: framework.FieldManager})
+	require.NoError(q.t, err)
+	q.submitted = append(q.submitted, created.GetName())
+	return created.GetName()
 }
 
-func (q *kueueQueue) submitRunning(guideJob, name string, pods int) []podDevices {
+func (q *kueueQueue) submitRunning(guideJob string, pods int) (string, []podDevices) {
 	q.t.Helper()
-	q.submit(guideJob, name)
-	return q.waitRunning(name, pods)
+	name := q.submit(guideJob)
+	return name, q.waitRunning(name, pods)
 }
 
 func (q *kueueQueue) job(name string) *batchv1.Job {
