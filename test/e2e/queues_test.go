@@ -79,6 +79,7 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	t.Run("gang", q.testGang)
 	t.Run("across vendors", q.testAcrossVendors)
 	t.Run("a claim Kueue cannot count", q.testRefused)
+	t.Run("unchanged device-plugin jobs", q.testLegacy)
 }
 
 // testQuota: the queue allows 4 × 910B3 and 2 × MLU370-X8 while the node
@@ -229,6 +230,31 @@ func (q *kueueQueue) testRefused(t *testing.T) {
 	require.NoError(t, err, "workload of big-memory-train: %s", last)
 	require.Empty(t, q.pods("big-memory-train"))
 	require.True(t, ptr.Deref(q.job("big-memory-train").Spec.Suspend, false))
+	q.deleteAll()
+}
+
+// testLegacy: a job that asks for huawei.com/Ascend910 by count, as with
+// the device plugin, is counted by a quota on that name; the scheduler
+// allocates it on the real node through the extended-resource class; a
+// second one waits for the quota.
+func (q *kueueQueue) testLegacy(t *testing.T) {
+	q.t = t
+	legacy := readDemoObjects(t, "kueue/legacy-queue.yaml", q.ns)
+	_, err := cluster.Apply(t.Context(), framework.FieldManager, legacy...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cluster.Delete(context.Background(), legacy...) })
+	q.waitClusterQueueActive("legacy-npus")
+
+	first, firstPods := q.submitRunning("legacy-train", 1)
+	require.Equal(t, map[string]string{"huawei.com/Ascend910": "2"}, q.admittedUsage(first))
+	require.NotNil(t, firstPods[0].pod.Status.ExtendedResourceClaimStatus, "the scheduler made no claim for huawei.com/Ascend910")
+	require.Len(t, firstPods[0].devs, 2)
+	assertAll(t, firstPods[0].devs, ascend.Driver, "Ascend910")
+
+	second := q.submit("legacy-train")
+	q.waitHeld(second, "huawei.com/Ascend910")
+	q.deleteJob(first, firstPods)
+	require.Len(t, q.waitRunning(second, 1)[0].devs, 2)
 	q.deleteAll()
 }
 
