@@ -91,11 +91,11 @@ func (q *kueueQueue) testQuota(t *testing.T) {
 	train1, train1Pods := q.submitRunning("train", 1)
 	q.submitRunning("train", 1)
 	train3 := q.submit("train")
-	q.waitHeld(train3, quota910B3)
+	q.waitHeldForQuota(train3, quota910B3)
 
 	serve1, serve1Pods := q.submitRunning("serve", 1)
 	serve2 := q.submit("serve")
-	q.waitHeld(serve2, quotaMLU370)
+	q.waitHeldForQuota(serve2, quotaMLU370)
 	var mluChips, mluInUse int
 	for _, c := range realInventory(t).Chips {
 		if strings.HasPrefix(c.Model, "MLU370") {
@@ -164,7 +164,7 @@ func (q *kueueQueue) testPriority(t *testing.T) {
 	cond := q.workloadCondition(evicted, "Evicted")
 	require.NotNil(t, cond, "workload of %s has no Evicted condition", evicted)
 	require.Equal(t, "Preempted", cond["reason"], "Evicted condition of %s: %v", evicted, cond)
-	q.waitHeld(evicted, quota910B3)
+	q.waitHeldForQuota(evicted, quota910B3)
 	keptNow := q.waitRunning(kept, 1)
 	require.Equal(t, held[kept][0].pod.UID, keptNow[0].pod.UID, "the other batch job's pod kept running")
 	q.deleteAll()
@@ -177,7 +177,7 @@ func (q *kueueQueue) testGang(t *testing.T) {
 	q.t = t
 	holder, holderPods := q.submitRunning("train", 1)
 	gang := q.submit("gang-train")
-	q.waitHeld(gang, quota910B3)
+	q.waitHeldForQuota(gang, quota910B3)
 	require.Len(t, q.realNodeDevicesInUse(), 2, "two chips are free, yet no worker started")
 
 	q.deleteJob(holder, holderPods)
@@ -220,16 +220,7 @@ func (q *kueueQueue) testRefused(t *testing.T) {
 	_, err := cluster.Apply(t.Context(), framework.FieldManager, refused...)
 	require.NoError(t, err)
 	q.submitted = append(q.submitted, "big-memory-train")
-	var last string
-	err = wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
-		c := q.workloadCondition("big-memory-train", "QuotaReserved")
-		last = q.workloadSummary("big-memory-train")
-		return c != nil && c["status"] == "False" && c["reason"] == "Inadmissible" &&
-			strings.Contains(fmt.Sprint(c["message"]), "CEL selectors are not supported"), nil
-	})
-	require.NoError(t, err, "workload of big-memory-train: %s", last)
-	require.Empty(t, q.pods("big-memory-train"))
-	require.True(t, ptr.Deref(q.job("big-memory-train").Spec.Suspend, false))
+	q.waitHeld("big-memory-train", "Inadmissible", "CEL selectors are not supported")
 	q.deleteAll()
 }
 
@@ -252,7 +243,7 @@ func (q *kueueQueue) testLegacy(t *testing.T) {
 	assertAll(t, firstPods[0].devs, ascend.Driver, "Ascend910")
 
 	second := q.submit("legacy-train")
-	q.waitHeld(second, "huawei.com/Ascend910")
+	q.waitHeldForQuota(second, "huawei.com/Ascend910")
 	q.deleteJob(first, firstPods)
 	require.Len(t, q.waitRunning(second, 1)[0].devs, 2)
 	q.deleteAll()
@@ -367,21 +358,29 @@ func (q *kueueQueue) waitRunning(job string, pods int) []podDevices {
 	return out
 }
 
-// waitHeld waits until the job's workload is pending for want of quota
-// of resource, and checks the job is suspended with no pods and claims.
-func (q *kueueQueue) waitHeld(job, resource string) {
+// waitHeldForQuota waits until the job's workload is pending for want of
+// quota of resource (see waitHeld).
+func (q *kueueQueue) waitHeldForQuota(job, resource string) {
+	q.t.Helper()
+	q.waitHeld(job, "Pending", resource)
+}
+
+// waitHeld waits until the job's workload has no quota reserved, for
+// reason with a message that contains text, and checks the job is
+// suspended with no pods and claims.
+func (q *kueueQueue) waitHeld(job, reason, text string) {
 	q.t.Helper()
 	var last string
 	err := wait.PollUntilContextTimeout(q.t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
 		c := q.workloadCondition(job, "QuotaReserved")
 		last = q.workloadSummary(job)
-		if c == nil || c["status"] != "False" {
+		if c == nil || c["status"] != "False" || c["reason"] != reason {
 			return false, nil
 		}
 		msg, _ := c["message"].(string)
-		return strings.Contains(msg, resource) && len(q.pods(job)) == 0, nil
+		return strings.Contains(msg, text) && len(q.pods(job)) == 0, nil
 	})
-	require.NoError(q.t, err, "job %s/%s is not held for %s quota: %s", q.ns, job, resource, last)
+	require.NoError(q.t, err, "job %s/%s is not held (%s: %s): %s", q.ns, job, reason, text, last)
 	q.t.Logf("Held: %s", last)
 	require.True(q.t, ptr.Deref(q.job(job).Spec.Suspend, false), "held job %s is not suspended", job)
 	cl, err := cluster.Admin.ResourceV1().ResourceClaims(q.ns).List(q.t.Context(), metav1.ListOptions{})
