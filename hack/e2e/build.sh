@@ -120,6 +120,22 @@ build_runc() {
 		github.com/opencontainers/runc@$RUNC_VERSION
 }
 
+# module_dir MODULE@VERSION: the module's directory in the Go module cache
+# (downloaded from the proxy if needed).
+module_dir() {
+	go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
+}
+
+# join_yaml FILE...: the files as one multi-document YAML stream.
+join_yaml() {
+	local f first=1
+	for f in "$@"; do
+		[ $first = 1 ] || echo '---'
+		first=0
+		cat "$f"
+	done
+}
+
 # kwok's stages: nodes become Ready and keep a lease; pods become Ready and
 # are finished when deleted. pod/fast/pod-complete.yaml is left out on
 # purpose: it ends Job pods at once, which would release their claims
@@ -127,15 +143,10 @@ build_runc() {
 KWOK_STAGES="node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml"
 build_kwok() {
 	GOBIN=$1 go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION
-	local mod
-	mod=$(go mod download -json sigs.k8s.io/kwok@$KWOK_VERSION | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	local s=$mod/kustomize/stage
-	local f first=1
-	for f in $KWOK_STAGES; do
-		[ $first = 1 ] || echo '---'
-		first=0
-		cat "$s/$f"
-	done >"$1/kwok-stages.yaml"
+	local s f files=()
+	s=$(module_dir sigs.k8s.io/kwok@$KWOK_VERSION)/kustomize/stage
+	for f in $KWOK_STAGES; do files+=("$s/$f"); done
+	join_yaml "${files[@]}" >"$1/kwok-stages.yaml"
 }
 
 # Kueue: the manager binary, and from the same module version the CRDs
@@ -146,13 +157,8 @@ build_kwok() {
 build_kueue() {
 	GOBIN=$1 go install -trimpath -ldflags "-s -w" sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION
 	local mod
-	mod=$(go mod download -json sigs.k8s.io/kueue@$KUEUE_VERSION | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	local f first=1
-	for f in "$mod"/config/components/crd/bases/*.yaml; do
-		[ $first = 1 ] || echo '---'
-		first=0
-		cat "$f"
-	done >"$1/kueue-crds.yaml"
+	mod=$(module_dir sigs.k8s.io/kueue@$KUEUE_VERSION)
+	join_yaml "$mod"/config/components/crd/bases/*.yaml >"$1/kueue-crds.yaml"
 	cp "$mod/config/components/webhook/manifests.yaml" "$1/kueue-webhooks.yaml"
 	chmod u+w "$1/kueue-webhooks.yaml"
 }
@@ -162,13 +168,8 @@ build_kueue() {
 # module zip leaves out, and the proxy does not serve that version.
 build_volcano_crds() {
 	local mod
-	mod=$(go mod download -json volcano.sh/volcano@$VOLCANO_VERSION | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	local f first=1
-	for f in "$mod"/installer/helm/chart/volcano/crd/bases/*.yaml; do
-		[ $first = 1 ] || echo '---'
-		first=0
-		cat "$f"
-	done >"$1/volcano-crds.yaml"
+	mod=$(module_dir volcano.sh/volcano@$VOLCANO_VERSION)
+	join_yaml "$mod"/installer/helm/chart/volcano/crd/bases/*.yaml >"$1/volcano-crds.yaml"
 }
 
 build_helm() {
