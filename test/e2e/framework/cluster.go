@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -291,7 +292,10 @@ func newCluster(opts Options) (*Cluster, error) {
 		}
 	}
 	// Unix socket paths are limited to 108 bytes: keep the run dir short.
-	runDir, err := os.MkdirTemp("", "adra-e2e-")
+	// os.MkdirTemp's suffix is 1 to 10 digits; a fixed 6 keeps the
+	// longest socket (a DaemonSet agent's registration socket under k/)
+	// at 104 bytes whatever the draw.
+	runDir, err := shortTempDir("adra-e2e-")
 	if err != nil {
 		return nil, fmt.Errorf("creating run directory: %w", err)
 	}
@@ -543,4 +547,16 @@ func newAdminClients(cfg *rest.Config) (kubernetes.Interface, dynamic.Interface,
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))
 	return cs, dyn, mapper, nil
+}
+
+// shortTempDir creates a directory under the system temp dir named prefix
+// and six hex digits.
+func shortTempDir(prefix string) (string, error) {
+	for range 100 {
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("%s%06x", prefix, rand.Uint32()&0xffffff))
+		if err := os.Mkdir(dir, 0o700); err == nil || !errors.Is(err, os.ErrExist) {
+			return dir, err
+		}
+	}
+	return "", fmt.Errorf("no free name %s* in %s", prefix, os.TempDir())
 }
