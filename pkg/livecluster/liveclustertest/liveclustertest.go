@@ -1,0 +1,31 @@
+// Package liveclustertest gives the views' tests a livecluster.Connection
+// backed by client-go's fake clientset, with discovery answering as a 1.37
+// API server does for resource.k8s.io.
+package liveclustertest
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/accel-dra/accel-dra/pkg/livecluster"
+)
+
+// Connection is a connection to a fake cluster holding objs, in namespace.
+// The clientset is returned too, for reactors (errors, counted requests).
+func Connection(namespace string, objs ...runtime.Object) (*livecluster.Connection, *fake.Clientset) {
+	c := fake.NewClientset(objs...)
+	SetResourceVersions(c, "v1", "v1beta2", "v1beta1")
+	return &livecluster.Connection{Client: c, Namespace: namespace, Server: "https://fake.test"}, c
+}
+
+// SetResourceVersions makes discovery serve resource.k8s.io in these
+// versions, the first preferred; none serves no such group.
+func SetResourceVersions(c *fake.Clientset, versions ...string) {
+	d := c.Discovery().(*fakediscovery.FakeDiscovery)
+	d.Resources = []*metav1.APIResourceList{{GroupVersion: "v1"}}
+	for _, v := range versions {
+		d.Resources = append(d.Resources, &metav1.APIResourceList{GroupVersion: "resource.k8s.io/" + v})
+	}
+}
