@@ -54,11 +54,11 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	require.FileExists(t, filepath.Join(root, "usr/lib/acme/libacme.so"), "the vendor's fake driver files")
 
 	specDir := t.TempDir()
-	w, err := cdi.NewWriter(cdi.Config{SpecDir: specDir, HostRoot: root})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: specDir, HostRoot: root})
 	require.NoError(t, err)
 	uid := types.UID("a0000000-0000-4000-8000-00000000000a")
 	chips := inv.ChipsOf(vendortest.Vendor)
-	claim := cdi.Claim{UID: uid, Namespace: "default", Name: "xpus", Vendor: vendortest.Vendor,
+	claim := cdi.Claim{UID: uid, Namespace: "default", Name: "xpus", Vendor: vendortest.Acme{},
 		SharedDeviceNodes: inv.SharedDeviceNodes[vendortest.Vendor],
 		Devices:           []cdi.Device{{Name: "xpu-0", Chip: chips[0]}, {Name: "xpu-1", Chip: chips[1]}}}
 	ids, err := w.Write(ctx, claim)
@@ -79,7 +79,7 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	_, err = w.Write(ctx, claim)
 	require.ErrorContains(t, err, "environment variable ACME_VISIBLE_DEVICES is set by the driver", "the vendor's visible-devices variable is reserved")
 
-	back, err := w.ReadClaim(vendortest.Vendor, uid)
+	back, err := w.ReadClaim(vendortest.Acme{}, uid)
 	require.NoError(t, err)
 	require.Equal(t, "xpus", back.Name, "the spec read back by the vendor's kind")
 }

@@ -18,7 +18,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
@@ -56,7 +55,7 @@ type deviceHealth struct {
 // run on it.
 func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified time.Time) error {
 	logger := klog.FromContext(ctx)
-	inv = inv.Only(d.vendor)
+	inv = inv.Only(d.names.Vendor)
 	chips := inv.Chips
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -145,7 +144,7 @@ func (d *Driver) setHealth(chips, gone []inventory.Chip, verified time.Time) {
 		c := d.slots[name].chip
 		h := deviceHealth{name: name, healthy: c.Healthy}
 		if !c.Healthy {
-			h.message = fmt.Sprintf("chip %s: %s", partitions.ChipDeviceName(c), healthMessage(c))
+			h.message = fmt.Sprintf("chip %s: %s", d.names.ChipDevice(c.Index), healthMessage(c))
 		}
 		st.devices = append(st.devices, h)
 	}

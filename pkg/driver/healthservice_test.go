@@ -28,7 +28,7 @@ func healthDriver(t *testing.T, timeout time.Duration) (*Driver, []inventory.Chi
 	require.NoError(t, err)
 	chips := inv.ChipsOf(ascend.Vendor)
 	require.NotEmpty(t, chips)
-	d := &Driver{vendor: ascend.Vendor, node: "node-0", policy: partitions.Policy{Default: partitions.ModePartitioned},
+	d := &Driver{vendor: ascend.Ascend{}, names: ascend.Ascend{}.Names(), parts: ascend.VNPUs{}, node: "node-0", policy: partitions.Policy{Default: partitions.ModePartitioned},
 		healthTimeout: timeout, healthWake: make(chan struct{})}
 	d.index(chips)
 	require.NotEmpty(t, d.slots, "the profile's chips have partition slots")

@@ -29,7 +29,7 @@ func TestAConflictInsideOneClaimNamesTheOtherResult(t *testing.T) {
 	require.NoError(t, err)
 	policy, err := partitions.ParsePolicy("Partitioned,mlu-3=Shared")
 	require.NoError(t, err)
-	d := &Driver{name: cambricon.Driver, vendor: cambricon.Vendor, node: "node-0", policy: policy,
+	d := &Driver{name: cambricon.Driver, vendor: cambricon.Cambricon{}, names: cambricon.Cambricon{}.Names(), parts: cambricon.SMLUs{}, node: "node-0", policy: policy,
 		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{
 			"uid-holder": {Namespace: "default", Name: "holder", Devices: []checkpoint.Device{{Request: "accel", Pool: "node-0", Device: "mlu-0"}}},
 		}}}

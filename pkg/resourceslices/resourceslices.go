@@ -208,7 +208,7 @@ const (
 // attributes (so CEL on model, linkGroup, numaNode… works the same), its
 // type, parent and template, and the template's memory and cores as
 // capacity.
-func partitionDevice(c inventory.Chip, chip resourceapi.Device, s partitions.Slot, counterSet string) resourceapi.Device {
+func partitionDevice(c inventory.Chip, chip resourceapi.Device, s vendors.Slot, counterSet string) resourceapi.Device {
 	attrs := make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, len(chip.Attributes)+2)
 	for k, v := range chip.Attributes {
 		attrs[k] = v

@@ -105,10 +105,10 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 					case typ == names.TypeChip:
 						require.Regexp(t, `^mlu-\d+$`, d.Name)
 					case s.Spec.Driver == ascend.Driver:
-						require.Equal(t, partitions.TypeVNPU, typ)
+						require.Equal(t, ascend.PartitionType, typ)
 						require.Regexp(t, `^npu-\d+-vir[0-9a-z-]+-\d+$`, d.Name)
 					default:
-						require.Equal(t, partitions.TypeSMLU, typ)
+						require.Equal(t, cambricon.PartitionType, typ)
 						require.Regexp(t, `^mlu-\d+-smlu-(50|25)p-\d+$`, d.Name)
 					}
 				}

@@ -7,8 +7,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
@@ -64,11 +62,9 @@ func TestEveryNameOfAVendorLeadsBackToIt(t *testing.T) {
 			require.Equal(t, n.Option, option, "--vendors takes the vendor's option")
 
 			// The real vendors have every part: partitions and their simulation.
-			_, ok := v.(partitions.Vendor)
-			require.True(t, ok, "%s has partitions", n.Vendor)
-			_, ok = v.(partitionsim.Simulator)
-			require.True(t, ok, "%s simulates its partition tool", n.Vendor)
-			sim := v.Simulation()
+			require.NotNil(t, v.Partitions(), "%s has partitions", n.Vendor)
+			require.NotEmpty(t, v.Models(), "%s lists its models", n.Vendor)
+			sim := v.ProfileNode()
 			require.NotNil(t, sim.Chip)
 			require.NotNil(t, sim.DriverFiles)
 			require.NotEmpty(t, sim.SharedDeviceNodes)

@@ -440,7 +440,7 @@ type nodeState struct {
 	// specs are the claims with a CDI spec of the driver's vendor.
 	specs []types.UID
 	// partitions are those on the chips, in the fake tool's state.
-	partitions []partitions.Instance
+	partitions []vendors.Instance
 }
 
 func (a *agent) state(v inventory.Vendor) nodeState {
@@ -451,9 +451,10 @@ func (a *agent) state(v inventory.Vendor) nodeState {
 	fake := &partitionsim.Fake{StatePath: filepath.Join(dir, partitionsim.StateFile)}
 	insts, err := fake.Instances()
 	require.NoError(a.t, err)
-	w, err := cdi.NewWriter(cdi.Config{SpecDir: a.cfg.CDIDir})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: a.cfg.CDIDir})
 	require.NoError(a.t, err)
-	specs, err := w.ClaimUIDs(v)
+	x, _ := vendors.Lookup(v)
+	specs, err := w.ClaimUIDs(x)
 	require.NoError(a.t, err)
 	return nodeState{checkpoint: data, specs: specs, partitions: insts}
 }

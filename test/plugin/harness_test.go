@@ -185,17 +185,16 @@ func (n *node) start() {
 	}
 	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, logs))
 	n.ctx, n.cancel = context.WithCancel(ctx)
-	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root, VisibleDevicesEnv: n.visibleDevicesEnv})
+	writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root, VisibleDevicesEnv: n.visibleDevicesEnv})
 	require.NoError(t, err)
 	n.commands.runner = n.fake
 	if n.runner != nil {
 		n.commands.runner = n.runner
 	}
-	tool, err := partitions.NewTool(n.vendor, n.commands)
-	require.NoError(t, err)
+	v := vendorOf(t, n.vendor)
 	cfg := driver.Config{
-		Policy: n.policy, PartitionTool: tool,
-		Vendor: n.vendor, NodeName: nodeName, Inventory: n.inv, CDI: writer,
+		Policy: n.policy, PartitionTool: v.Partitions().NewTool(n.commands, "", vendors.LibraryNone),
+		Vendor: v, NodeName: nodeName, Inventory: n.inv, CDI: writer,
 		StateDir: n.stateDir, KubeClient: n.client,
 		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },
 		RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName),
@@ -282,7 +281,7 @@ func (n *node) claimWithResults(name string, results []resourceapi.DeviceRequest
 }
 
 // partitionsOnChips lists the partitions that exist on the node's chips.
-func (n *node) partitionsOnChips() []partitions.Instance {
+func (n *node) partitionsOnChips() []vendors.Instance {
 	n.t.Helper()
 	list, err := n.fake.Instances()
 	require.NoError(n.t, err)
@@ -459,4 +458,12 @@ func (n *node) hostPathOf(ids []string, path string) string {
 		}
 	}
 	return ""
+}
+
+// vendorOf is the registered vendor of inventory value v.
+func vendorOf(t testing.TB, v inventory.Vendor) vendors.Vendor {
+	t.Helper()
+	x, ok := vendors.Lookup(v)
+	require.True(t, ok, "vendor %s is registered", v)
+	return x
 }

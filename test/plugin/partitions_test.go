@@ -19,6 +19,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -139,7 +140,7 @@ func TestAFailedPrepareLeavesNoPartitionBehind(t *testing.T) {
 		"npu-smi set -t create-vnpu -i 0 -c 0 -f vir10_3c_32g -v 102",
 		"npu-smi set -t destroy-vnpu -i 0 -c 0 -v 101",
 	}, n.commands.changes())
-	require.Equal(t, []partitions.Instance{foreign}, n.partitionsOnChips())
+	require.Equal(t, []vendors.Instance{foreign}, n.partitionsOnChips())
 	require.Empty(t, n.cdiFiles())
 	require.Empty(t, n.driver.PreparedClaims())
 }

@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -26,10 +27,10 @@ func TestDuringARollingUpdateBothPodsShareTheState(t *testing.T) {
 
 	start := func(podUID types.UID) (*driver.Driver, drapb.DRAPluginClient) {
 		_, ctx := ktesting.NewTestContext(t)
-		writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
+		writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
 		require.NoError(t, err)
 		d, err := driver.Start(ctx, driver.Config{
-			Vendor: n.vendor, NodeName: nodeName, Inventory: n.inv, CDI: writer, StateDir: n.stateDir, KubeClient: n.client,
+			Vendor: vendorOf(t, n.vendor), NodeName: nodeName, Inventory: n.inv, CDI: writer, StateDir: n.stateDir, KubeClient: n.client,
 			RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName), PodUID: podUID,
 		})
 		require.NoError(t, err)

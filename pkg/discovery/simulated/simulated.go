@@ -2,7 +2,7 @@
 // it builds the inventory a node with a given hardware profile would report,
 // deterministically from the node name, so every node of a simulated
 // cluster has its own stable chip UUIDs. What a vendor's chips look like
-// (device nodes, facts) is the vendor's vendors.Simulation.
+// (device nodes, facts) is the vendor's vendors.ProfileNode.
 package simulated
 
 import (
@@ -47,7 +47,7 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 		if !ok {
 			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].vendor: %q is not one of %s", p.Name, gi, g.Vendor, strings.Join(vendorValues(), ", "))
 		}
-		sim := v.Simulation()
+		sim := v.ProfileNode()
 		version, err := discovery.SemverFromVendor(g.DriverVersion)
 		if err != nil {
 			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].driverVersion: %w", p.Name, gi, err)

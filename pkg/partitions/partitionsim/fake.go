@@ -2,7 +2,7 @@
 // without chips: Fake answers npu-smi's and cnmon's partition commands the
 // way the vendor tools would, for the simulated node of the node agent
 // (--profile) and for tests. Each vendor's command dialect lives in its
-// package (Simulator); this package keeps the state and the device nodes.
+// package (vendors.Partitions.ProfileNodeCommand); this package keeps the state and the device nodes.
 package partitionsim
 
 import (
@@ -14,14 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -52,29 +50,10 @@ type Fake struct {
 	mu sync.Mutex
 }
 
-// Simulator is a vendor's partition tool on a simulated node. A
-// registered vendor implements it to have its partitions simulated; Fake
-// hands it the commands run under the vendor's tool name
-// (vendors.Names.Tool).
-type Simulator interface {
-	// SimulatePartitionCommand answers one run of the vendor's tool with
-	// args (cmd is the whole command line, for messages), reading and
-	// changing the partitions through n.
-	SimulatePartitionCommand(n *Node, cmd string, args []string) ([]byte, error)
-}
-
-// State is the simulated partitions of a node.
-type State struct {
-	// Partitions by chip key "<vendor>/<index>" (Key).
-	Partitions map[string][]partitions.Instance `json:"partitions"`
-}
-
-var _ discovery.CommandRunner = (*Fake)(nil)
-
-// Error is what a failing vendor tool prints (npu-smi's status block).
-func Error(cmd string, format string, args ...any) error {
-	return fmt.Errorf("running %s: exit status 1: Status : Error, Message : %s", cmd, fmt.Sprintf(format, args...))
-}
+var (
+	_ discovery.CommandRunner       = (*Fake)(nil)
+	_ vendors.ProfileNodePartitions = (*Node)(nil)
+)
 
 // Run implements discovery.CommandRunner.
 func (f *Fake) Run(_ context.Context, name string, args ...string) ([]byte, error) {
@@ -82,14 +61,14 @@ func (f *Fake) Run(_ context.Context, name string, args ...string) ([]byte, erro
 	defer f.mu.Unlock()
 	cmd := discovery.CommandLine(name, args...)
 	for _, v := range vendors.All() {
-		if s, ok := v.(Simulator); ok && v.Names().Tool == name {
-			return s.SimulatePartitionCommand(&Node{f: f, vendor: v.Names().Vendor}, cmd, args)
+		if p := v.Partitions(); p != nil && v.Names().Tool == name {
+			return p.ProfileNodeCommand(&Node{f: f, vendor: v.Names().Vendor}, cmd, args)
 		}
 	}
 	return nil, fmt.Errorf("running %s: the simulated node has no %s", cmd, name)
 }
 
-// Node is the simulated node as one vendor's simulator sees it during one
+// Node is the simulated node as one vendor's partitions see it during one
 // command.
 type Node struct {
 	f      *Fake
@@ -118,10 +97,10 @@ func (n *Node) Chip(index int) (inventory.Chip, bool) {
 }
 
 // Load reads the partitions of the node.
-func (n *Node) Load() (State, error) { return n.f.load() }
+func (n *Node) Load() (vendors.PartitionState, error) { return n.f.load() }
 
 // Save writes the partitions of the node.
-func (n *Node) Save(st State) error { return n.f.save(st) }
+func (n *Node) Save(st vendors.PartitionState) error { return n.f.save(st) }
 
 // Mknod creates a partition's device node p under Fake.Root, if set.
 func (n *Node) Mknod(p string) error { return n.f.mknod(p) }
@@ -129,8 +108,8 @@ func (n *Node) Mknod(p string) error { return n.f.mknod(p) }
 // Rmnod removes a partition's device node p under Fake.Root, if set.
 func (n *Node) Rmnod(p string) error { return n.f.rmnod(p) }
 
-func (f *Fake) load() (State, error) {
-	st := State{Partitions: map[string][]partitions.Instance{}}
+func (f *Fake) load() (vendors.PartitionState, error) {
+	st := vendors.PartitionState{Partitions: map[string][]vendors.Instance{}}
 	raw, err := os.ReadFile(f.StatePath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
@@ -142,12 +121,12 @@ func (f *Fake) load() (State, error) {
 		return st, fmt.Errorf("reading simulated partition state %s: %w", f.StatePath, err)
 	}
 	if st.Partitions == nil {
-		st.Partitions = map[string][]partitions.Instance{}
+		st.Partitions = map[string][]vendors.Instance{}
 	}
 	return st, nil
 }
 
-func (f *Fake) save(st State) error {
+func (f *Fake) save(st vendors.PartitionState) error {
 	raw, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
@@ -162,81 +141,16 @@ func (f *Fake) save(st State) error {
 	return os.Rename(tmp, f.StatePath)
 }
 
-// Key is a chip's key in State.Partitions.
-func Key(c inventory.Chip) string { return fmt.Sprintf("%s/%d", c.Vendor, c.Index) }
-
-// Flags turns "-t x -i 0" into a map; every flag takes a value except
-// verbs (cnmon's --list), which map to "".
-func Flags(args []string) map[string]string {
-	out := map[string]string{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			continue
-		}
-		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			out[a] = args[i+1]
-			i++
-			continue
-		}
-		out[a] = ""
-	}
-	return out
-}
-
-// Without returns list without the instance with id, and that instance
-// (nil if list has none).
-func Without(list []partitions.Instance, id int) ([]partitions.Instance, *partitions.Instance) {
-	var removed *partitions.Instance
-	out := make([]partitions.Instance, 0, len(list))
-	for i := range list {
-		if list[i].ID == id && removed == nil {
-			removed = &list[i]
-			continue
-		}
-		out = append(out, list[i])
-	}
-	return out, removed
-}
-
-// Usage sums what the partitions in list take from chip c.
-func Usage(c inventory.Chip, list []partitions.Instance) partitions.Counters {
-	var u partitions.Counters
-	for _, p := range list {
-		if t, ok := partitions.TemplateByName(c, p.Template); ok {
-			u.Cores += t.Cores
-			u.MemoryBytes += t.MemoryBytes
-			u.AICPUs += t.AICPUs
-		}
-	}
-	return u
-}
-
-// Fits checks that one more partition of t fits next to list on chip c.
-func Fits(c inventory.Chip, list []partitions.Instance, t partitions.Template) error {
-	u := Usage(c, list)
-	total := partitions.CountersOf(c)
-	switch {
-	case u.Cores+t.Cores > total.Cores:
-		return fmt.Errorf("not enough AI cores left on chip %d for %s: %d of %d in use", c.Index, t.Name, u.Cores, total.Cores)
-	case u.MemoryBytes+t.MemoryBytes > total.MemoryBytes:
-		return fmt.Errorf("not enough memory left on chip %d for %s", c.Index, t.Name)
-	case total.AICPUs > 0 && u.AICPUs+t.AICPUs > total.AICPUs:
-		return fmt.Errorf("not enough AI CPUs left on chip %d for %s: %d of %d in use", c.Index, t.Name, u.AICPUs, total.AICPUs)
-	}
-	return nil
-}
-
 // Instances returns the partitions in the state file, sorted by chip and
 // id, for tests and diagnostics.
-func (f *Fake) Instances() ([]partitions.Instance, error) {
+func (f *Fake) Instances() ([]vendors.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, err := f.load()
 	if err != nil {
 		return nil, err
 	}
-	var out []partitions.Instance
+	var out []vendors.Instance
 	for _, list := range st.Partitions {
 		out = append(out, list...)
 	}

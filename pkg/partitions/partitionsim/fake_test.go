@@ -11,6 +11,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -56,13 +57,13 @@ func TestTheFakeBehavesLikeTheToolsAndKeepsItsStateAcrossRestarts(t *testing.T) 
 	restarted := &ascend.PartitionTool{Runner: newFake()}
 	list, err := restarted.List(ctx, npu)
 	require.NoError(t, err)
-	require.Equal(t, []partitions.Instance{a, b}, list)
+	require.Equal(t, []vendors.Instance{a, b}, list)
 
 	require.NoError(t, restarted.Destroy(ctx, npu, a))
 	require.NoFileExists(t, filepath.Join(root, "dev/vdavinci116"))
 	all, err := newFake().Instances()
 	require.NoError(t, err)
-	require.Equal(t, []partitions.Instance{m, b}, all)
+	require.Equal(t, []vendors.Instance{m, b}, all)
 
 	_, err = fake.Run(ctx, "npu-smi", "set", "-t", "create-vnpu", "-i", "1", "-c", "0", "-f", "vir16", "-v", "118")
 	require.ErrorContains(t, err, "the vnpu template vir16 is not supported")

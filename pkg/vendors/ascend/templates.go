@@ -4,14 +4,14 @@ import (
 	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 const mebibyte = int64(1) << 20
 
 // vnpu is an Ascend template of HAMi's Ascend device config (MiB).
-func vnpu(name string, cores, memoryMiB, aicpus int64) partitions.Template {
-	return partitions.Template{Name: name, Type: partitions.TypeVNPU, Slug: strings.ReplaceAll(name, "_", "-"),
+func vnpu(name string, cores, memoryMiB, aicpus int64) vendors.Template {
+	return vendors.Template{Name: name, Type: PartitionType, Slug: strings.ReplaceAll(name, "_", "-"),
 		Cores: cores, MemoryBytes: memoryMiB * mebibyte, AICPUs: aicpus}
 }
 
@@ -54,29 +54,41 @@ func vnpu(name string, cores, memoryMiB, aicpus int64) partitions.Template {
 //
 // vNPU ids of one chip lie in [phy_id*16+100, phy_id*16+115] (npu-smi
 // create-vnpu -v), 16 ids; the 310P range is 8 ids.
-var vnpuModels = map[string]partitions.Model{
-	"Ascend910A": {AICPUs: 15, MaxInstances: 16, Templates: []partitions.Template{
+var vnpuModels = map[string]vendors.PartitionModel{
+	"Ascend910A": {AICPUs: 15, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir02", 2, 2184, 1), vnpu("vir04", 4, 4369, 1), vnpu("vir08", 8, 8738, 3), vnpu("vir16", 16, 17476, 7),
 	}},
-	"Ascend910B2": {AICPUs: 6, MaxInstances: 16, Templates: []partitions.Template{
+	"Ascend910B2": {AICPUs: 6, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir03_1c_8g", 3, 8192, 1), vnpu("vir06_1c_16g", 6, 16384, 1), vnpu("vir12_3c_32g", 12, 32768, 3),
 	}},
-	"Ascend910B3": {AICPUs: 7, MaxInstances: 16, Templates: []partitions.Template{
+	"Ascend910B3": {AICPUs: 7, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir05_1c_16g", 5, 16384, 1), vnpu("vir10_3c_32g", 10, 32768, 3),
 	}},
-	"Ascend910B4": {AICPUs: 7, MaxInstances: 16, Templates: []partitions.Template{
+	"Ascend910B4": {AICPUs: 7, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir05_1c_8g", 5, 8192, 1), vnpu("vir10_3c_16g", 10, 16384, 3),
 	}},
-	"Ascend310P3": {AICPUs: 7, MaxInstances: 8, Templates: []partitions.Template{
+	"Ascend310P3": {AICPUs: 7, MaxInstances: 8, Templates: []vendors.Template{
 		vnpu("vir01", 1, 3072, 1), vnpu("vir02", 2, 6144, 2), vnpu("vir02_1c", 2, 6144, 1),
 		vnpu("vir04", 4, 12288, 4), vnpu("vir04_3c", 4, 12288, 3), vnpu("vir04_3c_ndvpp", 4, 12288, 3),
 		vnpu("vir04_4c_dvpp", 4, 12288, 4),
 	}},
 }
 
-// PartitionModel implements partitions.Vendor: the vNPU templates of the
+// PartitionType is the accel-dra.dev/type of a vNPU partition device.
+const PartitionType = "vnpu"
+
+// VNPUs are Ascend's partitions, the vNPUs of npu-smi and DCMI: they
+// implement vendors.Partitions.
+type VNPUs struct{}
+
+var _ vendors.Partitions = VNPUs{}
+
+// Partitions implements vendors.Vendor.
+func (Ascend) Partitions() vendors.Partitions { return VNPUs{} }
+
+// Model implements vendors.Partitions: the vNPU templates of the
 // chip's model.
-func (Ascend) PartitionModel(c inventory.Chip) (partitions.Model, bool) {
+func (VNPUs) Model(c inventory.Chip) (vendors.PartitionModel, bool) {
 	m, ok := vnpuModels[c.Model]
 	return m, ok
 }

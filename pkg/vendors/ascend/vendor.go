@@ -33,7 +33,7 @@ const (
 )
 
 // Ascend is the Ascend vendor: Huawei Ascend NPUs. It implements
-// vendors.Vendor, partitions.Vendor and partitionsim.Simulator.
+// vendors.Vendor; its partitions are VNPUs.
 type Ascend struct{}
 
 var _ vendors.Vendor = Ascend{}
@@ -50,9 +50,9 @@ func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
 	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})
 }
 
-// Simulation implements vendors.Vendor.
-func (Ascend) Simulation() vendors.Simulation {
-	return vendors.Simulation{
+// ProfileNode implements vendors.Vendor.
+func (Ascend) ProfileNode() vendors.ProfileNode {
+	return vendors.ProfileNode{
 		// The order the device plugin and docker runtime list them.
 		SharedDeviceNodes: simulatedSharedNodes,
 		Chip: func(c *inventory.Chip, g vendors.ProfileGroup) {

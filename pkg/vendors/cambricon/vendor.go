@@ -33,7 +33,7 @@ const (
 )
 
 // Cambricon is the Cambricon vendor: Cambricon MLUs. It implements
-// vendors.Vendor, partitions.Vendor and partitionsim.Simulator.
+// vendors.Vendor; its partitions are SMLUs.
 type Cambricon struct{}
 
 var _ vendors.Vendor = Cambricon{}
@@ -50,9 +50,9 @@ func (Cambricon) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
 	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})
 }
 
-// Simulation implements vendors.Vendor.
-func (Cambricon) Simulation() vendors.Simulation {
-	return vendors.Simulation{
+// ProfileNode implements vendors.Vendor.
+func (Cambricon) ProfileNode() vendors.ProfileNode {
+	return vendors.ProfileNode{
 		SharedDeviceNodes: []string{ctlNode},
 		// Cambricon chips sit on buses of their own, above the Ascend ones.
 		BusOffset: 0x80,

@@ -1,8 +1,8 @@
 // Package vendortest is a third vendor for tests, ACME XPUs, that exists
 // only to show a generic package works through pkg/vendors with a vendor
 // it has never heard of: registering it is all a test does. It has no
-// partitions (it does not implement partitions.Vendor), so it also shows
-// that partitions are optional.
+// partitions (Partitions returns nil), so it also shows that partitions
+// are optional.
 package vendortest
 
 import (
@@ -64,9 +64,15 @@ func (Acme) CDI() vendors.CDIEdits {
 	return vendors.CDIEdits{VisibleEnv: EnvVisibleDevices, Permissions: "rw", Mounts: []string{"/usr/lib/acme"}}
 }
 
-// Simulation implements vendors.Vendor.
-func (Acme) Simulation() vendors.Simulation {
-	return vendors.Simulation{
+// Partitions implements vendors.Vendor: ACME chips have none.
+func (Acme) Partitions() vendors.Partitions { return nil }
+
+// Models implements vendors.Vendor.
+func (Acme) Models() []vendors.Model { return []vendors.Model{{Name: Model}} }
+
+// ProfileNode implements vendors.Vendor.
+func (Acme) ProfileNode() vendors.ProfileNode {
+	return vendors.ProfileNode{
 		SharedDeviceNodes: []string{CtlNode},
 		BusOffset:         0x40,
 		Chip: func(c *inventory.Chip, _ vendors.ProfileGroup) {
