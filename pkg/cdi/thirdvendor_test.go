@@ -6,14 +6,18 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
@@ -82,4 +86,55 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	back, err := w.ReadClaim(vendortest.Acme{}, uid)
 	require.NoError(t, err)
 	require.Equal(t, "xpus", back.Name, "the spec read back by the vendor's kind")
+}
+
+// The node agent's vendor-specific settings come from the vendor object
+// too: its devices in --chip-modes, its tool's path flag, and its chips in
+// a hardware profile.
+func TestAThirdVendorHasChipModesAToolPathAndProfiles(t *testing.T) {
+	defer vendors.Register(vendortest.Acme{})()
+	ctx := context.Background()
+
+	// A profile node of two ACME chips.
+	profile := filepath.Join(t.TempDir(), "acme.yaml")
+	require.NoError(t, os.WriteFile(profile, []byte(`apiVersion: accel-dra.dev/v1alpha1
+kind: HardwareProfile
+name: acme-2
+chips:
+- vendor: acme
+  model: ACME-1
+  count: 2
+  memory: 16Gi
+  cores: 8
+  linkType: pcie
+  driverVersion: 1.2.3
+`), 0o644))
+	inv, err := source.Discover(ctx, source.Options{Profile: profile, NodeName: "node-0"})
+	require.NoError(t, err)
+	chips := inv.ChipsOf(vendortest.Vendor)
+	require.Len(t, chips, 2)
+	require.Equal(t, []string{"/dev/acme1"}, chips[1].DeviceNodes, "the vendor's profile node hook names the device nodes")
+	require.Equal(t, []string{vendortest.CtlNode}, inv.SharedDeviceNodes[vendortest.Vendor])
+
+	// --chip-modes takes the vendor's device prefix.
+	policy, err := partitions.ParsePolicy("xpu-1=Shared")
+	require.NoError(t, err)
+	devices, _ := resourceslices.DevicesFor(inv, vendortest.Vendor, resourceslices.Options{Policy: policy})
+	require.Len(t, devices, 2)
+	require.Nil(t, devices[0].AllowMultipleAllocations, "xpu-0 is Whole")
+	require.True(t, *devices[1].AllowMultipleAllocations, "xpu-1 is Shared")
+	_, err = partitions.ParsePolicy("gpu-0=Shared")
+	require.ErrorContains(t, err, `"gpu-0" is not a chip device name (xpu-N, npu-N, mlu-N, xpu-*, npu-* or mlu-*)`)
+
+	// --acme-smi sets the path the vendor's tool runs from.
+	tool := filepath.Join(t.TempDir(), "acme-smi")
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\necho acme-smi \"$@\"\n"), 0o755))
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	o := source.Options{Tools: map[string]string{}}
+	source.AddToolFlags(fs, o.Tools, true)
+	require.NoError(t, fs.Parse([]string{"--acme-smi=" + tool}))
+	require.Equal(t, "ACCEL_DRA_ACME_SMI", flagenv.Var(fs.Lookup(vendortest.Tool)))
+	out, err := discovery.ExecRunner{Tools: o.ToolPaths()}.Run(ctx, vendortest.Tool, "info")
+	require.NoError(t, err)
+	require.Equal(t, "acme-smi info\n", string(out))
 }

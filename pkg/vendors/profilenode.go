@@ -21,6 +21,9 @@ type ProfileNode struct {
 	// BusOffset is added to a profile chip's PCI bus number, so two
 	// vendors' chips never share a bus.
 	BusOffset int
+	// LinkType is the linkType a profile chip group of the vendor may
+	// have besides pcie: its chips' high-speed interconnect ("hccs").
+	LinkType inventory.LinkType
 	// Chip completes a chip of a profile chip group: its device nodes and
 	// Extra facts. The generic fields are set already.
 	Chip func(c *inventory.Chip, g ProfileGroup)

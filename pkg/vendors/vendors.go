@@ -72,8 +72,10 @@ type Names struct {
 	// "npu" (npu-0, npu-1-vir04-0).
 	DevicePrefix string
 	// Tool is the vendor's command line tool discovery and partitions run
-	// ("npu-smi"); discovery.ExecRunner maps it to a configured path.
-	Tool string
+	// ("npu-smi"); discovery.ExecRunner maps it to a configured path. It
+	// is also the name of the flag of the node agent that sets that path
+	// (--npu-smi); ToolHelp is its usage text.
+	Tool, ToolHelp string
 	// ConfigKind is the kind of the driver's opaque device configuration
 	// (api/accel-dra.dev/v1alpha1: "AscendConfig"). A string here, not the
 	// API's constant, so the API package may use this one.

@@ -20,7 +20,8 @@ func TestTheRegisteredVendorsHaveTheContractsNames(t *testing.T) {
 	for _, v := range vendors.All() {
 		n := v.Names()
 		require.NotEmpty(t, n.LibraryHelp, "%s: the library flag has a usage text", n.Vendor)
-		n.LibraryHelp = "" // prose, not a name
+		require.NotEmpty(t, n.ToolHelp, "%s: the tool flag has a usage text", n.Vendor)
+		n.LibraryHelp, n.ToolHelp = "", "" // prose, not names
 		got = append(got, n)
 	}
 	require.Equal(t, []vendors.Names{

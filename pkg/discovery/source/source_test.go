@@ -67,14 +67,14 @@ func TestToolPathsAreRunInsteadOfTheToolsInPath(t *testing.T) {
 	// DaemonSet runs the host's tool under /host.
 	script := filepath.Join(t.TempDir(), "my-cnmon")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nexec cat \""+tools+"/cnmon_$(echo \"$@\" | tr ' ' _).txt\"\n"), 0o755))
-	_, err := source.Discover(context.Background(), source.Options{Root: root, Cnmon: script, NpuSmi: filepath.Join(t.TempDir(), "no-npu-smi")})
+	_, err := source.Discover(context.Background(), source.Options{Root: root, Tools: map[string]string{cambricon.Cnmon: script, ascend.NpuSmi: filepath.Join(t.TempDir(), "no-npu-smi")}})
 	require.ErrorContains(t, err, "no-npu-smi", "the configured npu-smi path is what runs")
 	require.NoError(t, os.RemoveAll(filepath.Join(root, "dev")))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "dev"), 0o755))
 	for i := 0; i < 8; i++ {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", "cambricon_dev"+string(rune('0'+i))), nil, 0o644))
 	}
-	inv, err := source.Discover(context.Background(), source.Options{Root: root, Cnmon: script})
+	inv, err := source.Discover(context.Background(), source.Options{Root: root, Tools: map[string]string{cambricon.Cnmon: script}})
 	require.NoError(t, err)
 	require.Len(t, inv.ChipsOf(cambricon.Vendor), 8)
 }

@@ -29,6 +29,7 @@ const (
 	CDIKind                            = "accel-dra.dev/acme"
 	DevicePrefix                       = "xpu"
 	Tool                               = "acme-smi"
+	ToolHelp                           = "path of acme-smi; default: acme-smi from PATH"
 	EnvVisibleDevices                  = "ACME_VISIBLE_DEVICES"
 	ConfigKind                         = "AcmeConfig"
 	// CtlNode is the device file every container of the vendor gets.
@@ -50,7 +51,7 @@ var _ vendors.Vendor = Acme{}
 // Names implements vendors.Vendor.
 func (Acme) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: Tool, ConfigKind: ConfigKind}
+		DevicePrefix: DevicePrefix, Tool: Tool, ToolHelp: ToolHelp, ConfigKind: ConfigKind}
 }
 
 // NewBackend implements vendors.Vendor: one chip per /dev/acme<N> under
