@@ -51,7 +51,7 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	require.Equal(t, "xpu-1", devices[1].Name, "named with the vendor's device prefix")
 	require.Equal(t, "xpu", *devices[1].Attributes["accel-dra.dev/family"].StringValue)
 	require.Equal(t, "acme", *devices[1].Attributes["accel-dra.dev/vendor"].StringValue)
-	require.Contains(t, resourceslices.DriverResources("node-0", inv), vendortest.Driver, "published by the vendor's driver")
+	require.Contains(t, resourceslices.DriverResourcesFor("node-0", inv, resourceslices.Options{}), vendortest.Driver, "published by the vendor's driver")
 
 	root := t.TempDir()
 	require.NoError(t, devicefaker.Create(ctx, root, inv))

@@ -68,7 +68,7 @@ type Config struct {
 	// zero value publishes every chip Whole.
 	Policy partitions.Policy
 	// PartitionTool makes, lists and removes partitions (the vendor tool,
-	// or partitionsim.Fake on a simulated node). Without it no partitions are
+	// or profilenode.PartitionTool on a simulated node). Without it no partitions are
 	// published: chips that would be Partitioned are Whole.
 	PartitionTool vendors.PartitionTool
 	// Metrics, if set, records this driver's operations (nil: none).

@@ -18,10 +18,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
@@ -30,7 +29,7 @@ import (
 // partition create and the failDestroy-th destroy (counting from 1; 0:
 // none).
 type failingRunner struct {
-	fake                    *partitionsim.Fake
+	fake                    *profilenode.PartitionTool
 	failCreate, failDestroy int
 	creates, destroys       int
 }
@@ -64,13 +63,13 @@ func newTestNode(t *testing.T) *testNode {
 	t.Helper()
 	p, err := profile.Load("atlas-800t-a2")
 	require.NoError(t, err)
-	inv, err := simulated.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New("node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	policy, err := partitions.ParsePolicy("Partitioned")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	n := &testNode{cdiDir: filepath.Join(dir, "cdi"), ckptDir: filepath.Join(dir, "state")}
-	n.runner = &failingRunner{fake: &partitionsim.Fake{StatePath: filepath.Join(dir, "partitions.json"), Chips: inv.Chips}}
+	n.runner = &failingRunner{fake: &profilenode.PartitionTool{StatePath: filepath.Join(dir, "partitions.json"), Chips: inv.Chips}}
 	tool := ascend.VNPUs{}.NewTool(n.runner, "", vendors.LibraryNone)
 	writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
 	require.NoError(t, err)

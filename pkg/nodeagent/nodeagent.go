@@ -25,7 +25,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -237,7 +237,7 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // partitionTool is the tool that makes a vendor's partitions: on a
-// simulated node a partitionsim.Fake keeping its state in the driver's state
+// simulated node a profilenode.PartitionTool keeping its state in the driver's state
 // directory (and, with fake devices, the partitions' device nodes under
 // the fake root); on a real node the vendor tool (npu-smi, cnmon at the
 // configured paths). A node read from recorded tool output has none: it
@@ -248,7 +248,7 @@ func partitionTool(o Options, v vendors.Vendor, inv inventory.Inventory, hostRoo
 		return nil, nil
 	}
 	if o.Discovery.Profile != "" {
-		fake := &partitionsim.Fake{StatePath: filepath.Join(stateDir, partitionsim.StateFile), Chips: inv.ChipsOf(v.Names().Vendor)}
+		fake := &profilenode.PartitionTool{StatePath: filepath.Join(stateDir, profilenode.PartitionStateFile), Chips: inv.ChipsOf(v.Names().Vendor)}
 		if o.FakeDevices {
 			fake.Root = hostRoot
 		}

@@ -68,7 +68,7 @@ func (p Policy) ModeOf(c inventory.Chip) Mode {
 // Requested returns the mode the policy asks for chip c, before what the
 // chip can do is taken into account.
 func (p Policy) Requested(c inventory.Chip) Mode {
-	name := ChipDeviceName(c)
+	name := vendors.ChipDeviceName(c)
 	m, ok := p.Chips[name]
 	if !ok {
 		prefix, _, _ := strings.Cut(name, "-")

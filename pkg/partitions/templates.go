@@ -28,8 +28,6 @@
 package partitions
 
 import (
-	"fmt"
-
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -63,25 +61,6 @@ func Slots(c inventory.Chip) []vendors.Slot {
 	}
 	return m.Slots(c)
 }
-
-// ChipDeviceName is the DRA device name of a whole chip: npu-N or mlu-N.
-func ChipDeviceName(c inventory.Chip) string {
-	prefix := vendors.NamesOf(c.Vendor).DevicePrefix
-	if prefix == "" {
-		// Not a registered vendor: still a distinct, readable name.
-		prefix = string(c.Vendor)
-	}
-	return fmt.Sprintf("%s-%d", prefix, c.Index)
-}
-
-// DeviceName is the DRA device name of a partition slot, a DNS label:
-// npu-0-vir04-1, npu-3-vir05-1c-16g-0, mlu-2-smlu-25p-3.
-func DeviceName(c inventory.Chip, s vendors.Slot) string {
-	return fmt.Sprintf("%s-%s-%d", ChipDeviceName(c), s.Template.Slug, s.K)
-}
-
-// CounterSetName is the name of a chip's counter set: its device name.
-func CounterSetName(c inventory.Chip) string { return ChipDeviceName(c) }
 
 // TemplateByName finds a template of a chip by its vendor name.
 func TemplateByName(c inventory.Chip, name string) (vendors.Template, bool) {

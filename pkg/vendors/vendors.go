@@ -270,7 +270,11 @@ func ChipDeviceName(c inventory.Chip) string {
 // PartitionDeviceName is the DRA device name of partition slot s of chip c
 // (Names.PartitionDevice).
 func PartitionDeviceName(c inventory.Chip, s Slot) string {
-	return fmt.Sprintf("%s-%s-%d", ChipDeviceName(c), s.Template.Slug, s.K)
+	n := NamesOf(c.Vendor)
+	if n.DevicePrefix == "" {
+		n.DevicePrefix = string(c.Vendor)
+	}
+	return n.PartitionDevice(c.Index, s)
 }
 
 // NamesOf returns the names of vendor v, or zero Names if it is not

@@ -35,15 +35,14 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
@@ -207,7 +206,7 @@ func reportPublished(ctx context.Context, cfg agentConfig, client *fake.Clientse
 		fail(err)
 		return
 	}
-	inv, err := simulated.New(nodeName, p).Discover(ctx)
+	inv, err := profilenode.New(nodeName, p).Discover(ctx)
 	if err != nil {
 		fail(err)
 		return
@@ -448,7 +447,7 @@ func (a *agent) state(v inventory.Vendor) nodeState {
 	dir := filepath.Join(a.cfg.StateDir, vendors.DriverFor(v))
 	data, err := checkpoint.New(dir, driver.CheckpointFile).Load()
 	require.NoError(a.t, err)
-	fake := &partitionsim.Fake{StatePath: filepath.Join(dir, partitionsim.StateFile)}
+	fake := &profilenode.PartitionTool{StatePath: filepath.Join(dir, profilenode.PartitionStateFile)}
 	insts, err := fake.Instances()
 	require.NoError(a.t, err)
 	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: a.cfg.CDIDir})

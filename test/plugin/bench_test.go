@@ -34,11 +34,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
@@ -262,7 +262,7 @@ func publish(tb testing.TB, nodes int, modes string) publishResult {
 		p, err := profile.Load(bn.profile)
 		require.NoError(tb, err)
 		name := fmt.Sprintf("node-%04d", i)
-		inv, err := simulated.New(name, p).Discover(ctx)
+		inv, err := profilenode.New(name, p).Discover(ctx)
 		require.NoError(tb, err)
 		states[i] = &nodeState{name: name, inv: inv, driver: vendors.DriverFor(bn.vendor),
 			client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}),

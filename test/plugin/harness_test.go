@@ -36,13 +36,12 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -62,7 +61,7 @@ type node struct {
 	// cnmon, keeping partitions in the state directory; commands logs every
 	// partition command the plugin runs.
 	policy   partitions.Policy
-	fake     *partitionsim.Fake
+	fake     *profilenode.PartitionTool
 	commands *commandLog
 	// runner, when set before start, answers the partition commands
 	// instead of fake.
@@ -135,7 +134,7 @@ func simulatedNode(t testing.TB, profileName string) inventory.Inventory {
 	needsRoot(t, "mknod of the simulated chips' fake device nodes")
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
-	inv, err := simulated.New(nodeName, p).Discover(context.Background())
+	inv, err := profilenode.New(nodeName, p).Discover(context.Background())
 	require.NoError(t, err)
 	return inv
 }
@@ -157,7 +156,7 @@ func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, c
 	}
 	n.policy, err = partitions.ParsePolicy(chipModes)
 	require.NoError(t, err)
-	n.fake = &partitionsim.Fake{StatePath: filepath.Join(n.stateDir, partitionsim.StateFile), Chips: inv.ChipsOf(vendor), Root: n.root}
+	n.fake = &profilenode.PartitionTool{StatePath: filepath.Join(n.stateDir, profilenode.PartitionStateFile), Chips: inv.ChipsOf(vendor), Root: n.root}
 	n.commands = &commandLog{}
 	n.runner = runner
 	n.metrics = metrics.New()

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -56,7 +56,7 @@ func Backends(o Options) ([]discovery.Backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []discovery.Backend{simulated.New(o.NodeName, p)}, nil
+		return []discovery.Backend{profilenode.New(o.NodeName, p)}, nil
 	}
 	root := o.Root
 	if root == "" {

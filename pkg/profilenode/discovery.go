@@ -1,9 +1,13 @@
-// Package simulated is the discovery backend for nodes without real chips:
-// it builds the inventory a node with a given hardware profile would report,
-// deterministically from the node name, so every node of a simulated
-// cluster has its own stable chip UUIDs. What a vendor's chips look like
-// (device nodes, facts) is the vendor's vendors.ProfileNode.
-package simulated
+// Package profilenode is a node without chips built from a hardware
+// profile (demo/profiles): the discovery backend reporting the chips such
+// a node would have, deterministically from the node name so every node of
+// a simulated cluster has its own stable chip UUIDs, and the partition
+// tool answering the vendors' partition commands on it (partitiontool.go).
+// What a vendor's chips look like there is the vendor's
+// vendors.ProfileNode and vendors.Partitions.ProfileNodeCommand. The
+// offline allocator behind `accel-dra simulate` is pkg/simulate, which
+// uses these nodes.
+package profilenode
 
 import (
 	"context"

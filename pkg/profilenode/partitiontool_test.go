@@ -1,4 +1,4 @@
-package partitionsim_test
+package profilenode_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
@@ -26,9 +26,9 @@ func TestTheFakeBehavesLikeTheToolsAndKeepsItsStateAcrossRestarts(t *testing.T) 
 		DeviceNodes: []string{"/dev/davinci1"}, Extra: map[string]inventory.Value{"logicId": inventory.IntValue(1)}}
 	mlu := inventory.Chip{Vendor: cambricon.Vendor, Model: "MLU590", Index: 2, Cores: 48, MemoryBytes: 96 * gib,
 		DeviceNodes: []string{"/dev/cambricon_dev2", "/dev/cambricon_ipcm2"}}
-	state := filepath.Join(t.TempDir(), partitionsim.StateFile)
-	newFake := func() *partitionsim.Fake {
-		return &partitionsim.Fake{StatePath: state, Chips: []inventory.Chip{npu, mlu}, Root: root}
+	state := filepath.Join(t.TempDir(), profilenode.PartitionStateFile)
+	newFake := func() *profilenode.PartitionTool {
+		return &profilenode.PartitionTool{StatePath: state, Chips: []inventory.Chip{npu, mlu}, Root: root}
 	}
 	fake := newFake()
 	ascendTool := &ascend.PartitionTool{Runner: fake}

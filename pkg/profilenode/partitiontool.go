@@ -1,9 +1,4 @@
-// Package partitionsim simulates the vendors' partition tools on a node
-// without chips: Fake answers npu-smi's and cnmon's partition commands the
-// way the vendor tools would, for the simulated node of the node agent
-// (--profile) and for tests. Each vendor's command dialect lives in its
-// package (vendors.Partitions.ProfileNodeCommand); this package keeps the state and the device nodes.
-package partitionsim
+package profilenode
 
 import (
 	"context"
@@ -23,10 +18,11 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// StateFile is the Fake's state file name in the plugin's state dir.
-const StateFile = "fake-partitions.json"
+// PartitionStateFile is the PartitionTool's state file name in the
+// plugin's state dir.
+const PartitionStateFile = "fake-partitions.json"
 
-// Fake stands in for the vendors' partition tools (npu-smi, cnmon) on a
+// PartitionTool stands in for the vendors' partition tools (npu-smi, cnmon) on a
 // simulated node: a discovery.CommandRunner that answers the partition
 // commands the vendors' partition tools run, in the vendors' output
 // formats (the same layouts as the recordings in the vendors' testdata),
@@ -39,7 +35,7 @@ const StateFile = "fake-partitions.json"
 // a character device 1:3 (a /dev/null clone, like pkg/devicefaker) and
 // removes it on destroy, so CDI injection and containers work on a fake
 // root.
-type Fake struct {
+type PartitionTool struct {
 	// StatePath is the state file.
 	StatePath string
 	// Chips are the node's chips (one vendor's or several).
@@ -51,32 +47,32 @@ type Fake struct {
 }
 
 var (
-	_ discovery.CommandRunner       = (*Fake)(nil)
-	_ vendors.ProfileNodePartitions = (*Node)(nil)
+	_ discovery.CommandRunner       = (*PartitionTool)(nil)
+	_ vendors.ProfileNodePartitions = (*node)(nil)
 )
 
 // Run implements discovery.CommandRunner.
-func (f *Fake) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+func (f *PartitionTool) Run(_ context.Context, name string, args ...string) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cmd := discovery.CommandLine(name, args...)
 	for _, v := range vendors.All() {
 		if p := v.Partitions(); p != nil && v.Names().Tool == name {
-			return p.ProfileNodeCommand(&Node{f: f, vendor: v.Names().Vendor}, cmd, args)
+			return p.ProfileNodeCommand(&node{f: f, vendor: v.Names().Vendor}, cmd, args)
 		}
 	}
 	return nil, fmt.Errorf("running %s: the simulated node has no %s", cmd, name)
 }
 
-// Node is the simulated node as one vendor's partitions see it during one
+// node is the profile node as one vendor's partitions see it during one
 // command.
-type Node struct {
-	f      *Fake
+type node struct {
+	f      *PartitionTool
 	vendor inventory.Vendor
 }
 
-// Chips are the vendor's chips of the node, in the order of Fake.Chips.
-func (n *Node) Chips() []inventory.Chip {
+// Chips are the vendor's chips of the node, in the order of PartitionTool.Chips.
+func (n *node) Chips() []inventory.Chip {
 	var out []inventory.Chip
 	for _, c := range n.f.Chips {
 		if c.Vendor == n.vendor {
@@ -87,7 +83,7 @@ func (n *Node) Chips() []inventory.Chip {
 }
 
 // Chip returns the vendor's chip with index.
-func (n *Node) Chip(index int) (inventory.Chip, bool) {
+func (n *node) Chip(index int) (inventory.Chip, bool) {
 	for _, c := range n.Chips() {
 		if c.Index == index {
 			return c, true
@@ -97,18 +93,18 @@ func (n *Node) Chip(index int) (inventory.Chip, bool) {
 }
 
 // Load reads the partitions of the node.
-func (n *Node) Load() (vendors.PartitionState, error) { return n.f.load() }
+func (n *node) Load() (vendors.PartitionState, error) { return n.f.load() }
 
 // Save writes the partitions of the node.
-func (n *Node) Save(st vendors.PartitionState) error { return n.f.save(st) }
+func (n *node) Save(st vendors.PartitionState) error { return n.f.save(st) }
 
-// Mknod creates a partition's device node p under Fake.Root, if set.
-func (n *Node) Mknod(p string) error { return n.f.mknod(p) }
+// Mknod creates a partition's device node p under PartitionTool.Root, if set.
+func (n *node) Mknod(p string) error { return n.f.mknod(p) }
 
-// Rmnod removes a partition's device node p under Fake.Root, if set.
-func (n *Node) Rmnod(p string) error { return n.f.rmnod(p) }
+// Rmnod removes a partition's device node p under PartitionTool.Root, if set.
+func (n *node) Rmnod(p string) error { return n.f.rmnod(p) }
 
-func (f *Fake) load() (vendors.PartitionState, error) {
+func (f *PartitionTool) load() (vendors.PartitionState, error) {
 	st := vendors.PartitionState{Partitions: map[string][]vendors.Instance{}}
 	raw, err := os.ReadFile(f.StatePath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -126,7 +122,7 @@ func (f *Fake) load() (vendors.PartitionState, error) {
 	return st, nil
 }
 
-func (f *Fake) save(st vendors.PartitionState) error {
+func (f *PartitionTool) save(st vendors.PartitionState) error {
 	raw, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
@@ -143,7 +139,7 @@ func (f *Fake) save(st vendors.PartitionState) error {
 
 // Instances returns the partitions in the state file, sorted by chip and
 // id, for tests and diagnostics.
-func (f *Fake) Instances() ([]vendors.Instance, error) {
+func (f *PartitionTool) Instances() ([]vendors.Instance, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st, err := f.load()
@@ -166,7 +162,7 @@ func (f *Fake) Instances() ([]vendors.Instance, error) {
 	return out, nil
 }
 
-func (f *Fake) mknod(p string) error {
+func (f *PartitionTool) mknod(p string) error {
 	if f.Root == "" {
 		return nil
 	}
@@ -181,7 +177,7 @@ func (f *Fake) mknod(p string) error {
 	return os.Chmod(host, 0o666)
 }
 
-func (f *Fake) rmnod(p string) error {
+func (f *PartitionTool) rmnod(p string) error {
 	if f.Root == "" || p == "" {
 		return nil
 	}
