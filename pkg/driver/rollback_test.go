@@ -69,7 +69,8 @@ func newTestNode(t *testing.T) *testNode {
 	require.NoError(t, err)
 	dir := t.TempDir()
 	n := &testNode{cdiDir: filepath.Join(dir, "cdi"), ckptDir: filepath.Join(dir, "state")}
-	n.runner = &failingRunner{fake: &profilenode.PartitionTool{StatePath: filepath.Join(dir, "partitions.json"), Chips: inv.Chips}}
+	n.runner = &failingRunner{fake: &profilenode.PartitionTool{StatePath: filepath.Join(dir, "partitions.json"),
+		Vendors: []vendors.Vendor{ascend.Ascend{}}, Chips: inv.Chips}}
 	tool := ascend.VNPUs{}.NewTool(n.runner, "", vendors.LibraryNone)
 	writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
 	require.NoError(t, err)

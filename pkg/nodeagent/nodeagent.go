@@ -248,7 +248,8 @@ func partitionTool(o Options, v vendors.Vendor, inv inventory.Inventory, hostRoo
 		return nil, nil
 	}
 	if o.Discovery.Profile != "" {
-		fake := &profilenode.PartitionTool{StatePath: filepath.Join(stateDir, profilenode.PartitionStateFile), Chips: inv.ChipsOf(v.Names().Vendor)}
+		fake := &profilenode.PartitionTool{StatePath: filepath.Join(stateDir, profilenode.PartitionStateFile), Vendors: []vendors.Vendor{v},
+			Chips: inv.ChipsOf(v.Names().Vendor)}
 		if o.FakeDevices {
 			fake.Root = hostRoot
 		}

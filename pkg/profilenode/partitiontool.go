@@ -38,6 +38,8 @@ const PartitionStateFile = "fake-partitions.json"
 type PartitionTool struct {
 	// StatePath is the state file.
 	StatePath string
+	// Vendors are the vendors whose tools it answers (by vendors.Names.Tool).
+	Vendors []vendors.Vendor
 	// Chips are the node's chips (one vendor's or several).
 	Chips []inventory.Chip
 	// Root, when set, gets the partitions' device nodes.
@@ -56,7 +58,7 @@ func (f *PartitionTool) Run(_ context.Context, name string, args ...string) ([]b
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cmd := discovery.CommandLine(name, args...)
-	for _, v := range vendors.All() {
+	for _, v := range f.Vendors {
 		if p := v.Partitions(); p != nil && v.Names().Tool == name {
 			return p.ProfileNodeCommand(&node{f: f, vendor: v.Names().Vendor}, cmd, args)
 		}

@@ -28,7 +28,8 @@ func TestTheFakeBehavesLikeTheToolsAndKeepsItsStateAcrossRestarts(t *testing.T) 
 		DeviceNodes: []string{"/dev/cambricon_dev2", "/dev/cambricon_ipcm2"}}
 	state := filepath.Join(t.TempDir(), profilenode.PartitionStateFile)
 	newFake := func() *profilenode.PartitionTool {
-		return &profilenode.PartitionTool{StatePath: state, Chips: []inventory.Chip{npu, mlu}, Root: root}
+		return &profilenode.PartitionTool{StatePath: state, Vendors: []vendors.Vendor{ascend.Ascend{}, cambricon.Cambricon{}},
+			Chips: []inventory.Chip{npu, mlu}, Root: root}
 	}
 	fake := newFake()
 	ascendTool := &ascend.PartitionTool{Runner: fake}

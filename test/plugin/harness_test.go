@@ -156,7 +156,8 @@ func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, c
 	}
 	n.policy, err = partitions.ParsePolicy(chipModes)
 	require.NoError(t, err)
-	n.fake = &profilenode.PartitionTool{StatePath: filepath.Join(n.stateDir, profilenode.PartitionStateFile), Chips: inv.ChipsOf(vendor), Root: n.root}
+	n.fake = &profilenode.PartitionTool{StatePath: filepath.Join(n.stateDir, profilenode.PartitionStateFile),
+		Vendors: []vendors.Vendor{vendorOf(t, vendor)}, Chips: inv.ChipsOf(vendor), Root: n.root}
 	n.commands = &commandLog{}
 	n.runner = runner
 	n.metrics = metrics.New()
