@@ -57,11 +57,11 @@ func newMonitoredNode(t *testing.T, vendorDir, fixture, tool string, vendor inve
 	inv, err := source.Discover(context.Background(), opts)
 	require.NoError(t, err)
 	interval := time.Second // Poll is called by the test; this sets the timeout the kubelet is told
-	m.node = newNodeOf(t, inv, vendor, chipModes, nil, func(n *node) {
+	m.node = startNode(t, nodeOptions{Inventory: inv, Vendor: vendor, ChipModes: chipModes, Setup: func(n *node) {
 		n.logs = ktesting.NewConfig(ktesting.Verbosity(5), ktesting.BufferLogs(true))
 		checkSliceVersions(n.client, m.writes)
 		n.configure = func(cfg *driver.Config) { cfg.HealthCheckTimeout = devicemonitor.CheckTimeout(interval) }
-	})
+	}})
 	m.monitor, err = devicemonitor.New(devicemonitor.Config{Discovery: opts, Interval: interval, Initial: inv, Targets: []devicemonitor.Target{m.driver}})
 	require.NoError(t, err)
 	return m

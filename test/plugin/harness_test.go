@@ -84,37 +84,24 @@ type node struct {
 	uids    atomic.Int64
 }
 
-func newNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
-	t.Helper()
-	return newNodeWithModes(t, profileName, vendor, "")
-}
-
-// newPartitionedNode is newNode with every chip that has partitions
-// published Partitioned (--chip-modes=Partitioned), for the tests of
-// partitions.
-func newPartitionedNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
-	t.Helper()
-	return newNodeWithModes(t, profileName, vendor, string(partitions.ModePartitioned))
-}
-
-// newNodeWithModes is newNode with the node agent's chip modes
-// (partitions.ParsePolicy syntax).
-func newNodeWithModes(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string) *node {
-	t.Helper()
-	return newNodeWith(t, profileName, vendor, chipModes, nil)
-}
-
-// newNodeWithRunner is newPartitionedNode with the partition commands
-// answered by runner (recorded vendor tool output) instead of the fake
-// tool.
-func newNodeWithRunner(t testing.TB, profileName string, vendor inventory.Vendor, runner discovery.CommandRunner) *node {
-	t.Helper()
-	return newNodeWith(t, profileName, vendor, string(partitions.ModePartitioned), runner)
-}
-
-func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner) *node {
-	t.Helper()
-	return newNodeOf(t, simulatedNode(t, profileName), vendor, chipModes, runner, nil)
+// nodeOptions say what node a test starts; a zero field is the default.
+type nodeOptions struct {
+	// Profile is the hardware profile whose profile node is served
+	// (simulatedNode); without it, Inventory is.
+	Profile string
+	// Inventory is the node's chips when there is no Profile (e.g.
+	// discovered from a fixture root).
+	Inventory inventory.Inventory
+	// Vendor is the vendor whose driver runs.
+	Vendor inventory.Vendor
+	// ChipModes is the node agent's --chip-modes (partitions.ParsePolicy
+	// syntax); default every chip Whole.
+	ChipModes string
+	// Runner, when set, answers the partition commands (recorded vendor
+	// tool output) instead of the profile node's partition tool.
+	Runner discovery.CommandRunner
+	// Setup, when set, changes the node before its plugin starts.
+	Setup func(*node)
 }
 
 // needsRoot skips t, saying why, unless the test runs as root (make test
@@ -139,10 +126,13 @@ func simulatedNode(t testing.TB, profileName string) inventory.Inventory {
 	return inv
 }
 
-// newNodeOf is a node serving inv (e.g. discovered from a fixture root);
-// setup, if set, changes the node before its plugin starts.
-func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner, setup func(*node)) *node {
+// startNode starts the plugin of a node as o says, stopped when t ends.
+func startNode(t testing.TB, o nodeOptions) *node {
 	t.Helper()
+	inv, vendor := o.Inventory, o.Vendor
+	if o.Profile != "" {
+		inv = simulatedNode(t, o.Profile)
+	}
 	// Unix socket paths are limited to 108 bytes: keep them short.
 	sockets, err := os.MkdirTemp("", "adra-")
 	require.NoError(t, err)
@@ -154,17 +144,17 @@ func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, c
 		regDir: filepath.Join(sockets, "reg"), pluginDir: filepath.Join(sockets, "plugins"),
 		client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}),
 	}
-	n.policy, err = partitions.ParsePolicy(chipModes)
+	n.policy, err = partitions.ParsePolicy(o.ChipModes)
 	require.NoError(t, err)
 	n.fake = &profilenode.PartitionTool{StatePath: filepath.Join(n.stateDir, profilenode.PartitionStateFile),
 		Vendors: []vendors.Vendor{vendorOf(t, vendor)}, Chips: inv.ChipsOf(vendor), Root: n.root}
 	n.commands = &commandLog{}
-	n.runner = runner
+	n.runner = o.Runner
 	n.metrics = metrics.New()
 	needsRoot(t, "mknod of the node's fake device nodes")
 	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
-	if setup != nil {
-		setup(n)
+	if o.Setup != nil {
+		o.Setup(n)
 	}
 	n.start()
 	t.Cleanup(n.stop)

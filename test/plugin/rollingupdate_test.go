@@ -22,7 +22,7 @@ import (
 // prepared, the other sees, so neither hands out a chip twice, and the new
 // one can unprepare what the old one prepared.
 func TestDuringARollingUpdateBothPodsShareTheState(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor})
 	n.stop() // the harness's own instance is not a rolling-update one
 
 	start := func(podUID types.UID) (*driver.Driver, drapb.DRAPluginClient) {
