@@ -35,7 +35,7 @@ CONTAINER_TOOL ?= docker
 comma := ,
 space := $(subst ,, )
 
-.PHONY: all build static test testdeps generate verify-generate test-e2e bench bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
+.PHONY: all build static test testdeps failpoint-agent generate verify-generate test-e2e bench bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
 
 all: build
 
@@ -85,14 +85,21 @@ chart:
 	$(HELM) template accel-dra $(CHART) --namespace accel-dra >/dev/null
 	$(HELM) template accel-dra $(CHART) --namespace accel-dra --set simulation.profile=mixed-910b-mlu370 --set simulation.fakeDevices=true >/dev/null
 
+# The node agent the crash, fault and soak tests of test/plugin run as a
+# child process: that package's test binary built with the build tag
+# failpoint (production binaries have no failpoints), named to the tests
+# in ACCEL_DRA_FAILPOINT_AGENT. Without it they are skipped.
+FAILPOINT_AGENT := $(CURDIR)/_output/failpoint/plugin.test
+failpoint-agent:
+	$(GO) test -c -tags failpoint -o $(FAILPOINT_AGENT) ./test/plugin
+
 # hack/image's tests build the image from fixtures, push it to an
 # in-process registry, and run a C++ program on the real Debian packages'
 # C runtime (downloaded once into _output/image, as make image does).
-# Failpoints exist only with the build tag failpoint: the crash tests
-# build their node agent with it themselves; pkg/failpoint's own tests of
-# the armed points need it on the command line.
-test: lint chart testdeps
-	$(GO) test -count=1 ./...
+# pkg/failpoint's own tests of the armed points need the tag failpoint on
+# the command line.
+test: lint chart testdeps failpoint-agent
+	ACCEL_DRA_FAILPOINT_AGENT=$(FAILPOINT_AGENT) $(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags failpoint ./pkg/failpoint/
 	$(GO) -C hack/image test -count=1 ./...
 
@@ -108,8 +115,8 @@ testdeps:
 # (fake device nodes), like make test. An allocation iteration takes
 # about a second, so those run a fixed 5 iterations each, not one.
 BENCH_PKGS := ./test/plugin/ ./pkg/resourceslices/ ./pkg/simulate/
-bench:
-	$(GO) test -count=1 -run '^$$' -bench . -benchmem -p 1 -timeout 60m $(BENCH_PKGS)
+bench: failpoint-agent
+	ACCEL_DRA_FAILPOINT_AGENT=$(FAILPOINT_AGENT) $(GO) test -count=1 -run '^$$' -bench . -benchmem -p 1 -timeout 60m $(BENCH_PKGS)
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime 5x -timeout 60m ./test/bench/
 
 # The scheduler's throughput over 1000 kwok nodes (docs/benchmarks.md):

@@ -12,7 +12,6 @@ import (
 	goruntime "runtime"
 	"runtime/pprof"
 	"sort"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,53 +57,30 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(agentEnv); cfg != "" {
 		os.Exit(childAgent(cfg))
 	}
-	code := m.Run()
-	if agentBuild.dir != "" {
-		os.RemoveAll(agentBuild.dir)
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
-// agentBuild is the test binary built with failpoints, which the child
-// agents run: production code, and so a plain go test, has none (see
-// package failpoint).
-var agentBuild struct {
-	once     sync.Once
-	dir, bin string
-	err      error
-}
+// agentBinaryEnv names the node agent with failpoints the child agents
+// run: this package's test binary built with -tags failpoint, which make
+// test builds (make failpoint-agent). Production code, and so a plain go
+// test, has no failpoints (see package failpoint).
+const agentBinaryEnv = "ACCEL_DRA_FAILPOINT_AGENT"
 
 // agentBinary is this test binary when it was built with -tags failpoint,
-// else the same package built with it once (go test -c, in the package
-// directory go test runs in).
+// else the one agentBinaryEnv names; without either the test is skipped.
 func agentBinary(t testing.TB) string {
 	t.Helper()
 	if failpoint.Enabled {
 		return os.Args[0]
 	}
-	agentBuild.once.Do(func() {
-		agentBuild.dir, agentBuild.err = os.MkdirTemp("", "adra-agent-")
-		if agentBuild.err != nil {
-			return
-		}
-		bin := filepath.Join(agentBuild.dir, "plugin.test")
-		out, err := exec.Command(goCommand(), "test", "-c", "-tags", "failpoint", "-o", bin, ".").CombinedOutput()
-		if err != nil {
-			agentBuild.err = fmt.Errorf("building the agent with failpoints: %w\n%s", err, out)
-			return
-		}
-		agentBuild.bin = bin
-	})
-	require.NoError(t, agentBuild.err)
-	return agentBuild.bin
-}
-
-// goCommand is the go command of the toolchain that runs the tests.
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
+	bin := os.Getenv(agentBinaryEnv)
+	if bin == "" {
+		t.Skipf("needs the node agent with failpoints: run make test (it builds one and sets %s), or go test -tags failpoint", agentBinaryEnv)
 	}
-	return filepath.Join(goruntime.GOROOT(), "bin", "go")
+	bin, err := filepath.Abs(bin)
+	require.NoError(t, err)
+	require.FileExists(t, bin, "%s names the node agent with failpoints (make failpoint-agent)", agentBinaryEnv)
+	return bin
 }
 
 // agentConfig is what the parent tells the child agent.
