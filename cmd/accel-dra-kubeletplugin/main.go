@@ -21,11 +21,11 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/logflags"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/source"
 
 	// Every vendor accel-dra supports (pkg/vendors).
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"

@@ -14,11 +14,11 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
 )

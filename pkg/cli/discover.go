@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 

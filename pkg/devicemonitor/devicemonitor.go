@@ -20,8 +20,8 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 

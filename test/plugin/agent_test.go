@@ -34,7 +34,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -43,6 +42,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"

@@ -26,9 +26,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )

@@ -24,9 +24,9 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon/cndevtest"

@@ -24,9 +24,9 @@ import (
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -23,10 +23,10 @@ func mixedRoot(t *testing.T) (root, tools string) {
 	t.Helper()
 	dir := t.TempDir()
 	root, tools = filepath.Join(dir, "root"), filepath.Join(dir, "tools")
-	require.NoError(t, os.CopyFS(root, os.DirFS("../../vendors/ascend/testdata/atlas-800t-a2/root")))
-	require.NoError(t, os.CopyFS(root, os.DirFS("../../vendors/cambricon/testdata/mlu370-x8/root")))
-	require.NoError(t, os.CopyFS(tools, os.DirFS("../../vendors/ascend/testdata/atlas-800t-a2/npu-smi")))
-	require.NoError(t, os.CopyFS(tools, os.DirFS("../../vendors/cambricon/testdata/mlu370-x8/cnmon")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../vendors/ascend/testdata/atlas-800t-a2/root")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../vendors/cambricon/testdata/mlu370-x8/root")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../vendors/ascend/testdata/atlas-800t-a2/npu-smi")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../vendors/cambricon/testdata/mlu370-x8/cnmon")))
 	return root, tools
 }
 
