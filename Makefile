@@ -35,7 +35,7 @@ CONTAINER_TOOL ?= docker
 comma := ,
 space := $(subst ,, )
 
-.PHONY: all build static test testdeps failpoint-agent generate verify-generate test-e2e bench bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
+.PHONY: all build static test testdeps failpoint-agent license generate verify-generate test-e2e bench bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
 
 all: build
 
@@ -70,6 +70,11 @@ verify-generate: $(DEEPCOPY_GEN)
 
 $(DEEPCOPY_GEN): hack/tools/go.mod hack/tools/go.sum
 	$(GO) -C hack/tools build -o $@ k8s.io/code-generator/cmd/deepcopy-gen
+
+# Adds the Apache-2.0 header (hack/license/boilerplate.go.txt) to every
+# source file that lacks it; make lint checks them.
+license:
+	$(GO) run ./hack/license -fix
 
 lint: verify-generate
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
