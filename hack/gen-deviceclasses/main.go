@@ -92,7 +92,6 @@ func Generate(dir string) (map[string][]byte, error) {
 				return nil, err
 			}
 			for _, s := range m.Shapes {
-				s := s
 				e.Shape = &s
 				if err := add(n.Option, e.ClassName(), e.Render()); err != nil {
 					return nil, err

@@ -72,8 +72,8 @@ func TestCreateMakesEveryDeviceNodeANullCharacterDevice(t *testing.T) {
 				var st unix.Stat_t
 				require.NoError(t, unix.Stat(filepath.Join(root, n), &st), n)
 				require.Equal(t, uint32(unix.S_IFCHR), st.Mode&unix.S_IFMT, "%s is a character device", n)
-				require.Equal(t, uint32(devicefaker.NullMajor), unix.Major(uint64(st.Rdev)), n)
-				require.Equal(t, uint32(devicefaker.NullMinor), unix.Minor(uint64(st.Rdev)), n)
+				require.Equal(t, uint32(devicefaker.NullMajor), unix.Major(st.Rdev), n)
+				require.Equal(t, uint32(devicefaker.NullMinor), unix.Minor(st.Rdev), n)
 				require.Equal(t, uint32(0o666), st.Mode&0o777, "%s is as open as /dev/null", n)
 			}
 			f, err := os.OpenFile(filepath.Join(root, nodes[0]), os.O_RDWR, 0)

@@ -226,7 +226,7 @@ func TestAllocationBenchmarkSetup(t *testing.T) {
 		require.Equal(t, deviceNames(c.ours), deviceNames(c.shared), "modes %q: the shared-keys side has our devices", modes)
 		for _, d := range devices(c.baseline) {
 			require.Len(t, d.Attributes, 1, "modes %q: baseline device %s carries only its model", modes, d.Name)
-			require.Contains(t, d.Attributes, resourceapi.QualifiedName(names.AttrModel))
+			require.Contains(t, d.Attributes, names.AttrModel)
 		}
 		for _, d := range devices(c.shared) {
 			require.Len(t, d.Attributes, 11, "modes %q: device %s carries the 11 shared keys of docs/architecture.md", modes, d.Name)

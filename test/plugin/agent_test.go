@@ -375,7 +375,7 @@ func (a *agent) stop() {
 func (a *agent) kill() {
 	if a.cmd != nil {
 		_ = a.cmd.Process.Kill()
-		<-a.exited
+		<-a.exited //nolint:errcheck // killed: its exit status says only that
 		a.cmd = nil
 	}
 	a.closeConns()

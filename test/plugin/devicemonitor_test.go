@@ -122,7 +122,7 @@ func checkSliceVersions(c *fake.Clientset, writes *atomic.Int64) {
 			if action.GetVerb() == "update" {
 				stored, err := c.Tracker().Get(gvr, "", obj.Name)
 				if err != nil {
-					return false, nil, nil // the tracker answers NotFound
+					return false, nil, nil //nolint:nilerr // not found: the tracker answers NotFound itself
 				}
 				if current := stored.(*resourceapi.ResourceSlice).ResourceVersion; obj.ResourceVersion != current {
 					return true, nil, apierrors.NewConflict(gvr.GroupResource(), obj.Name,

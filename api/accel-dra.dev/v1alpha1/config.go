@@ -6,13 +6,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Kinds of the opaque device configs, one per driver.

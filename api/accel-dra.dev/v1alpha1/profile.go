@@ -6,10 +6,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // HardwareProfileKind is the kind of a hardware profile file.
