@@ -33,7 +33,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
-// The fault tests (issue 8) break what the agent depends on: the CDI
+// The fault tests break what the agent depends on: the CDI
 // directory, its checkpoint, its vendor tool. Each fault must give a clear
 // error and lose nothing that was prepared.
 

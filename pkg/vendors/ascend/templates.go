@@ -15,45 +15,12 @@ func vnpu(name string, cores, memoryMiB, aicpus int64) vendors.Template {
 		Cores: cores, MemoryBytes: memoryMiB * mebibyte, AICPUs: aicpus}
 }
 
-// vnpuModels are the vNPU templates of docs/architecture.md's table, by the
-// accel-dra.dev/model of the chip. AI cores, HBM and AI CPUs per template
-// are the `templates` entries of HAMi's Ascend device config
-// (Project-HAMi/ascend-device-plugin, ascend-device-configmap.yaml,
-// "vnpus.configs"; memory in MiB), which agree with the Ascend documents:
-//
-//   - 310P3 (Atlas 300I Duo/300V): Huawei Cloud CCE "NPU virtualization
-//     templates" (vir01 1 AI core 3 GiB 1 AI CPU, vir02 2/6 GiB/2,
-//     vir04 4/12 GiB/4) and the Atlas 300V guide (hiascend 300V_0049:
-//     templates vir01/vir02/vir04…, vnpu_id in [phy_id*16+100,
-//     phy_id*16+107]); the chip has 7 AI CPUs, so at most 7 vNPUs ("1个昇腾AI
-//     处理器最大支持切分7个虚拟化实例", MindX DL AVI guide cpaug_007), which
-//     the aicpu counter enforces.
-//   - 910A: vir02/vir04/vir08/vir16, "vir" + AI cores; a 30-core 910 holds
-//     at most 15 instances, e.g. vir16+vir08+vir04+vir02 (cpaug_007). HAMi
-//     sizes the HBM of each template in proportion to its cores (2184 MiB
-//     per 2 cores of 32768 MiB / 30). The templates do take AI CPUs: vir02
-//     1, vir04 1, vir08 3, vir16 7, as Huawei's Volcano plugin charges them
-//     (ascend-for-volcano vnpu templates, quoted in issue 15). The chip's
-//     AI CPU total is not published; 15 is assumed, the least that lets
-//     the documented 15 instances (15 × vir02, 1 AI CPU each) exist.
-//   - 910B2: vir03_1c_8g, vir06_1c_16g, vir12_3c_32g on a 24-core, 64 GiB
-//     chip with 6 AI CPUs (HAMi's Ascend device config, chipName 910B2:
-//     aiCore 24, aiCPU 6, templates 8192/3/1, 16384/6/1, 32768/12/3).
-//   - 910B3 / 910B4: vir05_1c_16g, vir10_3c_32g / vir05_1c_8g,
-//     vir10_3c_16g ("vir<cores>_<AI CPUs>c_<HBM>g"); npu-smi info -t
-//     template-info on an Atlas 800T A2 prints vir10_3c_16g as 10 AI cores,
-//     16 GB, 3 AI CPUs and vir05_1c_8g as 5, 8 GB, 1; the chip has 7 AI
-//     CPUs (info-vnpu "AICPU 1/7" left after two vir10_3c_16g).
-//   - 310P3 also has vir02_1c (2 AI cores, 1 AI CPU), vir04_3c (4, 3),
-//     vir04_3c_ndvpp (4, 3, no DVPP) and vir04_4c_dvpp (4, 4, all of the
-//     chip's DVPP): the 310P templates listed in issue 15 (Huawei's AVI
-//     guide), spelled as the "DCMI vNPU template names shared by
-//     device-plugin and DRA" constants of Huawei's Go code (Vir02C1
-//     "vir02_1c", Vir04C3, Vir04C3Ndvpp, Vir04C4Dvpp). Their HBM is
-//     the same per core as vir02 and vir04 (HAMi's 6144 and 12288 MiB).
-//
-// vNPU ids of one chip lie in [phy_id*16+100, phy_id*16+115] (npu-smi
-// create-vnpu -v), 16 ids; the 310P range is 8 ids.
+// vnpuModels are the vNPU templates of docs/architecture.md's table, by
+// the accel-dra.dev/model of the chip: AI cores, HBM (MiB) and AI CPUs per
+// template as HAMi's Ascend device config and Huawei's documents give them
+// (sources per model: docs/hardware.md, "vNPU templates"). vNPU ids of one
+// chip lie in [phy_id*16+100, phy_id*16+115] (npu-smi create-vnpu -v), 16
+// ids; the 310P range is 8 ids.
 var vnpuModels = map[string]vendors.PartitionModel{
 	"Ascend910A": {AICPUs: 15, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir02", 2, 2184, 1), vnpu("vir04", 4, 4369, 1), vnpu("vir08", 8, 8738, 3), vnpu("vir16", 16, 17476, 7),

@@ -3,8 +3,8 @@ package cambricon
 // Cambricon sMLU instances with cnmon (the fallback where libcndev is not
 // loaded; see cndev.go for the library path).
 //
-// The commands are cnmon's own (`cnmon smlu` as the public recordings
-// collected in issue 15 show them):
+// The commands are cnmon's own (`cnmon smlu` as public recordings show
+// them, docs/hardware.md):
 //
 //	cnmon smlu -c <card> -l                 list the card's instances
 //	cnmon smlu -c <card> -p                 list the card's profiles
