@@ -27,9 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"time"
 )
 
 // marker is the line that shows a file has the header, whatever its year.
@@ -37,7 +35,6 @@ const marker = `Licensed under the Apache License, Version 2.0 (the "License");`
 
 func main() {
 	fix := flag.Bool("fix", false, "add the header to the files that lack it")
-	year := flag.Int("year", time.Now().Year(), "the copyright year of added headers")
 	flag.Parse()
 	files, err := sourceFiles()
 	if err != nil {
@@ -47,7 +44,7 @@ func main() {
 	if err != nil {
 		fail(fmt.Errorf("reading the header: %w", err))
 	}
-	header := strings.ReplaceAll(string(tmpl), "YEAR", strconv.Itoa(*year))
+	header := string(tmpl)
 	var missing []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
