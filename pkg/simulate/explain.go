@@ -129,16 +129,7 @@ func (c *Candidates) Nearest() (node string, have int, ok bool) {
 // simulate and why.
 func Explain(ctx context.Context, pool Pool, claim *resourceapi.ResourceClaim) []*Candidates {
 	matches := func(sels []resourceapi.DeviceSelector, driver string, d resourceapi.Device) bool {
-		for _, s := range sels {
-			if s.CEL == nil {
-				continue
-			}
-			ok, _, err := pool.Cache.GetOrCompile(s.CEL.Expression).DeviceMatches(ctx, cel.Device{Driver: driver, Attributes: d.Attributes, Capacity: d.Capacity})
-			if err != nil || !ok {
-				return false
-			}
-		}
-		return true
+		return SelectorsMatch(ctx, pool.Cache, sels, driver, d)
 	}
 	counters := availableCounters(pool)
 	var out []*Candidates
@@ -231,6 +222,21 @@ func Explain(ctx context.Context, pool Pool, claim *resourceapi.ResourceClaim) [
 		}
 	}
 	return out
+}
+
+// SelectorsMatch says whether a device passes CEL selectors (a class's or
+// a request's); an expression that fails on the device counts as no.
+func SelectorsMatch(ctx context.Context, cache *cel.Cache, sels []resourceapi.DeviceSelector, driver string, d resourceapi.Device) bool {
+	for _, s := range sels {
+		if s.CEL == nil {
+			continue
+		}
+		ok, _, err := cache.GetOrCompile(s.CEL.Expression).DeviceMatches(ctx, cel.Device{Driver: driver, Attributes: d.Attributes, Capacity: d.Capacity})
+		if err != nil || !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // inUse says whether allocated claims hold the device: all of it, or, for

@@ -115,53 +115,39 @@ func (e *explainer) say(indent int, format string, args ...any) {
 // others so the error can say which -n to use (with -A a single match is
 // taken).
 func (e *explainer) findPod(ctx context.Context, name string) (*v1.Pod, error) {
-	if !e.opts.AllNamespaces {
-		p, err := e.conn.Pod(ctx, e.opts.Namespace, name)
-		if err == nil {
-			return p, nil
-		}
-		if !livecluster.IsNotFound(err) {
-			return nil, err
-		}
-	}
-	pods, err := e.conn.PodsNamed(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	var nss []string
-	for _, p := range pods {
-		nss = append(nss, p.Namespace)
-	}
-	if p, err := pickNamespace("pod", name, nss, e.opts); err != nil {
-		return nil, err
-	} else {
-		return &pods[slices.Index(nss, p)], nil
-	}
+	return find(ctx, e.opts, "pod", name, e.conn.Pod, e.conn.PodsNamed, func(p *v1.Pod) string { return p.Namespace })
 }
 
 func (e *explainer) findClaim(ctx context.Context, name string) (*resourceapi.ResourceClaim, error) {
-	if !e.opts.AllNamespaces {
-		c, err := e.conn.Claim(ctx, e.opts.Namespace, name)
+	return find(ctx, e.opts, "claim", name, e.conn.Claim, e.conn.ClaimsNamed, func(c *resourceapi.ResourceClaim) string { return c.Namespace })
+}
+
+func find[T any](ctx context.Context, opts Options, kind, name string,
+	get func(ctx context.Context, ns, name string) (*T, error),
+	named func(ctx context.Context, name string) ([]T, error),
+	namespace func(*T) string) (*T, error) {
+	if !opts.AllNamespaces {
+		o, err := get(ctx, opts.Namespace, name)
 		if err == nil {
-			return c, nil
+			return o, nil
 		}
 		if !livecluster.IsNotFound(err) {
 			return nil, err
 		}
 	}
-	claims, err := e.conn.ClaimsNamed(ctx, name)
+	objs, err := named(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	var nss []string
-	for _, c := range claims {
-		nss = append(nss, c.Namespace)
+	for i := range objs {
+		nss = append(nss, namespace(&objs[i]))
 	}
-	if ns, err := pickNamespace("claim", name, nss, e.opts); err != nil {
+	ns, err := pickNamespace(kind, name, slices.Clone(nss), opts)
+	if err != nil {
 		return nil, err
-	} else {
-		return &claims[slices.Index(nss, ns)], nil
 	}
+	return &objs[slices.Index(nss, ns)], nil
 }
 
 // pickNamespace chooses among the namespaces holding an object of that
@@ -408,7 +394,7 @@ func (e *explainer) foreignDrivers(ctx context.Context, claim *resourceapi.Resou
 			class := classes[name]
 			for _, s := range e.snap.Slices {
 				for _, d := range s.Spec.Devices {
-					if !selectorsMatch(ctx, cache, class.Spec.Selectors, s.Spec.Driver, d) {
+					if !simulate.SelectorsMatch(ctx, cache, class.Spec.Selectors, s.Spec.Driver, d) {
 						continue
 					}
 					if isOurs(s.Spec.Driver) {
@@ -420,19 +406,6 @@ func (e *explainer) foreignDrivers(ctx context.Context, claim *resourceapi.Resou
 		}
 	}
 	return sortedKeys(other), len(other) > 0
-}
-
-func selectorsMatch(ctx context.Context, cache *cel.Cache, sels []resourceapi.DeviceSelector, driver string, d resourceapi.Device) bool {
-	for _, s := range sels {
-		if s.CEL == nil {
-			continue
-		}
-		ok, _, err := cache.GetOrCompile(s.CEL.Expression).DeviceMatches(ctx, cel.Device{Driver: driver, Attributes: d.Attributes, Capacity: d.Capacity})
-		if err != nil || !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // allocated says where an allocated claim's devices are and who holds it.
