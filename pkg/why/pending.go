@@ -98,7 +98,11 @@ func (e *explainer) pending(ctx context.Context, pod *v1.Pod, ours, pending []po
 	if err != nil {
 		return err
 	}
-	e.say(1, "%s", filter.summary(len(e.snap.Nodes)))
+	if pod == nil {
+		e.say(1, "no pod uses the claim: all %d nodes are candidates", len(e.snap.Nodes))
+	} else {
+		e.say(1, "%s", filter.summary(len(e.snap.Nodes)))
+	}
 	slices := slicesFor(e.snap.Slices, filter.nodes)
 	waiting := map[string]bool{}
 	var claims []*resourceapi.ResourceClaim
@@ -117,6 +121,10 @@ func (e *explainer) pending(ctx context.Context, pod *v1.Pod, ours, pending []po
 		for _, cand := range simulate.Explain(ctx, simulate.Pool{Slices: slices, Classes: classes, Allocated: state, Cache: cache}, c) {
 			e.candidates(cand)
 		}
+	}
+	if node != "" && pod == nil {
+		e.say(1, "the allocator fits the claim on node %s now: the scheduler allocates it when a pod that uses it is scheduled", node)
+		return nil
 	}
 	if node != "" {
 		e.say(1, "the allocator fits the claims on node %s now: the scheduler should place the pod at its next attempt; if it stays pending, kubectl describe pod -n %s %s", node, pod.Namespace, pod.Name)

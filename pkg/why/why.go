@@ -245,16 +245,28 @@ func (e *explainer) claim(ctx context.Context, claim *resourceapi.ResourceClaim)
 	if err := e.read(ctx); err != nil {
 		return nil, err
 	}
-	var pod *v1.Pod
+	// The pod that owns the claim (made from its template), else the
+	// first that reserved it.
+	var refs []metav1.OwnerReference
 	for _, o := range claim.OwnerReferences {
 		if o.Kind == "Pod" && o.APIVersion == "v1" {
-			p, err := e.conn.Pod(ctx, claim.Namespace, o.Name)
-			if err != nil && !livecluster.IsNotFound(err) {
-				return nil, err
-			}
-			if err == nil && p.UID == o.UID {
-				pod = p
-			}
+			refs = append(refs, o)
+		}
+	}
+	for _, r := range claim.Status.ReservedFor {
+		if r.Resource == "pods" && r.APIGroup == "" {
+			refs = append(refs, metav1.OwnerReference{Name: r.Name, UID: r.UID})
+		}
+	}
+	var pod *v1.Pod
+	for _, o := range refs {
+		p, err := e.conn.Pod(ctx, claim.Namespace, o.Name)
+		if err != nil && !livecluster.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil && p.UID == o.UID {
+			pod = p
+			break
 		}
 	}
 	if pod != nil {
@@ -302,6 +314,9 @@ func (e *explainer) explainClaims(ctx context.Context, pod *v1.Pod, claims []pod
 		if pc.claim.Status.Allocation == nil {
 			pending = append(pending, pc)
 		}
+	}
+	if len(ours) == 0 && pod == nil {
+		return nil, fmt.Errorf("no claim for accel-dra's drivers (%s)", strings.Join(ourDrivers(), ", "))
 	}
 	if len(ours) == 0 {
 		return nil, fmt.Errorf("pod %s/%s has no claim for accel-dra's drivers (%s)", pod.Namespace, pod.Name, strings.Join(ourDrivers(), ", "))

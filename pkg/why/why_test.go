@@ -236,6 +236,21 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			"the allocator fits the claims on node m-0 now: …",
 		},
 	}, {
+		name: "a claim no pod uses yet, which fits",
+		setup: func(t *testing.T) []runtime.Object {
+			claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "spare"}, Spec: spec(nil, request("mlu", cambricon, 1))}
+			return append(build(t, [2]string{"m-0", "mlu270"}), claim)
+		},
+		target: "claim/spare",
+		want: []string{
+			"no pod uses the claim: all 1 nodes are candidates",
+			"claim default/spare (ResourceClaim default/spare): not allocated",
+			"request mlu needs 1 of class cambricon.accel-dra.dev:",
+			"class matches 4 devices on these nodes, 4 pass the request's selectors, 4 of those are free and untainted",
+			"nearest node: m-0 has 4 free, enough for this request alone",
+			"the allocator fits the claim on node m-0 now: the scheduler allocates it when a pod that uses it is scheduled",
+		},
+	}, {
 		name: "an allocated claim: its devices and node",
 		setup: func(t *testing.T) []runtime.Object {
 			pod, claim := podWithClaim("team-a", "holder", "two", spec(nil, request("mlus", cambricon, 2)))
