@@ -117,7 +117,7 @@ func (e *explainer) pending(ctx context.Context, pod *v1.Pod, ours, pending []po
 	}
 	for _, pc := range pending {
 		c := pc.claim
-		e.say(1, "claim %s/%s (%s): not allocated", c.Namespace, c.Name, pc.from)
+		e.say(1, "%s: not allocated", pc.label())
 		for _, cand := range simulate.Explain(ctx, simulate.Pool{Slices: slices, Classes: classes, Allocated: state, Cache: cache}, c) {
 			e.candidates(cand)
 		}

@@ -188,9 +188,18 @@ func (e *explainer) read(ctx context.Context) error {
 type podClaim struct {
 	claim *resourceapi.ResourceClaim
 	// from names the pod's entry: "ResourceClaimTemplate ns/t" or
-	// "spec.resourceClaims[i]".
+	// "spec.resourceClaims[i] NAME"; empty for a claim asked for by name.
 	from     string
 	template string
+}
+
+// label names the claim and, for a pod's claim, where it came from.
+func (pc podClaim) label() string {
+	s := "claim " + pc.claim.Namespace + "/" + pc.claim.Name
+	if pc.from != "" {
+		s += " (" + pc.from + ")"
+	}
+	return s
 }
 
 // pod explains a pod: its scheduling state, then each claim.
@@ -279,7 +288,7 @@ func (e *explainer) claim(ctx context.Context, claim *resourceapi.ResourceClaim)
 	if c == nil {
 		c = claim
 	}
-	return e.explainClaims(ctx, pod, []podClaim{{claim: c, from: "ResourceClaim " + claim.Namespace + "/" + claim.Name}})
+	return e.explainClaims(ctx, pod, []podClaim{{claim: c}})
 }
 
 func (e *explainer) snapClaim(ns, name string) *resourceapi.ResourceClaim {
@@ -431,7 +440,7 @@ func (e *explainer) allocated(pc podClaim) {
 	c := pc.claim
 	devs := e.devices()
 	node := allocationNode(c.Status.Allocation, e.nodeOfPool())
-	e.say(1, "claim %s/%s (%s): allocated on node %s", c.Namespace, c.Name, pc.from, node)
+	e.say(1, "%s: allocated on node %s", pc.label(), node)
 	for _, r := range c.Status.Allocation.Devices.Results {
 		d, ok := devs[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]
 		desc := ""
@@ -553,11 +562,11 @@ func (e *explainer) prepare(ctx context.Context, pod *v1.Pod) error {
 	if last == nil {
 		e.say(1, "the kubelet on %s reports no prepare failure (no %s event): the containers may still be starting; kubectl describe pod -n %s %s", pod.Spec.NodeName, PrepareFailedReason, pod.Namespace, pod.Name)
 	} else {
-		count := last.Count
-		if count == 0 {
-			count = 1
+		times := "once"
+		if last.Count > 1 {
+			times = fmt.Sprintf("%d times", last.Count)
 		}
-		e.say(1, "the kubelet on %s cannot prepare the claims (%s, %d times): %s", pod.Spec.NodeName, PrepareFailedReason, count, last.Message)
+		e.say(1, "the kubelet on %s cannot prepare the claims (%s, %s): %s", pod.Spec.NodeName, PrepareFailedReason, times, last.Message)
 	}
 	agents, err := e.conn.PodsOnNode(ctx, pod.Spec.NodeName, e.opts.AgentSelector)
 	if err != nil {

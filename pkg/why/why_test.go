@@ -244,7 +244,7 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 		target: "claim/spare",
 		want: []string{
 			"no pod uses the claim: all 1 nodes are candidates",
-			"claim default/spare (ResourceClaim default/spare): not allocated",
+			"claim default/spare: not allocated",
 			"request mlu needs 1 of class cambricon.accel-dra.dev:",
 			"class matches 4 devices on these nodes, 4 pass the request's selectors, 4 of those are free and untainted",
 			"nearest node: m-0 has 4 free, enough for this request alone",
@@ -262,7 +262,7 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 		ns:     "team-a",
 		want: []string{
 			"claim team-a/holder-two-x1 of pod team-a/holder: Running on node m-0",
-			"claim team-a/holder-two-x1 (ResourceClaim team-a/holder-two-x1): allocated on node m-0",
+			"claim team-a/holder-two-x1: allocated on node m-0",
 			"request mlus: cambricon.accel-dra.dev/m-0/mlu-0 (MLU270-S4, pcie-0)",
 			"request mlus: cambricon.accel-dra.dev/m-0/mlu-1 (MLU270-S4, pcie-1)",
 			"reserved for pod holder",
