@@ -134,7 +134,11 @@ func (e *explainer) pending(ctx context.Context, pod *v1.Pod, ours, pending []po
 		e.say(1, "no node is left for the allocator to try")
 		return nil
 	}
-	e.say(1, "the allocator fits the claims on none of the %d nodes", len(filter.nodes))
+	if len(filter.nodes) == 1 {
+		e.say(1, "the allocator fits the claims not on %s, the one node the pod can go to", filter.nodes[0].Name)
+	} else {
+		e.say(1, "the allocator fits the claims on none of the %d nodes the pod can go to", len(filter.nodes))
+	}
 	return e.whatIf(ctx, classes, slices, cache, filter.nodes, claims, waiting)
 }
 
