@@ -31,7 +31,7 @@ const (
 // node is a Node with the hostname label, and the slices its agent
 // would publish for a bundled profile (unhealthy lists chip indices the
 // profile reports unhealthy).
-func node(t *testing.T, name, prof string, unhealthy ...int) (*v1.Node, []runtime.Object) {
+func node(t testing.TB, name, prof string, unhealthy ...int) (*v1.Node, []runtime.Object) {
 	t.Helper()
 	p, err := profile.Load(prof)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func node(t *testing.T, name, prof string, unhealthy ...int) (*v1.Node, []runtim
 }
 
 // chartClasses are the chart's DeviceClasses.
-func chartClasses(t *testing.T) []runtime.Object {
+func chartClasses(t testing.TB) []runtime.Object {
 	t.Helper()
 	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses"})
 	require.NoError(t, err)
