@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/livecluster/liveclustertest"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
@@ -36,7 +36,7 @@ func node(t testing.TB, name, prof string, unhealthy ...int) (*v1.Node, []runtim
 	p, err := profile.Load(prof)
 	require.NoError(t, err)
 	p.Chips[0].Unhealthy = unhealthy
-	inv, err := simulated.New(name, p).Discover(context.Background())
+	inv, err := profilenode.New(name, p).Discover(context.Background())
 	require.NoError(t, err)
 	var objs []runtime.Object
 	for _, s := range resourceslices.SlicesFor(name, inv, resourceslices.Options{}) {
