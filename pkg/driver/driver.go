@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -289,7 +290,10 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 // the others of the same call.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	start := time.Now()
+	defer trace.StartRegion(ctx, RegionPrepare).End()
+	locking := trace.StartRegion(ctx, RegionPrepareLock)
 	d.mu.Lock()
+	locking.End()
 	defer d.mu.Unlock()
 	defer d.countPrepared()
 	if err := d.reload(); err != nil {
