@@ -63,10 +63,10 @@ var benchNodes = []benchNode{
 }
 
 // BenchmarkPrepare measures NodePrepareResources of 1-, 8- and 16-chip
-// claims over the plugin's unix socket, as the node agent runs by default
-// (device metadata on): the claim fetched from the fake API, config
-// decoded, CDI spec written, checkpoint fsync'ed, and the helper's device
-// metadata file and its CDI spec written and fsync'ed. In the same
+// claims over the plugin's unix socket, with the device metadata file (as
+// the node agent runs by default) and without: the claim fetched from the fake API, config
+// decoded, CDI spec written, checkpoint fsync'ed, and, with metadata=true,
+// the helper's device metadata file and its CDI spec written and fsync'ed. In the same
 // iteration it measures the floor: writing every file that prepare wrote,
 // with the same bytes, directories and sync discipline (see
 // measureFloor). ns/op is the prepare, unprepare and floor round; the
@@ -81,31 +81,33 @@ func BenchmarkPrepare(b *testing.B) {
 	quietTestLogger(b)
 	for _, bn := range benchNodes {
 		for _, chips := range []int{1, 8, 16} {
-			b.Run(fmt.Sprintf("%s/%d-chips", bn.vendor, chips), func(b *testing.B) {
-				load := loadAverage(b)
-				n := newBenchNode(b, bn)
-				c := n.claim("bench", chipNames(bn.prefix, chips))
-				files := n.preparedFiles(c)
-				floorRoot := b.TempDir()
-				stopTrace := traceCase(b, fmt.Sprintf("%s-%d-chips", bn.vendor, chips))
-				var prep, floor []time.Duration
-				b.ReportAllocs()
-				for b.Loop() {
-					p, f := prepareRound(b, n, c, files, floorRoot)
-					prep, floor = append(prep, p), append(floor, f)
-				}
-				stopTrace()
-				reportLatency(b, "prepare", prep)
-				reportLatency(b, "floor", floor)
-				for _, p := range []float64{50, 99, 99.9} {
-					b.ReportMetric(float64(percentile(prep, p))/float64(percentile(floor, p)), fmt.Sprintf("prepare/floor-p%g", p))
-				}
-				b.ReportMetric(load, "load1")
-				b.ReportMetric(float64(len(files)), "files")
-				for _, f := range files {
-					b.ReportMetric(float64(len(f.data)), f.kind+"-bytes")
-				}
-			})
+			for _, metadata := range []bool{true, false} {
+				b.Run(fmt.Sprintf("%s/%d-chips/metadata=%v", bn.vendor, chips, metadata), func(b *testing.B) {
+					load := loadAverage(b)
+					n := newBenchNode(b, bn, metadata)
+					c := n.claim("bench", chipNames(bn.prefix, chips))
+					files := n.preparedFiles(c)
+					floorRoot := b.TempDir()
+					stopTrace := traceCase(b, fmt.Sprintf("%s-%d-chips-metadata=%v", bn.vendor, chips, metadata))
+					var prep, floor []time.Duration
+					b.ReportAllocs()
+					for b.Loop() {
+						p, f := prepareRound(b, n, c, files, floorRoot)
+						prep, floor = append(prep, p), append(floor, f)
+					}
+					stopTrace()
+					reportLatency(b, "prepare", prep)
+					reportLatency(b, "floor", floor)
+					for _, p := range []float64{50, 99, 99.9} {
+						b.ReportMetric(float64(percentile(prep, p))/float64(percentile(floor, p)), fmt.Sprintf("prepare/floor-p%g", p))
+					}
+					b.ReportMetric(load, "load1")
+					b.ReportMetric(float64(len(files)), "files")
+					for _, f := range files {
+						b.ReportMetric(float64(len(f.data)), f.kind+"-bytes")
+					}
+				})
+			}
 		}
 	}
 }
@@ -130,13 +132,13 @@ func prepareRound(tb testing.TB, n *node, c *resourceapi.ResourceClaim, files []
 
 // newBenchNode is a node of bn with its chips Partitioned (the most
 // devices a node publishes, as measured in docs/benchmarks.md) and the
-// device metadata on, as the node agent runs by default
-// (--device-metadata). The driver's background claim status writes are
+// device metadata file written when metadata (the node agent's default,
+// --device-metadata). The driver's background claim status writes are
 // answered cheaply (cheapStatusApply).
-func newBenchNode(tb testing.TB, bn benchNode) *node {
+func newBenchNode(tb testing.TB, bn benchNode, metadata bool) *node {
 	tb.Helper()
 	n := newNodeOf(tb, simulatedNode(tb, bn.profile), bn.vendor, string(partitions.ModePartitioned), nil, func(n *node) {
-		n.configure = func(cfg *driver.Config) { cfg.DeviceMetadata = true }
+		n.configure = func(cfg *driver.Config) { cfg.DeviceMetadata = metadata }
 	})
 	cheapStatusApply(n.client)
 	return n
@@ -243,10 +245,10 @@ func (n *node) preparedFiles(c *resourceapi.ResourceClaim) []preparedFile {
 		}
 		f := preparedFile{rel: rel, data: a.data, durable: true}
 		switch {
-		case strings.HasPrefix(rel, "cdi/") && strings.HasSuffix(rel, ".yaml"):
-			f.kind, f.durable = "cdi", false
+		case strings.HasPrefix(rel, "cdi/") && strings.Contains(rel, "_metadata_"):
+			f.kind = "metadata-cdi" // the helper's: <driver>_metadata_<uid>_<request>.json
 		case strings.HasPrefix(rel, "cdi/"):
-			f.kind = "metadata-cdi"
+			f.kind, f.durable = "cdi", false
 		case rel == "state/"+driver.CheckpointFile:
 			f.kind = "checkpoint"
 		case strings.HasSuffix(rel, "/metadata.json"):
@@ -655,7 +657,7 @@ func TestBenchmarkSetups(t *testing.T) {
 		n.mustPrepare(c)
 	})
 	t.Run("floor", func(t *testing.T) {
-		n := newBenchNode(t, benchNodes[0])
+		n := newBenchNode(t, benchNodes[0], true)
 		files := n.preparedFiles(n.claim("one", chipNames("npu", 16)))
 		kinds := map[string]preparedFile{}
 		for _, f := range files {
@@ -674,7 +676,7 @@ func TestBenchmarkSetups(t *testing.T) {
 		require.Equal(t, "checkpoint", files[1].kind, "written after the claim's CDI spec")
 	})
 	t.Run("trace of the prepares", func(t *testing.T) {
-		n := newBenchNode(t, benchNodes[1])
+		n := newBenchNode(t, benchNodes[1], true)
 		c := n.claim("one", chipNames("mlu", 2))
 		files := n.preparedFiles(c)
 		floorRoot := t.TempDir()

@@ -155,7 +155,12 @@ func readPrepareTrace(r io.Reader) (*prepareTrace, error) {
 				// The start function, and for a new goroutine where it
 				// was started: wrappers such as sync.WaitGroup.Go start
 				// many kinds of goroutines.
+				// A goroutine that existed when the trace started
+				// comes with its stack then.
 				fn := outermost(st.Stack)
+				for f := range st.Stack.Frames() {
+					fn += " " + f.Func
+				}
 				if from == exptrace.GoNotExist {
 					for f := range ev.Stack().Frames() {
 						fn += " " + f.Func
