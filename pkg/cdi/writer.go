@@ -503,7 +503,12 @@ func (w *Writer) hostPath(p string) string {
 // workload that depends on them would otherwise run with a surprise.
 func deviceEnv(c Claim, d Device) ([]string, error) {
 	key := DeviceEnvKey(d.Name)
-	reserved := reservedEnv()
+	var reserved []string
+	if len(d.Env) > 0 {
+		// Only what users set is checked against it; building it asks
+		// every vendor for its CDI edits.
+		reserved = reservedEnv()
+	}
 	// The claim-wide DRA_DRIVER and DRA_CLAIM_UID hold one value per
 	// container, the last spec's, when a container gets devices of two
 	// drivers or claims; these per-device ones are always right.

@@ -315,11 +315,13 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 			err = fmt.Errorf("claim %s/%s (%s): %w", claim.Namespace, claim.Name, claim.UID, err)
 			logger.Error(err, "Preparing claim failed", "claim", klog.KObj(claim), "claimUID", claim.UID, "duration", took)
 		} else {
-			prepared := make([]string, 0, len(devices))
-			for _, dev := range devices {
-				prepared = append(prepared, dev.DeviceName)
+			if v := logger.V(2); v.Enabled() {
+				prepared := make([]string, 0, len(devices))
+				for _, dev := range devices {
+					prepared = append(prepared, dev.DeviceName)
+				}
+				v.Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", prepared, "duration", took)
 			}
-			logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", prepared, "duration", took)
 			// In the background, retried: a status the API refuses for a
 			// while must not fail nor delay the pod's start.
 			d.status.Prepared(claim.Namespace, claim.Name, claim.UID, status)

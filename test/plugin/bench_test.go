@@ -78,7 +78,6 @@ var benchNodes = []benchNode{
 // median and of the slowest prepares went to <dir>/<case>.txt
 // (tracetail_test.go).
 func BenchmarkPrepare(b *testing.B) {
-	quietTestLogger(b)
 	for _, bn := range benchNodes {
 		for _, chips := range []int{1, 8, 16} {
 			for _, metadata := range []bool{true, false} {
@@ -130,15 +129,22 @@ func prepareRound(tb testing.TB, n *node, c *resourceapi.ResourceClaim, files []
 	return prep, measureFloor(tb, floorRoot, files)
 }
 
+// benchLogVerbosity is the chart's logVerbosity: the agent logs each
+// prepare and unprepare at 2.
+const benchLogVerbosity = 2
+
 // newBenchNode is a node of bn with its chips Partitioned (the most
-// devices a node publishes, as measured in docs/benchmarks.md) and the
+// devices a node publishes, as measured in docs/benchmarks.md), the
 // device metadata file written when metadata (the node agent's default,
-// --device-metadata). The driver's background claim status writes are
+// --device-metadata), and the plugin logging at the chart's default
+// verbosity (the harness's test logger, which formats each line as klog
+// does, into memory). The driver's background claim status writes are
 // answered cheaply (cheapStatusApply).
 func newBenchNode(tb testing.TB, bn benchNode, metadata bool) *node {
 	tb.Helper()
 	n := newNodeOf(tb, simulatedNode(tb, bn.profile), bn.vendor, string(partitions.ModePartitioned), nil, func(n *node) {
 		n.configure = func(cfg *driver.Config) { cfg.DeviceMetadata = metadata }
+		n.logs = ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(benchLogVerbosity))
 	})
 	cheapStatusApply(n.client)
 	return n
@@ -349,16 +355,6 @@ func atomicWrite(b testing.TB, dir, name string, data []byte, durable bool) {
 		require.NoError(b, d.Sync())
 		require.NoError(b, d.Close())
 	}
-}
-
-// quietTestLogger sets the harness's test logger (ktesting, verbosity 5 by
-// default) to the node agent's default verbosity 0 for tb, so formatting
-// debug lines into the test log is not measured.
-func quietTestLogger(tb testing.TB) {
-	v := ktesting.DefaultConfig.Verbosity()
-	was := v.String()
-	require.NoError(tb, v.Set("0"))
-	tb.Cleanup(func() { _ = v.Set(was) })
 }
 
 // percentile is the p-th percentile of d (nearest rank below).
