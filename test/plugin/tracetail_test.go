@@ -65,6 +65,8 @@ type prepareTrace struct {
 	gcMark   []tailSpan
 	stw      []tailSpan
 	assists  []tailRegion // GC mark assists, per goroutine
+	// heapGoals are the GC's heap goals the trace reported, in bytes.
+	heapGoals []uint64
 	// starts is each goroutine's start function (outermost frame known)
 	// and, when the trace saw it start, the functions of the stack that
 	// started it.
@@ -98,6 +100,10 @@ func readPrepareTrace(r io.Reader) (*prepareTrace, error) {
 		t := ev.Time()
 		last = t
 		switch ev.Kind() {
+		case exptrace.EventMetric:
+			if m := ev.Metric(); m.Name == "/gc/heap/goal:bytes" {
+				pt.heapGoals = append(pt.heapGoals, m.Value.Uint64())
+			}
 		case exptrace.EventRegionBegin:
 			g := ev.Goroutine()
 			regionStack[g] = append(regionStack[g], open{ev.Region().Type, t})
@@ -461,8 +467,12 @@ func candidateReport(w io.Writer, pt *prepareTrace, bs []prepareBreakdown) {
 	for _, s := range pt.stw {
 		pauses = append(pauses, s.end.Sub(s.start))
 	}
-	fmt.Fprintf(w, "GC: %d mark phases (p50 / max %s / %s), %d stop-the-world pauses (p50 / max %s / %s)\n",
-		len(marks), ms(marks, 50), ms(marks, 100), len(pauses), ms(pauses, 50), ms(pauses, 100))
+	var goal uint64
+	if len(pt.heapGoals) > 0 {
+		goal = slices.Max(pt.heapGoals)
+	}
+	fmt.Fprintf(w, "GC: %d mark phases (p50 / max %s / %s ms), %d stop-the-world pauses (p50 / max %s / %s ms), heap goal up to %.1f MiB\n",
+		len(marks), ms(marks, 50), ms(marks, 100), len(pauses), ms(pauses, 50), ms(pauses, 100), float64(goal)/(1<<20))
 }
 
 func stats(d []time.Duration) string {
