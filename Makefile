@@ -114,8 +114,9 @@ bench:
 
 # Prepare's latency next to its floor, p50 / p99 / p99.9 and the load
 # average, as a table (docs/benchmarks.md); 2000 rounds per case, about 5
-# minutes on a quiet 2-core machine. BENCHTIME, BENCH, TRACE=<dir> (where
-# the slowest prepares' time went): see hack/bench-prepare.sh.
+# minutes on a quiet 2-core machine. BENCHTIME, BENCH (write $ as $$ on
+# make's command line), TRACE=<dir> (where the slowest prepares' time
+# went): see hack/bench-prepare.sh.
 bench-prepare:
 	GO=$(GO) bash hack/bench-prepare.sh
 

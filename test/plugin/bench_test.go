@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
@@ -126,7 +127,11 @@ func prepareRound(tb testing.TB, n *node, c *resourceapi.ResourceClaim, files []
 	// The floor in the same iteration: a disturbance of the machine
 	// (another process's fsyncs, CPU) reaches both sides of the ratio
 	// alike.
-	return prep, measureFloor(tb, floorRoot, files)
+	floor = measureFloor(tb, floorRoot, files)
+	// The fake API server records every call; an API server keeps
+	// nothing in the agent's heap.
+	n.client.ClearActions()
+	return prep, floor
 }
 
 // benchLogVerbosity is the chart's logVerbosity: the agent logs each
@@ -137,14 +142,16 @@ const benchLogVerbosity = 2
 // devices a node publishes, as measured in docs/benchmarks.md), the
 // device metadata file written when metadata (the node agent's default,
 // --device-metadata), and the plugin logging at the chart's default
-// verbosity (the harness's test logger, which formats each line as klog
-// does, into memory). The driver's background claim status writes are
-// answered cheaply (cheapStatusApply).
+// verbosity with klog's text logger, into io.Discard: a test logger would
+// keep every line in memory, and a heap that grows with the rounds makes
+// each GC longer than the agent's. The driver's background claim status
+// writes are answered cheaply (cheapStatusApply).
 func newBenchNode(tb testing.TB, bn benchNode, metadata bool) *node {
 	tb.Helper()
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(benchLogVerbosity), textlogger.Output(io.Discard)))
 	n := newNodeOf(tb, simulatedNode(tb, bn.profile), bn.vendor, string(partitions.ModePartitioned), nil, func(n *node) {
 		n.configure = func(cfg *driver.Config) { cfg.DeviceMetadata = metadata }
-		n.logs = ktesting.NewConfig(ktesting.BufferLogs(true), ktesting.Verbosity(benchLogVerbosity))
+		n.logger = &logger
 	})
 	cheapStatusApply(n.client)
 	return n
