@@ -35,7 +35,7 @@ CONTAINER_TOOL ?= docker
 comma := ,
 space := $(subst ,, )
 
-.PHONY: all build static test testdeps failpoint-agent license generate verify-generate test-e2e bench bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
+.PHONY: all build static test testdeps failpoint-agent license generate verify-generate test-e2e bench bench-prepare bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
 
 all: build
 
@@ -137,6 +137,14 @@ BENCH_PKGS := ./test/plugin/ ./pkg/resourceslices/ ./pkg/simulate/
 bench: failpoint-agent
 	ACCEL_DRA_FAILPOINT_AGENT=$(FAILPOINT_AGENT) $(GO) test -count=1 -run '^$$' -bench . -benchmem -p 1 -timeout 60m $(BENCH_PKGS)
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime 5x -timeout 60m ./test/bench/
+
+# Prepare's latency next to its floor, p50 / p99 / p99.9 and the load
+# average, as a table (docs/benchmarks.md); 2000 rounds per case, about 5
+# minutes on a quiet 2-core machine. BENCHTIME, BENCH (write $ as $$ on
+# make's command line), TRACE=<dir> (where the slowest prepares' time
+# went): see hack/bench-prepare.sh.
+bench-prepare:
+	GO=$(GO) bash hack/bench-prepare.sh
 
 # The scheduler's throughput over 1000 kwok nodes (docs/benchmarks.md):
 # the e2e tier's control plane (binaries from hack/e2e/build.sh, cached),

@@ -1,7 +1,9 @@
 package cdi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -24,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // goldenRoot stands for the temporary host root in golden files.
 const goldenRoot = "/host"
 
-func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
+func TestClaimSpecsMatchTheGoldenFiles(t *testing.T) {
 	tests := []struct {
 		golden  string
 		profile string
@@ -109,9 +111,13 @@ func TestClaimSpecsMatchTheGoldenYAML(t *testing.T) {
 			require.Len(t, files, 1)
 			data, err := os.ReadFile(filepath.Join(dir, files[0]))
 			require.NoError(t, err)
-			got := strings.ReplaceAll(string(data), n.root, goldenRoot)
+			// The spec is compact JSON; indented, the golden files
+			// can be read and reviewed.
+			var indented bytes.Buffer
+			require.NoError(t, json.Indent(&indented, data, "", "  "))
+			got := strings.ReplaceAll(indented.String(), n.root, goldenRoot) + "\n"
 
-			golden := filepath.Join("testdata", "golden", tt.golden+".yaml")
+			golden := filepath.Join("testdata", "golden", tt.golden+".json")
 			if *update {
 				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
 				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
@@ -132,8 +138,8 @@ func TestSpecFilesAreNamedByVendorAndClaimUID(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, []string{
-		"accel-dra.dev-ascend_" + string(uid) + ".yaml",
-		"accel-dra.dev-cambricon_" + string(uid) + ".yaml",
+		"accel-dra.dev-ascend_" + string(uid) + ".json",
+		"accel-dra.dev-cambricon_" + string(uid) + ".json",
 	}, specFiles(t, dir))
 }
 

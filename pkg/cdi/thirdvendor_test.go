@@ -69,7 +69,7 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"accel-dra.dev/acme=" + string(uid) + "-xpu-1"}, ids["xpu-1"], "the vendor's CDI kind")
 
-	spec, err := cdiapi.ReadSpec(filepath.Join(specDir, "accel-dra.dev-acme_"+string(uid)+".yaml"), 0)
+	spec, err := cdiapi.ReadSpec(filepath.Join(specDir, "accel-dra.dev-acme_"+string(uid)+".json"), 0)
 	require.NoError(t, err)
 	edits := spec.ContainerEdits
 	require.Subset(t, edits.Env, []string{"DRA_DRIVER=" + vendortest.Driver, vendortest.EnvVisibleDevices + "=0,1"})

@@ -5,7 +5,7 @@
 // device IDs and no vendor runtime is needed on the node.
 //
 // Layout of a claim's spec (kind accel-dra.dev/ascend or
-// accel-dra.dev/cambricon, file <vendor>-<class>_<claimUID>.yaml):
+// accel-dra.dev/cambricon, file <vendor>-<class>_<claimUID>.json):
 //
 //   - one CDI device per DRA device, named <claimUID>-<device> so a stale
 //     entry in a runtime's cache can never match a later claim; it carries
@@ -42,8 +42,18 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// specExt is the extension WriteSpec gives a name without one.
-const specExt = ".yaml"
+// specExt is the extension of the specs Write writes: the CDI library
+// writes a .json spec with encoding/json, a .yaml one with yaml v3, whose
+// encoder allocated 40 % of all the bytes of a 16-chip prepare (and so
+// set how often the agent's GC ran, the prepare's tail). Runtimes read
+// both.
+const specExt = ".json"
+
+// legacySpecExt is the extension of the specs agents before wrote. A
+// claim prepared then still has one: it is read, listed and removed like
+// a current one, and replaced when the claim's spec is written again (two
+// specs of the same devices would conflict in the runtime's CDI cache).
+const legacySpecExt = ".yaml"
 
 // Config says where specs go and where the host's files are.
 type Config struct {
@@ -186,8 +196,11 @@ func (w *Writer) Write(ctx context.Context, c Claim) (map[string][]string, error
 	}
 	name := specName(v, c.UID)
 	path := filepath.Join(w.cfg.SpecDir, name+specExt)
-	if err := w.writeSpec(spec, name); err != nil {
+	if err := w.writeSpec(spec, name+specExt); err != nil {
 		return nil, fmt.Errorf("writing CDI spec of claim %s/%s (%s) to %s: %w", c.Namespace, c.Name, c.UID, path, err)
+	}
+	if err := w.cache.RemoveSpec(name + legacySpecExt); err != nil {
+		return nil, fmt.Errorf("removing the earlier CDI spec of claim %s/%s (%s): %w", c.Namespace, c.Name, c.UID, err)
 	}
 	logger.V(4).Info("Wrote CDI spec", "claim", klog.KRef(c.Namespace, c.Name), "claimUID", c.UID,
 		"path", path, "devices", len(c.Devices))
@@ -262,8 +275,10 @@ func temporaries(dir string) (map[string]bool, error) {
 func (w *Writer) Delete(ctx context.Context, vendor vendors.Vendor, uid types.UID) error {
 	v := editsOf(vendor)
 	name := specName(v, uid)
-	if err := w.cache.RemoveSpec(name); err != nil {
-		return fmt.Errorf("deleting CDI spec of claim %s: %w", uid, err)
+	for _, ext := range []string{specExt, legacySpecExt} {
+		if err := w.cache.RemoveSpec(name + ext); err != nil {
+			return fmt.Errorf("deleting CDI spec of claim %s: %w", uid, err)
+		}
 	}
 	klog.FromContext(ctx).V(4).Info("Deleted CDI spec", "claimUID", uid, "path", filepath.Join(w.cfg.SpecDir, name+specExt))
 	return nil
@@ -288,12 +303,14 @@ func (w *Writer) ClaimUIDs(vendor vendors.Vendor) ([]types.UID, error) {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		if uid, ok := strings.CutSuffix(rest, specExt); ok && uid != "" {
-			uids = append(uids, types.UID(uid))
+		for _, ext := range []string{specExt, legacySpecExt} {
+			if uid, ok := strings.CutSuffix(rest, ext); ok && uid != "" {
+				uids = append(uids, types.UID(uid))
+			}
 		}
 	}
 	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
-	return uids, nil
+	return slices.Compact(uids), nil
 }
 
 // specName is the transient spec name of a claim, without extension:
@@ -558,6 +575,9 @@ type SpecClaim struct {
 func (w *Writer) ReadClaim(vendor vendors.Vendor, uid types.UID) (SpecClaim, error) {
 	v := editsOf(vendor)
 	path := filepath.Join(w.cfg.SpecDir, specName(v, uid)+specExt)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		path = filepath.Join(w.cfg.SpecDir, specName(v, uid)+legacySpecExt)
+	}
 	spec, err := cdiapi.ReadSpec(path, 0)
 	if err != nil {
 		return SpecClaim{}, fmt.Errorf("reading CDI spec of claim %s: %w", uid, err)

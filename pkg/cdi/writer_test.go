@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -194,8 +195,56 @@ func TestOneClaimWithAnAscendAndACambriconRequestGivesBothVisibleLists(t *testin
 	require.Subset(t, paths, []string{"/dev/davinci2", "/dev/davinci_manager", "/dev/cambricon_dev1", "/dev/cambricon_ctl"})
 
 	require.NoError(t, w.Delete(context.Background(), ascend.Vendor, uid))
-	require.Equal(t, []string{"accel-dra.dev-cambricon_" + string(uid) + ".yaml"}, specFiles(t, dir),
+	require.Equal(t, []string{"accel-dra.dev-cambricon_" + string(uid) + ".json"}, specFiles(t, dir),
 		"deleting one vendor's spec leaves the other's")
+}
+
+// Agents before wrote the specs as YAML. After an upgrade the claims they
+// prepared still have one: it must be listed (start-up cleanup), read
+// (rebuilding a lost checkpoint), replaced when the claim is prepared
+// again, and removed by unprepare.
+func TestSpecsInYAMLOfEarlierAgentsAreListedReadReplacedAndDeleted(t *testing.T) {
+	n := newNode(t, "atlas-800t-a2", nil)
+	w, dir := n.writer(t)
+	ctx := context.Background()
+	c := n.claim(uid, ascend.Vendor, 0, 1)
+	ids, err := w.Write(ctx, c)
+	require.NoError(t, err)
+	jsonName, yamlName := "accel-dra.dev-ascend_"+string(uid)+".json", "accel-dra.dev-ascend_"+string(uid)+".yaml"
+	spec, err := cdiapi.ReadSpec(filepath.Join(dir, jsonName), 0)
+	require.NoError(t, err)
+	// The earlier agent's spec, as the CDI library wrote it then.
+	old, err := cdiapi.NewCache(cdiapi.WithSpecDirs(dir), cdiapi.WithAutoRefresh(false))
+	require.NoError(t, err)
+	writeOld := func() {
+		t.Helper()
+		require.NoError(t, old.WriteSpec(spec.Spec, yamlName))
+	}
+	writeOld()
+	require.NoError(t, os.Remove(filepath.Join(dir, jsonName)))
+	raw, err := os.ReadFile(filepath.Join(dir, yamlName))
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(raw), "---\n"), "a YAML spec")
+
+	uids, err := w.ClaimUIDs(ascend.Ascend{})
+	require.NoError(t, err)
+	require.Equal(t, []types.UID{uid}, uids)
+	got, err := w.ReadClaim(ascend.Ascend{}, uid)
+	require.NoError(t, err)
+	require.Equal(t, ids, got.Devices)
+
+	again, err := w.Write(ctx, c)
+	require.NoError(t, err)
+	require.Equal(t, ids, again)
+	require.Equal(t, []string{jsonName}, specFiles(t, dir), "the claim's spec replaced, not doubled")
+	requireValidSpecs(t, dir)
+
+	writeOld()
+	uids, err = w.ClaimUIDs(ascend.Ascend{})
+	require.NoError(t, err)
+	require.Equal(t, []types.UID{uid}, uids, "listed once with both")
+	require.NoError(t, w.Delete(ctx, ascend.Ascend{}, uid))
+	require.Empty(t, specFiles(t, dir))
 }
 
 func TestWritingTheSameClaimTwiceLeavesTheSameSingleSpec(t *testing.T) {
@@ -586,7 +635,7 @@ func TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds(t *testing.T) {
 			c := n.claim(uid, ascend.Vendor, 1)
 			_, err = w.Write(context.Background(), c)
 			require.ErrorContains(t, err, "writing CDI spec of claim default/claim-9d6c1b2a ("+string(uid)+") to "+
-				filepath.Join(dir, "accel-dra.dev-ascend_"+string(uid)+".yaml")+": ")
+				filepath.Join(dir, "accel-dra.dev-ascend_"+string(uid)+".json")+": ")
 			require.ErrorContains(t, err, tt.wantErr)
 			require.Equal(t, want, specFiles(t, dir), "nothing added, nothing removed")
 

@@ -73,7 +73,7 @@ func (d *Driver) check(claim *resourceapi.ResourceClaim) (*claimPlan, error) {
 		return nil, err
 	}
 	prev, had := d.prepared.Claims[claim.UID]
-	pl := planner{d: d, plan: &claimPlan{claim: claim, had: had}, configs: configs, u: d.usage(claim.UID),
+	pl := planner{d: d, plan: &claimPlan{claim: claim, had: had, devices: make([]plannedDevice, 0, len(results))}, configs: configs, u: d.usage(claim.UID),
 		earlier: map[string]checkpoint.Device{}, seen: map[string]int{}}
 	for _, dev := range prev.Devices {
 		pl.earlier[dev.Device] = dev

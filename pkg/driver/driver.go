@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -304,7 +305,10 @@ func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 // the others of the same call.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	start := time.Now()
+	defer trace.StartRegion(ctx, RegionPrepare).End()
+	locking := trace.StartRegion(ctx, RegionPrepareLock)
 	d.mu.Lock()
+	locking.End()
 	defer d.mu.Unlock()
 	defer d.countPrepared()
 	if err := d.reload(); err != nil {
@@ -326,11 +330,13 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 			err = fmt.Errorf("claim %s/%s (%s): %w", claim.Namespace, claim.Name, claim.UID, err)
 			logger.Error(err, "Preparing claim failed", "claim", klog.KObj(claim), "claimUID", claim.UID, "duration", took)
 		} else {
-			prepared := make([]string, 0, len(devices))
-			for _, dev := range devices {
-				prepared = append(prepared, dev.DeviceName)
+			if v := logger.V(2); v.Enabled() {
+				prepared := make([]string, 0, len(devices))
+				for _, dev := range devices {
+					prepared = append(prepared, dev.DeviceName)
+				}
+				v.Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", prepared, "duration", took)
 			}
-			logger.V(2).Info("Prepared claim", "claim", klog.KObj(claim), "claimUID", claim.UID, "devices", prepared, "duration", took)
 			// In the background, retried: a status the API refuses for a
 			// while must not fail nor delay the pod's start.
 			d.status.Prepared(claim.Namespace, claim.Name, claim.UID, status)

@@ -58,6 +58,10 @@ func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified t
 	logger := klog.FromContext(ctx)
 	inv = inv.Only(d.names.Vendor)
 	chips := inv.Chips
+	// Built before taking the lock, which a prepare waits for: building a
+	// node's slices (with partitions, hundreds of devices) is most of an
+	// update's work, and depends only on inv.
+	resources := d.resources(inv)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.reload(); err != nil {
@@ -83,7 +87,7 @@ func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified t
 	d.inv = inventory.Inventory{Chips: all, SharedDeviceNodes: inv.SharedDeviceNodes}
 	d.index(chips)
 	d.setHealth(chips, gone, verified)
-	if err := d.helper.PublishResources(ctx, d.resources(inv)); err != nil {
+	if err := d.helper.PublishResources(ctx, resources); err != nil {
 		return fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
 	}
 	return nil

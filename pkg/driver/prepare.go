@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"runtime/trace"
 	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -29,28 +30,40 @@ import (
 // cleans (loadState, reconcilePartitions); the failpoints mark the phase
 // boundaries the crash tests kill the agent at.
 func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, []claimstatus.Device, error) {
+	phase := trace.StartRegion(ctx, RegionPrepareCheck)
 	p, err := d.check(claim)
+	phase.End()
 	if err != nil {
 		return nil, nil, err
 	}
 	tx := newTransaction(klog.FromContext(ctx).WithValues("claim", klog.KObj(claim), "claimUID", claim.UID))
 	defer tx.rollback(ctx)
-	if err := d.createPartitions(ctx, tx, p); err != nil {
-		return nil, nil, err
-	}
-	spec, err := d.cdiClaim(p)
+	phase = trace.StartRegion(ctx, RegionPreparePartitions)
+	err = d.createPartitions(ctx, tx, p)
+	phase.End()
 	if err != nil {
 		return nil, nil, err
 	}
+	phase = trace.StartRegion(ctx, RegionPrepareCDI)
+	spec, err := d.cdiClaim(p)
+	if err != nil {
+		phase.End()
+		return nil, nil, err
+	}
 	if err := failpoint.Inject(failpoint.PrepareBeforeCDI); err != nil {
+		phase.End()
 		return nil, nil, err
 	}
 	ids, err := d.writeCDI(ctx, tx, p, spec)
+	phase.End()
 	if err != nil {
 		return nil, nil, err
 	}
 	entry := p.checkpointClaim(ids)
-	if err := d.commitCheckpoint(tx, claim, entry); err != nil {
+	phase = trace.StartRegion(ctx, RegionPrepareCheckpoint)
+	err = d.commitCheckpoint(tx, claim, entry)
+	phase.End()
+	if err != nil {
 		return nil, nil, fmt.Errorf("saving checkpoint: %w", err)
 	}
 	if err := failpoint.Inject(failpoint.PrepareAfterCheckpoint); err != nil {
@@ -59,6 +72,21 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	devices, status := d.answer(p, entry)
 	return devices, status, nil
 }
+
+// Names of the runtime/trace regions of a prepare (go tool trace, or a
+// flight recorder in the agent's process), so a slow prepare's time can
+// be split into its phases: waiting for the driver's lock, and prepare's
+// own phases in order. What a kubelet call spends outside
+// RegionPrepare is the helper's (the claim's Get, the device metadata
+// files) and gRPC's.
+const (
+	RegionPrepare           = "accel-dra.PrepareResourceClaims"
+	RegionPrepareLock       = "accel-dra.prepare.lock"
+	RegionPrepareCheck      = "accel-dra.prepare.check"
+	RegionPreparePartitions = "accel-dra.prepare.partitions"
+	RegionPrepareCDI        = "accel-dra.prepare.cdi"
+	RegionPrepareCheckpoint = "accel-dra.prepare.checkpoint"
+)
 
 // createPartitions is the second phase: it makes the partitions the plan
 // needs with the vendor tool, each destroyed again on rollback.

@@ -8,12 +8,17 @@ package plugin_test
 // asserts on time; TestBenchmarkSetups runs each setup once, small.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/trace"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,7 +37,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
+	"k8s.io/klog/v2/textlogger"
 
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -59,44 +64,139 @@ var benchNodes = []benchNode{
 }
 
 // BenchmarkPrepare measures NodePrepareResources of 1-, 8- and 16-chip
-// claims over the plugin's unix socket (claim fetched from the fake API,
-// config decoded, CDI spec written, checkpoint fsync'ed) and, in the same
-// run, the floor: writing files of the same sizes as the claim's CDI spec
-// and checkpoint the way the code writes them. ns/op is the prepare plus
-// unprepare round trip; the metrics are per prepare.
+// claims over the plugin's unix socket, with the device metadata file (as
+// the node agent runs by default) and without: the claim fetched from the fake API, config
+// decoded, CDI spec written, checkpoint fsync'ed, and, with metadata=true,
+// the helper's device metadata file and its CDI spec written and fsync'ed. In the same
+// iteration it measures the floor: writing every file that prepare wrote,
+// with the same bytes, directories and sync discipline (see
+// measureFloor). ns/op is the prepare, unprepare and floor round; the
+// latency metrics are per prepare and per floor; load1 is the load
+// average when the case started.
+//
+// With ACCEL_DRA_PREPARE_TRACE=<dir> each case also writes a runtime/trace
+// of its loop to <dir>/<case>.trace and, from it, where the time of the
+// median and of the slowest prepares went to <dir>/<case>.txt
+// (tracetail_test.go).
 func BenchmarkPrepare(b *testing.B) {
-	quietTestLogger(b)
 	for _, bn := range benchNodes {
 		for _, chips := range []int{1, 8, 16} {
-			b.Run(fmt.Sprintf("%s/%d-chips", bn.vendor, chips), func(b *testing.B) {
-				// Partitioned, as measured in docs/benchmarks.md.
-				n := startNode(b, nodeOptions{Profile: bn.profile, Vendor: bn.vendor, ChipModes: string(partitions.ModePartitioned)})
-				cheapStatusApply(n.client)
-				c := n.claim("bench", chipNames(bn.prefix, chips))
-				spec, ckpt := n.preparedFiles(c)
-				floorDir := b.TempDir()
-				var prep, floor, floorBoth []time.Duration
-				b.ReportAllocs()
-				for b.Loop() {
-					start := time.Now()
-					n.mustPrepare(c)
-					prep = append(prep, time.Since(start))
-					n.unprepare(c)
-					// The floor in the same iteration: a disturbance of
-					// the machine (another process's fsyncs, CPU) reaches
-					// both sides of the p99 ratio alike.
-					f, fb := measureFloor(b, floorDir, spec, ckpt)
-					floor, floorBoth = append(floor, f), append(floorBoth, fb)
-				}
-				reportLatency(b, "prepare", prep)
-				reportLatency(b, "floor", floor)
-				reportLatency(b, "floor-fsync-both", floorBoth)
-				b.ReportMetric(float64(percentile(prep, 50))/float64(percentile(floor, 50)), "prepare/floor-p50")
-				b.ReportMetric(float64(percentile(prep, 99))/float64(percentile(floor, 99)), "prepare/floor-p99")
-				b.ReportMetric(float64(len(spec)), "cdi-bytes")
-				b.ReportMetric(float64(len(ckpt)), "checkpoint-bytes")
-			})
+			for _, metadata := range []bool{true, false} {
+				b.Run(fmt.Sprintf("%s/%d-chips/metadata=%v", bn.vendor, chips, metadata), func(b *testing.B) {
+					load := loadAverage(b)
+					n := newBenchNode(b, bn, metadata)
+					c := n.claim("bench", chipNames(bn.prefix, chips))
+					files := n.preparedFiles(c)
+					floorRoot := b.TempDir()
+					stopTrace := traceCase(b, fmt.Sprintf("%s-%d-chips-metadata=%v", bn.vendor, chips, metadata))
+					var prep, floor []time.Duration
+					b.ReportAllocs()
+					for b.Loop() {
+						p, f := prepareRound(b, n, c, files, floorRoot)
+						prep, floor = append(prep, p), append(floor, f)
+					}
+					stopTrace()
+					reportLatency(b, "prepare", prep)
+					reportLatency(b, "floor", floor)
+					for _, p := range []float64{50, 99, 99.9} {
+						b.ReportMetric(float64(percentile(prep, p))/float64(percentile(floor, p)), fmt.Sprintf("prepare/floor-p%g", p))
+					}
+					b.ReportMetric(load, "load1")
+					b.ReportMetric(float64(len(files)), "files")
+					for _, f := range files {
+						b.ReportMetric(float64(len(f.data)), f.kind+"-bytes")
+					}
+				})
+			}
 		}
+	}
+}
+
+// prepareRound is one iteration of BenchmarkPrepare: c prepared (timed,
+// and marked as a trace region for tracetail), unprepared, and the floor
+// of files written under floorRoot.
+func prepareRound(tb testing.TB, n *node, c *resourceapi.ResourceClaim, files []preparedFile, floorRoot string) (prep, floor time.Duration) {
+	region := trace.StartRegion(n.ctx, regionBenchPrepare)
+	start := time.Now()
+	n.mustPrepare(c)
+	prep = time.Since(start)
+	region.End()
+	region = trace.StartRegion(n.ctx, regionBenchOther)
+	defer region.End()
+	n.unprepare(c)
+	// The floor in the same iteration: a disturbance of the machine
+	// (another process's fsyncs, CPU) reaches both sides of the ratio
+	// alike.
+	floor = measureFloor(tb, floorRoot, files)
+	// The fake API server records every call; an API server keeps
+	// nothing in the agent's heap.
+	n.client.ClearActions()
+	return prep, floor
+}
+
+// benchLogVerbosity is the chart's logVerbosity: the agent logs each
+// prepare and unprepare at 2.
+const benchLogVerbosity = 2
+
+// newBenchNode is a node of bn with its chips Partitioned (the most
+// devices a node publishes, as measured in docs/benchmarks.md), the
+// device metadata file written when metadata (the node agent's default,
+// --device-metadata), and the plugin logging at the chart's default
+// verbosity with klog's text logger, into io.Discard: a test logger would
+// keep every line in memory, and a heap that grows with the rounds makes
+// each GC longer than the agent's. The driver's background claim status
+// writes are answered cheaply (cheapStatusApply).
+func newBenchNode(tb testing.TB, bn benchNode, metadata bool) *node {
+	tb.Helper()
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(benchLogVerbosity), textlogger.Output(io.Discard)))
+	n := startNode(tb, nodeOptions{Profile: bn.profile, Vendor: bn.vendor, ChipModes: string(partitions.ModePartitioned), Setup: func(n *node) {
+		n.configure = func(cfg *driver.Config) { cfg.DeviceMetadata = metadata }
+		n.logger = &logger
+	}})
+	cheapStatusApply(n.client)
+	return n
+}
+
+// loadAverage is the 1-minute load average (/proc/loadavg), which
+// docs/benchmarks.md states with every run: the fsyncs and the scheduling
+// the benchmark measures depend on what else the machine does.
+func loadAverage(tb testing.TB) float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	require.NoError(tb, err)
+	var load float64
+	_, err = fmt.Sscan(string(raw), &load)
+	require.NoError(tb, err)
+	return load
+}
+
+// traceCase starts a runtime/trace of the case when
+// ACCEL_DRA_PREPARE_TRACE names a directory; the function it returns
+// stops it and writes the report of where the prepares' time went.
+func traceCase(b *testing.B, name string) func() {
+	dir := os.Getenv("ACCEL_DRA_PREPARE_TRACE")
+	if dir == "" {
+		return func() {}
+	}
+	require.NoError(b, os.MkdirAll(dir, 0o755))
+	path := filepath.Join(dir, name+".trace")
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	require.NoError(b, trace.Start(f), "another trace is running (go test -trace?)")
+	return func() {
+		trace.Stop()
+		require.NoError(b, f.Close())
+		f, err := os.Open(path)
+		require.NoError(b, err)
+		defer f.Close()
+		pt, err := readPrepareTrace(f)
+		require.NoError(b, err)
+		out, err := os.Create(filepath.Join(dir, name+".txt"))
+		require.NoError(b, err)
+		fmt.Fprintf(out, "%s, load average %.2f when it started (%s)\n", name, loadAverage(b), path)
+		bs := pt.breakdowns()
+		tailReport(out, bs)
+		candidateReport(out, pt, bs)
+		require.NoError(b, out.Close())
 	}
 }
 
@@ -117,35 +217,129 @@ func cheapStatusApply(client *fake.Clientset) {
 	})
 }
 
-// preparedFiles prepares c once and returns the bytes of its CDI spec and
-// of the checkpoint holding it, then unprepares it.
-func (n *node) preparedFiles(c *resourceapi.ResourceClaim) (spec, ckpt []byte) {
-	n.t.Helper()
-	n.mustPrepare(c)
-	defer n.unprepare(c)
-	files := n.cdiFiles()
-	require.Len(n.t, files, 1)
-	spec, err := os.ReadFile(filepath.Join(n.cdiDir, files[0]))
-	require.NoError(n.t, err)
-	ckpt, err = os.ReadFile(filepath.Join(n.stateDir, driver.CheckpointFile))
-	require.NoError(n.t, err)
-	return spec, ckpt
+// preparedFile is a file a prepare wrote: where (relative to the node's
+// directories' parent), its bytes, and whether it was fsync'ed (with its
+// directory after the rename).
+type preparedFile struct {
+	kind    string
+	rel     string
+	data    []byte
+	durable bool
+	// newDirs are the directories the prepare created for it (and
+	// unprepare removes), outermost first.
+	newDirs []string
 }
 
-// measureFloor times one write of spec and ckpt in dir (a directory of
-// the same filesystem) with the code's own patterns: the CDI library's
-// (temporary file, rename, no fsync) and pkg/checkpoint's (temporary file,
-// fsync, rename, directory fsync). floorBoth fsyncs the spec too.
-func measureFloor(b *testing.B, dir string, spec, ckpt []byte) (floor, floorBoth time.Duration) {
+// preparedFiles prepares c and returns, in the order they were
+// written, the files that prepare wrote or replaced under the node's CDI,
+// state and plugin directories, then unprepares it. Only the claim's own
+// CDI spec is not fsync'ed: the CDI library does not (its directory is a
+// tmpfs on real nodes); the checkpoint, the device metadata file and its
+// CDI spec are written through a temporary file with fsync, rename and an
+// fsync of the directory.
+func (n *node) preparedFiles(c *resourceapi.ResourceClaim) []preparedFile {
+	n.t.Helper()
+	roots := map[string]string{"cdi": n.cdiDir, "state": n.stateDir, "plugin": n.pluginDir}
+	// Once before, so what is compared is the steady state of the
+	// benchmark's rounds (the first prepare creates the checkpoint).
+	n.mustPrepare(c)
+	n.unprepare(c)
+	before := snapshotTree(n.t, roots)
+	n.mustPrepare(c)
+	after := snapshotTree(n.t, roots)
+	n.unprepare(c)
+	var out []preparedFile
+	for rel, a := range after {
+		if a.dir {
+			continue
+		}
+		if b, ok := before[rel]; ok && string(b.data) == string(a.data) {
+			continue
+		}
+		f := preparedFile{rel: rel, data: a.data, durable: true}
+		switch {
+		case strings.HasPrefix(rel, "cdi/") && strings.Contains(rel, "_metadata_"):
+			f.kind = "metadata-cdi" // the helper's: <driver>_metadata_<uid>_<request>.json
+		case strings.HasPrefix(rel, "cdi/"):
+			f.kind, f.durable = "cdi", false
+		case rel == "state/"+driver.CheckpointFile:
+			f.kind = "checkpoint"
+		case strings.HasSuffix(rel, "/metadata.json"):
+			f.kind = "metadata"
+		default:
+			require.Failf(n.t, "unexpected file", "prepare wrote %s", rel)
+		}
+		for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
+			if _, ok := before[d]; !ok {
+				f.newDirs = append([]string{d}, f.newDirs...)
+			}
+		}
+		out = append(out, f)
+	}
+	// The order the code writes them in (mtimes tick too coarsely to
+	// tell): the driver's spec and checkpoint, then the helper's files.
+	order := []string{"cdi", "checkpoint", "metadata", "metadata-cdi"}
+	slices.SortFunc(out, func(a, b preparedFile) int { return slices.Index(order, a.kind) - slices.Index(order, b.kind) })
+	return out
+}
+
+type treeEntry struct {
+	dir  bool
+	data []byte
+}
+
+// snapshotTree reads every file and directory under roots, keyed by
+// root name and path below it.
+func snapshotTree(tb testing.TB, roots map[string]string) map[string]treeEntry {
+	tb.Helper()
+	out := map[string]treeEntry{}
+	for name, root := range roots {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				return err
+			}
+			key := filepath.Join(name, rel)
+			e := treeEntry{dir: d.IsDir()}
+			if d.Type().IsRegular() {
+				if e.data, err = os.ReadFile(path); err != nil {
+					return err
+				}
+			}
+			out[key] = e
+			return nil
+		})
+		require.NoError(tb, err)
+	}
+	return out
+}
+
+// measureFloor times writing files under root as prepare wrote them: in
+// the same order, each in its directory of the same depth (created when
+// prepare created it), through a temporary file and a rename, with the
+// file and the directory fsync'ed where prepare fsyncs them. Then, not
+// timed, it removes what unprepare removes, so the next round starts from
+// the same state.
+func measureFloor(b testing.TB, root string, files []preparedFile) time.Duration {
 	b.Helper()
 	start := time.Now()
-	atomicWrite(b, dir, "spec.yaml", spec, false)
-	atomicWrite(b, dir, "checkpoint.json", ckpt, true)
-	floor = time.Since(start)
-	start = time.Now()
-	atomicWrite(b, dir, "spec.yaml", spec, true)
-	atomicWrite(b, dir, "checkpoint.json", ckpt, true)
-	return floor, time.Since(start)
+	for _, f := range files {
+		dir := filepath.Join(root, filepath.Dir(f.rel))
+		require.NoError(b, os.MkdirAll(dir, 0o750))
+		atomicWrite(b, dir, filepath.Base(f.rel), f.data, f.durable)
+	}
+	took := time.Since(start)
+	for _, f := range files {
+		if len(f.newDirs) > 0 {
+			require.NoError(b, os.RemoveAll(filepath.Join(root, f.newDirs[0])))
+		} else if f.kind != "checkpoint" {
+			require.NoError(b, os.Remove(filepath.Join(root, f.rel)))
+		}
+	}
+	return took
 }
 
 // atomicWrite replaces dir/name with data through a temporary file,
@@ -168,25 +362,17 @@ func atomicWrite(b testing.TB, dir, name string, data []byte, durable bool) {
 	}
 }
 
-// quietTestLogger sets the harness's test logger (ktesting, verbosity 5 by
-// default) to the node agent's default verbosity 0 for tb, so formatting
-// debug lines into the test log is not measured.
-func quietTestLogger(tb testing.TB) {
-	v := ktesting.DefaultConfig.Verbosity()
-	was := v.String()
-	require.NoError(tb, v.Set("0"))
-	tb.Cleanup(func() { _ = v.Set(was) })
-}
-
-func percentile(d []time.Duration, p int) time.Duration {
+// percentile is the p-th percentile of d (nearest rank below).
+func percentile(d []time.Duration, p float64) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
+	return s[int(float64(len(s)-1)*p/100)]
 }
 
 func reportLatency(b *testing.B, what string, d []time.Duration) {
-	b.ReportMetric(float64(percentile(d, 50))/1e6, what+"-p50-ms")
-	b.ReportMetric(float64(percentile(d, 99))/1e6, what+"-p99-ms")
+	for _, p := range []float64{50, 99, 99.9} {
+		b.ReportMetric(float64(percentile(d, p))/1e6, fmt.Sprintf("%s-p%g-ms", what, p))
+	}
 }
 
 // BenchmarkPluginHeapWith50PreparedClaims reports the Go heap in use by a
@@ -472,9 +658,61 @@ func TestBenchmarkSetups(t *testing.T) {
 		n.mustPrepare(c)
 	})
 	t.Run("floor", func(t *testing.T) {
-		n := startNode(t, nodeOptions{Profile: benchNodes[0].profile, Vendor: benchNodes[0].vendor})
-		spec, ckpt := n.preparedFiles(n.claim("one", chipNames("npu", 16)))
-		require.Contains(t, string(spec), "npu-15")
-		require.Contains(t, string(ckpt), "npu-15")
+		n := newBenchNode(t, benchNodes[0], true)
+		files := n.preparedFiles(n.claim("one", chipNames("npu", 16)))
+		kinds := map[string]preparedFile{}
+		for _, f := range files {
+			kinds[f.kind] = f
+		}
+		require.Len(t, kinds, len(files), "one file of each kind")
+		require.Equal(t, []string{"cdi", "checkpoint", "metadata", "metadata-cdi"}, slices.Sorted(maps.Keys(kinds)))
+		require.Contains(t, string(kinds["cdi"].data), "npu-15")
+		require.Contains(t, string(kinds["checkpoint"].data), "npu-15")
+		require.Contains(t, string(kinds["metadata"].data), "npu-15")
+		require.Contains(t, string(kinds["metadata-cdi"].data), "metadata.json")
+		require.False(t, kinds["cdi"].durable, "the CDI library does not fsync the claim's spec")
+		require.True(t, kinds["checkpoint"].durable)
+		require.Empty(t, kinds["checkpoint"].newDirs, "the checkpoint is replaced, not created")
+		require.NotEmpty(t, kinds["metadata"].newDirs, "the helper creates the claim's metadata directory")
+		require.Equal(t, "checkpoint", files[1].kind, "in the order prepare writes them")
+	})
+	t.Run("trace of the prepares", func(t *testing.T) {
+		n := newBenchNode(t, benchNodes[1], true)
+		c := n.claim("one", chipNames("mlu", 2))
+		files := n.preparedFiles(c)
+		floorRoot := t.TempDir()
+		var buf bytes.Buffer
+		require.NoError(t, trace.Start(&buf))
+		const rounds = 20
+		var walls []time.Duration
+		for range rounds {
+			p, _ := prepareRound(t, n, c, files, floorRoot)
+			walls = append(walls, p)
+		}
+		trace.Stop()
+		pt, err := readPrepareTrace(&buf)
+		require.NoError(t, err)
+		bs := pt.breakdowns()
+		require.Len(t, bs, rounds)
+		for i, b := range bs {
+			require.InDelta(t, walls[i], b.wall, float64(time.Millisecond), "round %d: the trace's region is the timed call", i)
+			for _, phase := range []string{driver.RegionPrepareCheck, driver.RegionPrepareCDI, driver.RegionPrepareCheckpoint} {
+				require.Positive(t, b.phases[phase], "round %d: phase %s", i, phase)
+			}
+			require.Positive(t, b.beforeDriver, "round %d: gRPC and the claim's Get come first", i)
+			require.Positive(t, b.afterDriver, "round %d: the metadata files and the answer come after", i)
+			require.Equal(t, b.wall, b.beforeDriver+b.phases[driver.RegionPrepare]+b.afterDriver, "round %d", i)
+			var handler time.Duration
+			for _, d := range b.handler {
+				handler += d
+			}
+			require.Equal(t, b.phases[driver.RegionPrepare], handler, "round %d: the handler's states cover the driver's part", i)
+			require.Positive(t, b.handler["syscall"], "round %d: the checkpoint's fsync", i)
+		}
+		var out bytes.Buffer
+		tailReport(&out, bs)
+		candidateReport(&out, pt, bs)
+		require.Contains(t, out.String(), "slowest 2 of 20", "p99 of 20 is the 19th: 2 prepares at or above it")
+		require.Contains(t, out.String(), "status writer ran meanwhile")
 	})
 }

@@ -201,7 +201,7 @@ func fillUp(t *testing.T, dir string) (free func()) {
 
 // specPath is where the Ascend driver writes the CDI spec of a claim.
 func specPath(cdiDir string, uid types.UID) string {
-	return filepath.Join(cdiDir, "accel-dra.dev-ascend_"+string(uid)+".yaml")
+	return filepath.Join(cdiDir, "accel-dra.dev-ascend_"+string(uid)+".json")
 }
 
 // TestAnUnwritableOrFullCDIDirectoryFailsOnlyNewClaimsAndLosesNothing

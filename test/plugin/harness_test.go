@@ -72,6 +72,9 @@ type node struct {
 	// logs, when set, is the config of the plugin's test logger.
 	configure func(*driver.Config)
 	logs      *ktesting.Config
+	// logger, when set, is the plugin's logger instead of the test
+	// logger (a benchmark's, which must not keep all it logs in memory).
+	logger *klog.Logger
 	// visibleDevicesEnv is the node agent's --visible-devices-env.
 	visibleDevicesEnv string
 
@@ -173,7 +176,11 @@ func (n *node) start() {
 	if logs == nil {
 		logs = ktesting.NewConfig(ktesting.BufferLogs(true))
 	}
-	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, logs))
+	logger := ktesting.NewLogger(t, logs)
+	if n.logger != nil {
+		logger = *n.logger
+	}
+	ctx := klog.NewContext(context.Background(), logger)
 	n.ctx, n.cancel = context.WithCancel(ctx)
 	writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root, VisibleDevicesEnv: n.visibleDevicesEnv})
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/names"
@@ -350,7 +351,8 @@ func nativeClaim(p nativeProfile, name, device string) *resourceapi.ResourceClai
 	}
 }
 
-// prepareNative stores the claim, prepares it and returns its CDI spec.
+// prepareNative stores the claim, prepares it and returns its CDI spec,
+// as YAML.
 func prepareNative(ctx context.Context, t *testing.T, client kubernetes.Interface, kubelet drapb.DRAPluginClient, cdiDir string, claim *resourceapi.ResourceClaim) string {
 	t.Helper()
 	_, err := client.ResourceV1().ResourceClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{})
@@ -362,6 +364,9 @@ func prepareNative(ctx context.Context, t *testing.T, client kubernetes.Interfac
 	require.NoError(t, err)
 	require.Len(t, specs, 1, "the CDI spec of %s", claim.Name)
 	spec, err := os.ReadFile(specs[0])
+	require.NoError(t, err)
+	// The spec is JSON; as YAML, one field or list item per line.
+	spec, err = yaml.JSONToYAML(spec)
 	require.NoError(t, err)
 	return string(spec)
 }
