@@ -32,6 +32,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newDiscoverCommand(), newSimulateCommand())
+	root.AddCommand(newChipsCommand())
 	return root
 }
 
