@@ -1,7 +1,6 @@
 package chipview_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,12 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/chipview"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
-	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/profile"
-	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/livecluster/liveclustertest"
 )
 
 const (
@@ -27,27 +22,12 @@ const (
 
 // nodeSlices are the slices the node agent publishes for a bundled
 // profile in chip modes modes, with the chips of the given indices
-// unhealthy for reason DeviceFileMissing.
+// unhealthy.
 func nodeSlices(t testing.TB, node, prof, modes string, unhealthy ...int) []resourceapi.ResourceSlice {
 	t.Helper()
-	p, err := profile.Load(prof)
+	s, err := liveclustertest.ProfileSlices(node, prof, modes, unhealthy...)
 	require.NoError(t, err)
-	inv, err := simulated.New(node, p).Discover(context.Background())
-	require.NoError(t, err)
-	for i := range inv.Chips {
-		for _, u := range unhealthy {
-			if inv.Chips[i].Index == u {
-				inv.Chips[i].Healthy, inv.Chips[i].HealthReason = false, inventory.ReasonDeviceFileMissing
-			}
-		}
-	}
-	policy, err := partitions.ParsePolicy(modes)
-	require.NoError(t, err)
-	var out []resourceapi.ResourceSlice
-	for _, s := range resourceslices.SlicesFor(node, inv, resourceslices.Options{Policy: policy}) {
-		out = append(out, *s)
-	}
-	return out
+	return s
 }
 
 // result is an allocation result of a device of pool (= node).

@@ -39,15 +39,20 @@ func PrintTable(w io.Writer, v *View, wide bool) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(c.Node), c.Device, dash(c.Model), quantity(c.Memory),
 			dash(c.LinkGroup), health(c.Taints, false), c.State, holders(c.Holders, false), holders(c.AdminHolders, false), usage(c))
 	}
-	if len(v.OtherDrivers) > 0 {
-		if len(v.Chips) > 0 {
-			fmt.Fprintln(tw)
-		}
-		fmt.Fprintln(tw, "OTHER DRIVERS (not interpreted)\t\t\t\t")
-		fmt.Fprintln(tw, "NODE\tDRIVER\tPOOL\tSLICES\tDEVICES")
-		for _, o := range v.OtherDrivers {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", dash(o.Node), o.Driver, o.Pool, o.Slices, o.Devices)
-		}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(v.OtherDrivers) == 0 {
+		return nil
+	}
+	if len(v.Chips) > 0 {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "OTHER DRIVERS (not interpreted)")
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tDRIVER\tPOOL\tSLICES\tDEVICES")
+	for _, o := range v.OtherDrivers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", dash(o.Node), o.Driver, o.Pool, o.Slices, o.Devices)
 	}
 	return tw.Flush()
 }

@@ -12,6 +12,10 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 )
 
+// connect opens the connection the flags describe; tests put a fake
+// cluster behind it.
+var connect = (*livecluster.Flags).Connect
+
 func newChipsCommand() *cobra.Command {
 	var node, output string
 	var summary bool
@@ -62,7 +66,7 @@ ClusterRole accel-dra-viewer of the chart grants what it reads.`,
 		default:
 			return fmt.Errorf("--output %q: must be table, wide, json or yaml", output)
 		}
-		c, err := conn.Connect()
+		c, err := connect(conn)
 		if err != nil {
 			return err
 		}
