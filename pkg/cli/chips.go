@@ -40,8 +40,9 @@ claim's status.devices has the device's entry with condition Ready).
 allocated (whole or in part), free (held by nothing and untainted) and
 unhealthy (tainted). Pools of other drivers are listed, not interpreted.
 
-It makes one list request per kind and never writes to the cluster. The
-ClusterRole accel-dra-viewer of the chart grants what it reads.`,
+It is cluster-wide (-n and -A change nothing), makes one list request per
+kind and never writes to the cluster. The ClusterRole accel-dra-viewer of
+the chart grants what it reads.`,
 		Example: `  # every chip of the cluster
   accel-dra chips
 
