@@ -79,8 +79,13 @@ func fakeCluster(t *testing.T) *fake.Clientset {
 		claim("ml", "vnpu", "vnpu-0", false, res("ascend.accel-dra.dev", "a2-0", "npu-0-vir05-1c-16g-1")),
 		claim("ml", "infer", "infer-0", true, shared),
 	)
-	_, client := liveclustertest.Connection("default", objs...)
-	conn := &livecluster.Connection{Client: client, Namespace: "default", Server: "https://fake.test"}
+	return useFakeCluster(t, objs...)
+}
+
+// useFakeCluster makes the commands connect to a fake cluster holding
+// objs until the test ends.
+func useFakeCluster(t *testing.T, objs ...runtime.Object) *fake.Clientset {
+	conn, client := liveclustertest.Connection("default", objs...)
 	old := connect
 	connect = func(*livecluster.Flags) (*livecluster.Connection, error) { return conn, nil }
 	t.Cleanup(func() { connect = old })
@@ -236,4 +241,15 @@ func TestTheCommandIsNamedAfterHowItWasInvoked(t *testing.T) {
 			require.Contains(t, out.String(), "Usage:\n  "+tc.want)
 		})
 	}
+}
+
+func TestChipsOnAClusterWithoutDRADriversSaysSoOnStderr(t *testing.T) {
+	useFakeCluster(t)
+	out, errOut, err := runCLI(t, "chips")
+	require.NoError(t, err)
+	require.Empty(t, out)
+	require.Equal(t, "No chips found: no DRA driver publishes ResourceSlices in this cluster.\n", errOut)
+	out, _, err = runCLI(t, "chips", "-o", "json")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"chips": []}`, out)
 }
