@@ -65,6 +65,12 @@ func TestTheChipsViewNamesWhoHoldsEachChipOfTheRealNode(t *testing.T) {
 	require.NoError(t, err)
 	every := exactly("chips", "accelerator.accel-dra.dev", 0)
 	every.Exactly.AllocationMode, every.Exactly.AdminAccess = resourceapi.DeviceAllocationModeAll, ptr.To(true)
+	// The allocator checks an admin-access request against a shared
+	// chip's free capacity too, and a request without one asks for the
+	// chip's default, all of its memory: the smallest share fits beside
+	// the workloads' (docs/partitions.md). The scheduler does not count
+	// what admin access takes.
+	every.Exactly.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{names.CapMemory: resource.MustParse("1Gi")}}
 	createClaim(t, monNS, "monitor", every)
 
 	pods := map[string]string{} // claim namespace/name -> pod
@@ -165,6 +171,14 @@ func TestTheChipsViewNamesWhoHoldsEachChipOfTheRealNode(t *testing.T) {
 		assert.Regexp(t, regexp.MustCompile(fmt.Sprintf(`(?m)^%s +%s .* prepared +(%s/infer-a\(infer-a-pod\) %s/infer-b\(infer-b-pod\)|%s/infer-b\(infer-b-pod\) %s/infer-a\(infer-a-pod\)) +%s/monitor\(monitor-pod\) +2 shares, left cores=\d+ memory=61Gi$`,
 			regexp.QuoteMeta(real), sharedName, ns, ns, ns, ns, monNS)), table.Stdout)
 	})
+
+	// The outputs docs/cli.md shows.
+	for _, args := range [][]string{{"chips", "--node", real, "-o", "wide"}, {"chips", "--summary"}} {
+		res, err := cluster.RunCLI(t.Context(), admin, args...)
+		require.NoError(t, err)
+		require.Zero(t, res.ExitCode, res.Stderr)
+		t.Logf("accel-dra %s:\n%s", strings.Join(args, " "), res.Stdout)
+	}
 
 	t.Run("the summary counts what the rows show", func(t *testing.T) {
 		res, err := cluster.RunCLI(t.Context(), admin, "chips", "--summary", "-o", "wide")
