@@ -21,11 +21,11 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/logflags"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/source"
 
 	// Every vendor accel-dra supports (pkg/vendors).
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
@@ -96,8 +96,8 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.BoolVar(&o.FakeDevices, "fake-devices", false, "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
 	f.StringSliceVar(&o.Discovery.Vendors, "vendors", nil, "serve only these vendors' chips: ascend, cambricon (comma list); default: every vendor found [ACCEL_DRA_VENDORS]")
 	f.StringVar(&o.ChipModes, "chip-modes", "", partitions.PolicyHelp+" [ACCEL_DRA_CHIP_MODES]")
-	f.StringVar(&o.Discovery.NpuSmi, "npu-smi", "", "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH [ACCEL_DRA_NPU_SMI]")
-	f.StringVar(&o.Discovery.Cnmon, "cnmon", "", "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH [ACCEL_DRA_CNMON]")
+	o.Discovery.Tools = map[string]string{}
+	source.AddToolFlags(f, o.Discovery.Tools, true)
 	o.Discovery.Libraries = map[string]string{}
 	source.AddLibraryFlags(f, o.Discovery.Libraries, true, "")
 	f.DurationVar(&o.Discovery.ToolTimeout, "tool-timeout", discovery.DefaultToolTimeout, "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")

@@ -160,7 +160,7 @@ func runUntilSIGTERM(t *testing.T, env []string) string {
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
-			<-exited
+			<-exited //nolint:errcheck // killed: its exit status says only that
 		}
 	})
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cli"
 	"github.com/accel-dra/accel-dra/pkg/logflags"
+
 	// Every vendor accel-dra supports (pkg/vendors).
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 )

@@ -1,6 +1,6 @@
 // Command gen-deviceclasses writes the chart's per-model and
 // per-partition-shape DeviceClasses, one file per class, from the vendors'
-// catalogue (vendors.Catalogue through the registry):
+// catalogue (Vendor.Models through the registry):
 //
 //	deployments/helm/accel-dra/deviceclasses/models/<vendor>/<model>.accel-dra.dev.yaml
 //	deployments/helm/accel-dra/deviceclasses/models/<vendor>/<model>-<slug>.accel-dra.dev.yaml
@@ -82,12 +82,8 @@ func Generate(dir string) (map[string][]byte, error) {
 		return nil
 	}
 	for _, v := range vendors.All() {
-		cat, ok := v.(vendors.Catalogue)
-		if !ok {
-			continue
-		}
 		n := v.Names()
-		for _, m := range cat.Models() {
+		for _, m := range v.Models() {
 			if _, skip := skipModels[m.Name]; skip {
 				continue
 			}
@@ -96,7 +92,6 @@ func Generate(dir string) (map[string][]byte, error) {
 				return nil, err
 			}
 			for _, s := range m.Shapes {
-				s := s
 				e.Shape = &s
 				if err := add(n.Option, e.ClassName(), e.Render()); err != nil {
 					return nil, err

@@ -65,11 +65,7 @@ func TestTheContractsModelAndShapeClassesAreGenerated(t *testing.T) {
 // each template's name is the shape's (or starts with its prefix).
 func TestTheCataloguesShapesAreThePartitionTemplatesTheAgentPublishes(t *testing.T) {
 	for _, v := range vendors.All() {
-		cat, ok := v.(vendors.Catalogue)
-		if !ok {
-			continue
-		}
-		for _, m := range cat.Models() {
+		for _, m := range v.Models() {
 			t.Run(m.Name, func(t *testing.T) {
 				// Two memory sizes: a prefix shape must hold for both, an
 				// exact one must not depend on the memory.

@@ -15,9 +15,9 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -38,7 +38,7 @@ func newNode(t *testing.T, profileName string, adjust func(*inventory.Inventory)
 	}
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
-	inv, err := simulated.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New("node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	if adjust != nil {
 		adjust(&inv)
@@ -69,7 +69,7 @@ func withMLU590Nodes(inv *inventory.Inventory) {
 // DRA devices npu-N / mlu-N.
 func (n node) claim(uid types.UID, vendor inventory.Vendor, indices ...int) cdi.Claim {
 	c := cdi.Claim{
-		UID: uid, Namespace: "default", Name: "claim-" + string(uid)[:8], Vendor: vendor,
+		UID: uid, Namespace: "default", Name: "claim-" + string(uid)[:8], Vendor: vendorOf(vendor),
 		SharedDeviceNodes: n.inv.SharedDeviceNodes[vendor],
 	}
 	chips := n.inv.ChipsOf(vendor)
@@ -88,7 +88,7 @@ func (n node) writer(t *testing.T) (*cdi.Writer, string) {
 func (n node) writerWith(t *testing.T, visibleDevicesEnv string) (*cdi.Writer, string) {
 	t.Helper()
 	specDir := t.TempDir()
-	w, err := cdi.NewWriter(cdi.Config{SpecDir: specDir, HostRoot: n.root, VisibleDevicesEnv: visibleDevicesEnv})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: specDir, HostRoot: n.root, VisibleDevicesEnv: visibleDevicesEnv})
 	require.NoError(t, err)
 	return w, specDir
 }
@@ -149,4 +149,10 @@ func inject(t *testing.T, dir string, ids ...string) *oci.Spec {
 	require.NoError(t, err)
 	require.Empty(t, unresolved)
 	return spec
+}
+
+// vendorOf is the registered vendor of inventory value v.
+func vendorOf(v inventory.Vendor) vendors.Vendor {
+	x, _ := vendors.Lookup(v)
+	return x
 }

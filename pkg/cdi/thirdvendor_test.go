@@ -6,15 +6,19 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
 )
@@ -47,18 +51,18 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	require.Equal(t, "xpu-1", devices[1].Name, "named with the vendor's device prefix")
 	require.Equal(t, "xpu", *devices[1].Attributes["accel-dra.dev/family"].StringValue)
 	require.Equal(t, "acme", *devices[1].Attributes["accel-dra.dev/vendor"].StringValue)
-	require.Contains(t, resourceslices.DriverResources("node-0", inv), vendortest.Driver, "published by the vendor's driver")
+	require.Contains(t, resourceslices.DriverResourcesFor("node-0", inv, resourceslices.Options{}), vendortest.Driver, "published by the vendor's driver")
 
 	root := t.TempDir()
 	require.NoError(t, devicefaker.Create(ctx, root, inv))
 	require.FileExists(t, filepath.Join(root, "usr/lib/acme/libacme.so"), "the vendor's fake driver files")
 
 	specDir := t.TempDir()
-	w, err := cdi.NewWriter(cdi.Config{SpecDir: specDir, HostRoot: root})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: specDir, HostRoot: root})
 	require.NoError(t, err)
 	uid := types.UID("a0000000-0000-4000-8000-00000000000a")
 	chips := inv.ChipsOf(vendortest.Vendor)
-	claim := cdi.Claim{UID: uid, Namespace: "default", Name: "xpus", Vendor: vendortest.Vendor,
+	claim := cdi.Claim{UID: uid, Namespace: "default", Name: "xpus", Vendor: vendortest.Acme{},
 		SharedDeviceNodes: inv.SharedDeviceNodes[vendortest.Vendor],
 		Devices:           []cdi.Device{{Name: "xpu-0", Chip: chips[0]}, {Name: "xpu-1", Chip: chips[1]}}}
 	ids, err := w.Write(ctx, claim)
@@ -79,7 +83,58 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	_, err = w.Write(ctx, claim)
 	require.ErrorContains(t, err, "environment variable ACME_VISIBLE_DEVICES is set by the driver", "the vendor's visible-devices variable is reserved")
 
-	back, err := w.ReadClaim(vendortest.Vendor, uid)
+	back, err := w.ReadClaim(vendortest.Acme{}, uid)
 	require.NoError(t, err)
 	require.Equal(t, "xpus", back.Name, "the spec read back by the vendor's kind")
+}
+
+// The node agent's vendor-specific settings come from the vendor object
+// too: its devices in --chip-modes, its tool's path flag, and its chips in
+// a hardware profile.
+func TestAThirdVendorHasChipModesAToolPathAndProfiles(t *testing.T) {
+	defer vendors.Register(vendortest.Acme{})()
+	ctx := context.Background()
+
+	// A profile node of two ACME chips.
+	profile := filepath.Join(t.TempDir(), "acme.yaml")
+	require.NoError(t, os.WriteFile(profile, []byte(`apiVersion: accel-dra.dev/v1alpha1
+kind: HardwareProfile
+name: acme-2
+chips:
+- vendor: acme
+  model: ACME-1
+  count: 2
+  memory: 16Gi
+  cores: 8
+  linkType: pcie
+  driverVersion: 1.2.3
+`), 0o644))
+	inv, err := source.Discover(ctx, source.Options{Profile: profile, NodeName: "node-0"})
+	require.NoError(t, err)
+	chips := inv.ChipsOf(vendortest.Vendor)
+	require.Len(t, chips, 2)
+	require.Equal(t, []string{"/dev/acme1"}, chips[1].DeviceNodes, "the vendor's profile node hook names the device nodes")
+	require.Equal(t, []string{vendortest.CtlNode}, inv.SharedDeviceNodes[vendortest.Vendor])
+
+	// --chip-modes takes the vendor's device prefix.
+	policy, err := partitions.ParsePolicy("xpu-1=Shared")
+	require.NoError(t, err)
+	devices, _ := resourceslices.DevicesFor(inv, vendortest.Vendor, resourceslices.Options{Policy: policy})
+	require.Len(t, devices, 2)
+	require.Nil(t, devices[0].AllowMultipleAllocations, "xpu-0 is Whole")
+	require.True(t, *devices[1].AllowMultipleAllocations, "xpu-1 is Shared")
+	_, err = partitions.ParsePolicy("gpu-0=Shared")
+	require.ErrorContains(t, err, `"gpu-0" is not a chip device name (xpu-N, npu-N, mlu-N, xpu-*, npu-* or mlu-*)`)
+
+	// --acme-smi sets the path the vendor's tool runs from.
+	tool := filepath.Join(t.TempDir(), "acme-smi")
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\necho acme-smi \"$@\"\n"), 0o755))
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	o := source.Options{Tools: map[string]string{}}
+	source.AddToolFlags(fs, o.Tools, true)
+	require.NoError(t, fs.Parse([]string{"--acme-smi=" + tool}))
+	require.Equal(t, "ACCEL_DRA_ACME_SMI", flagenv.Var(fs.Lookup(vendortest.Tool)))
+	out, err := discovery.ExecRunner{Tools: o.ToolPaths()}.Run(ctx, vendortest.Tool, "info")
+	require.NoError(t, err)
+	require.Equal(t, "acme-smi info\n", string(out))
 }

@@ -36,12 +36,12 @@ var VisibleDevicesEnvValues = []string{VisibleDevicesAuto, VisibleDevicesSet, Vi
 // RuntimeFound reports whether vendor v's container runtime
 // (vendors.CDIEdits.Runtime) is installed or configured on the node whose
 // root the process sees at root, and the file that shows it.
-func RuntimeFound(v inventory.Vendor, root string) (bool, string) {
-	x, ok := vendors.Lookup(v)
-	if !ok || x.CDI().Runtime == nil {
+func RuntimeFound(v vendors.Vendor, root string) (bool, string) {
+	rt := v.CDI().Runtime
+	if rt == nil {
 		return false, ""
 	}
-	for _, m := range x.CDI().Runtime.Markers {
+	for _, m := range rt.Markers {
 		p := filepath.Join(root, m.Path)
 		if m.Contains == "" {
 			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
@@ -68,7 +68,7 @@ func omittedVisibleEnv(ctx context.Context, mode, root string) (map[inventory.Ve
 		n, edits := x.Names(), x.CDI()
 		switch mode {
 		case "", VisibleDevicesAuto:
-			found, marker := RuntimeFound(n.Vendor, root)
+			found, marker := RuntimeFound(x, root)
 			if !found {
 				continue
 			}

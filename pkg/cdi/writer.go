@@ -76,17 +76,15 @@ type Writer struct {
 	// omitVisible are the vendors whose visible-devices variable the
 	// specs leave out.
 	omitVisible map[inventory.Vendor]bool
+	// reserved are the variables configuration may not set besides the
+	// DRA_ ones (vendors.ReservedEnv).
+	reserved []string
 }
 
-// NewWriter returns a Writer for cfg and creates the spec directory.
-// With VisibleDevicesAuto it looks for the Ascend runtime under
-// VisibleRoot once, here.
-func NewWriter(cfg Config) (*Writer, error) {
-	return NewWriterContext(context.Background(), cfg)
-}
-
-// NewWriterContext is NewWriter logging what it decided to ctx's logger.
-func NewWriterContext(ctx context.Context, cfg Config) (*Writer, error) {
+// NewWriter returns a Writer for cfg and creates the spec directory,
+// logging what it decided to ctx's logger. With VisibleDevicesAuto it
+// looks for the vendors' runtimes under VisibleRoot once, here.
+func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
 	if cfg.SpecDir == "" {
 		cfg.SpecDir = cdiapi.DefaultDynamicDir
 	}
@@ -114,7 +112,7 @@ func NewWriterContext(ctx context.Context, cfg Config) (*Writer, error) {
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", omit)
-	return &Writer{cfg: cfg, cache: cache, omitVisible: omit}, nil
+	return &Writer{cfg: cfg, cache: cache, omitVisible: omit, reserved: vendors.ReservedEnv()}, nil
 }
 
 // SpecDir is the directory the specs are written to.
@@ -157,8 +155,9 @@ type DeviceNode struct {
 type Claim struct {
 	UID             types.UID
 	Namespace, Name string
-	Vendor          inventory.Vendor
-	Devices         []Device
+	// Vendor is the vendor of the claim's devices.
+	Vendor  vendors.Vendor
+	Devices []Device
 	// SharedDeviceNodes are the vendor's device files every container of
 	// the claim needs (inventory.Inventory.SharedDeviceNodes[Vendor]).
 	SharedDeviceNodes []string
@@ -177,10 +176,10 @@ type Claim struct {
 // writes the same file and returns the same IDs.
 func (w *Writer) Write(ctx context.Context, c Claim) (map[string][]string, error) {
 	logger := klog.FromContext(ctx)
-	v, ok := lookup(c.Vendor)
-	if !ok {
-		return nil, fmt.Errorf("writing CDI spec of claim %s/%s: unknown vendor %q", c.Namespace, c.Name, c.Vendor)
+	if c.Vendor == nil {
+		return nil, fmt.Errorf("writing CDI spec of claim %s/%s: no vendor", c.Namespace, c.Name)
 	}
+	v := editsOf(c.Vendor)
 	spec, ids, err := w.spec(c, v)
 	if err != nil {
 		return nil, fmt.Errorf("building CDI spec of claim %s/%s (%s): %w", c.Namespace, c.Name, c.UID, err)
@@ -260,11 +259,8 @@ func temporaries(dir string) (map[string]bool, error) {
 
 // Delete removes the spec of a claim's devices of vendor. A missing spec
 // is not an error, so unprepare can be retried.
-func (w *Writer) Delete(ctx context.Context, vendor inventory.Vendor, uid types.UID) error {
-	v, ok := lookup(vendor)
-	if !ok {
-		return fmt.Errorf("deleting CDI spec of claim %s: unknown vendor %q", uid, vendor)
-	}
+func (w *Writer) Delete(ctx context.Context, vendor vendors.Vendor, uid types.UID) error {
+	v := editsOf(vendor)
 	name := specName(v, uid)
 	if err := w.cache.RemoveSpec(name); err != nil {
 		return fmt.Errorf("deleting CDI spec of claim %s: %w", uid, err)
@@ -276,11 +272,8 @@ func (w *Writer) Delete(ctx context.Context, vendor inventory.Vendor, uid types.
 // ClaimUIDs returns, sorted, the claims that have a spec of vendor in the
 // spec directory, so the plugin can remove specs of claims it no longer
 // knows at startup.
-func (w *Writer) ClaimUIDs(vendor inventory.Vendor) ([]types.UID, error) {
-	v, ok := lookup(vendor)
-	if !ok {
-		return nil, fmt.Errorf("listing CDI specs: unknown vendor %q", vendor)
-	}
+func (w *Writer) ClaimUIDs(vendor vendors.Vendor) ([]types.UID, error) {
+	v := editsOf(vendor)
 	entries, err := os.ReadDir(w.cfg.SpecDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -351,7 +344,7 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 	}
 	// The variable is what a vendor runtime reacts to; left out, the
 	// runtime passes the container through (vendorruntime.go).
-	if !w.omitVisible[c.Vendor] {
+	if !w.omitVisible[c.Vendor.Names().Vendor] {
 		env = append(env, v.VisibleEnv+"="+joinIndices(indices))
 	}
 	claimEnv := maps.Clone(v.Env)
@@ -384,8 +377,8 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	if d.Name == "" {
 		return cdispec.Device{}, errors.New("device name is empty")
 	}
-	if d.Chip.Vendor != c.Vendor {
-		return cdispec.Device{}, fmt.Errorf("chip %d is a %s chip, not %s", d.Chip.Index, d.Chip.Vendor, c.Vendor)
+	if want := c.Vendor.Names().Vendor; d.Chip.Vendor != want {
+		return cdispec.Device{}, fmt.Errorf("chip %d is a %s chip, not %s", d.Chip.Index, d.Chip.Vendor, want)
 	}
 	var nodes []*cdispec.DeviceNode
 	var err error
@@ -400,7 +393,7 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	if err != nil {
 		return cdispec.Device{}, err
 	}
-	env, err := deviceEnv(c, d)
+	env, err := deviceEnv(c, d, v.driver, w.reserved)
 	if err != nil {
 		return cdispec.Device{}, err
 	}
@@ -484,14 +477,13 @@ func (w *Writer) hostPath(p string) string {
 // variables sorted by name. User variables that would override the
 // driver's own are an error naming the variable, not silently dropped: a
 // workload that depends on them would otherwise run with a surprise.
-func deviceEnv(c Claim, d Device) ([]string, error) {
+func deviceEnv(c Claim, d Device, driver string, reserved []string) ([]string, error) {
 	key := DeviceEnvKey(d.Name)
-	reserved := reservedEnv()
 	// The claim-wide DRA_DRIVER and DRA_CLAIM_UID hold one value per
 	// container, the last spec's, when a container gets devices of two
 	// drivers or claims; these per-device ones are always right.
 	env := []string{
-		key + "_DRIVER=" + vendors.DriverFor(c.Vendor),
+		key + "_DRIVER=" + driver,
 		key + "_CLAIM_UID=" + string(c.UID),
 	}
 	if d.Chip.UUID != "" {
@@ -563,11 +555,8 @@ type SpecClaim struct {
 }
 
 // ReadClaim reads back the spec of a claim's devices of vendor.
-func (w *Writer) ReadClaim(vendor inventory.Vendor, uid types.UID) (SpecClaim, error) {
-	v, ok := lookup(vendor)
-	if !ok {
-		return SpecClaim{}, fmt.Errorf("reading CDI spec: unknown vendor %q", vendor)
-	}
+func (w *Writer) ReadClaim(vendor vendors.Vendor, uid types.UID) (SpecClaim, error) {
+	v := editsOf(vendor)
 	path := filepath.Join(w.cfg.SpecDir, specName(v, uid)+specExt)
 	spec, err := cdiapi.ReadSpec(path, 0)
 	if err != nil {

@@ -238,10 +238,10 @@ func TestDeleteRemovesTheSpecAndASecondDeleteIsFine(t *testing.T) {
 	_, err := w.Write(context.Background(), n.claim(uid, cambricon.Vendor, 0))
 	require.NoError(t, err)
 
-	require.NoError(t, w.Delete(context.Background(), cambricon.Vendor, uid))
+	require.NoError(t, w.Delete(context.Background(), cambricon.Cambricon{}, uid))
 	require.Empty(t, specFiles(t, dir))
-	require.NoError(t, w.Delete(context.Background(), cambricon.Vendor, uid))
-	uids, err := w.ClaimUIDs(cambricon.Vendor)
+	require.NoError(t, w.Delete(context.Background(), cambricon.Cambricon{}, uid))
+	uids, err := w.ClaimUIDs(cambricon.Cambricon{})
 	require.NoError(t, err)
 	require.Empty(t, uids)
 }
@@ -262,10 +262,10 @@ func TestClaimUIDsListsTheVendorsClaimsWithSpecs(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
 	}
 
-	uids, err := w.ClaimUIDs(ascend.Vendor)
+	uids, err := w.ClaimUIDs(ascend.Ascend{})
 	require.NoError(t, err)
 	require.Equal(t, []types.UID{npuUIDs[1], npuUIDs[2], npuUIDs[0]}, uids)
-	uids, err = w.ClaimUIDs(cambricon.Vendor)
+	uids, err = w.ClaimUIDs(cambricon.Cambricon{})
 	require.NoError(t, err)
 	require.Equal(t, []types.UID{mluUID}, uids)
 }
@@ -326,7 +326,7 @@ func TestDriverFilesAreMountedOnlyWhereTheyExistOnTheHost(t *testing.T) {
 func TestWithTheDefaultHostRootHostPathsAreTheContainerPaths(t *testing.T) {
 	n := newNode(t, "mlu270", nil)
 	dir := t.TempDir()
-	w, err := cdi.NewWriter(cdi.Config{SpecDir: dir})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: dir})
 	require.NoError(t, err)
 	_, err = w.Write(context.Background(), n.claim(uid, cambricon.Vendor, 1))
 	require.NoError(t, err)
@@ -345,7 +345,7 @@ func TestAPluginInAContainerChecksFilesUnderItsMountButWritesNodePaths(t *testin
 	// plugin's container, the runtime sees it at /.
 	n := newNode(t, "atlas-800t-a2", nil)
 	dir := t.TempDir()
-	w, err := cdi.NewWriter(cdi.Config{SpecDir: dir, HostRoot: "/", VisibleRoot: n.root})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: dir, HostRoot: "/", VisibleRoot: n.root})
 	require.NoError(t, err)
 	_, err = w.Write(context.Background(), n.claim(uid, ascend.Vendor, 0))
 	require.NoError(t, err)
@@ -431,7 +431,7 @@ func TestInvalidClaimsAreRefusedWithoutWritingAnything(t *testing.T) {
 	}{
 		{name: "an empty UID", claim: func() cdi.Claim { c := n.claim(uid, ascend.Vendor, 0); c.UID = ""; return c }, wantErr: "claim UID is empty"},
 		{name: "no devices", claim: func() cdi.Claim { c := n.claim(uid, ascend.Vendor); return c }, wantErr: "claim has no devices"},
-		{name: "an unknown vendor", claim: func() cdi.Claim { c := n.claim(uid, ascend.Vendor, 0); c.Vendor = "nvidia"; return c }, wantErr: `unknown vendor "nvidia"`},
+		{name: "no vendor", claim: func() cdi.Claim { c := n.claim(uid, ascend.Vendor, 0); c.Vendor = nil; return c }, wantErr: `no vendor`},
 		{
 			name: "a device listed twice",
 			claim: func() cdi.Claim {
@@ -519,9 +519,9 @@ func TestFiftyClaimsWrittenAndDeletedConcurrentlyLeaveExactlyTheirSpecs(t *testi
 	require.Len(t, specFiles(t, dir), count, "one spec per claim and no temporary files")
 	cache := requireValidSpecs(t, dir)
 	require.Len(t, cache.ListDevices(), 2*count)
-	npuUIDs, err := w.ClaimUIDs(ascend.Vendor)
+	npuUIDs, err := w.ClaimUIDs(ascend.Ascend{})
 	require.NoError(t, err)
-	mluUIDs, err := w.ClaimUIDs(cambricon.Vendor)
+	mluUIDs, err := w.ClaimUIDs(cambricon.Cambricon{})
 	require.NoError(t, err)
 	require.Len(t, append(npuUIDs, mluUIDs...), count)
 
@@ -573,7 +573,7 @@ func TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds(t *testing.T) {
 			require.NoError(t, unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"))
 			// Registered after TempDir, so it runs before the removal.
 			t.Cleanup(func() { require.NoError(t, unix.Unmount(dir, 0)) })
-			w, err := cdi.NewWriter(cdi.Config{SpecDir: dir, HostRoot: n.root})
+			w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: dir, HostRoot: n.root})
 			require.NoError(t, err)
 			const otherUID = types.UID("0a1b2c3d-0000-4000-8000-000000000001")
 			_, err = w.Write(context.Background(), n.claim(otherUID, ascend.Vendor, 0))
@@ -595,7 +595,7 @@ func TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, os.Remove(filepath.Join(dir, "spec.12345.tmp")))
 			require.NotEmpty(t, inject(t, dir, flatten(c, ids)...).Linux.Devices)
-			uids, err := w.ClaimUIDs(ascend.Vendor)
+			uids, err := w.ClaimUIDs(ascend.Ascend{})
 			require.NoError(t, err)
 			require.Equal(t, []types.UID{otherUID, uid}, uids)
 		})
@@ -679,7 +679,7 @@ func TestAscendRuntimeIsFoundByItsBinaryOrTheRuntimeConfiguration(t *testing.T) 
 				require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 				require.NoError(t, os.WriteFile(p, []byte(tt.content), 0o644))
 			}
-			found, marker := cdi.RuntimeFound(ascend.Vendor, root)
+			found, marker := cdi.RuntimeFound(ascend.Ascend{}, root)
 			require.Equal(t, tt.want, found)
 			if tt.want {
 				require.Equal(t, "/"+tt.path, marker)
@@ -689,6 +689,6 @@ func TestAscendRuntimeIsFoundByItsBinaryOrTheRuntimeConfiguration(t *testing.T) 
 }
 
 func TestAnUnknownVisibleDevicesEnvModeIsAnError(t *testing.T) {
-	_, err := cdi.NewWriter(cdi.Config{SpecDir: t.TempDir(), HostRoot: t.TempDir(), VisibleDevicesEnv: "sometimes"})
+	_, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: t.TempDir(), HostRoot: t.TempDir(), VisibleDevicesEnv: "sometimes"})
 	require.EqualError(t, err, `visible-devices env mode "sometimes" is not one of [auto set omit]`)
 }

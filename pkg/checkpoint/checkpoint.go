@@ -66,7 +66,7 @@ type Device struct {
 	Share *Share `json:"share,omitempty"`
 }
 
-// Partition is a partition that exists on a chip (partitions.Instance).
+// Partition is a partition that exists on a chip (vendors.Instance).
 type Partition struct {
 	// Type is the accel-dra.dev/type of the partition: vnpu or smlu.
 	Type string `json:"type"`

@@ -16,11 +16,12 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/source"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // NewRootCommand returns the accel-dra command with its subcommands.
@@ -112,12 +113,12 @@ func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventor
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%dMi\t%d\t%s\t%s\t%s\t%t\n", device, c.Vendor, c.Model,
 						memory>>20, cores, c.LinkGroup, numa, c.PCIBusID, c.Healthy)
 				}
-				row(resourceslices.DeviceName(c), c.MemoryBytes, int64(c.Cores))
+				row(vendors.ChipDeviceName(c), c.MemoryBytes, int64(c.Cores))
 				// The partition devices the slices hold (resourceslices
 				// publishes the same slots), with their own memory and cores.
 				if opts.Policy.ModeOf(c) == partitions.ModePartitioned {
 					for _, s := range partitions.Slots(c) {
-						row(partitions.DeviceName(c, s), s.Template.MemoryBytes, s.Template.Cores)
+						row(vendors.PartitionDeviceName(c, s), s.Template.MemoryBytes, s.Template.Cores)
 					}
 				}
 			}
@@ -150,7 +151,7 @@ func printSources(w io.Writer, inv inventory.Inventory) error {
 	fmt.Fprintln(tw, "DEVICE\tFACT\tREAD BY")
 	for _, v := range inv.Vendors() {
 		for _, c := range inv.ChipsOf(v) {
-			device := resourceslices.DeviceName(c)
+			device := vendors.ChipDeviceName(c)
 			if len(c.Sources) == 0 {
 				fmt.Fprintf(tw, "%s\t*\tnot recorded (simulated node)\n", device)
 				continue

@@ -132,7 +132,7 @@ func driverFiles(v inventory.Vendor, chips []inventory.Chip) ([]file, error) {
 	if !ok {
 		return nil, fmt.Errorf("creating fake driver files: unknown vendor %q", v)
 	}
-	vf, err := x.Simulation().DriverFiles(chips)
+	vf, err := x.ProfileNode().DriverFiles(chips)
 	if err != nil {
 		return nil, err
 	}

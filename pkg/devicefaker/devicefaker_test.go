@@ -12,9 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -23,7 +23,7 @@ func inventoryOf(t *testing.T, profileName string) inventory.Inventory {
 	t.Helper()
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
-	inv, err := simulated.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New("node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	return inv
 }
@@ -72,8 +72,8 @@ func TestCreateMakesEveryDeviceNodeANullCharacterDevice(t *testing.T) {
 				var st unix.Stat_t
 				require.NoError(t, unix.Stat(filepath.Join(root, n), &st), n)
 				require.Equal(t, uint32(unix.S_IFCHR), st.Mode&unix.S_IFMT, "%s is a character device", n)
-				require.Equal(t, uint32(devicefaker.NullMajor), unix.Major(uint64(st.Rdev)), n)
-				require.Equal(t, uint32(devicefaker.NullMinor), unix.Minor(uint64(st.Rdev)), n)
+				require.Equal(t, uint32(devicefaker.NullMajor), unix.Major(st.Rdev), n)
+				require.Equal(t, uint32(devicefaker.NullMinor), unix.Minor(st.Rdev), n)
 				require.Equal(t, uint32(0o666), st.Mode&0o777, "%s is as open as /dev/null", n)
 			}
 			f, err := os.OpenFile(filepath.Join(root, nodes[0]), os.O_RDWR, 0)

@@ -20,9 +20,9 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/source"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // DefaultInterval is the default of --health-interval.
@@ -179,7 +179,7 @@ func logChanges(logger klog.Logger, last, now inventory.Inventory) {
 		before[c.Index] = c
 	}
 	for _, c := range now.Chips {
-		name := resourceslices.DeviceName(c)
+		name := vendors.ChipDeviceName(c)
 		old, ok := before[c.Index]
 		delete(before, c.Index)
 		switch {
@@ -194,6 +194,6 @@ func logChanges(logger klog.Logger, last, now inventory.Inventory) {
 		}
 	}
 	for _, c := range before {
-		logger.Info("Chip removed", "device", resourceslices.DeviceName(c), "model", c.Model, "uuid", c.UUID)
+		logger.Info("Chip removed", "device", vendors.ChipDeviceName(c), "model", c.Model, "uuid", c.UUID)
 	}
 }

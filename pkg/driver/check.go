@@ -18,6 +18,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // claimPlan is a checked claim: what each of its results for this driver
@@ -111,7 +112,7 @@ func (pl *planner) add(i int, r resourceapi.DeviceRequestAllocationResult) error
 	var err error
 	if chip, ok := d.chips[r.Device]; ok {
 		p.dev.Chip = chip
-		if d.policy.ModeOf(chip) == partitions.ModeShared && r.ShareID != nil {
+		if d.modes[r.Device] == partitions.ModeShared && r.ShareID != nil {
 			err = pl.share(field, i, &p, chip, cfg.strategy, again)
 		} else if err = d.checkWhole(pl.u, r.Device, chip); err == nil {
 			pl.u.devices[r.Device] = append(pl.u.devices[r.Device], holder{uid: pl.plan.claim.UID, result: i})
@@ -169,7 +170,6 @@ func (pl *planner) partition(i int, p *plannedDevice, sl slot) error {
 	}
 	p.dev.Chip = sl.chip
 	p.entry.Kind = checkpoint.KindPartition
-	p.virtual = sl.template.Type == partitions.TypeVNPU
 	pl.u.devices[r.Device] = append(pl.u.devices[r.Device], holder{uid: uid, result: i})
 	pl.u.partitions[sl.chip.Index] = append(pl.u.partitions[sl.chip.Index], partitionUse{uid: uid, result: i, device: r.Device, template: sl.template.Name})
 	if e, ok := pl.earlier[r.Device]; ok && e.Partition != nil && e.Partition.Template == sl.template.Name {
@@ -241,8 +241,7 @@ func consumed(r resourceapi.DeviceRequestAllocationResult, name resourceapi.Qual
 
 // isShared says whether a device is a chip published Shared.
 func (d *Driver) isShared(device string) bool {
-	c, ok := d.chips[device]
-	return ok && d.policy.ModeOf(c) == partitions.ModeShared
+	return d.modes[device] == partitions.ModeShared
 }
 
 // checkPartition refuses a partition device whose chip is taken whole or
@@ -251,14 +250,14 @@ func (d *Driver) checkPartition(u usage, device string, s slot) error {
 	if hs := u.devices[device]; len(hs) > 0 {
 		return fmt.Errorf("device %s is already prepared for %s: refusing to give it to two claims", device, d.heldBy(u, hs[0].uid, hs[0].result))
 	}
-	parent := partitions.ChipDeviceName(s.chip)
+	parent := d.names.ChipDevice(s.chip.Index)
 	if hs := u.devices[parent]; len(hs) > 0 {
 		return fmt.Errorf("device %s is a partition of %s, which is prepared whole for %s: refusing to give out a chip and its partition", device, parent, d.heldBy(u, hs[0].uid, hs[0].result))
 	}
-	total := partitions.CountersOf(s.chip)
-	used := partitions.Counters{}
+	total := s.model.Counters(s.chip)
+	used := vendors.Counters{}
 	for _, p := range u.partitions[s.chip.Index] {
-		if t, ok := partitions.TemplateByName(s.chip, p.template); ok {
+		if t, ok := s.model.Template(p.template); ok {
 			used.Cores += t.Cores
 			used.MemoryBytes += t.MemoryBytes
 			used.AICPUs += t.AICPUs

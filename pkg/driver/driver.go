@@ -36,7 +36,8 @@ import (
 
 // Config configures one driver instance.
 type Config struct {
-	Vendor   inventory.Vendor
+	// Vendor is the vendor whose chips the driver serves.
+	Vendor   vendors.Vendor
 	NodeName string
 	// Inventory is the node's discovered chips; only Vendor's are served.
 	Inventory inventory.Inventory
@@ -67,9 +68,9 @@ type Config struct {
 	// zero value publishes every chip Whole.
 	Policy partitions.Policy
 	// PartitionTool makes, lists and removes partitions (the vendor tool,
-	// or partitionsim.Fake on a simulated node). Without it no partitions are
+	// or profilenode.PartitionTool on a simulated node). Without it no partitions are
 	// published: chips that would be Partitioned are Whole.
-	PartitionTool partitions.Tool
+	PartitionTool vendors.PartitionTool
 	// Metrics, if set, records this driver's operations (nil: none).
 	Metrics *metrics.Metrics
 	// UnhealthyTaintEffect is the effect of the device taint on unhealthy
@@ -92,14 +93,19 @@ type Config struct {
 // Driver implements kubeletplugin.DRAPlugin for one vendor.
 type Driver struct {
 	name   string
-	vendor inventory.Vendor
-	node   string
-	inv    inventory.Inventory
-	chips  map[string]inventory.Chip // by DRA device name
+	vendor vendors.Vendor
+	// names are vendor's names, parts the vendor's partitions (nil: none).
+	names vendors.Names
+	parts vendors.Partitions
+	node  string
+	inv   inventory.Inventory
+	chips map[string]inventory.Chip // by DRA device name
 	// slots are the partition devices, by DRA device name.
-	slots  map[string]slot
+	slots map[string]slot
+	// modes are the modes of the chips, by DRA device name.
+	modes  map[string]partitions.Mode
 	policy partitions.Policy
-	tool   partitions.Tool
+	tool   vendors.PartitionTool
 	cdi    *cdi.Writer
 	store  *checkpoint.Store
 	fatal  func(error)
@@ -138,11 +144,17 @@ var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 // know, registers with the kubelet and publishes the node's ResourceSlices.
 func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	logger := klog.FromContext(ctx)
+	if cfg.Vendor == nil {
+		return nil, errors.New("starting driver: no vendor")
+	}
+	names := cfg.Vendor.Names()
 	d := &Driver{
-		name:    vendors.DriverFor(cfg.Vendor),
+		name:    names.Driver,
 		vendor:  cfg.Vendor,
+		names:   names,
+		parts:   cfg.Vendor.Partitions(),
 		node:    cfg.NodeName,
-		inv:     cfg.Inventory.Only(cfg.Vendor),
+		inv:     cfg.Inventory.Only(names.Vendor),
 		chips:   map[string]inventory.Chip{},
 		slots:   map[string]slot{},
 		policy:  cfg.Policy,
@@ -158,9 +170,6 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		taintEffect:   cfg.UnhealthyTaintEffect,
 		healthTimeout: cfg.HealthCheckTimeout,
 		healthWake:    make(chan struct{}),
-	}
-	if d.name == "" {
-		return nil, fmt.Errorf("starting driver: unknown vendor %q", cfg.Vendor)
 	}
 	if d.tool == nil {
 		d.policy.NoPartitions = true
@@ -232,11 +241,17 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 func (d *Driver) index(chips []inventory.Chip) {
 	d.chips = make(map[string]inventory.Chip, len(chips))
 	d.slots = map[string]slot{}
+	d.modes = make(map[string]partitions.Mode, len(chips))
 	for _, c := range chips {
-		d.chips[resourceslices.DeviceName(c)] = c
-		if d.policy.ModeOf(c) == partitions.ModePartitioned {
-			for _, s := range partitions.Slots(c) {
-				d.slots[partitions.DeviceName(c, s)] = slot{chip: c, template: s.Template}
+		name := d.names.ChipDevice(c.Index)
+		d.chips[name] = c
+		d.modes[name] = d.policy.ModeOf(c)
+		if d.modes[name] != partitions.ModePartitioned {
+			continue
+		}
+		if m, ok := vendors.PartitionModelOf(d.vendor, c); ok {
+			for _, s := range m.Slots(c) {
+				d.slots[d.names.PartitionDevice(c.Index, s)] = slot{chip: c, template: s.Template, model: m}
 			}
 		}
 	}
@@ -248,7 +263,7 @@ func (d *Driver) resources(inv inventory.Inventory) resourceslice.DriverResource
 }
 
 // Vendor is the vendor whose chips the driver serves.
-func (d *Driver) Vendor() inventory.Vendor { return d.vendor }
+func (d *Driver) Vendor() inventory.Vendor { return d.names.Vendor }
 
 // Registered reports whether the kubelet has confirmed the registration.
 func (d *Driver) Registered() bool {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // healthResend is below the kubelet's default 30s health timeout, after
@@ -56,7 +56,7 @@ type deviceHealth struct {
 // run on it.
 func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified time.Time) error {
 	logger := klog.FromContext(ctx)
-	inv = inv.Only(d.vendor)
+	inv = inv.Only(d.names.Vendor)
 	chips := inv.Chips
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -74,7 +74,7 @@ func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified t
 		}
 		if claims, _ := d.preparedOn(c); len(claims) > 0 {
 			logger.Info("Chip is gone but claims are prepared on it: keeping it for unprepare, no longer publishing it",
-				"device", resourceslices.DeviceName(c), "claims", claims)
+				"device", vendors.ChipDeviceName(c), "claims", claims)
 			gone = append(gone, c)
 		}
 	}
@@ -115,7 +115,7 @@ func (d *Driver) preparedOn(c inventory.Chip) (claims, devices []string) {
 
 // onChip reports whether a prepared device is chip c or a partition of it.
 func onChip(c inventory.Chip, device string, p *checkpoint.Partition) bool {
-	name := resourceslices.DeviceName(c)
+	name := vendors.ChipDeviceName(c)
 	return device == name || strings.HasPrefix(device, name+"-") || (p != nil && p.Chip == c.Index)
 }
 
@@ -125,14 +125,14 @@ func onChip(c inventory.Chip, device string, p *checkpoint.Partition) bool {
 func (d *Driver) setHealth(chips, gone []inventory.Chip, verified time.Time) {
 	st := &healthState{verified: verified}
 	for _, c := range chips {
-		st.devices = append(st.devices, deviceHealth{name: resourceslices.DeviceName(c), healthy: c.Healthy, message: healthMessage(c)})
+		st.devices = append(st.devices, deviceHealth{name: vendors.ChipDeviceName(c), healthy: c.Healthy, message: healthMessage(c)})
 	}
 	// The devices of a gone chip that pods still hold.
 	for _, c := range gone {
 		_, devices := d.preparedOn(c)
 		for _, name := range devices {
 			st.devices = append(st.devices, deviceHealth{name: name,
-				message: fmt.Sprintf("ChipGone: chip %s is no longer on the node (its vendor tool does not list it)", resourceslices.DeviceName(c))})
+				message: fmt.Sprintf("ChipGone: chip %s is no longer on the node (its vendor tool does not list it)", vendors.ChipDeviceName(c))})
 		}
 	}
 	// A partition is as healthy as its chip.
@@ -145,7 +145,7 @@ func (d *Driver) setHealth(chips, gone []inventory.Chip, verified time.Time) {
 		c := d.slots[name].chip
 		h := deviceHealth{name: name, healthy: c.Healthy}
 		if !c.Healthy {
-			h.message = fmt.Sprintf("chip %s: %s", partitions.ChipDeviceName(c), healthMessage(c))
+			h.message = fmt.Sprintf("chip %s: %s", d.names.ChipDevice(c.Index), healthMessage(c))
 		}
 		st.devices = append(st.devices, h)
 	}

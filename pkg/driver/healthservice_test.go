@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
@@ -24,11 +24,11 @@ func healthDriver(t *testing.T, timeout time.Duration) (*Driver, []inventory.Chi
 	t.Helper()
 	p, err := profile.Load("atlas-300i-duo")
 	require.NoError(t, err)
-	inv, err := simulated.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New("node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	chips := inv.ChipsOf(ascend.Vendor)
 	require.NotEmpty(t, chips)
-	d := &Driver{vendor: ascend.Vendor, node: "node-0", policy: partitions.Policy{Default: partitions.ModePartitioned},
+	d := &Driver{vendor: ascend.Ascend{}, names: ascend.Ascend{}.Names(), parts: ascend.VNPUs{}, node: "node-0", policy: partitions.Policy{Default: partitions.ModePartitioned},
 		healthTimeout: timeout, healthWake: make(chan struct{})}
 	d.index(chips)
 	require.NotEmpty(t, d.slots, "the profile's chips have partition slots")

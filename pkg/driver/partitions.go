@@ -11,12 +11,15 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // slot is a published partition device: its chip and template.
 type slot struct {
 	chip     inventory.Chip
-	template partitions.Template
+	template vendors.Template
+	// model is the partition facts of the chip.
+	model vendors.PartitionModel
 }
 
 // CDI device annotations that let rebuildFromCDI recover what a device
@@ -27,12 +30,12 @@ const (
 	annotationAdmin     = names.Domain + "/admin-access"
 )
 
-func toCheckpoint(i partitions.Instance) *checkpoint.Partition {
+func toCheckpoint(i vendors.Instance) *checkpoint.Partition {
 	return &checkpoint.Partition{Type: i.Type, Chip: i.Chip, Template: i.Template, ID: i.ID, DeviceNode: i.DeviceNode, UUID: i.UUID}
 }
 
-func fromCheckpoint(p *checkpoint.Partition) partitions.Instance {
-	return partitions.Instance{Type: p.Type, Chip: p.Chip, Template: p.Template, ID: p.ID, DeviceNode: p.DeviceNode, UUID: p.UUID}
+func fromCheckpoint(p *checkpoint.Partition) vendors.Instance {
+	return vendors.Instance{Type: p.Type, Chip: p.Chip, Template: p.Template, ID: p.ID, DeviceNode: p.DeviceNode, UUID: p.UUID}
 }
 
 // annotations are the CDI device annotations of a prepared device.
@@ -118,7 +121,7 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 		}
 		list, err := d.tool.List(ctx, c)
 		if err != nil {
-			logger.Error(err, "Cannot list the partitions of a chip; orphaned partitions there are not removed", "chip", partitions.ChipDeviceName(c))
+			logger.Error(err, "Cannot list the partitions of a chip; orphaned partitions there are not removed", "chip", d.names.ChipDevice(c.Index))
 			continue
 		}
 		listed[c.Index] = true
@@ -129,11 +132,11 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 				continue
 			}
 			if err := d.tool.Destroy(ctx, c, inst); err != nil {
-				logger.Error(err, "Cannot remove a partition the checkpoint does not list", "chip", partitions.ChipDeviceName(c), "partition", inst.String())
+				logger.Error(err, "Cannot remove a partition the checkpoint does not list", "chip", d.names.ChipDevice(c.Index), "partition", inst.String())
 				continue
 			}
 			logger.Info("Removed a partition the checkpoint does not list (left by a crash before it was recorded)",
-				"chip", partitions.ChipDeviceName(c), "type", inst.Type, "template", inst.Template, "id", inst.ID, "deviceNode", inst.DeviceNode)
+				"chip", d.names.ChipDevice(c.Index), "type", inst.Type, "template", inst.Template, "id", inst.ID, "deviceNode", inst.DeviceNode)
 		}
 	}
 	forgot := false

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"path"
 	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -15,7 +16,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/claimstatus"
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
 // prepare prepares one claim and returns its devices for the kubelet and
@@ -90,7 +90,7 @@ func (d *Driver) createPartitions(ctx context.Context, tx *transaction, p *claim
 func (d *Driver) cdiClaim(p *claimPlan) (cdi.Claim, error) {
 	c := p.claim
 	spec := cdi.Claim{UID: c.UID, Namespace: c.Namespace, Name: c.Name, Vendor: d.vendor,
-		SharedDeviceNodes: d.inv.SharedDeviceNodes[d.vendor]}
+		SharedDeviceNodes: d.inv.SharedDeviceNodes[d.names.Vendor]}
 	allVirtual, allAdmin := len(p.devices) > 0, len(p.devices) > 0
 	for i := range p.devices {
 		pd := &p.devices[i]
@@ -120,10 +120,18 @@ func (d *Driver) cdiClaim(p *claimPlan) (cdi.Claim, error) {
 // partitionEdits points a partition device's CDI device at its partition.
 func (d *Driver) partitionEdits(pd *plannedDevice) error {
 	sl := d.slots[pd.entry.Device]
-	edits, err := partitions.EditsOf(sl.chip, fromCheckpoint(pd.entry.Partition))
+	inst := fromCheckpoint(pd.entry.Partition)
+	if inst.DeviceNode == "" || !path.IsAbs(inst.DeviceNode) {
+		return fmt.Errorf("%s has no absolute device node (%q)", inst, inst.DeviceNode)
+	}
+	if d.parts == nil {
+		return fmt.Errorf("%s: vendor %q has no partitions", inst, d.names.Vendor)
+	}
+	edits, err := d.parts.Edits(sl.chip, inst)
 	if err != nil {
 		return err
 	}
+	pd.virtual = edits.Virtual
 	for _, n := range edits.DeviceNodes {
 		pd.dev.Nodes = append(pd.dev.Nodes, cdi.DeviceNode{Path: n.Path, HostPath: n.HostPath})
 	}

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
@@ -25,11 +25,11 @@ import (
 func TestAConflictInsideOneClaimNamesTheOtherResult(t *testing.T) {
 	p, err := profile.Load("mlu370-x8")
 	require.NoError(t, err)
-	inv, err := simulated.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New("node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	policy, err := partitions.ParsePolicy("Partitioned,mlu-3=Shared")
 	require.NoError(t, err)
-	d := &Driver{name: cambricon.Driver, vendor: cambricon.Vendor, node: "node-0", policy: policy,
+	d := &Driver{name: cambricon.Driver, vendor: cambricon.Cambricon{}, names: cambricon.Cambricon{}.Names(), parts: cambricon.SMLUs{}, node: "node-0", policy: policy,
 		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{
 			"uid-holder": {Namespace: "default", Name: "holder", Devices: []checkpoint.Device{{Request: "accel", Pool: "node-0", Device: "mlu-0"}}},
 		}}}

@@ -18,10 +18,10 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
@@ -29,7 +29,7 @@ import (
 // partition create and the failDestroy-th destroy (counting from 1; 0:
 // none).
 type failingRunner struct {
-	fake                    *partitionsim.Fake
+	fake                    *profilenode.PartitionTool
 	failCreate, failDestroy int
 	creates, destroys       int
 }
@@ -63,18 +63,18 @@ func newTestNode(t *testing.T) *testNode {
 	t.Helper()
 	p, err := profile.Load("atlas-800t-a2")
 	require.NoError(t, err)
-	inv, err := simulated.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New("node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	policy, err := partitions.ParsePolicy("Partitioned")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	n := &testNode{cdiDir: filepath.Join(dir, "cdi"), ckptDir: filepath.Join(dir, "state")}
-	n.runner = &failingRunner{fake: &partitionsim.Fake{StatePath: filepath.Join(dir, "partitions.json"), Chips: inv.Chips}}
-	tool, err := partitions.NewTool(ascend.Vendor, n.runner)
+	n.runner = &failingRunner{fake: &profilenode.PartitionTool{StatePath: filepath.Join(dir, "partitions.json"),
+		Vendors: []vendors.Vendor{ascend.Ascend{}}, Chips: inv.Chips}}
+	tool := ascend.VNPUs{}.NewTool(n.runner, "", vendors.LibraryNone)
+	writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
 	require.NoError(t, err)
-	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
-	require.NoError(t, err)
-	n.d = &Driver{name: ascend.Driver, vendor: ascend.Vendor, node: "node-0", inv: inv.Only(ascend.Vendor),
+	n.d = &Driver{name: ascend.Driver, vendor: ascend.Ascend{}, names: ascend.Ascend{}.Names(), parts: ascend.VNPUs{}, node: "node-0", inv: inv.Only(ascend.Vendor),
 		policy: policy, tool: tool, cdi: writer, store: checkpoint.New(n.ckptDir, CheckpointFile),
 		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{}}}
 	n.d.index(n.d.inv.Chips)
@@ -100,7 +100,7 @@ func (n *testNode) left(t *testing.T) (parts []string, specs []types.UID, saved 
 	for _, i := range insts {
 		parts = append(parts, i.Template)
 	}
-	specs, err = n.d.cdi.ClaimUIDs(ascend.Vendor)
+	specs, err = n.d.cdi.ClaimUIDs(ascend.Ascend{})
 	require.NoError(t, err)
 	data, err := n.d.store.Load()
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 	logsapi "k8s.io/component-base/logs/api/v1"
+
 	// Registers the json format, which --logging-format offers.
 	_ "k8s.io/component-base/logs/json/register"
 )

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
@@ -36,7 +37,7 @@ func logWith(t *testing.T, args ...string) (string, error) {
 	logger.V(2).Info("Chip added", "device", "npu-0")
 	logger.V(3).Info("Not shown at -v 2")
 	logger.Error(errors.New("npu-smi timed out"), "Cannot re-read the chips", "vendor", "huawei")
-	klog.Flush()
+	logs.FlushLogs()
 	return out.String(), nil
 }
 

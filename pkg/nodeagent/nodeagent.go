@@ -20,13 +20,13 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -123,7 +123,7 @@ func Run(ctx context.Context, o Options) error {
 	if cdiHostRoot == "" {
 		cdiHostRoot = hostRoot
 	}
-	writer, err := cdi.NewWriterContext(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot,
+	writer, err := cdi.NewWriter(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot,
 		VisibleDevicesEnv: o.VisibleDevicesEnv})
 	if err != nil {
 		return err
@@ -157,8 +157,12 @@ func Run(ctx context.Context, o Options) error {
 	// that fails to start cancels the others' starts: its error is the
 	// cause the agent exits with.
 	cfgs := make([]driver.Config, len(found))
-	for i, v := range found {
-		name := vendors.DriverFor(v)
+	for i, found := range found {
+		v, ok := vendors.Lookup(found)
+		if !ok {
+			return fmt.Errorf("serving chips of vendor %q: not a registered vendor", found)
+		}
+		name := v.Names().Driver
 		stateDir := filepath.Join(o.StateDir, name)
 		tool, err := partitionTool(o, v, inv, hostRoot, stateDir)
 		if err != nil {
@@ -191,7 +195,7 @@ func Run(ctx context.Context, o Options) error {
 	var wg sync.WaitGroup
 	for i, cfg := range cfgs {
 		wg.Go(func() {
-			d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", vendors.DriverFor(cfg.Vendor))), cfg)
+			d, err := driver.Start(klog.NewContext(ctx, klog.LoggerWithValues(logger, "driver", cfg.Vendor.Names().Driver)), cfg)
 			if err != nil {
 				cancel(err)
 			}
@@ -233,18 +237,23 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // partitionTool is the tool that makes a vendor's partitions: on a
-// simulated node a partitionsim.Fake keeping its state in the driver's state
+// simulated node a profilenode.PartitionTool keeping its state in the driver's state
 // directory (and, with fake devices, the partitions' device nodes under
 // the fake root); on a real node the vendor tool (npu-smi, cnmon at the
 // configured paths). A node read from recorded tool output has none: it
 // cannot make partitions, so it publishes none.
-func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostRoot, stateDir string) (partitions.Tool, error) {
+func partitionTool(o Options, v vendors.Vendor, inv inventory.Inventory, hostRoot, stateDir string) (vendors.PartitionTool, error) {
+	parts := v.Partitions()
+	if parts == nil {
+		return nil, nil
+	}
 	if o.Discovery.Profile != "" {
-		fake := &partitionsim.Fake{StatePath: filepath.Join(stateDir, partitionsim.StateFile), Chips: inv.ChipsOf(v)}
+		fake := &profilenode.PartitionTool{StatePath: filepath.Join(stateDir, profilenode.PartitionStateFile), Vendors: []vendors.Vendor{v},
+			Chips: inv.ChipsOf(v.Names().Vendor)}
 		if o.FakeDevices {
 			fake.Root = hostRoot
 		}
-		return partitions.NewTool(v, fake)
+		return parts.NewTool(fake, "", vendors.LibraryNone), nil
 	}
 	if o.Discovery.ToolOutput != "" {
 		return nil, nil
@@ -253,8 +262,8 @@ func partitionTool(o Options, v inventory.Vendor, inv inventory.Inventory, hostR
 	if root == "" {
 		root = "/"
 	}
-	return partitions.NewNodeTool(v, discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
-		root, o.Discovery.Libraries[vendors.NamesOf(v).Option])
+	return parts.NewTool(discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
+		root, o.Discovery.Libraries[v.Names().Option]), nil
 }
 
 func targets(drivers []*driver.Driver) []devicemonitor.Target {
@@ -281,7 +290,7 @@ func logWhole(ctx context.Context, policy partitions.Policy, inv inventory.Inven
 			continue
 		}
 		if why := policy.WhyWhole(c); why != "" {
-			logger.Info("Publishing the chip whole although --chip-modes asks for Partitioned", "device", partitions.ChipDeviceName(c), "model", c.Model, "reason", why)
+			logger.Info("Publishing the chip whole although --chip-modes asks for Partitioned", "device", vendors.ChipDeviceName(c), "model", c.Model, "reason", why)
 		}
 	}
 }

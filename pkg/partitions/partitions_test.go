@@ -8,6 +8,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -54,7 +55,7 @@ func TestEveryModelPublishesAsManySlotsPerTemplateAsFitOnAnEmptyChip(t *testing.
 			names := map[string]bool{}
 			for _, s := range partitions.Slots(tt.chip) {
 				got[s.Template.Name]++
-				name := partitions.DeviceName(tt.chip, s)
+				name := vendors.PartitionDeviceName(tt.chip, s)
 				require.False(t, names[name], "device name %s twice", name)
 				names[name] = true
 				require.Regexp(t, `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, name, "a DNS label")
@@ -68,10 +69,10 @@ func TestEveryModelPublishesAsManySlotsPerTemplateAsFitOnAnEmptyChip(t *testing.
 func TestDeviceNamesReadAsChipTemplateAndNumber(t *testing.T) {
 	c := chip(ascend.Vendor, "Ascend910B3", 3, 20, 64*gib)
 	slots := partitions.Slots(c)
-	require.Equal(t, "npu-3-vir05-1c-16g-0", partitions.DeviceName(c, slots[0]))
-	require.Equal(t, "npu-3-vir10-3c-32g-1", partitions.DeviceName(c, slots[len(slots)-1]))
+	require.Equal(t, "npu-3-vir05-1c-16g-0", vendors.PartitionDeviceName(c, slots[0]))
+	require.Equal(t, "npu-3-vir10-3c-32g-1", vendors.PartitionDeviceName(c, slots[len(slots)-1]))
 	m := chip(cambricon.Vendor, "MLU370-X8", 7, 16, 23308<<20)
-	require.Equal(t, "mlu-7-smlu-25p-0", partitions.DeviceName(m, partitions.Slots(m)[0]))
+	require.Equal(t, "mlu-7-smlu-25p-0", vendors.PartitionDeviceName(m, partitions.Slots(m)[0]))
 }
 
 func TestPolicyGivesEachChipItsMode(t *testing.T) {

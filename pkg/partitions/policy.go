@@ -2,10 +2,13 @@ package partitions
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Mode is how a node publishes one chip. It is a node setting (the node
@@ -65,7 +68,7 @@ func (p Policy) ModeOf(c inventory.Chip) Mode {
 // Requested returns the mode the policy asks for chip c, before what the
 // chip can do is taken into account.
 func (p Policy) Requested(c inventory.Chip) Mode {
-	name := ChipDeviceName(c)
+	name := vendors.ChipDeviceName(c)
 	m, ok := p.Chips[name]
 	if !ok {
 		prefix, _, _ := strings.Cut(name, "-")
@@ -104,14 +107,19 @@ const PolicyHelp = `how chips are published: Whole (the chip only; the default),
 
 // ParsePolicy parses the node agent's chip-modes setting: a comma list of
 // entries, each a mode (the default for every chip) or <device>=<mode>
-// with a whole-chip device name (npu-0, mlu-3), or npu-*=<mode> /
-// mlu-*=<mode> for every chip of a vendor. Modes are Partitioned, Shared
+// with a whole-chip device name (npu-0, mlu-3), or <prefix>-*=<mode>
+// (npu-*, mlu-*) for every chip of a vendor; the prefixes are the
+// registered vendors' (vendors.Names.DevicePrefix). Modes are Partitioned, Shared
 // and Whole. A device name beats npu-*/mlu-*, which beat the default;
 // otherwise later entries win. Examples: "Partitioned", "Shared",
 // "npu-0=Shared,npu-1=Shared", "mlu-*=Partitioned". The empty string is the
 // default policy: every chip Whole.
 func ParsePolicy(s string) (Policy, error) {
 	p := Policy{Chips: map[string]Mode{}}
+	var prefixes []string
+	for _, v := range vendors.All() {
+		prefixes = append(prefixes, v.Names().DevicePrefix)
+	}
 	for i, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
@@ -129,10 +137,10 @@ func ParsePolicy(s string) (Policy, error) {
 		switch {
 		case key == "":
 			p.Default = m
-		case key == "npu-*" || key == "mlu-*" || validChipName(key):
+		case validChipName(prefixes, key):
 			p.Chips[key] = m
 		default:
-			return Policy{}, fmt.Errorf("chip modes entry %d %q: %q is not a chip device name (npu-N, mlu-N, npu-* or mlu-*)", i+1, entry, key)
+			return Policy{}, fmt.Errorf("chip modes entry %d %q: %q is not a chip device name (%s)", i+1, entry, key, chipNameForms(prefixes))
 		}
 	}
 	return p, nil
@@ -151,17 +159,34 @@ func parseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("mode %q is not one of %s", s, strings.Join(names, ", "))
 }
 
-func validChipName(s string) bool {
-	var prefix string
-	var n int
-	if _, err := fmt.Sscanf(s, "npu-%d", &n); err == nil {
-		prefix = "npu-"
-	} else if _, err := fmt.Sscanf(s, "mlu-%d", &n); err == nil {
-		prefix = "mlu-"
-	} else {
+// validChipName says whether s is <prefix>-N or <prefix>-* for one of
+// the vendors' device prefixes.
+func validChipName(prefixes []string, s string) bool {
+	prefix, rest, ok := strings.Cut(s, "-")
+	if !ok || !slices.Contains(prefixes, prefix) {
 		return false
 	}
-	return n >= 0 && s == fmt.Sprintf("%s%d", prefix, n)
+	if rest == "*" {
+		return true
+	}
+	n, err := strconv.Atoi(rest)
+	return err == nil && n >= 0 && rest == strconv.Itoa(n)
+}
+
+// chipNameForms lists the chip names ParsePolicy takes, for its errors:
+// "npu-N, mlu-N, npu-* or mlu-*".
+func chipNameForms(prefixes []string) string {
+	var forms []string
+	for _, p := range prefixes {
+		forms = append(forms, p+"-N")
+	}
+	for _, p := range prefixes {
+		forms = append(forms, p+"-*")
+	}
+	if len(forms) < 2 {
+		return strings.Join(forms, "")
+	}
+	return strings.Join(forms[:len(forms)-1], ", ") + " or " + forms[len(forms)-1]
 }
 
 // String renders the policy in ParsePolicy's syntax, sorted.

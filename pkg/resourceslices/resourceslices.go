@@ -48,13 +48,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// DeviceName is the DNS-label name of a chip's device: npu-N or mlu-N.
-// Partition devices are named after it (partitions.DeviceName).
-func DeviceName(c inventory.Chip) string { return partitions.ChipDeviceName(c) }
-
-// Device builds the DRA device of one whole chip, without counters or
-// sharing (see chipDevices for those).
-func Device(c inventory.Chip) resourceapi.Device {
+// device builds the DRA device of one whole chip, without counters or
+// sharing (see chipDevices for those); it is named vendors.ChipDeviceName.
+func device(c inventory.Chip) resourceapi.Device {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		names.AttrVendor:    {StringValue: ptr.To(string(c.Vendor))},
 		names.AttrFamily:    {StringValue: ptr.To(string(vendors.NamesOf(c.Vendor).Family))},
@@ -87,7 +83,7 @@ func Device(c inventory.Chip) resourceapi.Device {
 		attrs[resourceapi.QualifiedName(k)] = resourceapi.DeviceAttribute{StringValue: v.String, IntValue: v.Int, BoolValue: v.Bool}
 	}
 	d := resourceapi.Device{
-		Name:       DeviceName(c),
+		Name:       vendors.ChipDeviceName(c),
 		Attributes: attrs,
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
 			names.CapMemory: {Value: *resource.NewQuantity(c.MemoryBytes, resource.BinarySI)},
@@ -145,7 +141,7 @@ var sharedMemoryMin = resource.MustParse("1Gi")
 //     time-shared) in steps of one.
 //   - Whole: the whole chip only.
 func chipDevices(c inventory.Chip, mode partitions.Mode) ([]resourceapi.Device, *resourceapi.CounterSet) {
-	chip := Device(c)
+	chip := device(c)
 	switch mode {
 	case partitions.ModeShared:
 		chip.AllowMultipleAllocations = ptr.To(true)
@@ -172,7 +168,8 @@ func chipDevices(c inventory.Chip, mode partitions.Mode) ([]resourceapi.Device, 
 			return []resourceapi.Device{chip}, nil
 		}
 		total := partitions.CountersOf(c)
-		set := &resourceapi.CounterSet{Name: partitions.CounterSetName(c), Counters: counters(total.Cores, total.MemoryBytes, total.AICPUs)}
+		// A chip's counter set is named after its device.
+		set := &resourceapi.CounterSet{Name: vendors.ChipDeviceName(c), Counters: counters(total.Cores, total.MemoryBytes, total.AICPUs)}
 		chip.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name, Counters: counters(total.Cores, total.MemoryBytes, total.AICPUs)}}
 		devices := []resourceapi.Device{chip}
 		for _, s := range slots {
@@ -208,7 +205,7 @@ const (
 // attributes (so CEL on model, linkGroup, numaNode… works the same), its
 // type, parent and template, and the template's memory and cores as
 // capacity.
-func partitionDevice(c inventory.Chip, chip resourceapi.Device, s partitions.Slot, counterSet string) resourceapi.Device {
+func partitionDevice(c inventory.Chip, chip resourceapi.Device, s vendors.Slot, counterSet string) resourceapi.Device {
 	attrs := make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, len(chip.Attributes)+2)
 	for k, v := range chip.Attributes {
 		attrs[k] = v
@@ -217,7 +214,7 @@ func partitionDevice(c inventory.Chip, chip resourceapi.Device, s partitions.Slo
 	attrs[AttrParentDevice] = resourceapi.DeviceAttribute{StringValue: ptr.To(chip.Name)}
 	attrs[AttrPartitionTemplate] = resourceapi.DeviceAttribute{StringValue: ptr.To(s.Template.Name)}
 	d := resourceapi.Device{
-		Name:       partitions.DeviceName(c, s),
+		Name:       vendors.PartitionDeviceName(c, s),
 		Attributes: attrs,
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
 			names.CapMemory: {Value: *resource.NewQuantity(s.Template.MemoryBytes, resource.BinarySI)},
@@ -228,13 +225,6 @@ func partitionDevice(c inventory.Chip, chip resourceapi.Device, s partitions.Slo
 		Taints: chip.Taints,
 	}
 	return d
-}
-
-// Devices returns the devices of one vendor's chips, ordered by index,
-// with the default options: whole chips only.
-func Devices(inv inventory.Inventory, v inventory.Vendor) []resourceapi.Device {
-	devices, _ := DevicesFor(inv, v, Options{})
-	return devices
 }
 
 // DevicesFor returns the devices and counter sets of one vendor's chips.
@@ -294,15 +284,9 @@ func chunkCounterSets(sets []resourceapi.CounterSet) [][]resourceapi.CounterSet 
 	return out
 }
 
-// DriverResources returns, per driver name, what the node agent hands to
-// the kubeletplugin helper's PublishResources, with the default options
-// (whole chips only).
-func DriverResources(nodeName string, inv inventory.Inventory) map[string]resourceslice.DriverResources {
-	return DriverResourcesFor(nodeName, inv, Options{})
-}
-
-// DriverResourcesFor returns, per driver name, one pool named after the
-// node: first the slices of counter sets (at most 8 each), then the
+// DriverResourcesFor returns, per driver name, what the node agent hands
+// to the kubeletplugin helper's PublishResources: one pool named after the
+// node, first the slices of counter sets (at most 8 each), then the
 // devices, split at the per-slice device limit.
 func DriverResourcesFor(nodeName string, inv inventory.Inventory, opts Options) map[string]resourceslice.DriverResources {
 	out := map[string]resourceslice.DriverResources{}
@@ -320,12 +304,6 @@ func DriverResourcesFor(nodeName string, inv inventory.Inventory, opts Options) 
 		}
 	}
 	return out
-}
-
-// Slices returns the ResourceSlice objects of a node with the default
-// options, whole chips only (see SlicesFor).
-func Slices(nodeName string, inv inventory.Inventory) []*resourceapi.ResourceSlice {
-	return SlicesFor(nodeName, inv, Options{})
 }
 
 // SlicesFor returns the ResourceSlice objects of a node, ordered by driver

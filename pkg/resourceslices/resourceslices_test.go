@@ -14,11 +14,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -30,7 +30,7 @@ func inventoryOf(t testing.TB, node, profileName string) inventory.Inventory {
 	t.Helper()
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
-	inv, err := simulated.New(node, p).Discover(context.Background())
+	inv, err := profilenode.New(node, p).Discover(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, inv.Validate())
 	return inv
@@ -49,7 +49,7 @@ func TestTheDefaultOptionsPublishWholeChipsOnly(t *testing.T) {
 	for _, name := range profile.Names() {
 		t.Run(name, func(t *testing.T) {
 			inv := inventoryOf(t, "node-0", name)
-			slices := resourceslices.Slices("node-0", inv)
+			slices := resourceslices.SlicesFor("node-0", inv, resourceslices.Options{})
 			require.Equal(t, resourceslices.SlicesFor("node-0", inv, whole), slices)
 			var devices int
 			for _, s := range slices {
@@ -105,10 +105,10 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 					case typ == names.TypeChip:
 						require.Regexp(t, `^mlu-\d+$`, d.Name)
 					case s.Spec.Driver == ascend.Driver:
-						require.Equal(t, partitions.TypeVNPU, typ)
+						require.Equal(t, ascend.PartitionType, typ)
 						require.Regexp(t, `^npu-\d+-vir[0-9a-z-]+-\d+$`, d.Name)
 					default:
-						require.Equal(t, partitions.TypeSMLU, typ)
+						require.Equal(t, cambricon.PartitionType, typ)
 						require.Regexp(t, `^mlu-\d+-smlu-(50|25)p-\d+$`, d.Name)
 					}
 				}
@@ -136,7 +136,7 @@ func TestDevicesCarryTheProfilesFacts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.profile+"/"+tc.device, func(t *testing.T) {
 			var found *resourceapi.Device
-			for _, s := range resourceslices.Slices("n", inventoryOf(t, "n", tc.profile)) {
+			for _, s := range resourceslices.SlicesFor("n", inventoryOf(t, "n", tc.profile), resourceslices.Options{}) {
 				for i := range s.Spec.Devices {
 					if s.Spec.Devices[i].Name == tc.device {
 						found = &s.Spec.Devices[i]
@@ -201,7 +201,7 @@ func TestSlicesSplitAtThePerSliceDeviceLimit(t *testing.T) {
 }
 
 func TestUnhealthyChipsAreTaintedNoSchedule(t *testing.T) {
-	d := resourceslices.Device(inventory.Chip{Vendor: cambricon.Vendor, Model: "MLU590", Index: 2,
+	d := wholeDevice(inventory.Chip{Vendor: cambricon.Vendor, Model: "MLU590", Index: 2,
 		LinkType: inventory.LinkMLULink, LinkGroup: "mlulink-0", Healthy: false})
 	require.Equal(t, "mlu-2", d.Name)
 	require.False(t, *d.Attributes[names.AttrHealthy].BoolValue)
@@ -278,7 +278,7 @@ func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	whole := byName["npu-2"]
 	require.Nil(t, whole.AllowMultipleAllocations)
 	require.Empty(t, whole.ConsumesCounters)
-	require.Equal(t, resourceslices.Device(inv.ChipsOf(ascend.Vendor)[2]), whole, "a Whole chip is published as before partitions")
+	require.Equal(t, wholeDevice(inv.ChipsOf(ascend.Vendor)[2]), whole, "a Whole chip is published as before partitions")
 
 	noTool := partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true}
 	devices, sets = resourceslices.DevicesFor(inv, ascend.Vendor, resourceslices.Options{Policy: noTool})
@@ -292,4 +292,10 @@ func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
 	for _, d := range devices {
 		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: resourceslices.TaintValueUnknown, Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)
 	}
+}
+
+// wholeDevice is the device of chip c published Whole, alone on its node.
+func wholeDevice(c inventory.Chip) resourceapi.Device {
+	devices, _ := resourceslices.DevicesFor(inventory.Inventory{Chips: []inventory.Chip{c}}, c.Vendor, resourceslices.Options{})
+	return devices[0]
 }

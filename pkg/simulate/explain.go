@@ -112,7 +112,7 @@ func (c *Cluster) unpublishedPartitions(match func(driver string, d resourceapi.
 		for _, v := range n.inv.Vendors() {
 			partitioned := map[string]bool{}
 			for _, chip := range n.inv.ChipsOf(v) {
-				partitioned[partitions.ChipDeviceName(chip)] = n.policy.ModeOf(chip) == partitions.ModePartitioned
+				partitioned[vendors.ChipDeviceName(chip)] = n.policy.ModeOf(chip) == partitions.ModePartitioned
 			}
 			devices, _ := resourceslices.DevicesFor(n.inv, v, all)
 			for _, d := range devices {

@@ -20,6 +20,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
 const chartClasses = "../../deployments/helm/accel-dra/deviceclasses"
@@ -68,9 +70,9 @@ func (c modelClass) selects(driver string, d resourceapi.Device) bool {
 	case c.template == "":
 		return typ == names.TypeChip
 	case c.vendor == "cambricon":
-		return typ == partitions.TypeSMLU && strings.HasPrefix(tpl, c.template+".")
+		return typ == cambricon.PartitionType && strings.HasPrefix(tpl, c.template+".")
 	default:
-		return typ == partitions.TypeVNPU && tpl == c.template
+		return typ == ascend.PartitionType && tpl == c.template
 	}
 }
 

@@ -24,11 +24,11 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
@@ -78,7 +78,7 @@ func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster, opts Cluste
 			}
 		}
 		for _, name := range n.NodeNames() {
-			inv, err := simulated.New(name, p).Discover(ctx)
+			inv, err := profilenode.New(name, p).Discover(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("node %s: %w", name, err)
 			}

@@ -1,16 +1,9 @@
 package vendors
 
-// Catalogue is implemented by a vendor that can list the chip models it
-// knows without a node: what is generated per model, the chart's
-// per-model and per-partition-shape DeviceClasses (hack/gen-deviceclasses),
-// comes from here rather than from a hand list.
-type Catalogue interface {
-	// Models lists the accel-dra.dev/model values of the vendor's chip
-	// models, sorted, each with its partition shapes.
-	Models() []Model
-}
-
-// Model is one chip model of a vendor's catalogue.
+// Model is one chip model of a vendor's catalogue (Vendor.Models): what
+// is generated per model, the chart's per-model and per-partition-shape
+// DeviceClasses (hack/gen-deviceclasses), comes from it rather than from
+// a hand list.
 type Model struct {
 	// Name is the accel-dra.dev/model value: "Ascend910B3", "MLU370-X8".
 	Name string
@@ -24,7 +17,7 @@ type Model struct {
 type Shape struct {
 	// Type is the accel-dra.dev/type of its partitions: "vnpu", "smlu".
 	Type string
-	// Slug is the template's slug in device names (partitions.Template.Slug):
+	// Slug is the template's slug in device names (Template.Slug):
 	// "vir05-1c-16g", "smlu-25p".
 	Slug string
 	// Template is the partitionTemplate attribute of every partition of

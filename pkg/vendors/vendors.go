@@ -12,10 +12,6 @@ import (
 
 // Vendor is everything accel-dra knows about one vendor's chips. The
 // generic packages reach a vendor only through it (see the package doc).
-// A vendor whose chips have partitions implements partitions.Vendor as
-// well, and a vendor with a simulated partition tool
-// partitionsim.Simulator: those interfaces use types of packages that
-// build on this one.
 type Vendor interface {
 	// Names are the names users and the node see of the vendor.
 	Names() Names
@@ -27,9 +23,15 @@ type Vendor interface {
 	// CDI is what the vendor's container runtime or device plugin puts
 	// into a container, which the CDI specs reproduce.
 	CDI() CDIEdits
-	// Simulation is how a simulated node (a hardware profile) shows the
+	// ProfileNode is how a node built from a hardware profile shows the
 	// vendor's chips.
-	Simulation() Simulation
+	ProfileNode() ProfileNode
+	// Partitions is the vendor's partition knowledge, nil when its chips
+	// have no partitions.
+	Partitions() Partitions
+	// Models lists the chip models the vendor knows without a node,
+	// sorted by name, each with its partition shapes (catalogue.go).
+	Models() []Model
 }
 
 // BackendConfig says where a vendor's discovery backend reads the node.
@@ -70,8 +72,10 @@ type Names struct {
 	// "npu" (npu-0, npu-1-vir04-0).
 	DevicePrefix string
 	// Tool is the vendor's command line tool discovery and partitions run
-	// ("npu-smi"); discovery.ExecRunner maps it to a configured path.
-	Tool string
+	// ("npu-smi"); discovery.ExecRunner maps it to a configured path. It
+	// is also the name of the flag of the node agent that sets that path
+	// (--npu-smi); ToolHelp is its usage text.
+	Tool, ToolHelp string
 	// ConfigKind is the kind of the driver's opaque device configuration
 	// (api/accel-dra.dev/v1alpha1: "AscendConfig"). A string here, not the
 	// API's constant, so the API package may use this one.
@@ -120,34 +124,6 @@ type Marker struct {
 	// Contains, if set, must occur in the file; otherwise the path must be
 	// a regular file.
 	Contains string
-}
-
-// Simulation is how a hardware profile's chips of the vendor look on a
-// simulated node.
-type Simulation struct {
-	// SharedDeviceNodes are the device files every container of the vendor
-	// gets, as the vendor's container runtime injects them.
-	SharedDeviceNodes []string
-	// BusOffset is added to a simulated chip's PCI bus number, so two
-	// vendors' chips never share a bus.
-	BusOffset int
-	// Chip completes a simulated chip of a profile chip group: its device
-	// nodes and Extra facts. The generic fields are set already.
-	Chip func(c *inventory.Chip, g ProfileGroup)
-	// DriverFiles are the files of a fake driver installation for chips
-	// (pkg/devicefaker): the paths the CDI specs mount.
-	DriverFiles func(chips []inventory.Chip) ([]File, error)
-}
-
-// ProfileGroup are the vendor-specific fields of a hardware profile's chip
-// group (v1alpha1.ChipGroup). They are copied rather than the API type
-// used, so the API package may import the vendor packages (for their
-// names) without an import cycle.
-type ProfileGroup struct {
-	// ChipName is the Ascend chip name as npu-smi prints it (910B3).
-	ChipName string
-	// MLULinkPorts is the number of MLU-Link ports of a Cambricon chip.
-	MLULinkPorts int
 }
 
 // File is one regular file or directory of a fake driver installation.
@@ -269,6 +245,38 @@ func ByCDIKind(kind string) (Vendor, bool) {
 	return find(func(n Names) bool { return n.CDIKind == kind })
 }
 
+// ChipDevice is the DRA device name of the vendor's chip with index:
+// npu-3.
+func (n Names) ChipDevice(index int) string { return fmt.Sprintf("%s-%d", n.DevicePrefix, index) }
+
+// PartitionDevice is the DRA device name of partition slot s of the
+// vendor's chip with index, a DNS label: npu-0-vir04-1,
+// npu-3-vir05-1c-16g-0, mlu-2-smlu-25p-3.
+func (n Names) PartitionDevice(index int, s Slot) string {
+	return fmt.Sprintf("%s-%s-%d", n.ChipDevice(index), s.Template.Slug, s.K)
+}
+
+// ChipDeviceName is the DRA device name of chip c of a registered vendor
+// (Names.ChipDevice); a chip of another vendor still gets a distinct,
+// readable name, its vendor value as the prefix.
+func ChipDeviceName(c inventory.Chip) string {
+	n := NamesOf(c.Vendor)
+	if n.DevicePrefix == "" {
+		n.DevicePrefix = string(c.Vendor)
+	}
+	return n.ChipDevice(c.Index)
+}
+
+// PartitionDeviceName is the DRA device name of partition slot s of chip c
+// (Names.PartitionDevice).
+func PartitionDeviceName(c inventory.Chip, s Slot) string {
+	n := NamesOf(c.Vendor)
+	if n.DevicePrefix == "" {
+		n.DevicePrefix = string(c.Vendor)
+	}
+	return n.PartitionDevice(c.Index, s)
+}
+
 // NamesOf returns the names of vendor v, or zero Names if it is not
 // registered.
 func NamesOf(v inventory.Vendor) Names {
@@ -288,6 +296,25 @@ func VendorFor(driver string) inventory.Vendor {
 		return x.Names().Vendor
 	}
 	return ""
+}
+
+// ReservedEnvPrefix starts the variables the driver sets in every
+// container of a claim (DRA_DRIVER, DRA_DEVICE_<NAME>_UUID, ...):
+// configuration may set none of them, now or when more are added.
+const ReservedEnvPrefix = "DRA_"
+
+// ReservedEnv lists, sorted, the variables besides the ReservedEnvPrefix
+// ones that configuration may not set: every registered vendor's
+// visible-devices variable, since a container can hold devices of
+// several vendors. The API's config validation (and so the webhook) and
+// the CDI writer both refuse them.
+func ReservedEnv() []string {
+	var out []string
+	for _, v := range All() {
+		out = append(out, v.CDI().VisibleEnv)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Options lists the --vendors values of the registered vendors, sorted.

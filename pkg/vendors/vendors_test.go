@@ -5,10 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
@@ -22,7 +20,8 @@ func TestTheRegisteredVendorsHaveTheContractsNames(t *testing.T) {
 	for _, v := range vendors.All() {
 		n := v.Names()
 		require.NotEmpty(t, n.LibraryHelp, "%s: the library flag has a usage text", n.Vendor)
-		n.LibraryHelp = "" // prose, not a name
+		require.NotEmpty(t, n.ToolHelp, "%s: the tool flag has a usage text", n.Vendor)
+		n.LibraryHelp, n.ToolHelp = "", "" // prose, not names
 		got = append(got, n)
 	}
 	require.Equal(t, []vendors.Names{
@@ -64,11 +63,9 @@ func TestEveryNameOfAVendorLeadsBackToIt(t *testing.T) {
 			require.Equal(t, n.Option, option, "--vendors takes the vendor's option")
 
 			// The real vendors have every part: partitions and their simulation.
-			_, ok := v.(partitions.Vendor)
-			require.True(t, ok, "%s has partitions", n.Vendor)
-			_, ok = v.(partitionsim.Simulator)
-			require.True(t, ok, "%s simulates its partition tool", n.Vendor)
-			sim := v.Simulation()
+			require.NotNil(t, v.Partitions(), "%s has partitions", n.Vendor)
+			require.NotEmpty(t, v.Models(), "%s lists its models", n.Vendor)
+			sim := v.ProfileNode()
 			require.NotNil(t, sim.Chip)
 			require.NotNil(t, sim.DriverFiles)
 			require.NotEmpty(t, sim.SharedDeviceNodes)

@@ -162,7 +162,7 @@ func startServer(t *testing.T) *testServer {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-ts.done:
+		case <-ts.done: //nolint:errcheck // stopped by cancel: Serve's error is the cancellation
 		case <-time.After(10 * time.Second):
 			t.Error("server did not stop")
 		}

@@ -21,10 +21,10 @@ import (
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -109,7 +109,7 @@ func slicesWith(t *testing.T, node, profileName, chipModes string) []*resourceap
 	require.NoError(t, err)
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
-	inv, err := simulated.New(node, p).Discover(context.Background())
+	inv, err := profilenode.New(node, p).Discover(context.Background())
 	require.NoError(t, err)
 	return resourceslices.SlicesFor(node, inv, resourceslices.Options{Policy: policy})
 }

@@ -19,10 +19,10 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
@@ -47,7 +47,7 @@ func newNode(t *testing.T, profileName string, chipModes string) *node {
 	require.NoError(t, err)
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
-	inv, err := simulated.New(profileName, p).Discover(context.Background())
+	inv, err := profilenode.New(profileName, p).Discover(context.Background())
 	require.NoError(t, err)
 	return &node{t: t, name: profileName, cls: loadClasses(t),
 		slices: resourceslices.SlicesFor(profileName, inv, resourceslices.Options{Policy: policy}),

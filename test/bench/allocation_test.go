@@ -22,10 +22,10 @@ import (
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 )
@@ -61,7 +61,7 @@ func buildCluster(tb testing.TB, nodes int, modes string) clusters {
 		p, err := profile.Load(nodeProfiles[i%len(nodeProfiles)])
 		require.NoError(tb, err)
 		name := fmt.Sprintf("node-%04d", i)
-		inv, err := simulated.New(name, p).Discover(context.Background())
+		inv, err := profilenode.New(name, p).Discover(context.Background())
 		require.NoError(tb, err)
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
 		c.ours.nodes = append(c.ours.nodes, node)
@@ -226,7 +226,7 @@ func TestAllocationBenchmarkSetup(t *testing.T) {
 		require.Equal(t, deviceNames(c.ours), deviceNames(c.shared), "modes %q: the shared-keys side has our devices", modes)
 		for _, d := range devices(c.baseline) {
 			require.Len(t, d.Attributes, 1, "modes %q: baseline device %s carries only its model", modes, d.Name)
-			require.Contains(t, d.Attributes, resourceapi.QualifiedName(names.AttrModel))
+			require.Contains(t, d.Attributes, names.AttrModel)
 		}
 		for _, d := range devices(c.shared) {
 			require.Len(t, d.Attributes, 11, "modes %q: device %s carries the 11 shared keys of docs/architecture.md", modes, d.Name)

@@ -21,7 +21,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -225,7 +224,7 @@ func monitorPod(t *testing.T) *corev1.Pod {
 func realChip(t *testing.T, d device) inventory.Chip {
 	t.Helper()
 	for _, c := range realInventory(t).Chips {
-		if vendors.DriverFor(c.Vendor) == d.Driver && resourceslices.DeviceName(c) == d.Name {
+		if vendors.DriverFor(c.Vendor) == d.Driver && vendors.ChipDeviceName(c) == d.Name {
 			return c
 		}
 	}

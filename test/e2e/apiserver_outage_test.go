@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
@@ -170,7 +170,7 @@ func requireExpectedSlices(t *testing.T, node, profileName string) {
 	t.Helper()
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
-	inv, err := simulated.New(node, p).Discover(t.Context())
+	inv, err := profilenode.New(node, p).Discover(t.Context())
 	require.NoError(t, err)
 	want := resourceslices.DriverResourcesFor(node, inv, resourceslices.Options{})
 	got, _ := publishedSlices(t, node)

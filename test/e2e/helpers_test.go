@@ -23,11 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/profile"
-	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
@@ -297,7 +296,7 @@ func realInventory(t *testing.T) inventory.Inventory {
 	t.Helper()
 	p, err := profile.Load(framework.RealNodeProfile)
 	require.NoError(t, err)
-	inv, err := simulated.New(cluster.RealNode(), p).Discover(t.Context())
+	inv, err := profilenode.New(cluster.RealNode(), p).Discover(t.Context())
 	require.NoError(t, err)
 	return inv
 }
@@ -313,7 +312,7 @@ func expectedDevNodes(t *testing.T, devs []device) []string {
 	inv := realInventory(t)
 	chips := map[string]inventory.Chip{}
 	for _, c := range inv.Chips {
-		chips[vendors.DriverFor(c.Vendor)+"/"+resourceslices.DeviceName(c)] = c
+		chips[vendors.DriverFor(c.Vendor)+"/"+vendors.ChipDeviceName(c)] = c
 	}
 	set := map[string]bool{}
 	for _, d := range devs {

@@ -59,7 +59,7 @@ func TestAnAdminClaimAndAClaimOfTheSameChipArePreparedSideBySideInEitherOrder(t 
 	for _, v := range vendors {
 		for _, adminFirst := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s admin first %v", v.vendor, adminFirst), func(t *testing.T) {
-				n := newNodeWithModes(t, v.profile, v.vendor, "Whole")
+				n := startNode(t, nodeOptions{Profile: v.profile, Vendor: v.vendor, ChipModes: "Whole"})
 				work := n.claim("train", []string{v.chip})
 				monitor := n.claimWithResults("monitor", n.adminResults(chipNames(v.chip[:3], 8)...))
 				var workIDs, monitorIDs []string
@@ -119,7 +119,7 @@ func cdiKey(device string) string {
 
 func TestAnAdminClaimNeverTouchesPartitionsNorShares(t *testing.T) {
 	t.Run("partitions", func(t *testing.T) {
-		n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "Partitioned")
+		n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "Partitioned"})
 		work := n.claim("infer", []string{"npu-2-vir05-1c-16g-0"})
 		n.mustPrepare(work)
 		require.Len(t, n.commands.changes(), 1)
@@ -143,7 +143,7 @@ func TestAnAdminClaimNeverTouchesPartitionsNorShares(t *testing.T) {
 		require.Len(t, n.commands.changes(), 1)
 	})
 	t.Run("shares", func(t *testing.T) {
-		n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "npu-0=Shared")
+		n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared"})
 		share := func(id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
 			return n.share("npu-0", id, memory)
 		}
@@ -166,7 +166,7 @@ func TestAnAdminClaimNeverTouchesPartitionsNorShares(t *testing.T) {
 }
 
 func TestAdminResultsStayAdminAcrossRestartsAndACorruptCheckpoint(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "Whole")
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "Whole"})
 	monitor := n.claimWithResults("monitor", n.adminResults("npu-0", "npu-1"))
 	ids := n.mustPrepare(monitor)
 	n.restart()
@@ -189,7 +189,7 @@ func TestAdminResultsStayAdminAcrossRestartsAndACorruptCheckpoint(t *testing.T) 
 }
 
 func TestAClaimWithAnAdminAndANormalRequestOfOneChipGetsBoth(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "Whole")
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "Whole"})
 	results := append(n.adminResults("npu-0"), resourceapi.DeviceRequestAllocationResult{Request: "work", Driver: n.driverName, Pool: nodeName, Device: "npu-0"})
 	results[0].Request = "debug"
 	c := n.claimWithResults("mixed", results)

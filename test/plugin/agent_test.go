@@ -12,7 +12,6 @@ import (
 	goruntime "runtime"
 	"runtime/pprof"
 	"sort"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,16 +34,15 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -59,53 +57,30 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(agentEnv); cfg != "" {
 		os.Exit(childAgent(cfg))
 	}
-	code := m.Run()
-	if agentBuild.dir != "" {
-		os.RemoveAll(agentBuild.dir)
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
-// agentBuild is the test binary built with failpoints, which the child
-// agents run: production code, and so a plain go test, has none (see
-// package failpoint).
-var agentBuild struct {
-	once     sync.Once
-	dir, bin string
-	err      error
-}
+// agentBinaryEnv names the node agent with failpoints the child agents
+// run: this package's test binary built with -tags failpoint, which make
+// test builds (make failpoint-agent). Production code, and so a plain go
+// test, has no failpoints (see package failpoint).
+const agentBinaryEnv = "ACCEL_DRA_FAILPOINT_AGENT"
 
 // agentBinary is this test binary when it was built with -tags failpoint,
-// else the same package built with it once (go test -c, in the package
-// directory go test runs in).
+// else the one agentBinaryEnv names; without either the test is skipped.
 func agentBinary(t testing.TB) string {
 	t.Helper()
 	if failpoint.Enabled {
 		return os.Args[0]
 	}
-	agentBuild.once.Do(func() {
-		agentBuild.dir, agentBuild.err = os.MkdirTemp("", "adra-agent-")
-		if agentBuild.err != nil {
-			return
-		}
-		bin := filepath.Join(agentBuild.dir, "plugin.test")
-		out, err := exec.Command(goCommand(), "test", "-c", "-tags", "failpoint", "-o", bin, ".").CombinedOutput()
-		if err != nil {
-			agentBuild.err = fmt.Errorf("building the agent with failpoints: %w\n%s", err, out)
-			return
-		}
-		agentBuild.bin = bin
-	})
-	require.NoError(t, agentBuild.err)
-	return agentBuild.bin
-}
-
-// goCommand is the go command of the toolchain that runs the tests.
-func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
+	bin := os.Getenv(agentBinaryEnv)
+	if bin == "" {
+		t.Skipf("needs the node agent with failpoints: run make test (it builds one and sets %s), or go test -tags failpoint", agentBinaryEnv)
 	}
-	return filepath.Join(goruntime.GOROOT(), "bin", "go")
+	bin, err := filepath.Abs(bin)
+	require.NoError(t, err)
+	require.FileExists(t, bin, "%s names the node agent with failpoints (make failpoint-agent)", agentBinaryEnv)
+	return bin
 }
 
 // agentConfig is what the parent tells the child agent.
@@ -207,7 +182,7 @@ func reportPublished(ctx context.Context, cfg agentConfig, client *fake.Clientse
 		fail(err)
 		return
 	}
-	inv, err := simulated.New(nodeName, p).Discover(ctx)
+	inv, err := profilenode.New(nodeName, p).Discover(ctx)
 	if err != nil {
 		fail(err)
 		return
@@ -400,7 +375,7 @@ func (a *agent) stop() {
 func (a *agent) kill() {
 	if a.cmd != nil {
 		_ = a.cmd.Process.Kill()
-		<-a.exited
+		<-a.exited //nolint:errcheck // killed: its exit status says only that
 		a.cmd = nil
 	}
 	a.closeConns()
@@ -440,7 +415,7 @@ type nodeState struct {
 	// specs are the claims with a CDI spec of the driver's vendor.
 	specs []types.UID
 	// partitions are those on the chips, in the fake tool's state.
-	partitions []partitions.Instance
+	partitions []vendors.Instance
 }
 
 func (a *agent) state(v inventory.Vendor) nodeState {
@@ -448,12 +423,13 @@ func (a *agent) state(v inventory.Vendor) nodeState {
 	dir := filepath.Join(a.cfg.StateDir, vendors.DriverFor(v))
 	data, err := checkpoint.New(dir, driver.CheckpointFile).Load()
 	require.NoError(a.t, err)
-	fake := &partitionsim.Fake{StatePath: filepath.Join(dir, partitionsim.StateFile)}
+	fake := &profilenode.PartitionTool{StatePath: filepath.Join(dir, profilenode.PartitionStateFile)}
 	insts, err := fake.Instances()
 	require.NoError(a.t, err)
-	w, err := cdi.NewWriter(cdi.Config{SpecDir: a.cfg.CDIDir})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: a.cfg.CDIDir})
 	require.NoError(a.t, err)
-	specs, err := w.ClaimUIDs(v)
+	x, _ := vendors.Lookup(v)
+	specs, err := w.ClaimUIDs(x)
 	require.NoError(a.t, err)
 	return nodeState{checkpoint: data, specs: specs, partitions: insts}
 }

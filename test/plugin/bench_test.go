@@ -34,11 +34,11 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
@@ -70,7 +70,7 @@ func BenchmarkPrepare(b *testing.B) {
 		for _, chips := range []int{1, 8, 16} {
 			b.Run(fmt.Sprintf("%s/%d-chips", bn.vendor, chips), func(b *testing.B) {
 				// Partitioned, as measured in docs/benchmarks.md.
-				n := newPartitionedNode(b, bn.profile, bn.vendor)
+				n := startNode(b, nodeOptions{Profile: bn.profile, Vendor: bn.vendor, ChipModes: string(partitions.ModePartitioned)})
 				cheapStatusApply(n.client)
 				c := n.claim("bench", chipNames(bn.prefix, chips))
 				spec, ckpt := n.preparedFiles(c)
@@ -194,7 +194,7 @@ func reportLatency(b *testing.B, what string, d []time.Duration) {
 // node (chips Partitioned): the memory the checkpointed state and the
 // helper cost.
 func BenchmarkPluginHeapWith50PreparedClaims(b *testing.B) {
-	n := newPartitionedNode(b, "testdata/64-npu.yaml", ascend.Vendor)
+	n := startNode(b, nodeOptions{Profile: "testdata/64-npu.yaml", Vendor: ascend.Vendor, ChipModes: string(partitions.ModePartitioned)})
 	for i := 0; i < 50; i++ {
 		n.mustPrepare(n.claim(fmt.Sprintf("c%d", i), []string{fmt.Sprintf("npu-%d", i)}))
 	}
@@ -262,7 +262,7 @@ func publish(tb testing.TB, nodes int, modes string) publishResult {
 		p, err := profile.Load(bn.profile)
 		require.NoError(tb, err)
 		name := fmt.Sprintf("node-%04d", i)
-		inv, err := simulated.New(name, p).Discover(ctx)
+		inv, err := profilenode.New(name, p).Discover(ctx)
 		require.NoError(tb, err)
 		states[i] = &nodeState{name: name, inv: inv, driver: vendors.DriverFor(bn.vendor),
 			client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}),
@@ -460,7 +460,7 @@ func TestBenchmarkSetups(t *testing.T) {
 		require.InDelta(t, m.rss, m.anon+m.file, 1, "RSS is anonymous plus file pages (and a little shared memory)")
 	})
 	t.Run("status apply without the fake's field manager", func(t *testing.T) {
-		n := newNode(t, benchNodes[0].profile, benchNodes[0].vendor)
+		n := startNode(t, nodeOptions{Profile: benchNodes[0].profile, Vendor: benchNodes[0].vendor})
 		cheapStatusApply(n.client)
 		c := n.claim("one", chipNames("npu", 1))
 		ac := resourceac.ResourceClaim(c.Name, c.Namespace).WithStatus(resourceac.ResourceClaimStatus().
@@ -472,7 +472,7 @@ func TestBenchmarkSetups(t *testing.T) {
 		n.mustPrepare(c)
 	})
 	t.Run("floor", func(t *testing.T) {
-		n := newNode(t, benchNodes[0].profile, benchNodes[0].vendor)
+		n := startNode(t, nodeOptions{Profile: benchNodes[0].profile, Vendor: benchNodes[0].vendor})
 		spec, ckpt := n.preparedFiles(n.claim("one", chipNames("npu", 16)))
 		require.Contains(t, string(spec), "npu-15")
 		require.Contains(t, string(ckpt), "npu-15")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/driver"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
@@ -29,11 +29,11 @@ func TestACheckpointOfTheFormatBeforeLoadsAndItsClaimsUnprepare(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(to, raw, 0o600))
 	}
-	n := newNodeOf(t, simulatedNode(t, "atlas-800t-a2"), ascend.Vendor, "Partitioned,npu-3=Shared", nil, func(n *node) {
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "Partitioned,npu-3=Shared", Setup: func(n *node) {
 		require.NoError(t, os.MkdirAll(n.stateDir, 0o750))
 		copyFile(filepath.Join("..", "..", "pkg", "checkpoint", "testdata", "v1.json"), filepath.Join(n.stateDir, driver.CheckpointFile))
-		copyFile(filepath.Join("testdata", "checkpoint-v1", partitionsim.StateFile), filepath.Join(n.stateDir, partitionsim.StateFile))
-	})
+		copyFile(filepath.Join("testdata", "checkpoint-v1", profilenode.PartitionStateFile), filepath.Join(n.stateDir, profilenode.PartitionStateFile))
+	}})
 	require.Contains(t, n.logOf(), `Read a checkpoint of an older format; the next change of a claim saves it in the current one`)
 	require.Empty(t, n.commands.changes(), "the vNPUs the checkpoint records are not orphans")
 	require.Len(t, n.partitionsOnChips(), 2)

@@ -45,10 +45,10 @@ func TestThePluginPreparesSMLUsThroughCNDev(t *testing.T) {
 	l, err := cambricon.OpenCNDev("/", lib)
 	require.NoError(t, err)
 
-	n := newNodeOf(t, inv, cambricon.Vendor, string(partitions.ModePartitioned), noTools{t}, func(n *node) {
+	n := startNode(t, nodeOptions{Inventory: inv, Vendor: cambricon.Vendor, ChipModes: string(partitions.ModePartitioned), Runner: noTools{t}, Setup: func(n *node) {
 		t.Setenv(cndevtest.EnvRoot, n.root)
 		n.configure = func(cfg *driver.Config) { cfg.PartitionTool = &cambricon.PartitionTool{Runner: noTools{t}, Library: l} }
-	})
+	}})
 	c := n.claim("infer", []string{"mlu-5-smlu-50p-0"})
 	ids := n.mustPrepare(c)
 	require.Empty(t, n.commands.changes(), "no cnmon")

@@ -24,10 +24,10 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -57,11 +57,11 @@ func newMonitoredNode(t *testing.T, vendorDir, fixture, tool string, vendor inve
 	inv, err := source.Discover(context.Background(), opts)
 	require.NoError(t, err)
 	interval := time.Second // Poll is called by the test; this sets the timeout the kubelet is told
-	m.node = newNodeOf(t, inv, vendor, chipModes, nil, func(n *node) {
+	m.node = startNode(t, nodeOptions{Inventory: inv, Vendor: vendor, ChipModes: chipModes, Setup: func(n *node) {
 		n.logs = ktesting.NewConfig(ktesting.Verbosity(5), ktesting.BufferLogs(true))
 		checkSliceVersions(n.client, m.writes)
 		n.configure = func(cfg *driver.Config) { cfg.HealthCheckTimeout = devicemonitor.CheckTimeout(interval) }
-	})
+	}})
 	m.monitor, err = devicemonitor.New(devicemonitor.Config{Discovery: opts, Interval: interval, Initial: inv, Targets: []devicemonitor.Target{m.driver}})
 	require.NoError(t, err)
 	return m
@@ -122,7 +122,7 @@ func checkSliceVersions(c *fake.Clientset, writes *atomic.Int64) {
 			if action.GetVerb() == "update" {
 				stored, err := c.Tracker().Get(gvr, "", obj.Name)
 				if err != nil {
-					return false, nil, nil // the tracker answers NotFound
+					return false, nil, nil //nolint:nilerr // not found: the tracker answers NotFound itself
 				}
 				if current := stored.(*resourceapi.ResourceSlice).ResourceVersion; obj.ResourceVersion != current {
 					return true, nil, apierrors.NewConflict(gvr.GroupResource(), obj.Name,

@@ -26,14 +26,14 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
-// The fault tests (issue 8) break what the agent depends on: the CDI
+// The fault tests break what the agent depends on: the CDI
 // directory, its checkpoint, its vendor tool. Each fault must give a clear
 // error and lose nothing that was prepared.
 
@@ -461,7 +461,7 @@ func TestAVendorToolThatHangsOrPrintsGarbageFailsTheStartClearly(t *testing.T) {
 			fixture := filepath.Join("..", "..", "pkg", "vendors", "ascend", "testdata", "atlas-800t-a2")
 			tools := discoverytest.CopyTree(t, filepath.Join(fixture, "npu-smi"))
 			o.Discovery = source.Options{Root: discoverytest.CopyTree(t, filepath.Join(fixture, "root")), NodeName: nodeName,
-				NpuSmi: installTool(t, tools, tt.tool), ToolTimeout: toolTimeout}
+				Tools: map[string]string{ascend.NpuSmi: installTool(t, tools, tt.tool)}, ToolTimeout: toolTimeout}
 			o.FakeDevices, o.ChipModes = false, "Whole"
 			done := make(chan error, 1)
 			go func() { done <- nodeagent.Run(ctx, o) }()
@@ -515,7 +515,7 @@ func (n *node) logged(message, errText string) int {
 // answers again, the monitor says so.
 func TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing(t *testing.T) {
 	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", ascend.Vendor, "Whole")
-	opts := source.Options{Root: m.root, NodeName: nodeName, NpuSmi: installTool(t, m.tools, recordedTool), ToolTimeout: toolTimeout}
+	opts := source.Options{Root: m.root, NodeName: nodeName, Tools: map[string]string{ascend.NpuSmi: installTool(t, m.tools, recordedTool)}, ToolTimeout: toolTimeout}
 	monitor, err := devicemonitor.New(devicemonitor.Config{Discovery: opts, Interval: 50 * time.Millisecond, Initial: m.inv, Targets: []devicemonitor.Target{m.driver}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(m.ctx)

@@ -36,13 +36,12 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -62,7 +61,7 @@ type node struct {
 	// cnmon, keeping partitions in the state directory; commands logs every
 	// partition command the plugin runs.
 	policy   partitions.Policy
-	fake     *partitionsim.Fake
+	fake     *profilenode.PartitionTool
 	commands *commandLog
 	// runner, when set before start, answers the partition commands
 	// instead of fake.
@@ -85,37 +84,24 @@ type node struct {
 	uids    atomic.Int64
 }
 
-func newNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
-	t.Helper()
-	return newNodeWithModes(t, profileName, vendor, "")
-}
-
-// newPartitionedNode is newNode with every chip that has partitions
-// published Partitioned (--chip-modes=Partitioned), for the tests of
-// partitions.
-func newPartitionedNode(t testing.TB, profileName string, vendor inventory.Vendor) *node {
-	t.Helper()
-	return newNodeWithModes(t, profileName, vendor, string(partitions.ModePartitioned))
-}
-
-// newNodeWithModes is newNode with the node agent's chip modes
-// (partitions.ParsePolicy syntax).
-func newNodeWithModes(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string) *node {
-	t.Helper()
-	return newNodeWith(t, profileName, vendor, chipModes, nil)
-}
-
-// newNodeWithRunner is newPartitionedNode with the partition commands
-// answered by runner (recorded vendor tool output) instead of the fake
-// tool.
-func newNodeWithRunner(t testing.TB, profileName string, vendor inventory.Vendor, runner discovery.CommandRunner) *node {
-	t.Helper()
-	return newNodeWith(t, profileName, vendor, string(partitions.ModePartitioned), runner)
-}
-
-func newNodeWith(t testing.TB, profileName string, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner) *node {
-	t.Helper()
-	return newNodeOf(t, simulatedNode(t, profileName), vendor, chipModes, runner, nil)
+// nodeOptions say what node a test starts; a zero field is the default.
+type nodeOptions struct {
+	// Profile is the hardware profile whose profile node is served
+	// (simulatedNode); without it, Inventory is.
+	Profile string
+	// Inventory is the node's chips when there is no Profile (e.g.
+	// discovered from a fixture root).
+	Inventory inventory.Inventory
+	// Vendor is the vendor whose driver runs.
+	Vendor inventory.Vendor
+	// ChipModes is the node agent's --chip-modes (partitions.ParsePolicy
+	// syntax); default every chip Whole.
+	ChipModes string
+	// Runner, when set, answers the partition commands (recorded vendor
+	// tool output) instead of the profile node's partition tool.
+	Runner discovery.CommandRunner
+	// Setup, when set, changes the node before its plugin starts.
+	Setup func(*node)
 }
 
 // needsRoot skips t, saying why, unless the test runs as root (make test
@@ -135,15 +121,18 @@ func simulatedNode(t testing.TB, profileName string) inventory.Inventory {
 	needsRoot(t, "mknod of the simulated chips' fake device nodes")
 	p, err := profile.Load(profileName)
 	require.NoError(t, err)
-	inv, err := simulated.New(nodeName, p).Discover(context.Background())
+	inv, err := profilenode.New(nodeName, p).Discover(context.Background())
 	require.NoError(t, err)
 	return inv
 }
 
-// newNodeOf is a node serving inv (e.g. discovered from a fixture root);
-// setup, if set, changes the node before its plugin starts.
-func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, chipModes string, runner discovery.CommandRunner, setup func(*node)) *node {
+// startNode starts the plugin of a node as o says, stopped when t ends.
+func startNode(t testing.TB, o nodeOptions) *node {
 	t.Helper()
+	inv, vendor := o.Inventory, o.Vendor
+	if o.Profile != "" {
+		inv = simulatedNode(t, o.Profile)
+	}
 	// Unix socket paths are limited to 108 bytes: keep them short.
 	sockets, err := os.MkdirTemp("", "adra-")
 	require.NoError(t, err)
@@ -155,16 +144,17 @@ func newNodeOf(t testing.TB, inv inventory.Inventory, vendor inventory.Vendor, c
 		regDir: filepath.Join(sockets, "reg"), pluginDir: filepath.Join(sockets, "plugins"),
 		client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}),
 	}
-	n.policy, err = partitions.ParsePolicy(chipModes)
+	n.policy, err = partitions.ParsePolicy(o.ChipModes)
 	require.NoError(t, err)
-	n.fake = &partitionsim.Fake{StatePath: filepath.Join(n.stateDir, partitionsim.StateFile), Chips: inv.ChipsOf(vendor), Root: n.root}
+	n.fake = &profilenode.PartitionTool{StatePath: filepath.Join(n.stateDir, profilenode.PartitionStateFile),
+		Vendors: []vendors.Vendor{vendorOf(t, vendor)}, Chips: inv.ChipsOf(vendor), Root: n.root}
 	n.commands = &commandLog{}
-	n.runner = runner
+	n.runner = o.Runner
 	n.metrics = metrics.New()
 	needsRoot(t, "mknod of the node's fake device nodes")
 	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
-	if setup != nil {
-		setup(n)
+	if o.Setup != nil {
+		o.Setup(n)
 	}
 	n.start()
 	t.Cleanup(n.stop)
@@ -185,17 +175,16 @@ func (n *node) start() {
 	}
 	ctx := klog.NewContext(context.Background(), ktesting.NewLogger(t, logs))
 	n.ctx, n.cancel = context.WithCancel(ctx)
-	writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root, VisibleDevicesEnv: n.visibleDevicesEnv})
+	writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root, VisibleDevicesEnv: n.visibleDevicesEnv})
 	require.NoError(t, err)
 	n.commands.runner = n.fake
 	if n.runner != nil {
 		n.commands.runner = n.runner
 	}
-	tool, err := partitions.NewTool(n.vendor, n.commands)
-	require.NoError(t, err)
+	v := vendorOf(t, n.vendor)
 	cfg := driver.Config{
-		Policy: n.policy, PartitionTool: tool,
-		Vendor: n.vendor, NodeName: nodeName, Inventory: n.inv, CDI: writer,
+		Policy: n.policy, PartitionTool: v.Partitions().NewTool(n.commands, "", vendors.LibraryNone),
+		Vendor: v, NodeName: nodeName, Inventory: n.inv, CDI: writer,
 		StateDir: n.stateDir, KubeClient: n.client,
 		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },
 		RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName),
@@ -282,7 +271,7 @@ func (n *node) claimWithResults(name string, results []resourceapi.DeviceRequest
 }
 
 // partitionsOnChips lists the partitions that exist on the node's chips.
-func (n *node) partitionsOnChips() []partitions.Instance {
+func (n *node) partitionsOnChips() []vendors.Instance {
 	n.t.Helper()
 	list, err := n.fake.Instances()
 	require.NoError(n.t, err)
@@ -459,4 +448,12 @@ func (n *node) hostPathOf(ids []string, path string) string {
 		}
 	}
 	return ""
+}
+
+// vendorOf is the registered vendor of inventory value v.
+func vendorOf(t testing.TB, v inventory.Vendor) vendors.Vendor {
+	t.Helper()
+	x, ok := vendors.Lookup(v)
+	require.True(t, ok, "vendor %s is registered", v)
+	return x
 }

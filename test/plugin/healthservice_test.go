@@ -10,7 +10,7 @@ import (
 )
 
 func TestTheKubeletIsToldTheHealthDiscoveryFound(t *testing.T) {
-	n := newNode(t, "testdata/mlu270-one-unhealthy.yaml", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "testdata/mlu270-one-unhealthy.yaml", Vendor: cambricon.Vendor})
 	stream, err := healthpb.NewDRAResourceHealthClient(n.draConn).NodeWatchResources(n.ctx, &healthpb.NodeWatchResourcesRequest{})
 	require.NoError(t, err)
 	resp, err := stream.Recv()

@@ -24,6 +24,7 @@ import (
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -76,7 +77,7 @@ func (n *node) logOf() string {
 }
 
 func TestMetricsAndLogsFollowEachClaimPreparedAndUnprepared(t *testing.T) {
-	n := newNode(t, "testdata/mlu270-one-unhealthy.yaml", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "testdata/mlu270-one-unhealthy.yaml", Vendor: cambricon.Vendor})
 	of := func(name string) string { return name + `{driver="cambricon.accel-dra.dev"}` }
 	health := func(h string) string {
 		return `accel_dra_devices{driver="cambricon.accel-dra.dev",health="` + h + `"}`
@@ -171,7 +172,7 @@ func (s *stuckTool) Run(ctx context.Context, name string, args ...string) ([]byt
 // looks), so it does not wait for the driver's lock: the prepared claims
 // are those of the last finished call.
 func TestAScrapeDoesNotWaitForAStuckPrepare(t *testing.T) {
-	n := newPartitionedNode(t, "mlu370-x8", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "mlu370-x8", Vendor: cambricon.Vendor, ChipModes: string(partitions.ModePartitioned)})
 	whole := n.claim("whole", []string{"mlu-0"})
 	n.mustPrepare(whole)
 	tool := &stuckTool{next: n.fake, entered: make(chan struct{}), released: make(chan struct{})}
@@ -221,7 +222,7 @@ func (n *node) restartWithoutSlices() {
 }
 
 func TestResourceSliceCreatesTheAPIServerRejectsAreCountedAsPublishErrors(t *testing.T) {
-	n := newNode(t, "mlu270", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "mlu270", Vendor: cambricon.Vendor})
 	require.Eventually(t, func() bool { return len(n.publishedDevices()) == 4 }, 30*time.Second, 20*time.Millisecond, "the slices are published")
 
 	// The next two creates fail, as with an overloaded API server.
@@ -245,7 +246,7 @@ func TestResourceSliceCreatesTheAPIServerRejectsAreCountedAsPublishErrors(t *tes
 }
 
 func TestSlicesStoredWithoutTheirCountersAreCountedAsDroppedFields(t *testing.T) {
-	n := newPartitionedNode(t, "mlu590", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "mlu590", Vendor: cambricon.Vendor, ChipModes: string(partitions.ModePartitioned)})
 	require.Eventually(t, func() bool { return len(n.publishedDevices()) > 8 }, 30*time.Second, 20*time.Millisecond, "the chips and their partitions are published")
 
 	// An API server without partitionable devices drops the counters.

@@ -24,9 +24,9 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon/cndevtest"
@@ -209,7 +209,7 @@ func TestTheNodeAgentServesEveryProfileThroughTheMockLibraries(t *testing.T) {
 			tool := filepath.Join(dir, "tool")
 			require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
 			disc := source.Options{Root: root, NodeName: nodeName, Vendors: []string{p.option},
-				NpuSmi: tool, Cnmon: tool, Libraries: map[string]string{p.option: lib}}
+				Tools: map[string]string{ascend.NpuSmi: tool, cambricon.Cnmon: tool}, Libraries: map[string]string{p.option: lib}}
 
 			// The facts the agent publishes were read through the library.
 			inv, err := source.Discover(ctx, disc)

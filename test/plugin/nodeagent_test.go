@@ -24,9 +24,9 @@ import (
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -203,7 +203,7 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 	resp, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claim)})
 	require.NoError(t, err)
 	require.Empty(t, resp.Claims[string(claim.UID)].Error)
-	fake := &partitionsim.Fake{StatePath: filepath.Join(o.StateDir, cambricon.Driver, partitionsim.StateFile)}
+	fake := &profilenode.PartitionTool{StatePath: filepath.Join(o.StateDir, cambricon.Driver, profilenode.PartitionStateFile)}
 	list, err := fake.Instances()
 	require.NoError(t, err)
 	require.Len(t, list, 1)

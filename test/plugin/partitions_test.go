@@ -19,6 +19,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -53,7 +54,7 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := newPartitionedNode(t, tt.profile, tt.vendor)
+			n := startNode(t, nodeOptions{Profile: tt.profile, Vendor: tt.vendor, ChipModes: string(partitions.ModePartitioned)})
 			require.Empty(t, n.commands.changes(), "start-up changes no partition")
 			c := n.claim("infer", []string{tt.device})
 			ids := n.mustPrepare(c)
@@ -90,7 +91,7 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 }
 
 func TestAPartitionLeftByACrashBeforeTheCheckpointIsRemovedAtStartUp(t *testing.T) {
-	n := newPartitionedNode(t, "atlas-300i-duo", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-300i-duo", Vendor: ascend.Vendor, ChipModes: string(partitions.ModePartitioned)})
 	kept := n.claim("kept", []string{"npu-1-vir02-0"})
 	n.mustPrepare(kept)
 	n.stop()
@@ -121,7 +122,7 @@ func TestAPartitionLeftByACrashBeforeTheCheckpointIsRemovedAtStartUp(t *testing.
 }
 
 func TestAFailedPrepareLeavesNoPartitionBehind(t *testing.T) {
-	n := newPartitionedNode(t, "atlas-800t-a2", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: string(partitions.ModePartitioned)})
 	// Someone takes half of npu-0 behind the plugin's back: the second of
 	// the claim's vNPUs cannot be made, and the first is destroyed again.
 	chip0 := n.inv.ChipsOf(ascend.Vendor)[0]
@@ -139,13 +140,13 @@ func TestAFailedPrepareLeavesNoPartitionBehind(t *testing.T) {
 		"npu-smi set -t create-vnpu -i 0 -c 0 -f vir10_3c_32g -v 102",
 		"npu-smi set -t destroy-vnpu -i 0 -c 0 -v 101",
 	}, n.commands.changes())
-	require.Equal(t, []partitions.Instance{foreign}, n.partitionsOnChips())
+	require.Equal(t, []vendors.Instance{foreign}, n.partitionsOnChips())
 	require.Empty(t, n.cdiFiles())
 	require.Empty(t, n.driver.PreparedClaims())
 }
 
 func TestTheDriverNeverGivesAChipAndItsPartitionOrMorePartitionsThanFit(t *testing.T) {
-	n := newPartitionedNode(t, "mlu590", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "mlu590", Vendor: cambricon.Vendor, ChipModes: string(partitions.ModePartitioned)})
 	whole := n.claim("whole", []string{"mlu-1"})
 	n.mustPrepare(whole)
 	half := n.claim("half", []string{"mlu-2-smlu-50p-0"})
@@ -177,7 +178,7 @@ func TestTheDriverNeverGivesAChipAndItsPartitionOrMorePartitionsThanFit(t *testi
 }
 
 func TestABadPartitionOrSharingConfigFailsOnlyItsClaimAndNamesTheField(t *testing.T) {
-	n := newPartitionedNode(t, "atlas-300i-duo", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-300i-duo", Vendor: ascend.Vendor, ChipModes: string(partitions.ModePartitioned)})
 	good := n.claim("good", []string{"npu-0-vir04-0"},
 		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","sharing":{"strategy":"Exclusive"},"env":{"MODEL":"qwen"}}`))
 	badStrategy := n.claim("bad-strategy", []string{"npu-1-vir04-0"},
@@ -207,7 +208,7 @@ func (n *node) share(device, id string, memory resource.Quantity) resourceapi.De
 }
 
 func TestASharedChipTakesSharesUntilItsMemoryIsUsedAndHandsEachItsShare(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "npu-0=Shared")
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared"})
 	share := func(id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
 		return n.share("npu-0", id, memory)
 	}
@@ -239,7 +240,7 @@ func TestASharedChipTakesSharesUntilItsMemoryIsUsedAndHandsEachItsShare(t *testi
 }
 
 func TestACorruptCheckpointRecoversPartitionsFromTheCDISpecsAndKeepsThem(t *testing.T) {
-	n := newPartitionedNode(t, "mlu370-x8", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "mlu370-x8", Vendor: cambricon.Vendor, ChipModes: string(partitions.ModePartitioned)})
 	c := n.claim("serve", []string{"mlu-0-smlu-25p-0", "mlu-0-smlu-25p-1"})
 	ids := n.mustPrepare(c)
 	n.stop()
@@ -260,7 +261,7 @@ func TestACorruptCheckpointRecoversPartitionsFromTheCDISpecsAndKeepsThem(t *test
 }
 
 func TestPublishedSlicesFollowTheChipModes(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "npu-1=Partitioned,npu-2=Shared")
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-1=Partitioned,npu-2=Shared"})
 	require.Eventually(t, func() bool { return len(n.publishedDevices()) == 8+6 }, 30*time.Second, 50*time.Millisecond,
 		"8 chips and the vNPUs of npu-1 are published, the others Whole by default")
 	devs := n.publishedDevices()

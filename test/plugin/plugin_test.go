@@ -20,6 +20,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -82,7 +83,7 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 		},
 	}
 	for _, v := range vendors {
-		n := newNode(t, v.profile, v.vendor)
+		n := startNode(t, nodeOptions{Profile: v.profile, Vendor: v.vendor})
 		for _, count := range []int{1, 4, 8} {
 			t.Run(fmt.Sprintf("%s %d chips", v.vendor, count), func(t *testing.T) {
 				c := n.claim(fmt.Sprintf("job-%d", count), chipNames(v.prefix, count))
@@ -129,7 +130,7 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 }
 
 func TestRePrepareIsIdempotentAcrossRestarts(t *testing.T) {
-	n := newNode(t, "atlas-800-910a", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-800-910a", Vendor: ascend.Vendor})
 	c := n.claim("train", []string{"npu-0", "npu-1"})
 	first := n.mustPrepare(c)
 	require.Equal(t, first, n.mustPrepare(c))
@@ -140,7 +141,7 @@ func TestRePrepareIsIdempotentAcrossRestarts(t *testing.T) {
 }
 
 func TestUnprepareLeavesNothingBehind(t *testing.T) {
-	n := newNode(t, "mlu590", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "mlu590", Vendor: cambricon.Vendor})
 	a, b := n.claim("a", []string{"mlu-0"}), n.claim("b", []string{"mlu-1", "mlu-2"})
 	n.mustPrepare(a)
 	n.mustPrepare(b)
@@ -156,7 +157,7 @@ func TestUnprepareLeavesNothingBehind(t *testing.T) {
 }
 
 func TestARestartBetweenPrepareAndUnprepareKeepsTheClaim(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor})
 	c := n.claim("serve", []string{"npu-3"})
 	n.mustPrepare(c)
 	n.restart()
@@ -171,7 +172,7 @@ func TestARestartBetweenPrepareAndUnprepareKeepsTheClaim(t *testing.T) {
 }
 
 func TestACorruptCheckpointIsSetAsideAndThePreparedClaimsRecovered(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor})
 	c := n.claim("train", []string{"npu-0", "npu-1"})
 	ids := n.mustPrepare(c)
 	n.stop()
@@ -189,7 +190,7 @@ func TestACorruptCheckpointIsSetAsideAndThePreparedClaimsRecovered(t *testing.T)
 }
 
 func TestABadOpaqueConfigFailsOnlyItsClaimAndNamesTheField(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor})
 	good := n.claim("good", []string{"npu-0"},
 		n.opaque(resourceapi.AllocationConfigSourceClass, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"HCCL_CONNECT_TIMEOUT":"600","FROM":"class"}}`),
 		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"FROM":"claim"}}`),
@@ -219,7 +220,7 @@ func TestABadOpaqueConfigFailsOnlyItsClaimAndNamesTheField(t *testing.T) {
 }
 
 func TestTheDriverRefusesDevicesItCannotOrMustNotGive(t *testing.T) {
-	n := newNode(t, "mlu370-x8", cambricon.Vendor)
+	n := startNode(t, nodeOptions{Profile: "mlu370-x8", Vendor: cambricon.Vendor})
 	holder := n.claim("holder", []string{"mlu-0", "mlu-1"})
 	n.mustPrepare(holder)
 
@@ -250,7 +251,7 @@ func TestTheDriverRefusesDevicesItCannotOrMustNotGive(t *testing.T) {
 }
 
 func TestFiftyConcurrentClaimsLeaveNoStaleCDIFile(t *testing.T) {
-	n := newNode(t, "testdata/64-npu.yaml", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "testdata/64-npu.yaml", Vendor: ascend.Vendor})
 	claims := make([]*resourceapi.ResourceClaim, 50)
 	for i := range claims {
 		claims[i] = n.claim(fmt.Sprintf("c%d", i), []string{fmt.Sprintf("npu-%d", i)})
@@ -290,7 +291,7 @@ func TestPublishedSlicesAreTheFoundationCodesSlices(t *testing.T) {
 		vendor  inventory.Vendor
 	}{{"atlas-800-910a", ascend.Vendor}, {"mixed-910b-mlu370", cambricon.Vendor}} {
 		t.Run(tt.profile, func(t *testing.T) {
-			n := newPartitionedNode(t, tt.profile, tt.vendor)
+			n := startNode(t, nodeOptions{Profile: tt.profile, Vendor: tt.vendor, ChipModes: string(partitions.ModePartitioned)})
 			var want []resourceapi.ResourceSliceSpec
 			for _, s := range resourceslices.SlicesFor(nodeName, n.inv, resourceslices.Options{Policy: n.policy}) {
 				if s.Spec.Driver == n.driverName {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
@@ -55,7 +56,7 @@ func TestThePluginDrivesNpuSmiAsRecorded(t *testing.T) {
 	for i := 1; i < 8; i++ {
 		rec.out[fmt.Sprintf("npu-smi info -t info-vnpu -i %d -c 0", i)] = []string{"info-vnpu_none.txt"}
 	}
-	n := newNodeWithRunner(t, "testdata/atlas-800t-a2-910b4.yaml", ascend.Vendor, rec)
+	n := startNode(t, nodeOptions{Profile: "testdata/atlas-800t-a2-910b4.yaml", Vendor: ascend.Vendor, ChipModes: string(partitions.ModePartitioned), Runner: rec})
 	require.Empty(t, n.commands.changes())
 
 	// The recordings have no device files: make the vNPU's for the container.

@@ -1,6 +1,7 @@
 package plugin_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -21,15 +22,15 @@ import (
 // prepared, the other sees, so neither hands out a chip twice, and the new
 // one can unprepare what the old one prepared.
 func TestDuringARollingUpdateBothPodsShareTheState(t *testing.T) {
-	n := newNode(t, "atlas-800t-a2", ascend.Vendor)
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor})
 	n.stop() // the harness's own instance is not a rolling-update one
 
 	start := func(podUID types.UID) (*driver.Driver, drapb.DRAPluginClient) {
 		_, ctx := ktesting.NewTestContext(t)
-		writer, err := cdi.NewWriter(cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
+		writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
 		require.NoError(t, err)
 		d, err := driver.Start(ctx, driver.Config{
-			Vendor: n.vendor, NodeName: nodeName, Inventory: n.inv, CDI: writer, StateDir: n.stateDir, KubeClient: n.client,
+			Vendor: vendorOf(t, n.vendor), NodeName: nodeName, Inventory: n.inv, CDI: writer, StateDir: n.stateDir, KubeClient: n.client,
 			RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName), PodUID: podUID,
 		})
 		require.NoError(t, err)

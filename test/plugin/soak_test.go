@@ -26,7 +26,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -122,7 +122,7 @@ func TestSoak(t *testing.T) {
 		d := filepath.Join(s.a.cfg.StateDir, vendors.DriverFor(v))
 		wantState = append(wantState, filepath.Join(d, driver.CheckpointFile))
 		if s.kinds[string(v)+" partition"] > 0 {
-			wantState = append(wantState, filepath.Join(d, partitionsim.StateFile))
+			wantState = append(wantState, filepath.Join(d, profilenode.PartitionStateFile))
 		}
 	}
 	require.ElementsMatch(t, wantState, slices.Collect(maps.Keys(files(t, s.a.cfg.StateDir))), "the state directory holds no temporary or set-aside file")

@@ -48,7 +48,7 @@ func statusData(t *testing.T, s resourceapi.AllocatedDeviceStatus) v1alpha1.Devi
 }
 
 func TestPrepareWritesEachDevicesStatusAndUnprepareClearsIt(t *testing.T) {
-	n := newNodeWithModes(t, "atlas-800t-a2", ascend.Vendor, "Partitioned")
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "Partitioned"})
 	c := n.claim("train", []string{"npu-0", "npu-2-vir05-1c-16g-0"})
 	n.mustPrepare(c)
 	got := n.deviceStatus(c, func(s []resourceapi.AllocatedDeviceStatus) bool { return len(s) == 2 })
@@ -80,7 +80,7 @@ func TestPrepareWritesEachDevicesStatusAndUnprepareClearsIt(t *testing.T) {
 }
 
 func TestAStatusWriteThatFailsIsRetriedAndNeverFailsThePrepare(t *testing.T) {
-	n := newNodeWithModes(t, "mlu370-x8", cambricon.Vendor, "Whole")
+	n := startNode(t, nodeOptions{Profile: "mlu370-x8", Vendor: cambricon.Vendor, ChipModes: "Whole"})
 	var failures atomic.Int32
 	n.client.PrependReactor("patch", "resourceclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() == "status" && failures.Add(1) <= 3 {
@@ -99,9 +99,9 @@ func TestAStatusWriteThatFailsIsRetriedAndNeverFailsThePrepare(t *testing.T) {
 }
 
 func TestTheContainerGetsTheDeviceMetadataFile(t *testing.T) {
-	n := newNodeOf(t, simulatedNode(t, "mixed-910b-mlu370"), ascend.Vendor, "Partitioned", nil, func(n *node) {
+	n := startNode(t, nodeOptions{Profile: "mixed-910b-mlu370", Vendor: ascend.Vendor, ChipModes: "Partitioned", Setup: func(n *node) {
 		n.configure = func(cfg *driver.Config) { cfg.DeviceMetadata = true }
-	})
+	}})
 	c := n.claim("train", []string{"npu-1", "npu-3-vir05-1c-16g-0"})
 	ids := n.mustPrepare(c)
 	require.Len(t, ids, 3, "one CDI device per chip and one for the request's metadata file")

@@ -46,14 +46,14 @@ func TestVisibleDevicesEnvOnNodesWithAndWithoutTheVendorRuntime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := newNodeOf(t, simulatedNode(t, tt.profile), tt.vendor, "", nil, func(n *node) {
+			n := startNode(t, nodeOptions{Profile: tt.profile, Vendor: tt.vendor, Setup: func(n *node) {
 				n.visibleDevicesEnv = tt.mode
 				if tt.ascendRuntime {
 					p := filepath.Join(n.root, "usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime")
 					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 					require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
 				}
-			})
+			}})
 			prefix := "npu"
 			if tt.vendor == cambricon.Vendor {
 				prefix = "mlu"

@@ -25,9 +25,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 )
@@ -58,7 +58,7 @@ func ResourcesFor(ctx context.Context, name, ref, modes string) (map[string]reso
 	if err != nil {
 		return nil, err
 	}
-	inv, err := simulated.New(name, p).Discover(ctx)
+	inv, err := profilenode.New(name, p).Discover(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("discovering the simulated chips of node %s: %w", name, err)
 	}

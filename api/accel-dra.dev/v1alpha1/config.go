@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -11,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Kinds of the opaque device configs, one per driver.
@@ -152,13 +155,6 @@ func strategyOf(s *Sharing) SharingStrategy {
 	return s.Strategy
 }
 
-// reservedEnv are set by the plugin itself; a config must not change them,
-// or a container could claim to see chips it was not given.
-var reservedEnv = map[string]string{
-	AscendConfigKind:    "ASCEND_VISIBLE_DEVICES",
-	CambriconConfigKind: "CAMBRICON_VISIBLE_DEVICES",
-}
-
 // Validate implements DeviceConfig. Errors name the field and, for enums,
 // the allowed values.
 func (c *AscendConfig) Validate() error {
@@ -183,6 +179,14 @@ func validateSharing(s *Sharing) field.ErrorList {
 }
 
 func validateEnv(kind string, env map[string]string) field.ErrorList {
+	reserved := vendors.ReservedEnv()
+	// own is the visible-devices variable of the kind's vendor.
+	own := ""
+	for _, v := range vendors.All() {
+		if v.Names().ConfigKind == kind {
+			own = v.CDI().VisibleEnv
+		}
+	}
 	var errs field.ErrorList
 	keys := make([]string, 0, len(env))
 	for k := range env {
@@ -194,8 +198,14 @@ func validateEnv(kind string, env map[string]string) field.ErrorList {
 		for _, msg := range validation.IsEnvVarName(k) {
 			errs = append(errs, field.Invalid(p, k, msg))
 		}
-		if k == reservedEnv[kind] || strings.HasPrefix(k, "DRA_") {
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s and DRA_* are set by the driver to the allocated devices", reservedEnv[kind])))
+		// The driver sets them (vendors.ReservedEnv, the CDI writer's
+		// list too); a config must not change them, or a container could
+		// claim to see chips it was not given.
+		switch {
+		case k == own || strings.HasPrefix(k, vendors.ReservedEnvPrefix):
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s and %s* are set by the driver to the allocated devices", own, vendors.ReservedEnvPrefix)))
+		case slices.Contains(reserved, k):
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s is set by its vendor's driver to the allocated devices of a container that has any", k)))
 		}
 	}
 	return errs

@@ -3,9 +3,14 @@ package v1alpha1
 import (
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // HardwareProfileKind is the kind of a hardware profile file.
@@ -90,12 +95,20 @@ func (p *HardwareProfile) Validate() error {
 		return fmt.Errorf("chips: at least one chip group is required")
 	}
 	deviceIPs := map[netip.Addr]string{} // address -> field that has it
+	// The vendors and their link types are the registered vendors'.
+	var values []string
+	linkTypes := []string{string(inventory.LinkPCIe)}
+	for _, v := range vendors.All() {
+		values = append(values, string(v.Names().Vendor))
+		if lt := v.ProfileNode().LinkType; lt != "" {
+			linkTypes = append(linkTypes[:len(linkTypes)-1], string(lt), string(inventory.LinkPCIe))
+		}
+	}
 	for i, g := range p.Chips {
 		field := fmt.Sprintf("chips[%d]", i)
-		switch g.Vendor {
-		case "huawei", "cambricon":
-		default:
-			return fmt.Errorf("%s.vendor: %q is not one of huawei, cambricon", field, g.Vendor)
+		v, ok := vendors.Lookup(inventory.Vendor(g.Vendor))
+		if !ok {
+			return fmt.Errorf("%s.vendor: %q is not one of %s", field, g.Vendor, strings.Join(values, ", "))
 		}
 		if g.Model == "" {
 			return fmt.Errorf("%s.model: required", field)
@@ -109,16 +122,13 @@ func (p *HardwareProfile) Validate() error {
 		if g.Cores <= 0 {
 			return fmt.Errorf("%s.cores: must be positive, got %d", field, g.Cores)
 		}
-		switch g.LinkType {
-		case "hccs", "mlulink":
-			if g.LinkGroupSize <= 0 || g.Count%g.LinkGroupSize != 0 {
-				return fmt.Errorf("%s.linkGroupSize: must divide count %d, got %d", field, g.Count, g.LinkGroupSize)
-			}
-		case "pcie":
-		default:
-			return fmt.Errorf("%s.linkType: %q is not one of hccs, mlulink, pcie", field, g.LinkType)
-		}
-		if g.LinkType == "hccs" && g.Vendor != "huawei" || g.LinkType == "mlulink" && g.Vendor != "cambricon" {
+		switch {
+		case g.LinkType == string(inventory.LinkPCIe):
+		case !slices.Contains(linkTypes, g.LinkType):
+			return fmt.Errorf("%s.linkType: %q is not one of %s", field, g.LinkType, strings.Join(linkTypes, ", "))
+		case g.LinkGroupSize <= 0 || g.Count%g.LinkGroupSize != 0:
+			return fmt.Errorf("%s.linkGroupSize: must divide count %d, got %d", field, g.Count, g.LinkGroupSize)
+		case g.LinkType != string(v.ProfileNode().LinkType):
 			return fmt.Errorf("%s.linkType: %s chips have no %s links", field, g.Vendor, g.LinkType)
 		}
 		if g.DriverVersion == "" {

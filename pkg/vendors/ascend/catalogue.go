@@ -6,7 +6,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// Models implements vendors.Catalogue: every chip name of aiCoresPerChip
+// Models implements vendors.Vendor: every chip name of aiCoresPerChip
 // as its accel-dra.dev/model, with the vNPU templates of vnpuModels.
 func (Ascend) Models() []vendors.Model {
 	out := make([]vendors.Model, 0, len(aiCoresPerChip))
@@ -20,5 +20,3 @@ func (Ascend) Models() []vendors.Model {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
-
-var _ vendors.Catalogue = Ascend{}

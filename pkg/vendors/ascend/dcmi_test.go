@@ -41,7 +41,7 @@ var dcmiLayouts = []struct {
 }{
 	{"dcmi_chip_info", dcmiChipInfo{}, []string{"chip_type", "chip_name", "chip_ver", "aicore_cnt"}},
 	{"dcmi_pcie_info_all", dcmiPCIeInfoAll{}, []string{"venderid", "subvenderid", "deviceid", "subdeviceid", "domain", "bdf_busid", "bdf_deviceid", "bdf_funcid", "reserve"}},
-	{"dcmi_hbm_info", dcmiHBMInfo{}, []string{"memory_size", "freq", "memory_usage", "temp", "bandwith_util_rate"}},
+	{"dcmi_hbm_info", dcmiHBMInfo{}, []string{"memory_size", "freq", "memory_usage", "temp", "bandwith_util_rate"}}, //nolint:misspell // DCMI's own spelling
 	{"dcmi_get_memory_info_stru", dcmiMemoryInfo{}, []string{"memory_size", "memory_available", "freq", "hugepagesize", "hugepages_total", "hugepages_free", "utiliza", "reserve"}},
 	{"dcmi_ip_addr", dcmiIPAddr{}, []string{"u_addr", "ip_type"}},
 	{"dcmi_base_resource", dcmiBaseResource{}, []string{"token", "token_max", "task_timeout", "vfg_id", "vip_mode", "reserved"}},

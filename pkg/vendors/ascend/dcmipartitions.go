@@ -16,7 +16,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -40,9 +39,9 @@ func openDCMI(path string) (*dcmiLib, error) {
 	return l, nil
 }
 
-// NewLibraryPartitionTool implements partitions.LibraryVendor: vNPUs
-// through the node's libdcmi.so where it loads, else with npu-smi.
-func (Ascend) NewLibraryPartitionTool(runner discovery.CommandRunner, root, library string) partitions.Tool {
+// NewTool implements vendors.Partitions: vNPUs through the node's
+// libdcmi.so where it loads, else with npu-smi.
+func (VNPUs) NewTool(runner discovery.CommandRunner, root, library string) vendors.PartitionTool {
 	t := &PartitionTool{Runner: runner}
 	if library == vendors.LibraryNone {
 		return t
@@ -73,7 +72,7 @@ func (a *PartitionTool) dcmiAddress(lib *dcmiLib, c inventory.Chip) (int, int, e
 	return 0, 0, fmt.Errorf("DCMI lists no chip with logic id %d (chip %d)", logic, c.Index)
 }
 
-func (a *PartitionTool) listDCMI(lib *dcmiLib, c inventory.Chip) ([]partitions.Instance, error) {
+func (a *PartitionTool) listDCMI(lib *dcmiLib, c inventory.Chip) ([]vendors.Instance, error) {
 	card, dev, err := a.dcmiAddress(lib, c)
 	if err != nil {
 		return nil, err
@@ -82,7 +81,7 @@ func (a *PartitionTool) listDCMI(lib *dcmiLib, c inventory.Chip) ([]partitions.I
 	if err != nil {
 		return nil, fmt.Errorf("listing the vNPUs of chip %d through DCMI: %w", c.Index, err)
 	}
-	out := make([]partitions.Instance, 0, len(vnpus))
+	out := make([]vendors.Instance, 0, len(vnpus))
 	for id, template := range vnpus {
 		out = append(out, vnpuInstance(c, id, template))
 	}
@@ -90,17 +89,17 @@ func (a *PartitionTool) listDCMI(lib *dcmiLib, c inventory.Chip) ([]partitions.I
 	return out, nil
 }
 
-func (a *PartitionTool) createDCMI(ctx context.Context, lib *dcmiLib, c inventory.Chip, t partitions.Template, id int) (partitions.Instance, error) {
+func (a *PartitionTool) createDCMI(ctx context.Context, lib *dcmiLib, c inventory.Chip, t vendors.Template, id int) (vendors.Instance, error) {
 	card, dev, err := a.dcmiAddress(lib, c)
 	if err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	got, err := lib.createVNPU(card, dev, id, t.Name)
 	if err != nil {
-		return partitions.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI (is the node in vNPU docker mode? `npu-smi info -t vnpu-mode`): %w", t.Name, c.Index, err)
+		return vendors.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI (is the node in vNPU docker mode? `npu-smi info -t vnpu-mode`): %w", t.Name, c.Index, err)
 	}
 	if got != id {
-		return partitions.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI: asked for vNPU id %d, got %d", t.Name, c.Index, id, got)
+		return vendors.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI: asked for vNPU id %d, got %d", t.Name, c.Index, id, got)
 	}
-	return partitions.ConfirmCreated(ctx, a, c, id, t.Name, partitions.Created{Tool: "DCMI", Kind: "vNPU", Template: "template"})
+	return vendors.ConfirmCreated(ctx, a, c, id, t.Name, vendors.Created{Tool: "DCMI", Kind: "vNPU", Template: "template"})
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // discoverDCMI discovers a DCMI fixture node; fixtures without an npu-smi
@@ -49,10 +49,10 @@ func TestPartitionToolMakesVNPUsThroughDCMIOnEveryModel(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			chips, lib := discoverDCMI(t, tc.fixture)
 			c := chips[tc.chip]
-			tpl, ok := partitions.TemplateByName(c, tc.template)
+			tpl, ok := templateOf(c, tc.template)
 			require.True(t, ok)
 			// An empty runner: npu-smi must not be run for vNPUs when DCMI is loaded.
-			tool := Ascend{}.NewLibraryPartitionTool(discoverytest.MapRunner{}, "/nonexistent", lib.path)
+			tool := VNPUs{}.NewTool(discoverytest.MapRunner{}, "/nonexistent", lib.path)
 
 			none, err := tool.List(ctx, c)
 			require.NoError(t, err)
@@ -67,13 +67,13 @@ func TestPartitionToolMakesVNPUsThroughDCMIOnEveryModel(t *testing.T) {
 
 			all, err := tool.List(ctx, c)
 			require.NoError(t, err)
-			require.Equal(t, []partitions.Instance{first, second}, all)
+			require.Equal(t, []vendors.Instance{first, second}, all)
 
 			require.NoError(t, tool.Destroy(ctx, c, first))
 			require.NoError(t, tool.Destroy(ctx, c, first), "destroying a gone vNPU is no error, so unprepare can be retried")
 			left, err := tool.List(ctx, c)
 			require.NoError(t, err)
-			require.Equal(t, []partitions.Instance{second}, left)
+			require.Equal(t, []vendors.Instance{second}, left)
 			// Other chips are untouched.
 			other, err := tool.List(ctx, chips[(tc.chip+1)%len(chips)])
 			require.NoError(t, err)
@@ -88,8 +88,8 @@ func TestPartitionToolListsVNPUsThatExistBeforeTheAgent(t *testing.T) {
 	tool := &PartitionTool{dcmi: lib}
 	got, err := tool.List(ctx, chips[1])
 	require.NoError(t, err)
-	require.Equal(t, []partitions.Instance{vnpuInstance(chips[1], 116, "vir05_1c_16g"), vnpuInstance(chips[1], 118, "vir10_3c_32g")}, got)
-	tpl, _ := partitions.TemplateByName(chips[1], "vir05_1c_16g")
+	require.Equal(t, []vendors.Instance{vnpuInstance(chips[1], 116, "vir05_1c_16g"), vnpuInstance(chips[1], 118, "vir10_3c_32g")}, got)
+	tpl, _ := templateOf(chips[1], "vir05_1c_16g")
 	made, err := tool.Create(ctx, chips[1], tpl)
 	require.NoError(t, err)
 	require.Equal(t, 117, made.ID, "the lowest id not in use")
@@ -99,7 +99,7 @@ func TestPartitionToolThroughDCMISaysWhyACreateFails(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	// Outside vNPU docker mode the library refuses the vNPU.
 	chips, lib := discoverDCMI(t, "atlas-800t-a2", "vnpu-mode vm")
-	tpl, _ := partitions.TemplateByName(chips[0], "vir05_1c_16g")
+	tpl, _ := templateOf(chips[0], "vir05_1c_16g")
 	_, err := (&PartitionTool{dcmi: lib}).Create(ctx, chips[0], tpl)
 	require.ErrorContains(t, err, "creating a vir05_1c_16g vNPU on chip 0 through DCMI (is the node in vNPU docker mode?")
 	require.ErrorContains(t, err, "dcmi_create_vdevice returned -8002")
@@ -114,7 +114,7 @@ func TestPartitionToolThroughDCMIFailsWhenListingFails(t *testing.T) {
 
 func TestLibraryPartitionToolUsesNpuSmiWithoutALibrary(t *testing.T) {
 	for _, library := range []string{"", "none", "/nonexistent/libdcmi.so"} {
-		tool := Ascend{}.NewLibraryPartitionTool(discoverytest.MapRunner{}, t.TempDir(), library).(*PartitionTool)
+		tool := VNPUs{}.NewTool(discoverytest.MapRunner{}, t.TempDir(), library).(*PartitionTool)
 		require.Nil(t, tool.dcmi, "library %q", library)
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // fixture returns the root tree and the recorded npu-smi runner of a node
@@ -70,4 +72,13 @@ type runnerFunc func(ctx context.Context, name string, args ...string) ([]byte, 
 
 func (f runnerFunc) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	return f(ctx, name, args...)
+}
+
+// templateOf finds a template of chip c by its name.
+func templateOf(c inventory.Chip, name string) (vendors.Template, bool) {
+	m, ok := vendors.PartitionModelOf(Ascend{}, c)
+	if !ok {
+		return vendors.Template{}, false
+	}
+	return m.Template(name)
 }

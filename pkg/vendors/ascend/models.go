@@ -17,8 +17,9 @@ import "strings"
 // MindCluster FaultDiag guide's example). A chip name missing here gets 0
 // cores (unknown) and a warning rather than a guess.
 //
-// 910B1 has 25 AI cores (issue 15). The A3 die prints "Ascend910" whether
-// it has 20 or 24 AI cores (issue 15): the table's 20 is only a default; the backend asks `npu-smi info
+// 910B1 has 25 AI cores. The A3 die prints "Ascend910" whether it has 20
+// or 24 AI cores (sources: docs/hardware.md): the table's 20 is only a
+// default; the backend asks `npu-smi info
 // -t common` ("Aicore Count") or DCMI (dcmi_chip_info.aicore_cnt) for the
 // real count of such a chip (ambiguousCores).
 var aiCoresPerChip = map[string]int{

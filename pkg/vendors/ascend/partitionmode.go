@@ -5,7 +5,7 @@ package ascend
 // 0` switches it on ("0: Container: the created vNPU is mounted to a
 // container for use. 1: Virtual machine", Huawei's AVI guide, "npu-smi
 // set -t vnpu-mode"), `npu-smi info -t vnpu-mode` prints it as
-// "vnpu-mode : docker" (issue 15's recording; the same query lists 0
+// "vnpu-mode : docker" (a public recording, docs/hardware.md; the same query lists 0
 // Container, 1 VM in the npu-smi vNPU query reference). Outside docker
 // mode create-vnpu prints "The vnpu is not in docker mode…" and exits 0,
 // so the mode is read before any chip is offered as vNPUs

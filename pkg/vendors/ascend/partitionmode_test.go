@@ -7,7 +7,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 func TestParseVNPUModeReadsTheMode(t *testing.T) {
@@ -116,7 +116,7 @@ func TestVNPUTemplatesOfEveryModel(t *testing.T) {
 		t.Run(tc.model, func(t *testing.T) {
 			m, ok := vnpuModels[tc.model]
 			require.True(t, ok)
-			c := partitions.Counters{Cores: tc.cores, MemoryBytes: tc.memMiB * mebibyte, AICPUs: m.AICPUs}
+			c := vendors.Counters{Cores: tc.cores, MemoryBytes: tc.memMiB * mebibyte, AICPUs: m.AICPUs}
 			got := map[string]int{}
 			for _, tpl := range m.Templates {
 				got[tpl.Name] = c.Fits(tpl)

@@ -27,7 +27,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // VNPU is one row of `npu-smi info -t info-vnpu`.
@@ -144,8 +144,8 @@ func parseSetResult(source string, data []byte) (string, error) {
 	return message, nil
 }
 
-// PartitionTool implements partitions.Tool for Ascend vNPUs: through
-// DCMI where it has the library (NewLibraryPartitionTool), otherwise with
+// PartitionTool implements vendors.PartitionTool for Ascend vNPUs: through
+// DCMI where it has the library (VNPUs.NewTool), otherwise with
 // npu-smi through Runner.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
@@ -185,8 +185,8 @@ func (a *PartitionTool) address(ctx context.Context, c inventory.Chip) (int, int
 	return m.NPU, m.Chip, nil
 }
 
-// List implements partitions.Tool.
-func (a *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partitions.Instance, error) {
+// List implements vendors.PartitionTool.
+func (a *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]vendors.Instance, error) {
 	if lib := a.library(); lib != nil {
 		return a.listDCMI(lib, c)
 	}
@@ -199,20 +199,20 @@ func (a *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partition
 	if err != nil {
 		return nil, err
 	}
-	out := make([]partitions.Instance, 0, len(rows))
+	out := make([]vendors.Instance, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, vnpuInstance(c, r.ID, r.Template))
 	}
 	return out, nil
 }
 
-func vnpuInstance(c inventory.Chip, id int, template string) partitions.Instance {
-	return partitions.Instance{Type: partitions.TypeVNPU, Chip: c.Index, Template: template, ID: id, DeviceNode: fmt.Sprintf("/dev/vdavinci%d", id)}
+func vnpuInstance(c inventory.Chip, id int, template string) vendors.Instance {
+	return vendors.Instance{Type: PartitionType, Chip: c.Index, Template: template, ID: id, DeviceNode: fmt.Sprintf("/dev/vdavinci%d", id)}
 }
 
 // VNPUIDRange is the first vNPU id of a chip and how many there are.
 func VNPUIDRange(c inventory.Chip) (first, size int) {
-	m, _ := partitions.ModelOf(c)
+	m, _ := vendors.PartitionModelOf(Ascend{}, c)
 	size = m.MaxInstances
 	if size == 0 {
 		size = 16
@@ -220,14 +220,14 @@ func VNPUIDRange(c inventory.Chip) (first, size int) {
 	return c.Index*16 + 100, size
 }
 
-// Create implements partitions.Tool.
-func (a *PartitionTool) Create(ctx context.Context, c inventory.Chip, t partitions.Template) (partitions.Instance, error) {
-	if t.Type != partitions.TypeVNPU {
-		return partitions.Instance{}, fmt.Errorf("creating a vNPU on chip %d: template %s is a %s template", c.Index, t.Name, t.Type)
+// Create implements vendors.PartitionTool.
+func (a *PartitionTool) Create(ctx context.Context, c inventory.Chip, t vendors.Template) (vendors.Instance, error) {
+	if t.Type != PartitionType {
+		return vendors.Instance{}, fmt.Errorf("creating a vNPU on chip %d: template %s is a %s template", c.Index, t.Name, t.Type)
 	}
 	existing, err := a.List(ctx, c)
 	if err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	used := map[int]bool{}
 	for _, e := range existing {
@@ -242,30 +242,30 @@ func (a *PartitionTool) Create(ctx context.Context, c inventory.Chip, t partitio
 		}
 	}
 	if id < 0 {
-		return partitions.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d: all %d vNPU ids from %d are in use", t.Name, c.Index, size, first)
+		return vendors.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d: all %d vNPU ids from %d are in use", t.Name, c.Index, size, first)
 	}
 	if lib := a.library(); lib != nil {
 		return a.createDCMI(ctx, lib, c, t, id)
 	}
 	npu, chip, err := a.address(ctx, c)
 	if err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	args := []string{"set", "-t", "create-vnpu", "-i", strconv.Itoa(npu), "-c", strconv.Itoa(chip), "-f", t.Name, "-v", strconv.Itoa(id)}
 	if _, err := discovery.Query(ctx, a.Runner, fmt.Sprintf("creating a %s vNPU on chip %d", t.Name, c.Index), parseSetResult, NpuSmi, args...); err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	// create-vnpu does not say what it made: confirm the id and template.
-	return partitions.ConfirmCreated(ctx, a, c, id, t.Name, partitions.Created{Tool: NpuSmi, Kind: "vNPU", Template: "template"})
+	return vendors.ConfirmCreated(ctx, a, c, id, t.Name, vendors.Created{Tool: NpuSmi, Kind: "vNPU", Template: "template"})
 }
 
-// Destroy implements partitions.Tool.
-func (a *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst partitions.Instance) error {
+// Destroy implements vendors.PartitionTool.
+func (a *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst vendors.Instance) error {
 	existing, err := a.List(ctx, c)
 	if err != nil {
 		return err
 	}
-	if _, ok := partitions.Find(existing, inst.ID); !ok {
+	if _, ok := vendors.FindInstance(existing, inst.ID); !ok {
 		return nil
 	}
 	if lib := a.library(); lib != nil {
@@ -287,12 +287,7 @@ func (a *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst part
 	return err
 }
 
-// NewPartitionTool implements partitions.Vendor.
-func (Ascend) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
-	return &PartitionTool{Runner: runner}
-}
-
-// PartitionEdits implements partitions.Vendor. A vNPU container gets only
+// Edits implements vendors.Partitions. A vNPU container gets only
 // the virtual device, host /dev/vdavinci<id> at /dev/davinci<id> in the
 // container, and ASCEND_VISIBLE_DEVICES=<id> with
 // ASCEND_RUNTIME_OPTIONS=VIRTUAL: what Huawei's device plugin gives a vNPU
@@ -300,12 +295,12 @@ func (Ascend) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
 // container /dev/davinci<id>, host /dev/vdavinci<id> when
 // ascendRuntimeOptions is "VIRTUAL"; pkg/common/common.go
 // SetAscendRuntimeEnv). The parent's /dev/davinciN is not given.
-func (Ascend) PartitionEdits(_ inventory.Chip, inst partitions.Instance) (partitions.Edits, error) {
-	if inst.Type != partitions.TypeVNPU {
-		return partitions.Edits{}, fmt.Errorf("%s: unknown partition type", inst)
+func (VNPUs) Edits(_ inventory.Chip, inst vendors.Instance) (vendors.PartitionEdits, error) {
+	if inst.Type != PartitionType {
+		return vendors.PartitionEdits{}, fmt.Errorf("%s: unknown partition type", inst)
 	}
-	return partitions.Edits{
-		DeviceNodes: []partitions.DeviceNode{{Path: devPath(inst.ID), HostPath: inst.DeviceNode}},
+	return vendors.PartitionEdits{
+		DeviceNodes: []vendors.DeviceNode{{Path: devPath(inst.ID), HostPath: inst.DeviceNode}},
 		VisibleID:   inst.ID,
 		Virtual:     true,
 	}, nil

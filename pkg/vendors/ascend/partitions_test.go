@@ -12,8 +12,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
@@ -27,7 +26,7 @@ const gib = int64(1) << 30
 func TestPartitionToolCreatesListsAndDestroysVNPUsWithNpuSmi(t *testing.T) {
 	ctx := context.Background()
 	c := chip("Ascend910B4", 0, 20, 32*gib)
-	vir10, ok := partitions.TemplateByName(c, "vir10_3c_16g")
+	vir10, ok := ascendTemplateOf(c, "vir10_3c_16g")
 	require.True(t, ok)
 	run := &discoverytest.ScriptedRunner{T: t, Dir: "testdata/vnpu", Steps: []discoverytest.Step{
 		{Cmd: "npu-smi info -m", File: "npu-smi_info_-m.txt"},
@@ -41,15 +40,15 @@ func TestPartitionToolCreatesListsAndDestroysVNPUsWithNpuSmi(t *testing.T) {
 	tool := &ascend.PartitionTool{Runner: run}
 	inst, err := tool.Create(ctx, c, vir10)
 	require.NoError(t, err)
-	require.Equal(t, partitions.Instance{Type: partitions.TypeVNPU, Chip: 0, Template: "vir10_3c_16g", ID: 101, DeviceNode: "/dev/vdavinci101"}, inst,
+	require.Equal(t, vendors.Instance{Type: ascend.PartitionType, Chip: 0, Template: "vir10_3c_16g", ID: 101, DeviceNode: "/dev/vdavinci101"}, inst,
 		"the lowest free id of the chip's range, passed with -v")
 	require.NoError(t, tool.Destroy(ctx, c, inst))
 	require.NoError(t, tool.Destroy(ctx, c, inst), "destroying a vNPU that is gone is not an error")
 	run.Done()
 
-	edits, err := partitions.EditsOf(c, inst)
+	edits, err := ascend.VNPUs{}.Edits(c, inst)
 	require.NoError(t, err)
-	require.Equal(t, partitions.Edits{DeviceNodes: []partitions.DeviceNode{{Path: "/dev/davinci101", HostPath: "/dev/vdavinci101"}}, VisibleID: 101, Virtual: true}, edits)
+	require.Equal(t, vendors.PartitionEdits{DeviceNodes: []vendors.DeviceNode{{Path: "/dev/davinci101", HostPath: "/dev/vdavinci101"}}, VisibleID: 101, Virtual: true}, edits)
 }
 
 func TestParseVNPUInfoReadsBothLayoutsAndChecksTheCount(t *testing.T) {
@@ -79,7 +78,7 @@ func TestParseVNPUInfoReadsBothLayoutsAndChecksTheCount(t *testing.T) {
 func TestPartitionToolReportsAFailedCreate(t *testing.T) {
 	ctx := context.Background()
 	c := chip("Ascend910B4", 0, 20, 32*gib)
-	vir10, _ := partitions.TemplateByName(c, "vir10_3c_16g")
+	vir10, _ := ascendTemplateOf(c, "vir10_3c_16g")
 	full := &discoverytest.ScriptedRunner{T: t, Dir: "testdata/vnpu", Steps: []discoverytest.Step{
 		{Cmd: "npu-smi info -m", File: "npu-smi_info_-m.txt"},
 		{Cmd: "npu-smi info -t info-vnpu -i 0 -c 0", File: "info-vnpu_none.txt"},
@@ -88,4 +87,13 @@ func TestPartitionToolReportsAFailedCreate(t *testing.T) {
 	}}
 	_, err := (&ascend.PartitionTool{Runner: full}).Create(ctx, c, vir10)
 	require.EqualError(t, err, "npu-smi reported vNPU 100 on chip 0 created, but does not list it")
+}
+
+// ascendTemplateOf finds a template of chip c by its name.
+func ascendTemplateOf(c inventory.Chip, name string) (vendors.Template, bool) {
+	m, ok := vendors.PartitionModelOf(ascend.Ascend{}, c)
+	if !ok {
+		return vendors.Template{}, false
+	}
+	return m.Template(name)
 }

@@ -33,7 +33,7 @@ const (
 )
 
 // Ascend is the Ascend vendor: Huawei Ascend NPUs. It implements
-// vendors.Vendor, partitions.Vendor and partitionsim.Simulator.
+// vendors.Vendor; its partitions are VNPUs.
 type Ascend struct{}
 
 var _ vendors.Vendor = Ascend{}
@@ -41,7 +41,7 @@ var _ vendors.Vendor = Ascend{}
 // Names implements vendors.Vendor.
 func (Ascend) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: NpuSmi, ConfigKind: ConfigKind,
+		DevicePrefix: DevicePrefix, Tool: NpuSmi, ToolHelp: ToolFlagHelp, ConfigKind: ConfigKind,
 		LibraryFlag: "dcmi-library", LibraryHelp: LibraryFlagHelp}
 }
 
@@ -50,11 +50,12 @@ func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
 	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})
 }
 
-// Simulation implements vendors.Vendor.
-func (Ascend) Simulation() vendors.Simulation {
-	return vendors.Simulation{
+// ProfileNode implements vendors.Vendor.
+func (Ascend) ProfileNode() vendors.ProfileNode {
+	return vendors.ProfileNode{
 		// The order the device plugin and docker runtime list them.
 		SharedDeviceNodes: simulatedSharedNodes,
+		LinkType:          inventory.LinkHCCS,
 		Chip: func(c *inventory.Chip, g vendors.ProfileGroup) {
 			c.DeviceNodes = []string{devPath(c.Index)}
 			if g.ChipName != "" {
@@ -65,6 +66,9 @@ func (Ascend) Simulation() vendors.Simulation {
 		DriverFiles: driverFiles,
 	}
 }
+
+// ToolFlagHelp describes --npu-smi (node agent).
+const ToolFlagHelp = "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH"
 
 // driverFiles is a fake Ascend driver installation: the paths CDI() mounts.
 func driverFiles(chips []inventory.Chip) ([]vendors.File, error) {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon/cndevtest"
 )
@@ -193,14 +192,14 @@ func TestCNDevPartitionsCreateListAndDestroySMLUInstances(t *testing.T) {
 
 	c := inventory.Chip{Vendor: Vendor, Model: "MLU370-X8", Index: 3, Cores: 16, MemoryBytes: 23308 << 20,
 		DeviceNodes: []string{"/dev/cambricon_dev3"}}
-	half, ok := partitions.TemplateByName(c, "50p.11654mb")
+	half, ok := templateOf(c, "50p.11654mb")
 	require.True(t, ok)
-	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
+	quarter, ok := templateOf(c, "25p.5827mb")
 	require.True(t, ok)
 
 	a, err := tool.Create(ctx, c, half)
 	require.NoError(t, err)
-	require.Equal(t, partitions.Instance{Type: partitions.TypeSMLU, Chip: 3, Template: "50p.11654mb", ID: 1,
+	require.Equal(t, vendors.Instance{Type: PartitionType, Chip: 3, Template: "50p.11654mb", ID: 1,
 		DeviceNode: "/dev/cambricon-caps/cap_dev3_mi1", UUID: "MLU-54010003-2311-0000-0000-000000000001"}, a)
 	require.FileExists(t, filepath.Join(devRoot, a.DeviceNode))
 	b, err := tool.Create(ctx, c, quarter)
@@ -233,7 +232,7 @@ func TestCNDevPartitionsCreateListAndDestroySMLUInstances(t *testing.T) {
 	require.NoError(t, err, "card 0 has sMLU on")
 }
 
-// The node agent's partition tool (partitions.NewNodeTool) makes sMLUs
+// The node agent's partition tool (SMLUs.NewTool) makes sMLUs
 // through the node's libcndev where it loads, with no cnmon run, and
 // with cnmon where the library is switched off.
 func TestTheNodeToolUsesTheLibraryWhereItLoads(t *testing.T) {
@@ -242,17 +241,15 @@ func TestTheNodeToolUsesTheLibraryWhereItLoads(t *testing.T) {
 	lib := mockNode(t, cndevtest.Fixture("mlu370-x8"))
 	c := inventory.Chip{Vendor: Vendor, Model: "MLU370-X8", Index: 3, Cores: 16, MemoryBytes: 23308 << 20,
 		DeviceNodes: []string{"/dev/cambricon_dev3"}}
-	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
+	quarter, ok := templateOf(c, "25p.5827mb")
 	require.True(t, ok)
 
-	tool, err := partitions.NewNodeTool(Vendor, failingRunner{t}, "/", lib)
-	require.NoError(t, err)
+	tool := SMLUs{}.NewTool(failingRunner{t}, "/", lib)
 	inst, err := tool.Create(ctx, c, quarter)
 	require.NoError(t, err, "through libcndev: the failing runner would fail a cnmon run")
 	require.Equal(t, "/dev/cambricon-caps/cap_dev3_mi1", inst.DeviceNode)
 	require.NoError(t, tool.Destroy(ctx, c, inst))
 
-	tool, err = partitions.NewNodeTool(Vendor, failingRunner{t}, "/", vendors.LibraryNone)
-	require.NoError(t, err)
+	tool = SMLUs{}.NewTool(failingRunner{t}, "/", vendors.LibraryNone)
 	require.Nil(t, tool.(*PartitionTool).Library, "none: cnmon only")
 }

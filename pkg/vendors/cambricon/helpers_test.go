@@ -5,6 +5,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // fixture returns the root tree and the recorded cnmon runner of a node
@@ -17,4 +19,13 @@ func fixture(node string) (string, discovery.RecordedRunner) {
 func readRecording(t *testing.T, node string, args ...string) string {
 	t.Helper()
 	return discoverytest.ReadRecording(t, node, "cnmon", args...)
+}
+
+// templateOf finds a template of chip c by its name.
+func templateOf(c inventory.Chip, name string) (vendors.Template, bool) {
+	m, ok := vendors.PartitionModelOf(Cambricon{}, c)
+	if !ok {
+		return vendors.Template{}, false
+	}
+	return m.Template(name)
 }

@@ -239,7 +239,7 @@ func (b *cardBuilder) build(source string) (CardInfo, error) {
 	if !b.hasMem {
 		missing = append(missing, "Physical Memory Usage/Total")
 	}
-	if !(b.hasDom && b.hasBus && b.hasDev && b.hasFn) {
+	if !b.hasDom || !b.hasBus || !b.hasDev || !b.hasFn {
 		missing = append(missing, "PCI (Domain ID, Bus num, Device, Function)")
 	}
 	if c.UUID == "" && c.SerialNumber == "" {

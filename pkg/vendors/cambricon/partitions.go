@@ -3,8 +3,8 @@ package cambricon
 // Cambricon sMLU instances with cnmon (the fallback where libcndev is not
 // loaded; see cndev.go for the library path).
 //
-// The commands are cnmon's own (`cnmon smlu` as the public recordings
-// collected in issue 15 show them):
+// The commands are cnmon's own (`cnmon smlu` as public recordings show
+// them, docs/hardware.md):
 //
 //	cnmon smlu -c <card> -l                 list the card's instances
 //	cnmon smlu -c <card> -p                 list the card's profiles
@@ -36,7 +36,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -155,8 +154,8 @@ func parseSMLUCreate(source string, data []byte) (smluCreate, error) {
 	return smluCreate{instance: out[0], card: out[1], profile: out[2]}, nil
 }
 
-// PartitionTool implements partitions.Tool for Cambricon sMLU instances:
-// through libcndev where Library is set (NewLibraryPartitionTool sets it
+// PartitionTool implements vendors.PartitionTool for Cambricon sMLU instances:
+// through libcndev where Library is set (NewTool sets it
 // where the node's library loads), through cnmon otherwise.
 type PartitionTool struct {
 	Runner discovery.CommandRunner
@@ -174,8 +173,8 @@ func (t *PartitionTool) libraryFor() *CNDev {
 
 func card(c inventory.Chip) string { return strconv.Itoa(c.Index) }
 
-// List implements partitions.Tool.
-func (t *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partitions.Instance, error) {
+// List implements vendors.PartitionTool.
+func (t *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]vendors.Instance, error) {
 	if l := t.libraryFor(); l != nil {
 		insts, _, err := t.libList(l, c)
 		return insts, err
@@ -190,21 +189,21 @@ func (t *PartitionTool) List(ctx context.Context, c inventory.Chip) ([]partition
 
 // smluInstances turns the rows listed for chip c into instances; what
 // lists them (a command line, a library call) names the source in errors.
-func smluInstances(c inventory.Chip, rows []SMLU, what string) ([]partitions.Instance, error) {
-	out := make([]partitions.Instance, 0, len(rows))
+func smluInstances(c inventory.Chip, rows []SMLU, what string) ([]vendors.Instance, error) {
+	out := make([]vendors.Instance, 0, len(rows))
 	for _, r := range rows {
 		if r.Card != c.Index {
 			return nil, fmt.Errorf("listing the sMLU instances of chip %d: %s lists %s, a node of card %d", c.Index, what, r.DeviceNode, r.Card)
 		}
-		out = append(out, partitions.Instance{Type: partitions.TypeSMLU, Chip: c.Index, Template: r.ProfileName, ID: r.InstanceID, DeviceNode: r.DeviceNode, UUID: r.UUID})
+		out = append(out, vendors.Instance{Type: PartitionType, Chip: c.Index, Template: r.ProfileName, ID: r.InstanceID, DeviceNode: r.DeviceNode, UUID: r.UUID})
 	}
 	return out, nil
 }
 
-// Create implements partitions.Tool.
-func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl partitions.Template) (partitions.Instance, error) {
-	if tmpl.Type != partitions.TypeSMLU {
-		return partitions.Instance{}, fmt.Errorf("creating an sMLU instance on chip %d: profile %s is a %s template", c.Index, tmpl.Name, tmpl.Type)
+// Create implements vendors.PartitionTool.
+func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl vendors.Template) (vendors.Instance, error) {
+	if tmpl.Type != PartitionType {
+		return vendors.Instance{}, fmt.Errorf("creating an sMLU instance on chip %d: profile %s is a %s template", c.Index, tmpl.Name, tmpl.Type)
 	}
 	if l := t.libraryFor(); l != nil {
 		return t.libCreate(ctx, l, c, tmpl)
@@ -212,7 +211,7 @@ func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl parti
 	profiles, err := discovery.Query(ctx, t.Runner, fmt.Sprintf("listing the sMLU profiles of chip %d", c.Index), ParseSMLUProfiles,
 		Cnmon, "smlu", "-c", card(c), "-p")
 	if err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	id := -1
 	for _, p := range profiles {
@@ -221,22 +220,22 @@ func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl parti
 		}
 	}
 	if id < 0 {
-		return partitions.Instance{}, fmt.Errorf("creating a %s sMLU instance on chip %d: %s lists no such profile", tmpl.Name, c.Index,
+		return vendors.Instance{}, fmt.Errorf("creating a %s sMLU instance on chip %d: %s lists no such profile", tmpl.Name, c.Index,
 			discovery.CommandLine(Cnmon, "smlu", "-c", card(c), "-p"))
 	}
 	what := fmt.Sprintf("creating a %s sMLU instance (profile %d) on chip %d", tmpl.Name, id, c.Index)
 	made, err := discovery.Query(ctx, t.Runner, what, parseSMLUCreate, Cnmon, "smlu", "-c", card(c), "-C", strconv.Itoa(id))
 	if err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	if made.card != c.Index || made.profile != id {
-		return partitions.Instance{}, fmt.Errorf("%s: cnmon created instance %d on card %d with profile %d", what, made.instance, made.card, made.profile)
+		return vendors.Instance{}, fmt.Errorf("%s: cnmon created instance %d on card %d with profile %d", what, made.instance, made.card, made.profile)
 	}
-	return partitions.ConfirmCreated(ctx, t, c, made.instance, tmpl.Name, partitions.Created{Tool: Cnmon, Kind: "sMLU instance", Template: "profile"})
+	return vendors.ConfirmCreated(ctx, t, c, made.instance, tmpl.Name, vendors.Created{Tool: Cnmon, Kind: "sMLU instance", Template: "profile"})
 }
 
-// Destroy implements partitions.Tool.
-func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst partitions.Instance) error {
+// Destroy implements vendors.PartitionTool.
+func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst vendors.Instance) error {
 	if l := t.libraryFor(); l != nil {
 		return t.libDestroy(l, c, inst)
 	}
@@ -244,7 +243,7 @@ func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst part
 	if err != nil {
 		return err
 	}
-	if _, ok := partitions.Find(existing, inst.ID); !ok {
+	if _, ok := vendors.FindInstance(existing, inst.ID); !ok {
 		return nil
 	}
 	what := fmt.Sprintf("destroying sMLU instance %d on chip %d", inst.ID, c.Index)
@@ -256,21 +255,16 @@ func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst part
 	if err != nil {
 		return fmt.Errorf("%s: checking it is gone: %w", what, err)
 	}
-	if _, ok := partitions.Find(after, inst.ID); ok {
+	if _, ok := vendors.FindInstance(after, inst.ID); ok {
 		return fmt.Errorf("%s: cnmon still lists it", what)
 	}
 	return nil
 }
 
-// NewPartitionTool implements partitions.Vendor: sMLUs with cnmon.
-func (Cambricon) NewPartitionTool(runner discovery.CommandRunner) partitions.Tool {
-	return &PartitionTool{Runner: runner}
-}
-
-// NewLibraryPartitionTool implements partitions.LibraryVendor: sMLUs
-// through the node's libcndev where it loads, else with cnmon. A library
+// NewTool implements vendors.Partitions: sMLUs through the node's
+// libcndev where it loads, else with cnmon. A library
 // that does not load is logged by discovery, which loads it first.
-func (Cambricon) NewLibraryPartitionTool(runner discovery.CommandRunner, root, library string) partitions.Tool {
+func (SMLUs) NewTool(runner discovery.CommandRunner, root, library string) vendors.PartitionTool {
 	t := &PartitionTool{Runner: runner}
 	if library == vendors.LibraryNone {
 		return t
@@ -281,7 +275,7 @@ func (Cambricon) NewLibraryPartitionTool(runner discovery.CommandRunner, root, l
 	return t
 }
 
-// PartitionEdits implements partitions.Vendor. An sMLU container gets the
+// Edits implements vendors.Partitions. An sMLU container gets the
 // chip's own nodes (/dev/cambricon_devN, /dev/cambricon_ipcmN, …) plus the
 // instance's capability node, at the same paths, and
 // CAMBRICON_VISIBLE_DEVICES=N: what Cambricon's device plugin gives a MIM
@@ -289,14 +283,14 @@ func (Cambricon) NewLibraryPartitionTool(runner discovery.CommandRunner, root, l
 // (Cambricon/cambricon-k8s-device-plugin device-plugin/pkg/mlu/server.go
 // PrepareResponse: "/dev/cambricon_dev0,/dev/cambricon_ipcm0,
 // /dev/cambricon-caps/cap_dev0_mi1").
-func (Cambricon) PartitionEdits(c inventory.Chip, inst partitions.Instance) (partitions.Edits, error) {
-	if inst.Type != partitions.TypeSMLU {
-		return partitions.Edits{}, fmt.Errorf("%s: unknown partition type", inst)
+func (SMLUs) Edits(c inventory.Chip, inst vendors.Instance) (vendors.PartitionEdits, error) {
+	if inst.Type != PartitionType {
+		return vendors.PartitionEdits{}, fmt.Errorf("%s: unknown partition type", inst)
 	}
-	var nodes []partitions.DeviceNode
+	var nodes []vendors.DeviceNode
 	for _, n := range c.DeviceNodes {
-		nodes = append(nodes, partitions.DeviceNode{Path: n, HostPath: n})
+		nodes = append(nodes, vendors.DeviceNode{Path: n, HostPath: n})
 	}
-	nodes = append(nodes, partitions.DeviceNode{Path: inst.DeviceNode, HostPath: inst.DeviceNode})
-	return partitions.Edits{DeviceNodes: nodes, VisibleID: c.Index}, nil
+	nodes = append(nodes, vendors.DeviceNode{Path: inst.DeviceNode, HostPath: inst.DeviceNode})
+	return vendors.PartitionEdits{DeviceNodes: nodes, VisibleID: c.Index}, nil
 }

@@ -9,8 +9,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
@@ -22,7 +21,7 @@ func chip(model string, index, cores int, memory int64) inventory.Chip {
 func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 	ctx := context.Background()
 	c := chip("MLU370-X8", 0, 16, 23308<<20)
-	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
+	quarter, ok := cambriconTemplateOf(c, "25p.5827mb")
 	require.True(t, ok)
 	run := &discoverytest.ScriptedRunner{T: t, Dir: "testdata/smlu", Steps: []discoverytest.Step{
 		{Cmd: "cnmon smlu -c 0 -p", File: "smlu_profiles.txt"},
@@ -36,16 +35,16 @@ func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 	tool := &cambricon.PartitionTool{Runner: run}
 	inst, err := tool.Create(ctx, c, quarter)
 	require.NoError(t, err)
-	require.Equal(t, partitions.Instance{Type: partitions.TypeSMLU, Chip: 0, Template: "25p.5827mb", ID: 2,
+	require.Equal(t, vendors.Instance{Type: cambricon.PartitionType, Chip: 0, Template: "25p.5827mb", ID: 2,
 		DeviceNode: "/dev/cambricon-caps/cap_dev0_mi2", UUID: "MLU-C0001012-1916-0000-0000-000000000000"}, inst)
-	other := partitions.Instance{Type: partitions.TypeSMLU, Chip: 0, Template: "50p.11654mb", ID: 1}
+	other := vendors.Instance{Type: cambricon.PartitionType, Chip: 0, Template: "50p.11654mb", ID: 1}
 	require.NoError(t, tool.Destroy(ctx, c, other))
 	require.NoError(t, tool.Destroy(ctx, c, other), "gone already")
 	run.Done()
 
-	edits, err := partitions.EditsOf(c, inst)
+	edits, err := cambricon.SMLUs{}.Edits(c, inst)
 	require.NoError(t, err)
-	require.Equal(t, partitions.Edits{VisibleID: 0, DeviceNodes: []partitions.DeviceNode{
+	require.Equal(t, vendors.PartitionEdits{VisibleID: 0, DeviceNodes: []vendors.DeviceNode{
 		{Path: "/dev/cambricon_dev0", HostPath: "/dev/cambricon_dev0"},
 		{Path: "/dev/cambricon_ipcm0", HostPath: "/dev/cambricon_ipcm0"},
 		{Path: "/dev/cambricon-caps/cap_dev0_mi2", HostPath: "/dev/cambricon-caps/cap_dev0_mi2"},
@@ -55,7 +54,7 @@ func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 func TestPartitionToolRefusesWhatCnmonContradicts(t *testing.T) {
 	ctx := context.Background()
 	c := chip("MLU370-X8", 0, 16, 23308<<20)
-	quarter, ok := partitions.TemplateByName(c, "25p.5827mb")
+	quarter, ok := cambriconTemplateOf(c, "25p.5827mb")
 	require.True(t, ok)
 	for _, tc := range []struct {
 		name  string
@@ -86,7 +85,7 @@ func TestPartitionToolRefusesWhatCnmonContradicts(t *testing.T) {
 				{Cmd: "cnmon smlu -c 0 -l", File: "smlu_list_1.txt"},
 			},
 			do: func(tool *cambricon.PartitionTool) error {
-				return tool.Destroy(ctx, c, partitions.Instance{Type: partitions.TypeSMLU, ID: 1})
+				return tool.Destroy(ctx, c, vendors.Instance{Type: cambricon.PartitionType, ID: 1})
 			},
 			err: "destroying sMLU instance 1 on chip 0: cnmon still lists it",
 		},
@@ -106,4 +105,13 @@ func TestPartitionToolRefusesWhatCnmonContradicts(t *testing.T) {
 			run.Done()
 		})
 	}
+}
+
+// cambriconTemplateOf finds a template of chip c by its name.
+func cambriconTemplateOf(c inventory.Chip, name string) (vendors.Template, bool) {
+	m, ok := vendors.PartitionModelOf(cambricon.Cambricon{}, c)
+	if !ok {
+		return vendors.Template{}, false
+	}
+	return m.Template(name)
 }

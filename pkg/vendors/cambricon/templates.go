@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 const mebibyte = int64(1) << 20
@@ -28,18 +28,30 @@ func smluSupported(model string) bool {
 	return strings.HasPrefix(model, "MLU3") || strings.HasPrefix(model, "MLU5")
 }
 
-// PartitionModel implements partitions.Vendor: the driver's default sMLU
+// PartitionType is the accel-dra.dev/type of an sMLU partition device.
+const PartitionType = "smlu"
+
+// SMLUs are Cambricon's partitions, the sMLU instances of cnmon and
+// CNDev: they implement vendors.Partitions.
+type SMLUs struct{}
+
+var _ vendors.Partitions = SMLUs{}
+
+// Partitions implements vendors.Vendor.
+func (Cambricon) Partitions() vendors.Partitions { return SMLUs{} }
+
+// Model implements vendors.Partitions: the driver's default sMLU
 // profiles, 1/2 and 1/4 of the chip, where the model supports sMLU.
-func (Cambricon) PartitionModel(c inventory.Chip) (partitions.Model, bool) {
+func (SMLUs) Model(c inventory.Chip) (vendors.PartitionModel, bool) {
 	if !smluSupported(c.Model) {
-		return partitions.Model{}, false
+		return vendors.PartitionModel{}, false
 	}
-	m := partitions.Model{MaxInstances: 4}
+	m := vendors.PartitionModel{MaxInstances: 4}
 	for _, f := range smluFractions {
 		pct := 100 / f
-		m.Templates = append(m.Templates, partitions.Template{
+		m.Templates = append(m.Templates, vendors.Template{
 			Name:        fmt.Sprintf("%dp.%dmb", pct, c.MemoryBytes/f/mebibyte),
-			Type:        partitions.TypeSMLU,
+			Type:        PartitionType,
 			Slug:        fmt.Sprintf("smlu-%dp", pct),
 			Cores:       int64(c.Cores) / f,
 			MemoryBytes: c.MemoryBytes / f,

@@ -33,7 +33,7 @@ const (
 )
 
 // Cambricon is the Cambricon vendor: Cambricon MLUs. It implements
-// vendors.Vendor, partitions.Vendor and partitionsim.Simulator.
+// vendors.Vendor; its partitions are SMLUs.
 type Cambricon struct{}
 
 var _ vendors.Vendor = Cambricon{}
@@ -41,7 +41,7 @@ var _ vendors.Vendor = Cambricon{}
 // Names implements vendors.Vendor.
 func (Cambricon) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: Cnmon, ConfigKind: ConfigKind,
+		DevicePrefix: DevicePrefix, Tool: Cnmon, ToolHelp: ToolFlagHelp, ConfigKind: ConfigKind,
 		LibraryFlag: "cndev-library", LibraryHelp: LibraryFlagHelp}
 }
 
@@ -50,12 +50,13 @@ func (Cambricon) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
 	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})
 }
 
-// Simulation implements vendors.Vendor.
-func (Cambricon) Simulation() vendors.Simulation {
-	return vendors.Simulation{
+// ProfileNode implements vendors.Vendor.
+func (Cambricon) ProfileNode() vendors.ProfileNode {
+	return vendors.ProfileNode{
 		SharedDeviceNodes: []string{ctlNode},
 		// Cambricon chips sit on buses of their own, above the Ascend ones.
 		BusOffset: 0x80,
+		LinkType:  inventory.LinkMLULink,
 		Chip: func(c *inventory.Chip, g vendors.ProfileGroup) {
 			c.DeviceNodes = []string{
 				fmt.Sprintf("/dev/%s%d", devPrefix, c.Index),
@@ -70,6 +71,9 @@ func (Cambricon) Simulation() vendors.Simulation {
 		},
 	}
 }
+
+// ToolFlagHelp describes --cnmon (node agent).
+const ToolFlagHelp = "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH"
 
 // LibraryFlagHelp describes --cndev-library (node agent and discover).
 const LibraryFlagHelp = `path of Cambricon's CNDev library libcndev.so, loaded at run time to read and partition MLUs (cnmon stays the fallback); default: /usr/local/neuware/lib64/libcndev.so or the distribution's libcndev.so under --root; "none" reads Cambricon chips with cnmon only`

@@ -1,8 +1,8 @@
 // Package vendortest is a third vendor for tests, ACME XPUs, that exists
 // only to show a generic package works through pkg/vendors with a vendor
 // it has never heard of: registering it is all a test does. It has no
-// partitions (it does not implement partitions.Vendor), so it also shows
-// that partitions are optional.
+// partitions (Partitions returns nil), so it also shows that partitions
+// are optional.
 package vendortest
 
 import (
@@ -29,6 +29,7 @@ const (
 	CDIKind                            = "accel-dra.dev/acme"
 	DevicePrefix                       = "xpu"
 	Tool                               = "acme-smi"
+	ToolHelp                           = "path of acme-smi; default: acme-smi from PATH"
 	EnvVisibleDevices                  = "ACME_VISIBLE_DEVICES"
 	ConfigKind                         = "AcmeConfig"
 	// CtlNode is the device file every container of the vendor gets.
@@ -50,7 +51,7 @@ var _ vendors.Vendor = Acme{}
 // Names implements vendors.Vendor.
 func (Acme) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
-		DevicePrefix: DevicePrefix, Tool: Tool, ConfigKind: ConfigKind}
+		DevicePrefix: DevicePrefix, Tool: Tool, ToolHelp: ToolHelp, ConfigKind: ConfigKind}
 }
 
 // NewBackend implements vendors.Vendor: one chip per /dev/acme<N> under
@@ -64,9 +65,15 @@ func (Acme) CDI() vendors.CDIEdits {
 	return vendors.CDIEdits{VisibleEnv: EnvVisibleDevices, Permissions: "rw", Mounts: []string{"/usr/lib/acme"}}
 }
 
-// Simulation implements vendors.Vendor.
-func (Acme) Simulation() vendors.Simulation {
-	return vendors.Simulation{
+// Partitions implements vendors.Vendor: ACME chips have none.
+func (Acme) Partitions() vendors.Partitions { return nil }
+
+// Models implements vendors.Vendor.
+func (Acme) Models() []vendors.Model { return []vendors.Model{{Name: Model}} }
+
+// ProfileNode implements vendors.Vendor.
+func (Acme) ProfileNode() vendors.ProfileNode {
+	return vendors.ProfileNode{
 		SharedDeviceNodes: []string{CtlNode},
 		BusOffset:         0x40,
 		Chip: func(c *inventory.Chip, _ vendors.ProfileGroup) {

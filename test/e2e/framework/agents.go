@@ -22,6 +22,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
+
 	// The agents serve the vendors the binaries register.
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 )

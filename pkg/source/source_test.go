@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/source"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -23,10 +23,10 @@ func mixedRoot(t *testing.T) (root, tools string) {
 	t.Helper()
 	dir := t.TempDir()
 	root, tools = filepath.Join(dir, "root"), filepath.Join(dir, "tools")
-	require.NoError(t, os.CopyFS(root, os.DirFS("../../vendors/ascend/testdata/atlas-800t-a2/root")))
-	require.NoError(t, os.CopyFS(root, os.DirFS("../../vendors/cambricon/testdata/mlu370-x8/root")))
-	require.NoError(t, os.CopyFS(tools, os.DirFS("../../vendors/ascend/testdata/atlas-800t-a2/npu-smi")))
-	require.NoError(t, os.CopyFS(tools, os.DirFS("../../vendors/cambricon/testdata/mlu370-x8/cnmon")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../vendors/ascend/testdata/atlas-800t-a2/root")))
+	require.NoError(t, os.CopyFS(root, os.DirFS("../vendors/cambricon/testdata/mlu370-x8/root")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../vendors/ascend/testdata/atlas-800t-a2/npu-smi")))
+	require.NoError(t, os.CopyFS(tools, os.DirFS("../vendors/cambricon/testdata/mlu370-x8/cnmon")))
 	return root, tools
 }
 
@@ -67,14 +67,14 @@ func TestToolPathsAreRunInsteadOfTheToolsInPath(t *testing.T) {
 	// DaemonSet runs the host's tool under /host.
 	script := filepath.Join(t.TempDir(), "my-cnmon")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nexec cat \""+tools+"/cnmon_$(echo \"$@\" | tr ' ' _).txt\"\n"), 0o755))
-	_, err := source.Discover(context.Background(), source.Options{Root: root, Cnmon: script, NpuSmi: filepath.Join(t.TempDir(), "no-npu-smi")})
+	_, err := source.Discover(context.Background(), source.Options{Root: root, Tools: map[string]string{cambricon.Cnmon: script, ascend.NpuSmi: filepath.Join(t.TempDir(), "no-npu-smi")}})
 	require.ErrorContains(t, err, "no-npu-smi", "the configured npu-smi path is what runs")
 	require.NoError(t, os.RemoveAll(filepath.Join(root, "dev")))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "dev"), 0o755))
 	for i := 0; i < 8; i++ {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", "cambricon_dev"+string(rune('0'+i))), nil, 0o644))
 	}
-	inv, err := source.Discover(context.Background(), source.Options{Root: root, Cnmon: script})
+	inv, err := source.Discover(context.Background(), source.Options{Root: root, Tools: map[string]string{cambricon.Cnmon: script}})
 	require.NoError(t, err)
 	require.Len(t, inv.ChipsOf(cambricon.Vendor), 8)
 }

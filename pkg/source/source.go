@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -33,8 +33,10 @@ type Options struct {
 	// their option names (vendors.Names.Option: "ascend", "cambricon"): a
 	// node with both kinds of chips may serve only one.
 	Vendors []string
-	// NpuSmi and Cnmon are the vendor tools' paths; default found in PATH.
-	NpuSmi, Cnmon string
+	// Tools are the vendor tools' paths by tool name (vendors.Names.Tool:
+	// "npu-smi" → /usr/local/sbin/npu-smi); a tool without an entry is
+	// found in PATH.
+	Tools map[string]string
 	// ToolTimeout bounds each run of a vendor tool (default
 	// discovery.DefaultToolTimeout).
 	ToolTimeout time.Duration
@@ -54,7 +56,7 @@ func Backends(o Options) ([]discovery.Backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []discovery.Backend{simulated.New(o.NodeName, p)}, nil
+		return []discovery.Backend{profilenode.New(o.NodeName, p)}, nil
 	}
 	root := o.Root
 	if root == "" {
@@ -88,11 +90,10 @@ func Backends(o Options) ([]discovery.Backend, error) {
 // commands keep their names in messages and recordings.
 func (o Options) ToolPaths() map[string]string {
 	tools := map[string]string{}
-	if o.NpuSmi != "" {
-		tools["npu-smi"] = o.NpuSmi
-	}
-	if o.Cnmon != "" {
-		tools["cnmon"] = o.Cnmon
+	for name, path := range o.Tools {
+		if path != "" {
+			tools[name] = path
+		}
 	}
 	return tools
 }

@@ -1,9 +1,13 @@
-// Package simulated is the discovery backend for nodes without real chips:
-// it builds the inventory a node with a given hardware profile would report,
-// deterministically from the node name, so every node of a simulated
-// cluster has its own stable chip UUIDs. What a vendor's chips look like
-// (device nodes, facts) is the vendor's vendors.Simulation.
-package simulated
+// Package profilenode is a node without chips built from a hardware
+// profile (demo/profiles): the discovery backend reporting the chips such
+// a node would have, deterministically from the node name so every node of
+// a simulated cluster has its own stable chip UUIDs, and the partition
+// tool answering the vendors' partition commands on it (partitiontool.go).
+// What a vendor's chips look like there is the vendor's
+// vendors.ProfileNode and vendors.Partitions.ProfileNodeCommand. The
+// offline allocator behind `accel-dra simulate` is pkg/simulate, which
+// uses these nodes.
+package profilenode
 
 import (
 	"context"
@@ -47,7 +51,7 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 		if !ok {
 			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].vendor: %q is not one of %s", p.Name, gi, g.Vendor, strings.Join(vendorValues(), ", "))
 		}
-		sim := v.Simulation()
+		sim := v.ProfileNode()
 		version, err := discovery.SemverFromVendor(g.DriverVersion)
 		if err != nil {
 			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].driverVersion: %w", p.Name, gi, err)

@@ -1,4 +1,4 @@
-package simulated_test
+package profile_test
 
 // The tests see the vendors the binaries register.
 import _ "github.com/accel-dra/accel-dra/pkg/vendors/all"

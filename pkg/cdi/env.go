@@ -1,9 +1,6 @@
 package cdi
 
 import (
-	"sort"
-
-	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -29,7 +26,7 @@ const (
 	EnvAdminAccess = "DRA_ADMIN_ACCESS"
 	// envReservedPrefix covers every variable above: user configuration may
 	// set none of them, now or when more are added.
-	envReservedPrefix = "DRA_"
+	envReservedPrefix = vendors.ReservedEnvPrefix
 
 	// Suffixes of the per-device variables DRA_DEVICE_<NAME>_<SUFFIX> the
 	// driver sets for partitions, shares and admin access (never for a whole
@@ -58,28 +55,12 @@ type vendorEdits struct {
 	driver string
 }
 
-// lookup returns the CDI edits of a registered vendor.
-func lookup(v inventory.Vendor) (vendorEdits, bool) {
-	x, ok := vendors.Lookup(v)
-	if !ok {
-		return vendorEdits{}, false
-	}
-	return vendorEdits{CDIEdits: x.CDI(), kind: x.Names().CDIKind, driver: x.Names().Driver}, true
+// editsOf returns the CDI edits of vendor v.
+func editsOf(v vendors.Vendor) vendorEdits {
+	return vendorEdits{CDIEdits: v.CDI(), kind: v.Names().CDIKind, driver: v.Names().Driver}
 }
 
 // mountOptions make a read-only bind mount that cannot smuggle in setuid
 // binaries or device files; rprivate keeps host mount events out. The
 // same options as the NVIDIA container toolkit's CDI specs use.
 var mountOptions = []string{"ro", "nosuid", "nodev", "rbind", "rprivate"}
-
-// reservedEnv are the variables user configuration may not set besides
-// the DRA_ ones: every vendor's visible-devices list, since a container
-// can hold devices of several vendors. Sorted.
-func reservedEnv() []string {
-	var out []string
-	for _, v := range vendors.All() {
-		out = append(out, v.CDI().VisibleEnv)
-	}
-	sort.Strings(out)
-	return out
-}

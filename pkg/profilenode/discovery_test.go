@@ -1,4 +1,4 @@
-package simulated_test
+package profilenode_test
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -17,7 +17,7 @@ func discover(t *testing.T, node, name string) inventory.Inventory {
 	t.Helper()
 	p, err := profile.Load(name)
 	require.NoError(t, err)
-	inv, err := simulated.New(node, p).Discover(context.Background())
+	inv, err := profilenode.New(node, p).Discover(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, inv.Validate())
 	return inv
@@ -98,7 +98,7 @@ func TestUnhealthyChipsOfAProfileAreReportedUnhealthy(t *testing.T) {
 	p, err := profile.Load("mlu590")
 	require.NoError(t, err)
 	p.Chips[0].Unhealthy = []int{2, 5}
-	inv, err := simulated.New("n", p).Discover(context.Background())
+	inv, err := profilenode.New("n", p).Discover(context.Background())
 	require.NoError(t, err)
 	for _, c := range inv.Chips {
 		require.Equal(t, c.Index != 2 && c.Index != 5, c.Healthy, "chip %d", c.Index)
@@ -109,7 +109,7 @@ func TestABadDriverVersionNamesTheProfileField(t *testing.T) {
 	p, err := profile.Load("mlu270")
 	require.NoError(t, err)
 	p.Chips[0].DriverVersion = "not a version"
-	_, err = simulated.New("n", p).Discover(context.Background())
+	_, err = profilenode.New("n", p).Discover(context.Background())
 	require.ErrorContains(t, err, "profile mlu270: chips[0].driverVersion")
 }
 
@@ -146,7 +146,7 @@ func TestABadDeviceIPNamesTheProfileField(t *testing.T) {
 	p, err := profile.Load("atlas-800t-a2")
 	require.NoError(t, err)
 	p.Chips[0].DeviceIPs[3] = "10.20.0.5"
-	_, err = simulated.New("n", p).Discover(context.Background())
+	_, err = profilenode.New("n", p).Discover(context.Background())
 	require.ErrorContains(t, err, "profile atlas-800t-a2: chips[0].deviceIPs[3]")
 }
 
@@ -159,7 +159,7 @@ func TestAProfileCanSimulateThePartitionModeOff(t *testing.T) {
 	p, err := profile.Load("atlas-800t-a2")
 	require.NoError(t, err)
 	p.Chips[0].PartitionModeOff = true
-	inv, err := simulated.New("node-a", p).Discover(context.Background())
+	inv, err := profilenode.New("node-a", p).Discover(context.Background())
 	require.NoError(t, err)
 	require.NotEmpty(t, inv.Chips)
 	for _, c := range inv.Chips {

@@ -6,30 +6,29 @@ import (
 	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// SimulatePartitionCommand implements partitionsim.Simulator: npu-smi's
+// ProfileNodeCommand implements vendors.Partitions: npu-smi's
 // vNPU commands (info -m, info -t info-vnpu, set -t create-vnpu and
 // destroy-vnpu) in the layouts of the recordings in testdata/vnpu.
-func (Ascend) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args []string) ([]byte, error) {
-	fl := partitionsim.Flags(args)
+func (VNPUs) ProfileNodeCommand(n vendors.ProfileNodePartitions, cmd string, args []string) ([]byte, error) {
+	fl := vendors.ToolFlags(args)
 	if len(args) == 2 && args[0] == "info" && args[1] == "-m" {
 		return npuSmiMapping(n.Chips()), nil
 	}
 	if len(args) == 0 {
-		return nil, partitionsim.Error(cmd, "unsupported command")
+		return nil, vendors.ToolError(cmd, "unsupported command")
 	}
 	// Simulated chips: NPU ID = physical index, chip 0 (as on 8-card
 	// training servers, testdata/vnpu/npu-smi_info_-m.txt).
 	npu, err := strconv.Atoi(fl["-i"])
 	if err != nil || fl["-c"] != "0" {
-		return nil, partitionsim.Error(cmd, "invalid -i/-c")
+		return nil, vendors.ToolError(cmd, "invalid -i/-c")
 	}
 	c, ok := n.Chip(npu)
 	if !ok {
-		return nil, partitionsim.Error(cmd, "device %d does not exist", npu)
+		return nil, vendors.ToolError(cmd, "device %d does not exist", npu)
 	}
 	st, err := n.Load()
 	if err != nil {
@@ -37,32 +36,33 @@ func (Ascend) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args []
 	}
 	switch {
 	case args[0] == "info" && fl["-t"] == "info-vnpu":
-		return vnpuInfo(c, st.Partitions[partitionsim.Key(c)]), nil
+		return vnpuInfo(c, st.Partitions[vendors.PartitionKey(c)]), nil
 	case args[0] == "set" && fl["-t"] == "create-vnpu":
-		t, ok := partitions.TemplateByName(c, fl["-f"])
-		if !ok || t.Type != partitions.TypeVNPU {
-			return nil, partitionsim.Error(cmd, "the vnpu template %s is not supported", fl["-f"])
+		m, _ := vendors.PartitionModelOf(Ascend{}, c)
+		t, ok := m.Template(fl["-f"])
+		if !ok || t.Type != PartitionType {
+			return nil, vendors.ToolError(cmd, "the vnpu template %s is not supported", fl["-f"])
 		}
 		id, err := strconv.Atoi(fl["-v"])
 		first, size := VNPUIDRange(c)
 		if err != nil || id < first || id >= first+size {
-			return nil, partitionsim.Error(cmd, "the vnpu id %s is out of range [%d, %d]", fl["-v"], first, first+size-1)
+			return nil, vendors.ToolError(cmd, "the vnpu id %s is out of range [%d, %d]", fl["-v"], first, first+size-1)
 		}
 		for _, list := range st.Partitions {
 			for _, p := range list {
-				if p.Type == partitions.TypeVNPU && p.ID == id {
-					return nil, partitionsim.Error(cmd, "the vnpu id %d already exists", id)
+				if p.Type == PartitionType && p.ID == id {
+					return nil, vendors.ToolError(cmd, "the vnpu id %d already exists", id)
 				}
 			}
 		}
-		if err := partitionsim.Fits(c, st.Partitions[partitionsim.Key(c)], t); err != nil {
-			return nil, partitionsim.Error(cmd, "%v", err)
+		if err := m.FitsNextTo(c, st.Partitions[vendors.PartitionKey(c)], t); err != nil {
+			return nil, vendors.ToolError(cmd, "%v", err)
 		}
 		inst := vnpuInstance(c, id, t.Name)
 		if err := n.Mknod(inst.DeviceNode); err != nil {
 			return nil, err
 		}
-		st.Partitions[partitionsim.Key(c)] = append(st.Partitions[partitionsim.Key(c)], inst)
+		st.Partitions[vendors.PartitionKey(c)] = append(st.Partitions[vendors.PartitionKey(c)], inst)
 		if err := n.Save(st); err != nil {
 			return nil, err
 		}
@@ -70,13 +70,13 @@ func (Ascend) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args []
 	case args[0] == "set" && fl["-t"] == "destroy-vnpu":
 		id, err := strconv.Atoi(fl["-v"])
 		if err != nil {
-			return nil, partitionsim.Error(cmd, "invalid vnpu id")
+			return nil, vendors.ToolError(cmd, "invalid vnpu id")
 		}
-		list, removed := partitionsim.Without(st.Partitions[partitionsim.Key(c)], id)
+		list, removed := vendors.WithoutInstance(st.Partitions[vendors.PartitionKey(c)], id)
 		if removed == nil {
-			return nil, partitionsim.Error(cmd, "the vnpu %d does not exist", id)
+			return nil, vendors.ToolError(cmd, "the vnpu %d does not exist", id)
 		}
-		st.Partitions[partitionsim.Key(c)] = list
+		st.Partitions[vendors.PartitionKey(c)] = list
 		if err := n.Save(st); err != nil {
 			return nil, err
 		}
@@ -85,7 +85,7 @@ func (Ascend) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args []
 		}
 		return []byte(fmt.Sprintf("\tStatus                         : OK\n\tMessage                        : Destroy vnpu %d success\n", id)), nil
 	}
-	return nil, partitionsim.Error(cmd, "unsupported command")
+	return nil, vendors.ToolError(cmd, "unsupported command")
 }
 
 // npuSmiMapping is `npu-smi info -m` of the simulated chips.
@@ -107,9 +107,9 @@ func npuSmiMapping(chips []inventory.Chip) []byte {
 }
 
 // vnpuInfo is `npu-smi info -t info-vnpu` of chip c with the vNPUs in list.
-func vnpuInfo(c inventory.Chip, list []partitions.Instance) []byte {
-	used := partitionsim.Usage(c, list)
-	total := partitions.CountersOf(c)
+func vnpuInfo(c inventory.Chip, list []vendors.Instance) []byte {
+	m, _ := vendors.PartitionModelOf(Ascend{}, c)
+	used, total := m.Usage(list), m.Counters(c)
 	rule := "+-------------------------------------------------------------------------------+\n"
 	var b strings.Builder
 	b.WriteString(rule)

@@ -1,4 +1,4 @@
-package partitionsim_test
+package profilenode_test
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
@@ -25,9 +26,10 @@ func TestTheFakeBehavesLikeTheToolsAndKeepsItsStateAcrossRestarts(t *testing.T) 
 		DeviceNodes: []string{"/dev/davinci1"}, Extra: map[string]inventory.Value{"logicId": inventory.IntValue(1)}}
 	mlu := inventory.Chip{Vendor: cambricon.Vendor, Model: "MLU590", Index: 2, Cores: 48, MemoryBytes: 96 * gib,
 		DeviceNodes: []string{"/dev/cambricon_dev2", "/dev/cambricon_ipcm2"}}
-	state := filepath.Join(t.TempDir(), partitionsim.StateFile)
-	newFake := func() *partitionsim.Fake {
-		return &partitionsim.Fake{StatePath: state, Chips: []inventory.Chip{npu, mlu}, Root: root}
+	state := filepath.Join(t.TempDir(), profilenode.PartitionStateFile)
+	newFake := func() *profilenode.PartitionTool {
+		return &profilenode.PartitionTool{StatePath: state, Vendors: []vendors.Vendor{ascend.Ascend{}, cambricon.Cambricon{}},
+			Chips: []inventory.Chip{npu, mlu}, Root: root}
 	}
 	fake := newFake()
 	ascendTool := &ascend.PartitionTool{Runner: fake}
@@ -56,13 +58,13 @@ func TestTheFakeBehavesLikeTheToolsAndKeepsItsStateAcrossRestarts(t *testing.T) 
 	restarted := &ascend.PartitionTool{Runner: newFake()}
 	list, err := restarted.List(ctx, npu)
 	require.NoError(t, err)
-	require.Equal(t, []partitions.Instance{a, b}, list)
+	require.Equal(t, []vendors.Instance{a, b}, list)
 
 	require.NoError(t, restarted.Destroy(ctx, npu, a))
 	require.NoFileExists(t, filepath.Join(root, "dev/vdavinci116"))
 	all, err := newFake().Instances()
 	require.NoError(t, err)
-	require.Equal(t, []partitions.Instance{m, b}, all)
+	require.Equal(t, []vendors.Instance{m, b}, all)
 
 	_, err = fake.Run(ctx, "npu-smi", "set", "-t", "create-vnpu", "-i", "1", "-c", "0", "-f", "vir16", "-v", "118")
 	require.ErrorContains(t, err, "the vnpu template vir16 is not supported")

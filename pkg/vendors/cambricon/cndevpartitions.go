@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // smluWithName is an instance and the name libcndev destroys it by.
@@ -68,7 +68,7 @@ func (l *CNDev) listSMLU(card int) ([]smluWithName, error) {
 	}
 }
 
-func (t *PartitionTool) libList(l *CNDev, c inventory.Chip) ([]partitions.Instance, []smluWithName, error) {
+func (t *PartitionTool) libList(l *CNDev, c inventory.Chip) ([]vendors.Instance, []smluWithName, error) {
 	rows, err := l.listSMLU(c.Index)
 	if err != nil {
 		return nil, nil, err
@@ -81,55 +81,55 @@ func (t *PartitionTool) libList(l *CNDev, c inventory.Chip) ([]partitions.Instan
 	return insts, rows, err
 }
 
-func (t *PartitionTool) libCreate(ctx context.Context, l *CNDev, c inventory.Chip, tmpl partitions.Template) (partitions.Instance, error) {
+func (t *PartitionTool) libCreate(ctx context.Context, l *CNDev, c inventory.Chip, tmpl vendors.Template) (vendors.Instance, error) {
 	what := fmt.Sprintf("creating a %s sMLU instance on chip %d", tmpl.Name, c.Index)
 	h, err := l.handle(what, c.Index)
 	if err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	ids := cndevSMluProfileIDInfo{Version: cndevVersion6}
 	if err := l.call(what, "cndevGetSMluProfileIdInfo", l.profileIDs(&ids, h)); err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	profile := int32(-1)
 	for _, id := range ids.ProfileID[:max(0, min(int(ids.Count), len(ids.ProfileID)))] {
 		info := cndevSMluProfileInfo{Version: cndevVersion6}
 		if err := l.call(what, "cndevGetSMluProfileInfo", l.profileInfo(&info, id, h)); err != nil {
-			return partitions.Instance{}, err
+			return vendors.Instance{}, err
 		}
 		if cstring(info.Name[:]) == tmpl.Name {
 			profile = id
 		}
 	}
 	if profile < 0 {
-		return partitions.Instance{}, fmt.Errorf("%s: %s lists no such profile", what, CNDevLibrary)
+		return vendors.Instance{}, fmt.Errorf("%s: %s lists no such profile", what, CNDevLibrary)
 	}
 	before, _, err := t.libList(l, c)
 	if err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	var mi int32
 	name := []byte{0} // the library names the instance
 	if err := l.call(what, "cndevCreateSMluInstanceByProfileId", l.create(&mi, uint32(profile), h, &name[0])); err != nil {
-		return partitions.Instance{}, err
+		return vendors.Instance{}, err
 	}
 	after, _, err := t.libList(l, c)
 	if err != nil {
-		return partitions.Instance{}, fmt.Errorf("%s: checking the new instance: %w", what, err)
+		return vendors.Instance{}, fmt.Errorf("%s: checking the new instance: %w", what, err)
 	}
 	for _, a := range after {
-		if _, old := partitions.Find(before, a.ID); !old {
+		if _, old := vendors.FindInstance(before, a.ID); !old {
 			if a.Template != tmpl.Name {
-				return partitions.Instance{}, fmt.Errorf("%s: %s lists the new instance %d with profile %s", what, CNDevLibrary, a.ID, a.Template)
+				return vendors.Instance{}, fmt.Errorf("%s: %s lists the new instance %d with profile %s", what, CNDevLibrary, a.ID, a.Template)
 			}
 			klog.FromContext(ctx).V(2).Info("Created an sMLU instance through CNDev", "chip", c.Index, "instance", a.ID, "profile", tmpl.Name)
 			return a, nil
 		}
 	}
-	return partitions.Instance{}, fmt.Errorf("%s: %s reported success but lists no new instance", what, CNDevLibrary)
+	return vendors.Instance{}, fmt.Errorf("%s: %s reported success but lists no new instance", what, CNDevLibrary)
 }
 
-func (t *PartitionTool) libDestroy(l *CNDev, c inventory.Chip, inst partitions.Instance) error {
+func (t *PartitionTool) libDestroy(l *CNDev, c inventory.Chip, inst vendors.Instance) error {
 	_, rows, err := t.libList(l, c)
 	if err != nil {
 		return err

@@ -6,39 +6,38 @@ import (
 	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/partitions/partitionsim"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// SimulatePartitionCommand implements partitionsim.Simulator: cnmon's
+// ProfileNodeCommand implements vendors.Partitions: cnmon's
 // sMLU commands as PartitionTool runs them (smlu -c N -l, -p, -C, -D) in
 // the layouts of testdata/smlu.
-func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args []string) ([]byte, error) {
-	fl := partitionsim.Flags(args)
+func (SMLUs) ProfileNodeCommand(n vendors.ProfileNodePartitions, cmd string, args []string) ([]byte, error) {
+	fl := vendors.ToolFlags(args)
 	if len(args) == 0 || args[0] != "smlu" {
-		return nil, partitionsim.Error(cmd, "unsupported command")
+		return nil, vendors.ToolError(cmd, "unsupported command")
 	}
 	card, err := strconv.Atoi(fl["-c"])
 	if err != nil {
-		return nil, partitionsim.Error(cmd, "invalid card")
+		return nil, vendors.ToolError(cmd, "invalid card")
 	}
 	c, ok := n.Chip(card)
 	if !ok {
-		return nil, partitionsim.Error(cmd, "card %d does not exist", card)
+		return nil, vendors.ToolError(cmd, "card %d does not exist", card)
 	}
-	if _, ok := partitions.ModelOf(c); !ok {
-		return nil, partitionsim.Error(cmd, "card %d (%s) does not support sMLU", card, c.Model)
+	m, ok := vendors.PartitionModelOf(Cambricon{}, c)
+	if !ok {
+		return nil, vendors.ToolError(cmd, "card %d (%s) does not support sMLU", card, c.Model)
 	}
 	st, err := n.Load()
 	if err != nil {
 		return nil, err
 	}
-	list := st.Partitions[partitionsim.Key(c)]
+	list := st.Partitions[vendors.PartitionKey(c)]
 	_, create := fl["-C"]
 	_, destroy := fl["-D"]
 	_, listing := fl["-l"]
 	_, profiles := fl["-p"]
-	m, _ := partitions.ModelOf(c)
 	switch {
 	case profiles:
 		var b strings.Builder
@@ -59,9 +58,9 @@ func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args
 	case create:
 		pid, err := strconv.Atoi(fl["-C"])
 		if err != nil {
-			return nil, partitionsim.Error(cmd, "invalid profile id")
+			return nil, vendors.ToolError(cmd, "invalid profile id")
 		}
-		var t partitions.Template
+		var t vendors.Template
 		ok := false
 		for _, tt := range m.Templates {
 			if profileID(c, tt.Name) == pid {
@@ -69,10 +68,10 @@ func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args
 			}
 		}
 		if !ok {
-			return nil, partitionsim.Error(cmd, "profile %d does not exist on card %d", pid, card)
+			return nil, vendors.ToolError(cmd, "profile %d does not exist on card %d", pid, card)
 		}
-		if err := partitionsim.Fits(c, list, t); err != nil {
-			return nil, partitionsim.Error(cmd, "%v", err)
+		if err := m.FitsNextTo(c, list, t); err != nil {
+			return nil, vendors.ToolError(cmd, "%v", err)
 		}
 		// Instance ids start at 1 (mi0 is the physical function).
 		used := map[int]bool{}
@@ -83,13 +82,13 @@ func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args
 		for used[id] {
 			id++
 		}
-		inst := partitions.Instance{Type: partitions.TypeSMLU, Chip: card, Template: t.Name, ID: id,
+		inst := vendors.Instance{Type: PartitionType, Chip: card, Template: t.Name, ID: id,
 			DeviceNode: fmt.Sprintf("/dev/cambricon-caps/cap_dev%d_mi%d", card, id),
 			UUID:       fmt.Sprintf("MLU-%08x-%04x-0000-0000-000000000000", card+1, id)}
 		if err := n.Mknod(inst.DeviceNode); err != nil {
 			return nil, err
 		}
-		st.Partitions[partitionsim.Key(c)] = append(list, inst)
+		st.Partitions[vendors.PartitionKey(c)] = append(list, inst)
 		if err := n.Save(st); err != nil {
 			return nil, err
 		}
@@ -97,13 +96,13 @@ func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args
 	case destroy:
 		id, err := strconv.Atoi(fl["-D"])
 		if err != nil {
-			return nil, partitionsim.Error(cmd, "invalid instance")
+			return nil, vendors.ToolError(cmd, "invalid instance")
 		}
-		rest, removed := partitionsim.Without(list, id)
+		rest, removed := vendors.WithoutInstance(list, id)
 		if removed == nil {
-			return nil, partitionsim.Error(cmd, "sMLU instance %d does not exist on card %d", id, card)
+			return nil, vendors.ToolError(cmd, "sMLU instance %d does not exist on card %d", id, card)
 		}
-		st.Partitions[partitionsim.Key(c)] = rest
+		st.Partitions[vendors.PartitionKey(c)] = rest
 		if err := n.Save(st); err != nil {
 			return nil, err
 		}
@@ -112,13 +111,13 @@ func (Cambricon) SimulatePartitionCommand(n *partitionsim.Node, cmd string, args
 		}
 		return []byte(fmt.Sprintf("Successfully destroyed smlu instance ID %d on card %d\n", id, card)), nil
 	}
-	return nil, partitionsim.Error(cmd, "unsupported command")
+	return nil, vendors.ToolError(cmd, "unsupported command")
 }
 
 // profileID numbers the default profiles as the driver does: 0 the whole
 // chip, 1 the half, 2 the quarter.
 func profileID(c inventory.Chip, name string) int {
-	m, _ := partitions.ModelOf(c)
+	m, _ := vendors.PartitionModelOf(Cambricon{}, c)
 	for i, t := range m.Templates {
 		if t.Name == name {
 			return len(m.Templates) - i

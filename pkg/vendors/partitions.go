@@ -1,0 +1,269 @@
+package vendors
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+)
+
+// Partitions is the partition knowledge of a vendor whose chips can be
+// cut into partitions (docs/partitions.md); Vendor.Partitions returns nil
+// for a vendor whose chips have none, which then publishes whole chips
+// and shares only.
+type Partitions interface {
+	// Model returns the partition facts of chip c (cores and memory
+	// known), or false when its model has no partitions.
+	Model(c inventory.Chip) (PartitionModel, bool)
+	// NewTool returns the tool that makes, lists and removes partitions:
+	// through the vendor's management library at library ("" the
+	// vendor's default paths under root, LibraryNone never) where it
+	// loads, else by running the vendor's tool through runner.
+	NewTool(runner discovery.CommandRunner, root, library string) PartitionTool
+	// Edits returns what a container of partition inst of chip c gets, as
+	// the vendor's device plugin gives it.
+	Edits(c inventory.Chip, inst Instance) (PartitionEdits, error)
+	// ProfileNodeCommand answers one run of the vendor's tool with args on
+	// a node built from a hardware profile (cmd is the whole command line,
+	// for messages), reading and changing the partitions through n.
+	ProfileNodeCommand(n ProfileNodePartitions, cmd string, args []string) ([]byte, error)
+}
+
+// PartitionModelOf returns the partition facts of chip c of vendor v, or
+// false when the vendor has no partitions, the chip's model has none, or
+// the chip's cores or memory are unknown.
+func PartitionModelOf(v Vendor, c inventory.Chip) (PartitionModel, bool) {
+	if v == nil || c.Cores <= 0 || c.MemoryBytes <= 0 {
+		return PartitionModel{}, false
+	}
+	p := v.Partitions()
+	if p == nil {
+		return PartitionModel{}, false
+	}
+	return p.Model(c)
+}
+
+// Template is one partition shape a chip supports.
+type Template struct {
+	// Name is the vendor's name of the shape: the npu-smi template
+	// (vir04, vir05_1c_16g) or the sMLU profile ("50p.11654mb", the
+	// driver's "<ipu quota %>p.<memory MiB>mb").
+	Name string
+	// Type is the accel-dra.dev/type of its partitions, the vendor's
+	// partition kind ("vnpu", "smlu").
+	Type string
+	// Slug names the partition devices: <chip>-<slug>-<k>, a DNS label.
+	Slug string
+	// Cores, MemoryBytes and AICPUs are what one partition takes from the
+	// chip's counters; AICPUs is 0 where the chip has no aicpu counter.
+	Cores       int64
+	MemoryBytes int64
+	AICPUs      int64
+}
+
+// Counters are the totals of a chip's counter set.
+type Counters struct {
+	Cores       int64
+	MemoryBytes int64
+	// AICPUs is 0 when the chip's AI CPUs are not counted.
+	AICPUs int64
+}
+
+// Fits says how many partitions of t fit on an empty chip with counters c.
+func (c Counters) Fits(t Template) int {
+	n := -1
+	limit := func(have, need int64) {
+		if need <= 0 {
+			return
+		}
+		if k := int(have / need); n < 0 || k < n {
+			n = k
+		}
+	}
+	limit(c.Cores, t.Cores)
+	limit(c.MemoryBytes, t.MemoryBytes)
+	if c.AICPUs > 0 {
+		limit(c.AICPUs, t.AICPUs)
+	}
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+// PartitionModel is the partition facts of one chip model.
+type PartitionModel struct {
+	// AICPUs is the chip's AI CPU count where templates take AI CPUs
+	// (Ascend); 0 leaves the aicpu counter out.
+	AICPUs int64
+	// MaxInstances bounds the partitions of one chip (the vNPU id range,
+	// the sMLU default profiles); 0 means no bound beyond the counters.
+	MaxInstances int
+	// Templates are the shapes, smallest first.
+	Templates []Template
+}
+
+// Counters returns the counter set totals of chip c of the model.
+func (m PartitionModel) Counters(c inventory.Chip) Counters {
+	return Counters{Cores: int64(c.Cores), MemoryBytes: c.MemoryBytes, AICPUs: m.AICPUs}
+}
+
+// Template finds a template of the model by its vendor name.
+func (m PartitionModel) Template(name string) (Template, bool) {
+	for _, t := range m.Templates {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Template{}, false
+}
+
+// Slot is one partition device a chip publishes: the k-th partition of a
+// template.
+type Slot struct {
+	Template Template
+	// K numbers the slots of one template from 0.
+	K int
+}
+
+// Slots lists the partition devices of chip c of the model: for every
+// template as many as fit on the empty chip (the counters keep their sum
+// in bounds).
+func (m PartitionModel) Slots(c inventory.Chip) []Slot {
+	counters := m.Counters(c)
+	var out []Slot
+	for _, t := range m.Templates {
+		n := counters.Fits(t)
+		if m.MaxInstances > 0 && n > m.MaxInstances {
+			n = m.MaxInstances
+		}
+		for k := 0; k < n; k++ {
+			out = append(out, Slot{Template: t, K: k})
+		}
+	}
+	return out
+}
+
+// Usage sums what the partitions in list take from a chip of the model.
+func (m PartitionModel) Usage(list []Instance) Counters {
+	var u Counters
+	for _, p := range list {
+		if t, ok := m.Template(p.Template); ok {
+			u.Cores += t.Cores
+			u.MemoryBytes += t.MemoryBytes
+			u.AICPUs += t.AICPUs
+		}
+	}
+	return u
+}
+
+// FitsNextTo checks that one more partition of t fits next to list on
+// chip c of the model.
+func (m PartitionModel) FitsNextTo(c inventory.Chip, list []Instance, t Template) error {
+	u, total := m.Usage(list), m.Counters(c)
+	switch {
+	case u.Cores+t.Cores > total.Cores:
+		return fmt.Errorf("not enough AI cores left on chip %d for %s: %d of %d in use", c.Index, t.Name, u.Cores, total.Cores)
+	case u.MemoryBytes+t.MemoryBytes > total.MemoryBytes:
+		return fmt.Errorf("not enough memory left on chip %d for %s", c.Index, t.Name)
+	case total.AICPUs > 0 && u.AICPUs+t.AICPUs > total.AICPUs:
+		return fmt.Errorf("not enough AI CPUs left on chip %d for %s: %d of %d in use", c.Index, t.Name, u.AICPUs, total.AICPUs)
+	}
+	return nil
+}
+
+// Instance is a partition that exists on a chip. It is what the plugin
+// records in its checkpoint (before it answers the kubelet) and what it
+// needs to destroy the partition again.
+type Instance struct {
+	// Type is the template's Type.
+	Type string `json:"type"`
+	// Chip is the index of the parent chip (the N of /dev/davinciN,
+	// /dev/cambricon_devN).
+	Chip int `json:"chip"`
+	// Template is the vendor's template or profile name.
+	Template string `json:"template"`
+	// ID is the vNPU id (npu-smi -v) or the sMLU instance id (the K of
+	// cap_devN_miK).
+	ID int `json:"id"`
+	// DeviceNode is the partition's own device file on the host:
+	// /dev/vdavinci<id> or /dev/cambricon-caps/cap_dev<N>_mi<K>.
+	DeviceNode string `json:"deviceNode"`
+	// UUID is the instance's UUID where the tool reports one (sMLU).
+	UUID string `json:"uuid,omitempty"`
+}
+
+// String names an instance for logs and errors.
+func (i Instance) String() string {
+	return fmt.Sprintf("%s %d (%s) on chip %d", i.Type, i.ID, i.Template, i.Chip)
+}
+
+// PartitionTool makes, lists and removes the partitions of a vendor's
+// chips with the vendor's library or tool (the real tool, recorded output
+// in tests, or a profile node's).
+type PartitionTool interface {
+	// Create makes a partition of template t on chip c.
+	Create(ctx context.Context, c inventory.Chip, t Template) (Instance, error)
+	// Destroy removes a partition; one that no longer exists is not an
+	// error, so Unprepare can be retried.
+	Destroy(ctx context.Context, c inventory.Chip, inst Instance) error
+	// List returns the partitions that exist on chip c, whoever made them.
+	List(ctx context.Context, c inventory.Chip) ([]Instance, error)
+}
+
+// DeviceNode is one device file a container gets: Path inside the
+// container, HostPath on the node (both absolute, as seen from /).
+type DeviceNode struct {
+	Path     string
+	HostPath string
+}
+
+// PartitionEdits are what a container needs to use a partition.
+type PartitionEdits struct {
+	// DeviceNodes replace the parent chip's own nodes.
+	DeviceNodes []DeviceNode
+	// VisibleID is the id the vendor's visible-devices variable lists for
+	// the partition (ASCEND_VISIBLE_DEVICES, CAMBRICON_VISIBLE_DEVICES).
+	VisibleID int
+	// Virtual says the id is a virtual device (an Ascend vNPU): a claim of
+	// only such partitions gets the vendor's CDIEdits.VirtualEnv.
+	Virtual bool
+}
+
+// FindInstance returns the instance with id among insts: the vendor tools
+// confirm a create and skip destroying what is already gone by listing
+// the chip.
+func FindInstance(insts []Instance, id int) (Instance, bool) {
+	for _, e := range insts {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return Instance{}, false
+}
+
+// Created names a tool's partition kind in ConfirmCreated's errors: the
+// tool (npu-smi), the partition kind (vNPU) and what the vendor calls a
+// template (template, profile).
+type Created struct {
+	Tool, Kind, Template string
+}
+
+// ConfirmCreated lists the chip's partitions after the tool reported
+// partition id created, and returns it if it exists with the template
+// asked for.
+func ConfirmCreated(ctx context.Context, tool PartitionTool, c inventory.Chip, id int, template string, w Created) (Instance, error) {
+	after, err := tool.List(ctx, c)
+	if err != nil {
+		return Instance{}, fmt.Errorf("checking the new %s %d on chip %d: %w", w.Kind, id, c.Index, err)
+	}
+	e, ok := FindInstance(after, id)
+	if !ok {
+		return Instance{}, fmt.Errorf("%s reported %s %d on chip %d created, but does not list it", w.Tool, w.Kind, id, c.Index)
+	}
+	if e.Template != template {
+		return Instance{}, fmt.Errorf("created %s %d on chip %d with %s %s, but %s lists it as %s", w.Kind, id, c.Index, w.Template, template, w.Tool, e.Template)
+	}
+	return e, nil
+}

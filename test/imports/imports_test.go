@@ -1,0 +1,118 @@
+// Package imports checks the layering of the module's packages with the go
+// command's own view of them (go list -deps).
+package imports_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/accel-dra/accel-dra"
+
+type pkg struct {
+	ImportPath                         string
+	Imports, TestImports, XTestImports []string
+	Incomplete                         bool
+}
+
+// TestNoPackageImportsOneAboveIt: a package below another in the tree
+// (pkg/vendors/ascend below pkg/vendors) may use its parent, but nothing
+// that itself builds on that parent. Otherwise the lower package sits
+// above its parent's users, as when a vendor package imported
+// pkg/partitions, which looked vendors up in pkg/vendors. Test files
+// count too.
+func TestNoPackageImportsOneAboveIt(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-json", module+"/...").Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("go list: %v\n%s", err, exit.Stderr)
+	}
+	require.NoError(t, err)
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	require.Contains(t, pkgs, module+"/pkg/vendors", "go list lists the module's packages")
+
+	// deps are the module packages a package's code (not its tests) uses.
+	deps := map[string]map[string]bool{}
+	var closure func(string) map[string]bool
+	closure = func(path string) map[string]bool {
+		if d, ok := deps[path]; ok {
+			return d
+		}
+		d := map[string]bool{}
+		deps[path] = d
+		for _, i := range pkgs[path].Imports {
+			if _, ours := pkgs[i]; !ours {
+				continue
+			}
+			d[i] = true
+			for j := range closure(i) {
+				d[j] = true
+			}
+		}
+		return d
+	}
+	var bad []string
+	for path, p := range pkgs {
+		parent := parentOf(pkgs, path)
+		if parent == "" {
+			continue
+		}
+		uses := map[string]bool{}
+		for _, list := range [][]string{p.Imports, p.TestImports, p.XTestImports} {
+			for _, i := range list {
+				if _, ours := pkgs[i]; !ours || i == path {
+					continue
+				}
+				uses[i] = true
+				for j := range closure(i) {
+					uses[j] = true
+				}
+			}
+		}
+		for q := range uses {
+			if q == parent || strings.HasPrefix(q, parent+"/") || q == path {
+				continue
+			}
+			if closure(q)[parent] {
+				bad = append(bad, strings.TrimPrefix(path, module+"/")+" uses "+strings.TrimPrefix(q, module+"/")+", which builds on "+strings.TrimPrefix(parent, module+"/")+", the package above it")
+			}
+		}
+	}
+	sort.Strings(bad)
+	require.Empty(t, bad)
+}
+
+// parentOf is the nearest package of the module in a folder above path's,
+// "" for none.
+func parentOf(pkgs map[string]pkg, path string) string {
+	for dir := path; ; {
+		i := strings.LastIndex(dir, "/")
+		if i < 0 {
+			return ""
+		}
+		dir = dir[:i]
+		if dir == module {
+			return ""
+		}
+		if _, ok := pkgs[dir]; ok {
+			return dir
+		}
+	}
+}
