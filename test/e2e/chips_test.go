@@ -27,7 +27,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
@@ -44,7 +44,7 @@ func TestTheChipsViewNamesWhoHoldsEachChipOfTheRealNode(t *testing.T) {
 	real := cluster.RealNode()
 	inv := realInventory(t)
 	shared := firstChipOf(t, inv, ascend.Vendor)
-	sharedName := resourceslices.DeviceName(shared)
+	sharedName := vendors.ChipDeviceName(shared)
 	publishShared(t, real, sharedName)
 
 	ns := newNamespace(t)
@@ -277,8 +277,9 @@ func publishShared(t *testing.T, node, device string) {
 		}
 	})
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		sl, err := cluster.Admin.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-		if err != nil {
+		// A failed list is tried again until the timeout.
+		sl, _ := cluster.Admin.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if sl == nil {
 			return false, nil
 		}
 		for _, s := range sl.Items {

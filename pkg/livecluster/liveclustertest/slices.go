@@ -6,10 +6,10 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery/simulated"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 )
 
@@ -23,7 +23,7 @@ func ProfileSlices(node, prof, modes string, unhealthy ...int) ([]resourceapi.Re
 	if err != nil {
 		return nil, err
 	}
-	inv, err := simulated.New(node, p).Discover(context.Background())
+	inv, err := profilenode.New(node, p).Discover(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("discovering the chips of profile %s: %w", prof, err)
 	}

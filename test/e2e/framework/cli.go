@@ -5,6 +5,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -71,7 +72,8 @@ func runCLI(ctx context.Context, bin string, env []string, args ...string) (CLIR
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("%s: timed out", filepath.Base(bin))
 	}
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+	var exited *exec.ExitError
+	if err != nil && !errors.As(err, &exited) {
 		return res, fmt.Errorf("running %s: %w", bin, err)
 	}
 	return res, nil
