@@ -1,5 +1,7 @@
 // Command accel-dra discovers local Ascend and Cambricon chips and shows
-// them as Kubernetes DRA devices.
+// them as Kubernetes DRA devices, simulates allocation, and shows the chips
+// of a live cluster. Installed as kubectl-accel_dra it is the kubectl
+// plugin `kubectl accel-dra`.
 package main
 
 import (
@@ -32,6 +34,7 @@ func main() {
 // skips or finds unhealthy on stderr, apart from the output on stdout.
 func newCommand() *cobra.Command {
 	cmd := cli.NewRootCommand()
+	cli.SetInvokedAs(cmd, os.Args[0])
 	logging := logflags.Add(cmd.PersistentFlags(), "")
 	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return logging.Apply(cmd.ErrOrStderr())

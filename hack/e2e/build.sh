@@ -5,6 +5,8 @@
 #   etcd 3.7.3                       hack/e2e/etcd/go.mod
 #   kube-apiserver, kube-scheduler,  hack/e2e/k8s/go.mod (k8s.io/kubernetes
 #   kube-controller-manager, kubelet   v1.37.2 + staging replaces)
+#   kubectl                          the same module and version, a
+#                                      component of its own (see build_kubectl)
 #   containerd, shim, ctr 2.4.2      go install -tags no_btrfs
 #   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
 #   kwok 0.8.0 + its stage files     go install
@@ -106,6 +108,20 @@ build_kubernetes() {
 		k8s.io/kubernetes/cmd/kubelet
 }
 
+# kubectl, for the kubectl plugin test (`kubectl accel-dra`): built from
+# hack/e2e/k8s/go.mod, the same k8s.io/kubernetes and staging versions as
+# the control plane, but in a copy of the module where Go may add the
+# requirements only kubectl needs (kustomize, ...), so hack/e2e/k8s/go.sum
+# and with it the kubernetes component's stamp stay as they are: adding
+# kubectl does not rebuild the cached kube-apiserver.
+build_kubectl() {
+	local mod
+	mod=$(mktemp -d)
+	cp "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum" "$mod/"
+	GOFLAGS=-mod=mod go -C "$mod" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/kubectl" k8s.io/kubernetes/cmd/kubectl
+	rm -rf "$mod"
+}
+
 build_containerd() {
 	GOBIN=$1 GOFLAGS=-buildvcs=false go install -tags no_btrfs \
 		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
@@ -189,6 +205,7 @@ apt_deps
 # Kubernetes first: it is the long one (measured here, two cores, empty Go
 # build cache: ≈ 9.5 min for the four; everything ≈ 17 min).
 component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
+component kubectl $K8S_VERSION "$K8S_VERSION $GO_VERSION $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubectl
 component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
 component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs" build_containerd
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc

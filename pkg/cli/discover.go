@@ -32,7 +32,7 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDiscoverCommand(), newSimulateCommand(), newWhyCommand())
+	root.AddCommand(newDiscoverCommand(), newSimulateCommand(), newChipsCommand(), newWhyCommand())
 	return root
 }
 

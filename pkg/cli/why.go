@@ -55,7 +55,7 @@ be reached or refuses the read (bind the ClusterRole ` + livecluster.ViewerRole 
 			if err != nil {
 				return err
 			}
-			c, err := conn.Connect()
+			c, err := connect(conn)
 			if err != nil {
 				return err
 			}

@@ -298,14 +298,15 @@ logging: {format: json}
 }
 
 // agentKinds are the kinds rendered for the node agent with the defaults.
-var agentKinds = []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet",
+var agentKinds = []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet", "*v1.ClusterRole",
 	"*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding"}
 
 func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := render(t, c)
-			want := []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet"}
+			// The agent's objects and the CLI views' ClusterRole.
+			want := []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet", "*v1.ClusterRole"}
 			for range c.deviceClasses {
 				want = append(want, "*v1.DeviceClass")
 			}

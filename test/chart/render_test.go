@@ -234,8 +234,28 @@ func (r *rendering) daemonSet(t *testing.T) *appsv1.DaemonSet {
 	return only[*appsv1.DaemonSet](t, r)
 }
 
+// clusterRole is the node agent's ClusterRole.
 func (r *rendering) clusterRole(t *testing.T) *rbacv1.ClusterRole {
-	return only[*rbacv1.ClusterRole](t, r)
+	t.Helper()
+	var out []*rbacv1.ClusterRole
+	for _, cr := range objectsOf[*rbacv1.ClusterRole](r) {
+		if strings.HasSuffix(cr.Name, "-kubeletplugin") {
+			out = append(out, cr)
+		}
+	}
+	require.Len(t, out, 1, "exactly one ClusterRole of the agent")
+	return out[0]
+}
+
+// viewerRoles are the rendered ClusterRoles other than the agent's.
+func (r *rendering) viewerRoles() []*rbacv1.ClusterRole {
+	var out []*rbacv1.ClusterRole
+	for _, cr := range objectsOf[*rbacv1.ClusterRole](r) {
+		if !strings.HasSuffix(cr.Name, "-kubeletplugin") {
+			out = append(out, cr)
+		}
+	}
+	return out
 }
 
 func (r *rendering) clusterRoleBinding(t *testing.T) *rbacv1.ClusterRoleBinding {

@@ -91,7 +91,9 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 		"deviceClasses": map[string]any{"ascend": false, "cambricon": false, "accelerator": false, "ascend910": false,
 			"ascend310p": false, "cambricon-mlu": false, "ascend-vnpu": false, "cambricon-partition": false},
 		"modelDeviceClasses": map[string]any{"enabled": false},
-		"webhook":            map[string]any{"replicas": 1, "nodeSelector": onRealNode, "failurePolicy": "Fail"},
+		// Nor the viewer ClusterRole, whose name is cluster-wide.
+		"viewerRole": map[string]any{"enabled": false},
+		"webhook":    map[string]any{"replicas": 1, "nodeSelector": onRealNode, "failurePolicy": "Fail"},
 	}
 	valuesFile, err := cluster.WriteValues(releaseName, values)
 	require.NoError(t, err)

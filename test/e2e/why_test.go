@@ -3,11 +3,7 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,26 +20,15 @@ import (
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
-// runCLI runs the accel-dra binary of hack/e2e/build.sh against the
-// cluster with the admin kubeconfig and returns what it printed (stdout
-// and stderr) and its exit code.
+// runCLI runs the accel-dra CLI of the e2e build as the cluster's admin
+// and returns what it printed (stdout, then stderr) and its exit status.
 func runCLI(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(cluster.Options().BinDir, "accel-dra"), append(args, "--kubeconfig", cluster.Kubeconfig())...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	code := 0
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		code = exitErr.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	t.Logf("$ accel-dra %s\n%s", strings.Join(args, " "), out.String())
-	return out.String(), code
+	res, err := cluster.RunCLI(t.Context(), cluster.Kubeconfig(), args...)
+	require.NoError(t, err)
+	out := res.Stdout + res.Stderr
+	t.Logf("$ accel-dra %s\n%s", strings.Join(args, " "), out)
+	return out, res.ExitCode
 }
 
 // pinnedPod is a pod with one claim per template, on node by its

@@ -1,0 +1,59 @@
+package chipview
+
+import (
+	"cmp"
+	"slices"
+)
+
+// ModelSummary counts the chips of one model, cluster-wide or on one node:
+// the capacity / allocated table of `kubectl describe node` under the
+// device plugins.
+type ModelSummary struct {
+	// Node is empty in the cluster-wide summary.
+	Node  string `json:"node,omitempty"`
+	Model string `json:"model"`
+	Total int    `json:"total"`
+	// Allocated chips are held, whole or in part (a partition, a share).
+	Allocated int `json:"allocated"`
+	// Free chips are held by no claim and not tainted: a new claim can
+	// get them.
+	Free int `json:"free"`
+	// Unhealthy chips are tainted, held or not.
+	Unhealthy int `json:"unhealthy"`
+}
+
+// Summarize counts chips per model, and per node too when perNode,
+// ordered by node and model.
+func Summarize(chips []Chip, perNode bool) []ModelSummary {
+	type key struct{ node, model string }
+	byKey := map[key]*ModelSummary{}
+	for _, c := range chips {
+		k := key{model: c.Model}
+		if perNode {
+			k.node = c.Node
+		}
+		s := byKey[k]
+		if s == nil {
+			s = &ModelSummary{Node: k.node, Model: k.model}
+			byKey[k] = s
+		}
+		s.Total++
+		switch {
+		case c.State != Free:
+			s.Allocated++
+		case c.Healthy():
+			s.Free++
+		}
+		if !c.Healthy() {
+			s.Unhealthy++
+		}
+	}
+	out := make([]ModelSummary, 0, len(byKey))
+	for _, s := range byKey {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b ModelSummary) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Model, b.Model))
+	})
+	return out
+}

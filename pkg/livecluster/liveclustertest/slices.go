@@ -1,0 +1,46 @@
+package liveclustertest
+
+import (
+	"context"
+	"fmt"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/profile"
+	"github.com/accel-dra/accel-dra/pkg/profilenode"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+)
+
+// ProfileSlices are the ResourceSlices the node agent of node publishes
+// for a bundled hardware profile (demo/profiles) in chip modes modes (the
+// agent's --chip-modes; "" is every chip Whole). The chips of the
+// indices in unhealthy are unhealthy (reason DeviceFileMissing), so they
+// carry the agent's taint.
+func ProfileSlices(node, prof, modes string, unhealthy ...int) ([]resourceapi.ResourceSlice, error) {
+	p, err := profile.Load(prof)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := profilenode.New(node, p).Discover(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("discovering the chips of profile %s: %w", prof, err)
+	}
+	for i := range inv.Chips {
+		for _, u := range unhealthy {
+			if inv.Chips[i].Index == u {
+				inv.Chips[i].Healthy, inv.Chips[i].HealthReason = false, inventory.ReasonDeviceFileMissing
+			}
+		}
+	}
+	policy, err := partitions.ParsePolicy(modes)
+	if err != nil {
+		return nil, fmt.Errorf("chip modes %q: %w", modes, err)
+	}
+	var out []resourceapi.ResourceSlice
+	for _, s := range resourceslices.SlicesFor(node, inv, resourceslices.Options{Policy: policy}) {
+		out = append(out, *s)
+	}
+	return out, nil
+}

@@ -1,0 +1,54 @@
+package chart_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// The CLI's cluster views (accel-dra chips, accel-dra why) list these
+// kinds cluster-wide (pkg/livecluster) and read events; their error for a
+// refused list names the role accel-dra-viewer. The e2e tier runs chips as
+// a user bound to it.
+func TestTheViewerRoleGrantsReadingWhatTheViewsReadAndIsBoundToNobody(t *testing.T) {
+	read := []string{"get", "list", "watch"}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceslices", "resourceclaims", "deviceclasses"}, Verbs: read},
+		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaimtemplates"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
+	}
+	for _, tc := range []struct {
+		name   string
+		values string
+		// role is the ClusterRole's name; "" for none.
+		role string
+	}{
+		{name: "by default", values: "", role: "accel-dra-viewer"},
+		{name: "renamed", values: "viewerRole:\n  name: chips-reader\n", role: "chips-reader"},
+		{name: "turned off", values: "viewerRole:\n  enabled: false\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := renderValues(t, "viewer role "+tc.name, tc.values)
+			roles := r.viewerRoles()
+			for _, b := range objectsOf[*rbacv1.ClusterRoleBinding](r) {
+				for _, role := range roles {
+					require.NotEqual(t, role.Name, b.RoleRef.Name, "the chart binds the viewer role to nobody")
+				}
+			}
+			if tc.role == "" {
+				require.Empty(t, roles)
+				return
+			}
+			require.Len(t, roles, 1)
+			require.Equal(t, tc.role, roles[0].Name)
+			require.Equal(t, want, roles[0].Rules)
+		})
+	}
+}
+
+func TestAnEmptyViewerRoleNameStopsTheRendering(t *testing.T) {
+	_, err := helmTemplate(t, "viewerRole:\n  name: \"\"\n")
+	require.ErrorContains(t, err, "/viewerRole/name': minLength")
+}
