@@ -135,9 +135,9 @@ func (e *explainer) pending(ctx context.Context, pod *v1.Pod, ours, pending []po
 		return nil
 	}
 	if len(filter.nodes) == 1 {
-		e.say(1, "the allocator fits the claims not on %s, the one node the pod can go to", filter.nodes[0].Name)
+		e.say(1, "the allocator cannot fit the claims on %s, the one node the pod can go to", filter.nodes[0].Name)
 	} else {
-		e.say(1, "the allocator fits the claims on none of the %d nodes the pod can go to", len(filter.nodes))
+		e.say(1, "the allocator cannot fit the claims on any of the %d nodes the pod can go to", len(filter.nodes))
 	}
 	return e.whatIf(ctx, classes, slices, cache, filter.nodes, claims, waiting)
 }

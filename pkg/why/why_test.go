@@ -113,9 +113,6 @@ func allocate(claim *resourceapi.ResourceClaim, nodeName, driver, request string
 }
 
 func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
-	type cluster struct {
-		objs []runtime.Object
-	}
 	build := func(t *testing.T, nodes ...[2]string) []runtime.Object {
 		objs := chartClasses(t)
 		for _, n := range nodes {
@@ -147,7 +144,7 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			"class matches 8 devices on these nodes, 8 pass the request's selectors, 8 of those are free and untainted",
 			"constraint matchAttribute accel-dra.dev/linkGroup: the largest free group on one node has 4 (train-0 hccs-0)",
 			"nearest node: train-0 has 4 of 5 free in accel-dra.dev/linkGroup group hccs-0 (lacks 1)",
-			"the allocator fits the claims on none of the 2 nodes the pod can go to",
+			"the allocator cannot fit the claims on any of the 2 nodes the pod can go to",
 			"no claim holds devices on these nodes, so freeing one would not help",
 		},
 	}, {
@@ -168,7 +165,7 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			"class matches 4 devices on these nodes, 4 pass the request's selectors, 0 of those are free and untainted",
 			"of those passing the selectors: 0 in use by other claims, 4 tainted (accel-dra.dev/unhealthy=SimulatedUnhealthy:NoSchedule)",
 			"nearest node: sick-0 has 0 of 1 free (lacks 1; there 4 tainted)",
-			"the allocator fits the claims not on sick-0, the one node the pod can go to",
+			"the allocator cannot fit the claims on sick-0, the one node the pod can go to",
 			"no claim holds devices on these nodes, so freeing one would not help",
 		},
 	}, {
@@ -195,7 +192,7 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			"class matches 4 devices on these nodes, 4 pass the request's selectors, 0 of those are free and untainted",
 			"of those passing the selectors: 4 in use by other claims",
 			"nearest node: m-0 has 0 of 1 free (lacks 1; there 4 in use)",
-			"the allocator fits the claims not on m-0, the one node the pod can go to",
+			"the allocator cannot fit the claims on m-0, the one node the pod can go to",
 			"would fit on node m-0 if claim team-a/holder-four-x1 (pod team-a/holder) went away",
 		},
 	}, {

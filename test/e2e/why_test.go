@@ -93,7 +93,7 @@ func TestWhyExplainsWaitingPods(t *testing.T) {
 			"constraint matchAttribute accel-dra.dev/linkGroup: the largest free group on one node has 4 ("+real+" ",
 			"nearest node: "+real+" has 4 of 5 free in accel-dra.dev/linkGroup group ",
 			"(lacks 1)",
-			"the allocator fits the claims not on "+real+", the one node the pod can go to",
+			"the allocator cannot fit the claims on "+real+", the one node the pod can go to",
 		)
 	})
 
@@ -120,7 +120,7 @@ func TestWhyExplainsWaitingPods(t *testing.T) {
 			"class matches 2 devices on these nodes, 2 pass the request's selectors, 0 of those are free and untainted",
 			"of those passing the selectors: 0 in use by other claims, 2 tainted (accel-dra.dev/unhealthy=SimulatedUnhealthy:NoSchedule)",
 			"nearest node: "+node+" has 0 of 1 free (lacks 1; there 2 tainted)",
-			"the allocator fits the claims not on "+node+", the one node the pod can go to",
+			"the allocator cannot fit the claims on "+node+", the one node the pod can go to",
 			"no claim holds devices on these nodes, so freeing one would not help",
 		)
 	})
@@ -143,7 +143,7 @@ func TestWhyExplainsWaitingPods(t *testing.T) {
 			"class matches 4 devices on these nodes, 4 pass the request's selectors, 0 of those are free and untainted",
 			"of those passing the selectors: 4 in use by other claims",
 			"nearest node: "+node+" has 0 of 1 free (lacks 1; there 4 in use)",
-			"the allocator fits the claims not on "+node+", the one node the pod can go to",
+			"the allocator cannot fit the claims on "+node+", the one node the pod can go to",
 			"would fit on node "+node+" if claim "+ns+"/"+holderClaim.Name+" (pod "+ns+"/holder) went away",
 		)
 		// The holder's claim, asked for by name: its devices and node.

@@ -46,11 +46,12 @@ func main() {
 	agentBin := flag.String("agent-bin", "", "the accel-dra-kubeletplugin binary whose memory to measure after the sides (make bench-scale: built as the image builds it); empty skips it")
 	agentProfiles := flag.String("agent-profiles", "test/plugin/testdata/16-npu-910b3.yaml,test/plugin/testdata/16-mlu370.yaml", "hardware profiles of the measured agents, comma list")
 	agentModes := flag.String("agent-chip-modes", "Partitioned", "the measured agents' --chip-modes")
+	views := flag.Bool("views", true, "also time the CLI's cluster views (accel-dra chips, why) next to kubectl get resourceslices -o json, over the side with Whole chips while its pods hold their chips")
 	flag.Parse()
 	// The many resourceslice controllers log their watches ending when
 	// they stop; the benchmark reports its errors itself.
 	klog.SetLogger(logr.Discard())
-	if err := run(config{*nodes, *pods, *partitionedPods, *timeout, *profileDir, *agentBin, *agentProfiles, *agentModes}); err != nil {
+	if err := run(config{*nodes, *pods, *partitionedPods, *timeout, *profileDir, *agentBin, *agentProfiles, *agentModes, *views}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
 	}
@@ -67,6 +68,7 @@ type config struct {
 	profileDir                   string
 	agentBin, agentProfiles      string
 	agentModes                   string
+	views                        bool
 }
 
 type side struct {
@@ -76,6 +78,9 @@ type side struct {
 	// and what removes them again.
 	publish  func(context.Context, []corev1.Node) (int, func(context.Context) error, error)
 	workload scale.Workload
+	// whileBound, when set, runs after the side's pods are bound and
+	// before they are deleted, in the side's namespace.
+	whileBound func(ctx context.Context, ns string) error
 }
 
 type result struct {
@@ -153,6 +158,19 @@ func run(cfg config) error {
 		oursSide(client, ours, partitions.ModeWhole, cfg.pods),
 		oursSide(client, ours, partitions.ModePartitioned, cfg.partitionedPods),
 	}
+	var viewResults []viewResult
+	viewSlices := 0
+	if cfg.views {
+		sides[1].whileBound = func(ctx context.Context, ns string) error {
+			all, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return fmt.Errorf("counting the slices the views read: %w", err)
+			}
+			viewSlices = len(all.Items)
+			viewResults, err = measureViews(ctx, c, client, ns)
+			return err
+		}
+	}
 	var results []result
 	for i, s := range sides {
 		profile := ""
@@ -167,6 +185,9 @@ func run(cfg config) error {
 		opts.Logf("%s: %d/%d pods bound in %s, %.1f pods/s", s.name, r.sched.Bound, r.sched.Pods, r.sched.Wall.Round(time.Millisecond), r.sched.PodsPerSecond())
 	}
 	printResults(results)
+	if viewResults != nil {
+		printViews(viewResults, len(nodes), viewSlices)
+	}
 	if cfg.agentBin == "" {
 		return nil
 	}
@@ -264,6 +285,11 @@ func measure(ctx context.Context, c *framework.Cluster, client kubernetes.Interf
 	after, err := take(ctx, c)
 	if err != nil {
 		return r, err
+	}
+	if s.whileBound != nil {
+		if err := s.whileBound(ctx, ns); err != nil {
+			return r, err
+		}
 	}
 	if err := scale.DeletePods(ctx, client, ns, 3*time.Minute); err != nil {
 		return r, err
