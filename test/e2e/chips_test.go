@@ -96,9 +96,16 @@ func TestTheChipsViewNamesWhoHoldsEachChipOfTheRealNode(t *testing.T) {
 		if err := json.Unmarshal([]byte(res.Stdout), &view); err != nil {
 			return false, err
 		}
+		// The agents write each claim's device status after prepare, the
+		// admin monitor's too; until then a holder shows not prepared.
 		for _, c := range view.Chips {
 			if c.State == chipview.Allocated {
-				return false, nil // the agent has not written every status yet
+				return false, nil
+			}
+			for _, h := range c.AdminHolders {
+				if !h.Prepared {
+					return false, nil
+				}
 			}
 		}
 		return true, nil
