@@ -137,4 +137,11 @@ chips:
 	out, err := discovery.ExecRunner{Tools: o.ToolPaths()}.Run(ctx, vendortest.Tool, "info")
 	require.NoError(t, err)
 	require.Equal(t, "acme-smi info\n", string(out))
+
+	// The help and errors that list vendors list it too.
+	acme := []vendors.Vendor{vendortest.Acme{}}
+	require.Equal(t, "serve only these vendors' chips: acme (comma list); default: every vendor found", source.VendorsHelp(acme))
+	require.Contains(t, cdi.VisibleDevicesEnvHelp(acme), "whether CDI specs set ACME_VISIBLE_DEVICES, which the vendors' container runtimes react to by injecting the chips again: auto sets them; set; omit")
+	require.EqualError(t, source.NoChipsError(acme, nil, "/host"), "no acme chips found under /host: nothing to serve")
+	require.Contains(t, cdi.VisibleDevicesEnvHelp(vendors.All()), "auto leaves ASCEND_VISIBLE_DEVICES out where ascend-docker-runtime is installed")
 }

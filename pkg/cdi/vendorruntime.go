@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -32,6 +33,27 @@ const (
 
 // VisibleDevicesEnvValues lists the valid values, for flag help.
 var VisibleDevicesEnvValues = []string{VisibleDevicesAuto, VisibleDevicesSet, VisibleDevicesOmit}
+
+// VisibleDevicesEnvHelp is the usage of the --visible-devices-env flag for
+// vendors vs: their visible-devices variables and container runtimes.
+func VisibleDevicesEnvHelp(vs []vendors.Vendor) string {
+	var vars, auto []string
+	for _, v := range vs {
+		e := v.CDI()
+		vars = append(vars, e.VisibleEnv)
+		if e.Runtime != nil {
+			auto = append(auto, e.VisibleEnv+" out where "+e.Runtime.Name)
+		}
+	}
+	help := "whether CDI specs set " + strings.Join(vars, " and ") +
+		", which the vendors' container runtimes react to by injecting the chips again: auto "
+	if len(auto) > 0 {
+		help += "leaves " + strings.Join(auto, " and ") + " is installed or configured on the node and sets them otherwise"
+	} else {
+		help += "sets them"
+	}
+	return help + "; set; omit (the chips' facts stay in the DRA_DEVICE_* variables and the device metadata file)"
+}
 
 // RuntimeFound reports whether vendor v's container runtime
 // (vendors.CDIEdits.Runtime) is installed or configured on the node whose

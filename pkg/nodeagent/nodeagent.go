@@ -111,7 +111,7 @@ func Run(ctx context.Context, o Options) error {
 	logWhole(ctx, policy, inv)
 	found := inv.Vendors()
 	if len(found) == 0 {
-		return fmt.Errorf("no Ascend or Cambricon chips found under %s: nothing to serve", rootOf(o))
+		return source.NoChipsError(vendors.All(), o.Discovery.Vendors, rootOf(o))
 	}
 	hostRoot := rootOf(o)
 	if o.FakeDevices {

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -41,6 +43,31 @@ func AddToolFlags(fs *pflag.FlagSet, m map[string]string, env bool) {
 		}
 		fs.Var(mapFlag{m: m, key: n.Tool, typ: "string"}, n.Tool, usage)
 	}
+}
+
+// VendorsHelp is the usage of a --vendors flag selecting among vs (by
+// their option names), without its environment variable.
+func VendorsHelp(vs []vendors.Vendor) string {
+	return "serve only these vendors' chips: " + strings.Join(optionsOf(vs), ", ") + " (comma list); default: every vendor found"
+}
+
+// optionsOf lists the --vendors values of vs, sorted.
+func optionsOf(vs []vendors.Vendor) []string {
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, v.Names().Option)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NoChipsError is the error of a node where discovery of the vendors
+// options select (all of vs when empty) found no chip under root.
+func NoChipsError(vs []vendors.Vendor, options []string, root string) error {
+	if len(options) == 0 {
+		options = optionsOf(vs)
+	}
+	return fmt.Errorf("no %s chips found under %s: nothing to serve", strings.Join(options, " or "), root)
 }
 
 // envOf is the environment variable pkg/flagenv reads for flag name, in
