@@ -35,10 +35,11 @@ const (
 var VisibleDevicesEnvValues = []string{VisibleDevicesAuto, VisibleDevicesSet, VisibleDevicesOmit}
 
 // VisibleDevicesEnvHelp is the usage of the --visible-devices-env flag for
-// vendors vs: their visible-devices variables and container runtimes.
-func VisibleDevicesEnvHelp(vs []vendors.Vendor) string {
+// the vendors of reg: their visible-devices variables and container
+// runtimes.
+func VisibleDevicesEnvHelp(reg vendors.Registry) string {
 	var vars, auto []string
-	for _, v := range vs {
+	for _, v := range reg.All() {
 		e := v.CDI()
 		vars = append(vars, e.VisibleEnv)
 		if e.Runtime != nil {
@@ -79,14 +80,15 @@ func RuntimeFound(v vendors.Vendor, root string) (bool, string) {
 	return false, ""
 }
 
-// omittedVisibleEnv resolves mode into the vendors whose visible-devices
-// variable the specs leave out, and logs a vendor runtime that decided it.
-func omittedVisibleEnv(ctx context.Context, mode, root string) (map[inventory.Vendor]bool, error) {
+// omittedVisibleEnv resolves mode into the vendors of reg whose
+// visible-devices variable the specs leave out, and logs a vendor runtime
+// that decided it.
+func omittedVisibleEnv(ctx context.Context, reg vendors.Registry, mode, root string) (map[inventory.Vendor]bool, error) {
 	if err := ValidateVisibleDevicesEnv(mode); err != nil {
 		return nil, err
 	}
 	omit := map[inventory.Vendor]bool{}
-	for _, x := range vendors.All() {
+	for _, x := range reg.All() {
 		n, edits := x.Names(), x.CDI()
 		switch mode {
 		case "", VisibleDevicesAuto:

@@ -65,6 +65,9 @@ type Config struct {
 	// VisibleDevicesSet or VisibleDevicesOmit. A vendor runtime still
 	// configured on the node acts on the variable (see vendorruntime.go).
 	VisibleDevicesEnv string
+	// Registry has the vendors the node serves: the visible-devices
+	// variables of all of them are reserved in every claim.
+	Registry vendors.Registry
 }
 
 // Writer writes and removes the CDI specs of claims. It is safe for
@@ -77,7 +80,7 @@ type Writer struct {
 	// specs leave out.
 	omitVisible map[inventory.Vendor]bool
 	// reserved are the variables configuration may not set besides the
-	// DRA_ ones (vendors.ReservedEnv).
+	// DRA_ ones (vendors.Registry.ReservedEnv).
 	reserved []string
 }
 
@@ -107,12 +110,12 @@ func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CDI cache for %s: %w", cfg.SpecDir, err)
 	}
-	omit, err := omittedVisibleEnv(ctx, cfg.VisibleDevicesEnv, cfg.VisibleRoot)
+	omit, err := omittedVisibleEnv(ctx, cfg.Registry, cfg.VisibleDevicesEnv, cfg.VisibleRoot)
 	if err != nil {
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", omit)
-	return &Writer{cfg: cfg, cache: cache, omitVisible: omit, reserved: vendors.ReservedEnv()}, nil
+	return &Writer{cfg: cfg, cache: cache, omitVisible: omit, reserved: cfg.Registry.ReservedEnv()}, nil
 }
 
 // SpecDir is the directory the specs are written to.
