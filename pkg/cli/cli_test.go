@@ -241,6 +241,18 @@ func TestInvalidInputFailsNamingTheFileAndObject(t *testing.T) {
 		{"discover output format",
 			[]string{"discover", "--profile", "mlu270", "-o", "xml"},
 			`--output "xml": must be table, yaml or json`},
+		{"why without a target",
+			[]string{"why"},
+			"want one argument, pod/NAME or claim/NAME; got 0"},
+		{"why of another kind",
+			[]string{"why", "node/n", "--kubeconfig", "testdata/unreachable-kubeconfig.yaml"},
+			`"node/n": kind "node" is not pod or claim`},
+		{"why without a cluster",
+			[]string{"why", "pod/p", "--kubeconfig", "testdata/unreachable-kubeconfig.yaml"},
+			"cannot reach the cluster at https://127.0.0.1:1 (to get pod team-a/p): check --kubeconfig and --context"},
+		{"why with -n",
+			[]string{"why", "pod/p", "--kubeconfig", "testdata/unreachable-kubeconfig.yaml", "-n", "team-b"},
+			"(to get pod team-b/p)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,7 +33,7 @@ func NewRootCommand(reg vendors.Registry) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDiscoverCommand(reg), newSimulateCommand(reg))
+	root.AddCommand(newDiscoverCommand(reg), newSimulateCommand(reg), newWhyCommand(reg))
 	return root
 }
 

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/dynamic-resource-allocation/cel"
@@ -33,9 +32,17 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// Features are the DRA features on by default in Kubernetes 1.37.
+// Features are the allocator features kube-scheduler 1.37 turns on with
+// its default feature gates (AllocatorFeatures in k8s.io/kubernetes
+// pkg/scheduler/framework/plugins/dynamicresources; gates from
+// pkg/features): admin access, prioritized list, device taints and
+// binding conditions with device status are on, as are partitionable
+// devices, consumable capacity and its fractional ranges (beta). The
+// alpha ones (list-type and derived attributes, compatibility groups,
+// optional node operations) are off. simulate and why allocate with
+// these, so they pick the allocator implementation the scheduler picks.
 var Features = structured.Features{AdminAccess: true, PrioritizedList: true, PartitionableDevices: true,
-	DeviceTaints: true, DeviceBindingAndStatus: true, ConsumableCapacity: true}
+	DeviceTaints: true, DeviceBindingAndStatus: true, ConsumableCapacity: true, FractionalCapacityRange: true}
 
 // Cluster is the simulated cluster: nodes and their slices, in order.
 type Cluster struct {
@@ -323,7 +330,7 @@ type Result struct {
 // Run allocates the claims in order; later claims see what earlier ones
 // took. Nodes are tried in cluster order and the first that fits wins.
 func Run(ctx context.Context, cluster *Cluster, in *Inputs, opts Options) (*Result, error) {
-	allocated := sets.New[structured.DeviceID]()
+	allocated := NewAllocatedState()
 	attrs := map[structured.DeviceID]resourceapi.Device{}
 	for _, s := range cluster.Slices {
 		for _, d := range s.Spec.Devices {
@@ -333,8 +340,7 @@ func Run(ctx context.Context, cluster *Cluster, in *Inputs, opts Options) (*Resu
 	cache := cel.NewCache(100, cel.Features{EnableConsumableCapacity: true})
 	res := &Result{Claims: []ClaimResult{}}
 	for _, claim := range in.Claims {
-		state := structured.AllocatedState{AllocatedDevices: allocated, AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}
-		a, err := structured.NewAllocator(ctx, Features, state, in, cluster.Slices, cache)
+		a, err := structured.NewAllocator(ctx, Features, allocated, in, cluster.Slices, cache)
 		if err != nil {
 			return nil, fmt.Errorf("creating allocator: %w", err)
 		}
@@ -348,7 +354,7 @@ func Run(ctx context.Context, cluster *Cluster, in *Inputs, opts Options) (*Resu
 		// Like the scheduler's scoring of prioritized lists: a node where an
 		// earlier firstAvailable subrequest fits beats one that needs a
 		// fallback; otherwise the first node in cluster order wins.
-		var best []resourceapi.DeviceRequestAllocationResult
+		var best *resourceapi.AllocationResult
 		bestNode, bestRank := "", -1
 		for _, node := range cluster.Nodes {
 			out, err := a.Allocate(ctx, node, []*resourceapi.ResourceClaim{claim})
@@ -359,7 +365,7 @@ func Run(ctx context.Context, cluster *Cluster, in *Inputs, opts Options) (*Resu
 				continue
 			}
 			if r := rank(claim, out[0].Devices.Results); bestRank < 0 || r < bestRank {
-				best, bestNode, bestRank = out[0].Devices.Results, node.Name, r
+				best, bestNode, bestRank = &out[0], node.Name, r
 			}
 			if bestRank == 0 {
 				break
@@ -367,10 +373,11 @@ func Run(ctx context.Context, cluster *Cluster, in *Inputs, opts Options) (*Resu
 		}
 		if bestRank >= 0 {
 			cr.Allocated, cr.Node = true, bestNode
-			for _, r := range best {
-				id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
-				allocated.Insert(id)
-				d := attrs[id]
+			// Later claims see this one's devices, shares and consumed
+			// capacity as the scheduler would.
+			AddAllocation(allocated, best)
+			for _, r := range best.Devices.Results {
+				d := attrs[structured.MakeDeviceID(r.Driver, r.Pool, r.Device)]
 				cr.Devices = append(cr.Devices, DeviceResult{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device,
 					Attributes: map[string]any{
 						string(names.AttrModel):     *d.Attributes[names.AttrModel].StringValue,
