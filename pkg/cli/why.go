@@ -7,8 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
-	"github.com/accel-dra/accel-dra/pkg/why"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/why"
 )
 
 func newWhyCommand(reg vendors.Registry) *cobra.Command {
