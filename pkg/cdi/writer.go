@@ -88,6 +88,11 @@ type Writer struct {
 // logging what it decided to ctx's logger. With VisibleDevicesAuto it
 // looks for the vendors' runtimes under VisibleRoot once, here.
 func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
+	if len(cfg.Registry.All()) == 0 {
+		// Without vendors no variable would be reserved: refuse rather
+		// than write specs a config could fake chips into.
+		return nil, errors.New("creating the CDI writer: Config.Registry has no vendors (main builds it from pkg/vendors/all)")
+	}
 	if cfg.SpecDir == "" {
 		cfg.SpecDir = cdiapi.DefaultDynamicDir
 	}

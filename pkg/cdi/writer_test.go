@@ -692,3 +692,10 @@ func TestAnUnknownVisibleDevicesEnvModeIsAnError(t *testing.T) {
 	_, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: t.TempDir(), HostRoot: t.TempDir(), VisibleDevicesEnv: "sometimes"})
 	require.EqualError(t, err, `visible-devices env mode "sometimes" is not one of [auto set omit]`)
 }
+
+// A writer without vendors would reserve no visible-devices variable, so
+// a config could name chips the claim was not given: it is refused.
+func TestAWriterWithoutVendorsIsAnError(t *testing.T) {
+	_, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: t.TempDir(), HostRoot: t.TempDir()})
+	require.EqualError(t, err, "creating the CDI writer: Config.Registry has no vendors (main builds it from pkg/vendors/all)")
+}

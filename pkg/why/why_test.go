@@ -117,9 +117,6 @@ func allocate(claim *resourceapi.ResourceClaim, nodeName, driver, request string
 }
 
 func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
-	type cluster struct {
-		objs []runtime.Object
-	}
 	build := func(t *testing.T, nodes ...[2]string) []runtime.Object {
 		objs := chartClasses(t)
 		for _, n := range nodes {
