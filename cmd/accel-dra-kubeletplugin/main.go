@@ -26,9 +26,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/source"
-
-	// Every vendor accel-dra supports (pkg/vendors).
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func main() {
@@ -41,7 +39,9 @@ func main() {
 }
 
 func newCommand() *cobra.Command {
-	var o nodeagent.Options
+	// The vendors the agent serves: every one accel-dra supports.
+	reg := all.Registry()
+	o := nodeagent.Options{Discovery: source.Options{Registry: reg}}
 	var kubeconfig, podUID string
 	var logging *logflags.Config
 	cmd := &cobra.Command{
@@ -90,16 +90,16 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster service account [KUBECONFIG]")
 	f.StringVar(&o.Discovery.Root, "root", "/", "host root to discover chips under (/dev, /sys, driver files) [ACCEL_DRA_ROOT]")
 	f.StringVar(&o.CDIHostRoot, "cdi-host-root", "", "the node's root as the container runtime sees it, prefix of host paths in CDI specs; set / when --root is the node's / mounted into the plugin's container; default: --root [ACCEL_DRA_CDI_HOST_ROOT]")
-	f.StringVar(&o.VisibleDevicesEnv, "visible-devices-env", cdi.VisibleDevicesAuto, "whether CDI specs set ASCEND_VISIBLE_DEVICES and CAMBRICON_VISIBLE_DEVICES, which the vendors' container runtimes (ascend-docker-runtime, Cambricon's runtime behind the device plugin's --use-runtime) react to by injecting the chips again: auto leaves ASCEND_VISIBLE_DEVICES out where ascend-docker-runtime is installed or configured on the node and sets both otherwise; set; omit (the chips' facts stay in the DRA_DEVICE_* variables and the device metadata file) [ACCEL_DRA_VISIBLE_DEVICES_ENV]")
+	f.StringVar(&o.VisibleDevicesEnv, "visible-devices-env", cdi.VisibleDevicesAuto, cdi.VisibleDevicesEnvHelp(reg)+" [ACCEL_DRA_VISIBLE_DEVICES_ENV]")
 	f.StringVar(&o.Discovery.Profile, "profile", "", "simulate a node with this hardware profile (bundled name or file) instead of discovering real chips [ACCEL_DRA_PROFILE]")
 	f.StringVar(&o.Discovery.ToolOutput, "tool-output", "", "read recorded npu-smi/cnmon output from this directory instead of running the tools [ACCEL_DRA_TOOL_OUTPUT]")
 	f.BoolVar(&o.FakeDevices, "fake-devices", false, "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
-	f.StringSliceVar(&o.Discovery.Vendors, "vendors", nil, "serve only these vendors' chips: ascend, cambricon (comma list); default: every vendor found [ACCEL_DRA_VENDORS]")
+	f.StringSliceVar(&o.Discovery.Vendors, "vendors", nil, source.VendorsHelp(reg)+" [ACCEL_DRA_VENDORS]")
 	f.StringVar(&o.ChipModes, "chip-modes", "", partitions.PolicyHelp+" [ACCEL_DRA_CHIP_MODES]")
 	o.Discovery.Tools = map[string]string{}
-	source.AddToolFlags(f, o.Discovery.Tools, true)
+	source.AddToolFlags(f, reg, o.Discovery.Tools, true)
 	o.Discovery.Libraries = map[string]string{}
-	source.AddLibraryFlags(f, o.Discovery.Libraries, true, "")
+	source.AddLibraryFlags(f, reg, o.Discovery.Libraries, true, "")
 	f.DurationVar(&o.Discovery.ToolTimeout, "tool-timeout", discovery.DefaultToolTimeout, "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
 	f.StringVar(&podUID, "pod-uid", "", "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
 	f.DurationVar(&o.HealthInterval, "health-interval", devicemonitor.DefaultInterval, "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")

@@ -19,9 +19,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/logflags"
 	"github.com/accel-dra/accel-dra/pkg/webhook"
-
-	// Every vendor accel-dra supports (pkg/vendors).
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func main() {

@@ -15,9 +15,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/cli"
 	"github.com/accel-dra/accel-dra/pkg/logflags"
-
-	// Every vendor accel-dra supports (pkg/vendors).
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func main() {
@@ -33,7 +31,7 @@ func main() {
 // --logging-format, ...) on every subcommand: discovery logs what it
 // skips or finds unhealthy on stderr, apart from the output on stdout.
 func newCommand() *cobra.Command {
-	cmd := cli.NewRootCommand()
+	cmd := cli.NewRootCommand(all.Registry())
 	cli.SetInvokedAs(cmd, os.Args[0])
 	logging := logflags.Add(cmd.PersistentFlags(), "")
 	cmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {

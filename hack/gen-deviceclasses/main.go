@@ -1,6 +1,6 @@
 // Command gen-deviceclasses writes the chart's per-model and
 // per-partition-shape DeviceClasses, one file per class, from the vendors'
-// catalogue (Vendor.Models through the registry):
+// catalogue (Vendor.Models of pkg/vendors/all):
 //
 //	deployments/helm/accel-dra/deviceclasses/models/<vendor>/<model>.accel-dra.dev.yaml
 //	deployments/helm/accel-dra/deviceclasses/models/<vendor>/<model>-<slug>.accel-dra.dev.yaml
@@ -27,7 +27,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 // skipModels are catalogue models without a class of their own, and why
@@ -40,7 +40,7 @@ func main() {
 	dir := flag.String("dir", "deployments/helm/accel-dra/deviceclasses", "the chart's deviceclasses directory; the classes go into its models/ subdirectory")
 	verify := flag.Bool("verify", false, "write nothing; fail when the files differ from what would be written")
 	flag.Parse()
-	files, err := Generate(*dir)
+	files, err := Generate(all.Registry(), *dir)
 	if err == nil {
 		if *verify {
 			err = Verify(*dir, files)
@@ -59,10 +59,10 @@ func main() {
 // option, which the chart's vendors.<option> switch matches).
 const ModelsDir = "models"
 
-// Generate returns the generated files by their path under dir. dir is
-// read for the top-level classes, whose names a generated class must not
-// take.
-func Generate(dir string) (map[string][]byte, error) {
+// Generate returns the generated files of the models of reg's vendors by
+// their path under dir. dir is read for the top-level classes, whose names
+// a generated class must not take.
+func Generate(reg vendors.Registry, dir string) (map[string][]byte, error) {
 	taken := map[string]string{}
 	top, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
@@ -81,7 +81,7 @@ func Generate(dir string) (map[string][]byte, error) {
 		out[path] = content
 		return nil
 	}
-	for _, v := range vendors.All() {
+	for _, v := range reg.All() {
 		n := v.Names()
 		for _, m := range v.Models() {
 			if _, skip := skipModels[m.Name]; skip {

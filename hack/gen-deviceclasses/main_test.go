@@ -14,19 +14,19 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 const chartClasses = "../../deployments/helm/accel-dra/deviceclasses"
 
 func TestTheCommittedClassesAreWhatTheGeneratorWrites(t *testing.T) {
-	files, err := Generate(chartClasses)
+	files, err := Generate(all.Registry(), chartClasses)
 	require.NoError(t, err)
 	require.NoError(t, Verify(chartClasses, files), "run make generate")
 }
 
 func TestEveryGeneratedClassDecodesStrictlyAndItsSelectorCompiles(t *testing.T) {
-	files, err := Generate(chartClasses)
+	files, err := Generate(all.Registry(), chartClasses)
 	require.NoError(t, err)
 	decoder := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
 	compiler := dracel.GetCompiler(dracel.Features{EnableConsumableCapacity: true})
@@ -48,7 +48,7 @@ func TestEveryGeneratedClassDecodesStrictlyAndItsSelectorCompiles(t *testing.T) 
 
 // The contract (docs/architecture.md) names these classes.
 func TestTheContractsModelAndShapeClassesAreGenerated(t *testing.T) {
-	files, err := Generate(chartClasses)
+	files, err := Generate(all.Registry(), chartClasses)
 	require.NoError(t, err)
 	for _, path := range []string{
 		"models/ascend/ascend910b3.accel-dra.dev.yaml", "models/ascend/ascend910a.accel-dra.dev.yaml",
@@ -64,14 +64,14 @@ func TestTheContractsModelAndShapeClassesAreGenerated(t *testing.T) {
 // the catalogue's shapes are the partition templates of the model, and
 // each template's name is the shape's (or starts with its prefix).
 func TestTheCataloguesShapesAreThePartitionTemplatesTheAgentPublishes(t *testing.T) {
-	for _, v := range vendors.All() {
+	for _, v := range all.Vendors() {
 		for _, m := range v.Models() {
 			t.Run(m.Name, func(t *testing.T) {
 				// Two memory sizes: a prefix shape must hold for both, an
 				// exact one must not depend on the memory.
 				for _, memory := range []int64{16 << 30, 23308 << 20} {
 					chip := inventory.Chip{Vendor: v.Names().Vendor, Model: m.Name, Cores: 48, MemoryBytes: memory}
-					pm, ok := partitions.ModelOf(chip)
+					pm, ok := partitions.ModelOf(all.Registry(), chip)
 					require.Equal(t, len(m.Shapes) > 0, ok)
 					require.Len(t, m.Shapes, len(pm.Templates))
 					for i, tpl := range pm.Templates {
@@ -127,6 +127,6 @@ func TestVerifyNamesEveryFileThatDiffers(t *testing.T) {
 func TestAClassNameTakenByATopLevelClassStopsTheGenerator(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "mlu590.accel-dra.dev.yaml"), []byte("{}\n"), 0o644))
-	_, err := Generate(dir)
+	_, err := Generate(all.Registry(), dir)
 	require.ErrorContains(t, err, "DeviceClass mlu590.accel-dra.dev of vendor cambricon: the name is taken by")
 }

@@ -36,15 +36,15 @@ func newNode(t *testing.T, profileName string, adjust func(*inventory.Inventory)
 	if os.Geteuid() != 0 {
 		t.Skip("faking device nodes needs root (mknod)")
 	}
-	p, err := profile.Load(profileName)
+	p, err := profile.Load(registry, profileName)
 	require.NoError(t, err)
-	inv, err := profilenode.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New(registry, "node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	if adjust != nil {
 		adjust(&inv)
 	}
 	root := t.TempDir()
-	require.NoError(t, devicefaker.Create(context.Background(), root, inv))
+	require.NoError(t, devicefaker.Create(context.Background(), registry, root, inv))
 	return node{inv: inv, root: root}
 }
 
@@ -74,7 +74,7 @@ func (n node) claim(uid types.UID, vendor inventory.Vendor, indices ...int) cdi.
 	}
 	chips := n.inv.ChipsOf(vendor)
 	for _, i := range indices {
-		c.Devices = append(c.Devices, cdi.Device{Name: fmt.Sprintf("%s-%d", vendors.NamesOf(vendor).DevicePrefix, i), Chip: chips[i]})
+		c.Devices = append(c.Devices, cdi.Device{Name: fmt.Sprintf("%s-%d", registry.NamesOf(vendor).DevicePrefix, i), Chip: chips[i]})
 	}
 	return c
 }
@@ -88,7 +88,7 @@ func (n node) writer(t *testing.T) (*cdi.Writer, string) {
 func (n node) writerWith(t *testing.T, visibleDevicesEnv string) (*cdi.Writer, string) {
 	t.Helper()
 	specDir := t.TempDir()
-	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: specDir, HostRoot: n.root, VisibleDevicesEnv: visibleDevicesEnv})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: specDir, HostRoot: n.root, VisibleDevicesEnv: visibleDevicesEnv})
 	require.NoError(t, err)
 	return w, specDir
 }
@@ -151,8 +151,8 @@ func inject(t *testing.T, dir string, ids ...string) *oci.Spec {
 	return spec
 }
 
-// vendorOf is the registered vendor of inventory value v.
+// vendorOf is the vendor of inventory value v in the registry.
 func vendorOf(v inventory.Vendor) vendors.Vendor {
-	x, _ := vendors.Lookup(v)
+	x, _ := registry.Lookup(v)
 	return x
 }

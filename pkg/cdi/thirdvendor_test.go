@@ -23,16 +23,24 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
 )
 
+// withAcme is the real vendors and the test-only ACME, as the main of a
+// binary serving all three would build its registry.
+func withAcme(t *testing.T) vendors.Registry {
+	r, err := registry.With(vendortest.Acme{})
+	require.NoError(t, err)
+	return r
+}
+
 // TestAThirdVendorNeedsOnlyItsPackageAndARegistration is the evidence that
 // adding a vendor edits no generic package: with the test-only ACME vendor
-// registered, discovery finds its chips, the slice builder names and
+// in the registry, discovery finds its chips, the slice builder names and
 // describes them, the device faker fakes its driver files and the CDI
 // writer writes its spec, all from what the vendor object says.
 func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("faking device nodes needs root (mknod)")
 	}
-	defer vendors.Register(vendortest.Acme{})()
+	registry := withAcme(t)
 	ctx := context.Background()
 
 	// A node with two ACME chips and nothing else.
@@ -41,24 +49,24 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	for _, f := range []string{"acme0", "acme1", "acme_ctl"} {
 		require.NoError(t, os.WriteFile(filepath.Join(found, "dev", f), nil, 0o644))
 	}
-	inv, err := source.Discover(ctx, source.Options{Root: found, ToolOutput: t.TempDir(), Vendors: []string{vendortest.Option}})
+	inv, err := source.Discover(ctx, source.Options{Registry: registry, Root: found, ToolOutput: t.TempDir(), Vendors: []string{vendortest.Option}})
 	require.NoError(t, err)
 	require.Equal(t, []inventory.Vendor{vendortest.Vendor}, inv.Vendors())
 	require.Len(t, inv.ChipsOf(vendortest.Vendor), 2)
 
-	devices, _ := resourceslices.DevicesFor(inv, vendortest.Vendor, resourceslices.Options{})
+	devices, _ := resourceslices.DevicesFor(registry, inv, vendortest.Vendor, resourceslices.Options{})
 	require.Len(t, devices, 2)
 	require.Equal(t, "xpu-1", devices[1].Name, "named with the vendor's device prefix")
 	require.Equal(t, "xpu", *devices[1].Attributes["accel-dra.dev/family"].StringValue)
 	require.Equal(t, "acme", *devices[1].Attributes["accel-dra.dev/vendor"].StringValue)
-	require.Contains(t, resourceslices.DriverResourcesFor("node-0", inv, resourceslices.Options{}), vendortest.Driver, "published by the vendor's driver")
+	require.Contains(t, resourceslices.DriverResourcesFor(registry, "node-0", inv, resourceslices.Options{}), vendortest.Driver, "published by the vendor's driver")
 
 	root := t.TempDir()
-	require.NoError(t, devicefaker.Create(ctx, root, inv))
+	require.NoError(t, devicefaker.Create(ctx, registry, root, inv))
 	require.FileExists(t, filepath.Join(root, "usr/lib/acme/libacme.so"), "the vendor's fake driver files")
 
 	specDir := t.TempDir()
-	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: specDir, HostRoot: root})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: specDir, HostRoot: root})
 	require.NoError(t, err)
 	uid := types.UID("a0000000-0000-4000-8000-00000000000a")
 	chips := inv.ChipsOf(vendortest.Vendor)
@@ -92,7 +100,7 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 // too: its devices in --chip-modes, its tool's path flag, and its chips in
 // a hardware profile.
 func TestAThirdVendorHasChipModesAToolPathAndProfiles(t *testing.T) {
-	defer vendors.Register(vendortest.Acme{})()
+	registry := withAcme(t)
 	ctx := context.Background()
 
 	// A profile node of two ACME chips.
@@ -109,7 +117,7 @@ chips:
   linkType: pcie
   driverVersion: 1.2.3
 `), 0o644))
-	inv, err := source.Discover(ctx, source.Options{Profile: profile, NodeName: "node-0"})
+	inv, err := source.Discover(ctx, source.Options{Registry: registry, Profile: profile, NodeName: "node-0"})
 	require.NoError(t, err)
 	chips := inv.ChipsOf(vendortest.Vendor)
 	require.Len(t, chips, 2)
@@ -117,24 +125,31 @@ chips:
 	require.Equal(t, []string{vendortest.CtlNode}, inv.SharedDeviceNodes[vendortest.Vendor])
 
 	// --chip-modes takes the vendor's device prefix.
-	policy, err := partitions.ParsePolicy("xpu-1=Shared")
+	policy, err := partitions.ParsePolicy(registry, "xpu-1=Shared")
 	require.NoError(t, err)
-	devices, _ := resourceslices.DevicesFor(inv, vendortest.Vendor, resourceslices.Options{Policy: policy})
+	devices, _ := resourceslices.DevicesFor(registry, inv, vendortest.Vendor, resourceslices.Options{Policy: policy})
 	require.Len(t, devices, 2)
 	require.Nil(t, devices[0].AllowMultipleAllocations, "xpu-0 is Whole")
 	require.True(t, *devices[1].AllowMultipleAllocations, "xpu-1 is Shared")
-	_, err = partitions.ParsePolicy("gpu-0=Shared")
+	_, err = partitions.ParsePolicy(registry, "gpu-0=Shared")
 	require.ErrorContains(t, err, `"gpu-0" is not a chip device name (xpu-N, npu-N, mlu-N, xpu-*, npu-* or mlu-*)`)
 
 	// --acme-smi sets the path the vendor's tool runs from.
 	tool := filepath.Join(t.TempDir(), "acme-smi")
 	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\necho acme-smi \"$@\"\n"), 0o755))
 	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
-	o := source.Options{Tools: map[string]string{}}
-	source.AddToolFlags(fs, o.Tools, true)
+	o := source.Options{Registry: registry, Tools: map[string]string{}}
+	source.AddToolFlags(fs, registry, o.Tools, true)
 	require.NoError(t, fs.Parse([]string{"--acme-smi=" + tool}))
 	require.Equal(t, "ACCEL_DRA_ACME_SMI", flagenv.Var(fs.Lookup(vendortest.Tool)))
 	out, err := discovery.ExecRunner{Tools: o.ToolPaths()}.Run(ctx, vendortest.Tool, "info")
 	require.NoError(t, err)
 	require.Equal(t, "acme-smi info\n", string(out))
+
+	// The help and errors that list vendors list it too.
+	acme := vendors.MustRegistry(vendortest.Acme{})
+	require.Equal(t, "serve only these vendors' chips: acme (comma list); default: every vendor found", source.VendorsHelp(acme))
+	require.Contains(t, cdi.VisibleDevicesEnvHelp(acme), "whether CDI specs set ACME_VISIBLE_DEVICES, which the vendors' container runtimes react to by injecting the chips again: auto sets them; set; omit")
+	require.EqualError(t, source.NoChipsError(acme, nil, "/host"), "no acme chips found under /host: nothing to serve")
+	require.Contains(t, cdi.VisibleDevicesEnvHelp(registry), "auto leaves ASCEND_VISIBLE_DEVICES out where ascend-docker-runtime is installed")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -33,6 +34,28 @@ const (
 // VisibleDevicesEnvValues lists the valid values, for flag help.
 var VisibleDevicesEnvValues = []string{VisibleDevicesAuto, VisibleDevicesSet, VisibleDevicesOmit}
 
+// VisibleDevicesEnvHelp is the usage of the --visible-devices-env flag for
+// the vendors of reg: their visible-devices variables and container
+// runtimes.
+func VisibleDevicesEnvHelp(reg vendors.Registry) string {
+	var vars, auto []string
+	for _, v := range reg.All() {
+		e := v.CDI()
+		vars = append(vars, e.VisibleEnv)
+		if e.Runtime != nil {
+			auto = append(auto, e.VisibleEnv+" out where "+e.Runtime.Name)
+		}
+	}
+	help := "whether CDI specs set " + strings.Join(vars, " and ") +
+		", which the vendors' container runtimes react to by injecting the chips again: auto "
+	if len(auto) > 0 {
+		help += "leaves " + strings.Join(auto, " and ") + " is installed or configured on the node and sets them otherwise"
+	} else {
+		help += "sets them"
+	}
+	return help + "; set; omit (the chips' facts stay in the DRA_DEVICE_* variables and the device metadata file)"
+}
+
 // RuntimeFound reports whether vendor v's container runtime
 // (vendors.CDIEdits.Runtime) is installed or configured on the node whose
 // root the process sees at root, and the file that shows it.
@@ -57,14 +80,15 @@ func RuntimeFound(v vendors.Vendor, root string) (bool, string) {
 	return false, ""
 }
 
-// omittedVisibleEnv resolves mode into the vendors whose visible-devices
-// variable the specs leave out, and logs a vendor runtime that decided it.
-func omittedVisibleEnv(ctx context.Context, mode, root string) (map[inventory.Vendor]bool, error) {
+// omittedVisibleEnv resolves mode into the vendors of reg whose
+// visible-devices variable the specs leave out, and logs a vendor runtime
+// that decided it.
+func omittedVisibleEnv(ctx context.Context, reg vendors.Registry, mode, root string) (map[inventory.Vendor]bool, error) {
 	if err := ValidateVisibleDevicesEnv(mode); err != nil {
 		return nil, err
 	}
 	omit := map[inventory.Vendor]bool{}
-	for _, x := range vendors.All() {
+	for _, x := range reg.All() {
 		n, edits := x.Names(), x.CDI()
 		switch mode {
 		case "", VisibleDevicesAuto:

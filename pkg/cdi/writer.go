@@ -75,6 +75,9 @@ type Config struct {
 	// VisibleDevicesSet or VisibleDevicesOmit. A vendor runtime still
 	// configured on the node acts on the variable (see vendorruntime.go).
 	VisibleDevicesEnv string
+	// Registry has the vendors the node serves: the visible-devices
+	// variables of all of them are reserved in every claim.
+	Registry vendors.Registry
 }
 
 // Writer writes and removes the CDI specs of claims. It is safe for
@@ -87,7 +90,7 @@ type Writer struct {
 	// specs leave out.
 	omitVisible map[inventory.Vendor]bool
 	// reserved are the variables configuration may not set besides the
-	// DRA_ ones (vendors.ReservedEnv).
+	// DRA_ ones (vendors.Registry.ReservedEnv).
 	reserved []string
 }
 
@@ -95,6 +98,11 @@ type Writer struct {
 // logging what it decided to ctx's logger. With VisibleDevicesAuto it
 // looks for the vendors' runtimes under VisibleRoot once, here.
 func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
+	if len(cfg.Registry.All()) == 0 {
+		// Without vendors no variable would be reserved: refuse rather
+		// than write specs a config could fake chips into.
+		return nil, errors.New("creating the CDI writer: Config.Registry has no vendors (main builds it from pkg/vendors/all)")
+	}
 	if cfg.SpecDir == "" {
 		cfg.SpecDir = cdiapi.DefaultDynamicDir
 	}
@@ -117,12 +125,12 @@ func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CDI cache for %s: %w", cfg.SpecDir, err)
 	}
-	omit, err := omittedVisibleEnv(ctx, cfg.VisibleDevicesEnv, cfg.VisibleRoot)
+	omit, err := omittedVisibleEnv(ctx, cfg.Registry, cfg.VisibleDevicesEnv, cfg.VisibleRoot)
 	if err != nil {
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", omit)
-	return &Writer{cfg: cfg, cache: cache, omitVisible: omit, reserved: vendors.ReservedEnv()}, nil
+	return &Writer{cfg: cfg, cache: cache, omitVisible: omit, reserved: cfg.Registry.ReservedEnv()}, nil
 }
 
 // SpecDir is the directory the specs are written to.

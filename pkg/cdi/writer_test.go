@@ -375,7 +375,7 @@ func TestDriverFilesAreMountedOnlyWhereTheyExistOnTheHost(t *testing.T) {
 func TestWithTheDefaultHostRootHostPathsAreTheContainerPaths(t *testing.T) {
 	n := newNode(t, "mlu270", nil)
 	dir := t.TempDir()
-	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: dir})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: dir})
 	require.NoError(t, err)
 	_, err = w.Write(context.Background(), n.claim(uid, cambricon.Vendor, 1))
 	require.NoError(t, err)
@@ -394,7 +394,7 @@ func TestAPluginInAContainerChecksFilesUnderItsMountButWritesNodePaths(t *testin
 	// plugin's container, the runtime sees it at /.
 	n := newNode(t, "atlas-800t-a2", nil)
 	dir := t.TempDir()
-	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: dir, HostRoot: "/", VisibleRoot: n.root})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: dir, HostRoot: "/", VisibleRoot: n.root})
 	require.NoError(t, err)
 	_, err = w.Write(context.Background(), n.claim(uid, ascend.Vendor, 0))
 	require.NoError(t, err)
@@ -622,7 +622,7 @@ func TestAWriteThatFailsLeavesNoFileBehindAndTheRetrySucceeds(t *testing.T) {
 			require.NoError(t, unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"))
 			// Registered after TempDir, so it runs before the removal.
 			t.Cleanup(func() { require.NoError(t, unix.Unmount(dir, 0)) })
-			w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: dir, HostRoot: n.root})
+			w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: dir, HostRoot: n.root})
 			require.NoError(t, err)
 			const otherUID = types.UID("0a1b2c3d-0000-4000-8000-000000000001")
 			_, err = w.Write(context.Background(), n.claim(otherUID, ascend.Vendor, 0))
@@ -738,6 +738,13 @@ func TestAscendRuntimeIsFoundByItsBinaryOrTheRuntimeConfiguration(t *testing.T) 
 }
 
 func TestAnUnknownVisibleDevicesEnvModeIsAnError(t *testing.T) {
-	_, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: t.TempDir(), HostRoot: t.TempDir(), VisibleDevicesEnv: "sometimes"})
+	_, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: t.TempDir(), HostRoot: t.TempDir(), VisibleDevicesEnv: "sometimes"})
 	require.EqualError(t, err, `visible-devices env mode "sometimes" is not one of [auto set omit]`)
+}
+
+// A writer without vendors would reserve no visible-devices variable, so
+// a config could name chips the claim was not given: it is refused.
+func TestAWriterWithoutVendorsIsAnError(t *testing.T) {
+	_, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: t.TempDir(), HostRoot: t.TempDir()})
+	require.EqualError(t, err, "creating the CDI writer: Config.Registry has no vendors (main builds it from pkg/vendors/all)")
 }

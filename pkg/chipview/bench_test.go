@@ -44,7 +44,7 @@ func BenchmarkChipsView1000Nodes(b *testing.B) {
 	b.ResetTimer()
 	b.ReportAllocs()
 	for b.Loop() {
-		v, err := chipview.Build(snap, chipview.Options{})
+		v, err := chipview.Build(snap, chipview.Options{Registry: registry})
 		require.NoError(b, err)
 		require.Len(b, v.Chips, 8000)
 		chipview.Summarize(v.Chips, true)

@@ -139,6 +139,9 @@ type OtherPool struct {
 
 // Options filter the view.
 type Options struct {
+	// Registry names our vendors' drivers; slices of other drivers are
+	// listed, not interpreted.
+	Registry vendors.Registry
 	// Node limits the view to one node; an error if no slice names it.
 	Node string
 }
@@ -186,7 +189,7 @@ func Build(snap *livecluster.Snapshot, opts Options) (*View, error) {
 		nodeSeen = true
 		our, known := ours[s.Spec.Driver]
 		if !known {
-			_, our = vendors.ByDriver(s.Spec.Driver)
+			_, our = opts.Registry.ByDriver(s.Spec.Driver)
 			ours[s.Spec.Driver] = our
 		}
 		if !our {

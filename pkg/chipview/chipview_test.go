@@ -25,7 +25,7 @@ const (
 // unhealthy.
 func nodeSlices(t testing.TB, node, prof, modes string, unhealthy ...int) []resourceapi.ResourceSlice {
 	t.Helper()
-	s, err := liveclustertest.ProfileSlices(node, prof, modes, unhealthy...)
+	s, err := liveclustertest.ProfileSlices(registry, node, prof, modes, unhealthy...)
 	require.NoError(t, err)
 	return s
 }
@@ -198,7 +198,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			snap := &livecluster.Snapshot{Slices: append(append([]resourceapi.ResourceSlice{}, a2...), mlu...), Claims: tc.claims}
-			v, err := chipview.Build(snap, chipview.Options{})
+			v, err := chipview.Build(snap, chipview.Options{Registry: registry})
 			require.NoError(t, err)
 			require.Len(t, v.Chips, 16, "8 chips of the Atlas 800T A2, 8 of the MLU370-X8 node")
 			for _, c := range v.Chips {
@@ -238,7 +238,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 
 func TestAChipShowsItsModelMemoryLinkGroupAndTaints(t *testing.T) {
 	snap := &livecluster.Snapshot{Slices: nodeSlices(t, "train-0", "atlas-800-910a", "", 5)}
-	v, err := chipview.Build(snap, chipview.Options{})
+	v, err := chipview.Build(snap, chipview.Options{Registry: registry})
 	require.NoError(t, err)
 	require.Len(t, v.Chips, 8)
 	c := chipByDevice(t, v, "train-0", "npu-5")
@@ -262,7 +262,7 @@ func TestOtherDriversAreListedByPoolAndNotInterpreted(t *testing.T) {
 			Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}},
 	}
 	snap := &livecluster.Snapshot{Slices: append(nodeSlices(t, "infer-0", "mlu370-x8", ""), other)}
-	v, err := chipview.Build(snap, chipview.Options{})
+	v, err := chipview.Build(snap, chipview.Options{Registry: registry})
 	require.NoError(t, err)
 	require.Len(t, v.Chips, 8, "only our chips are rows")
 	require.Equal(t, []chipview.OtherPool{{Driver: "gpu.example.com", Pool: "infer-0", Node: "infer-0", Slices: 1, Devices: 2}}, v.OtherDrivers)
@@ -275,7 +275,7 @@ func TestSlicesOfAnOlderPoolGenerationAreSkipped(t *testing.T) {
 		current[i].Name += "-new"
 		current[i].Spec.Pool.Generation = 2
 	}
-	v, err := chipview.Build(&livecluster.Snapshot{Slices: append(old, current...)}, chipview.Options{})
+	v, err := chipview.Build(&livecluster.Snapshot{Slices: append(old, current...)}, chipview.Options{Registry: registry})
 	require.NoError(t, err)
 	require.Len(t, v.Chips, 8, "each chip once")
 	for _, c := range v.Chips {
@@ -285,14 +285,14 @@ func TestSlicesOfAnOlderPoolGenerationAreSkipped(t *testing.T) {
 
 func TestNodeLimitsTheViewAndAnUnknownNodeIsAnError(t *testing.T) {
 	snap := &livecluster.Snapshot{Slices: append(nodeSlices(t, "a2-0", "atlas-800t-a2", ""), nodeSlices(t, "infer-0", "mlu370-x8", "")...)}
-	v, err := chipview.Build(snap, chipview.Options{Node: "infer-0"})
+	v, err := chipview.Build(snap, chipview.Options{Registry: registry, Node: "infer-0"})
 	require.NoError(t, err)
 	require.Len(t, v.Chips, 8)
 	for _, c := range v.Chips {
 		require.Equal(t, "infer-0", c.Node)
 		require.Equal(t, cambricon, c.Driver)
 	}
-	_, err = chipview.Build(snap, chipview.Options{Node: "nope"})
+	_, err = chipview.Build(snap, chipview.Options{Registry: registry, Node: "nope"})
 	require.EqualError(t, err, `no ResourceSlice is published for node "nope": the node does not exist or no DRA driver runs there (accel-dra chips without --node lists the nodes that have chips)`)
 }
 
@@ -305,7 +305,7 @@ func TestTheSummaryCountsChipsPerModel(t *testing.T) {
 		claim("ml", "serve", []resourceapi.DeviceRequestAllocationResult{result(cambricon, "infer-0", "mlu-3")}, prepared),
 		claim("mon", "watch", []resourceapi.DeviceRequestAllocationResult{admin(result(cambricon, "infer-0", "mlu-4"))}, prepared),
 	}
-	v, err := chipview.Build(&livecluster.Snapshot{Slices: slices, Claims: claims}, chipview.Options{})
+	v, err := chipview.Build(&livecluster.Snapshot{Slices: slices, Claims: claims}, chipview.Options{Registry: registry})
 	require.NoError(t, err)
 	require.Equal(t, []chipview.ModelSummary{
 		// a2-0: npu-0 partly held, npu-7 unhealthy; a2-1: npu-0 and

@@ -10,9 +10,10 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/chipview"
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-func newChipsCommand() *cobra.Command {
+func newChipsCommand(reg vendors.Registry) *cobra.Command {
 	var node, output string
 	var summary bool
 	cmd := &cobra.Command{
@@ -71,7 +72,7 @@ the chart grants what it reads.`,
 		if err != nil {
 			return err
 		}
-		view, err := chipview.Build(snap, chipview.Options{Node: node})
+		view, err := chipview.Build(snap, chipview.Options{Registry: reg, Node: node})
 		if err != nil {
 			return err
 		}

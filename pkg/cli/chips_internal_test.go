@@ -22,7 +22,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/chipview"
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 	"github.com/accel-dra/accel-dra/pkg/livecluster/liveclustertest"
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 // fakeCluster is a fake cluster with two nodes: mlu270-0 (4 MLU270,
@@ -38,7 +38,7 @@ func fakeCluster(t *testing.T) *fake.Clientset {
 		node, profile, modes string
 		unhealthy            []int
 	}{{"mlu270-0", "mlu270", "", []int{3}}, {"a2-0", "atlas-800t-a2", "npu-0=Partitioned,npu-1=Shared", nil}} {
-		slices, err := liveclustertest.ProfileSlices(n.node, n.profile, n.modes, n.unhealthy...)
+		slices, err := liveclustertest.ProfileSlices(all.Registry(), n.node, n.profile, n.modes, n.unhealthy...)
 		require.NoError(t, err)
 		for i := range slices {
 			objs = append(objs, &slices[i])
@@ -95,7 +95,7 @@ func useFakeCluster(t *testing.T, objs ...runtime.Object) *fake.Clientset {
 // runCLI runs the command line and returns stdout and stderr.
 func runCLI(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := NewRootCommand()
+	cmd := NewRootCommand(all.Registry())
 	var out, errOut bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
@@ -232,7 +232,7 @@ func TestTheCommandIsNamedAfterHowItWasInvoked(t *testing.T) {
 		{"./bin/accel-dra", "accel-dra chips [--node NAME]"},
 	} {
 		t.Run(tc.argv0, func(t *testing.T) {
-			cmd := NewRootCommand()
+			cmd := NewRootCommand(all.Registry())
 			SetInvokedAs(cmd, tc.argv0)
 			var out bytes.Buffer
 			cmd.SetOut(&out)

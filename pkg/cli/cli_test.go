@@ -18,7 +18,7 @@ import (
 // run executes the accel-dra command line as main does.
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := cli.NewRootCommand()
+	cmd := cli.NewRootCommand(registry)
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)

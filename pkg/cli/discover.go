@@ -25,18 +25,19 @@ import (
 )
 
 // NewRootCommand returns the accel-dra command with its subcommands.
-func NewRootCommand() *cobra.Command {
+// NewRootCommand is the accel-dra command for the vendors of reg.
+func NewRootCommand(reg vendors.Registry) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "accel-dra",
 		Short:         "Inspect Ascend and Cambricon accelerators as Kubernetes DRA devices",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDiscoverCommand(), newSimulateCommand(), newChipsCommand(), newWhyCommand())
+	root.AddCommand(newDiscoverCommand(reg), newSimulateCommand(reg), newChipsCommand(reg), newWhyCommand(reg))
 	return root
 }
 
-func newDiscoverCommand() *cobra.Command {
+func newDiscoverCommand(reg vendors.Registry) *cobra.Command {
 	var rootDir, profileName, nodeName, output, toolOutput, chipModes string
 	libraries := map[string]string{}
 	cmd := &cobra.Command{
@@ -63,11 +64,11 @@ what read it (libdcmi.so and the call, an npu-smi command, sysfs, a file).`,
   accel-dra discover --profile atlas-800t-a2 --chip-modes Partitioned -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			policy, err := partitions.ParsePolicy(chipModes)
+			policy, err := partitions.ParsePolicy(reg, chipModes)
 			if err != nil {
 				return fmt.Errorf("--chip-modes: %w", err)
 			}
-			inv, err := source.Discover(cmd.Context(), source.Options{Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput, Libraries: libraries})
+			inv, err := source.Discover(cmd.Context(), source.Options{Registry: reg, Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput, Libraries: libraries})
 			if err != nil {
 				return err
 			}
@@ -82,7 +83,7 @@ what read it (libdcmi.so and the call, an npu-smi command, sysfs, a file).`,
 				}
 				policy.NoPartitions = true
 			}
-			return printInventory(cmd.OutOrStdout(), output, nodeName, inv, resourceslices.Options{Policy: policy})
+			return printInventory(cmd.OutOrStdout(), reg, output, nodeName, inv, resourceslices.Options{Policy: policy})
 		},
 	}
 	host, _ := os.Hostname()
@@ -92,12 +93,12 @@ what read it (libdcmi.so and the call, an npu-smi command, sysfs, a file).`,
 	cmd.Flags().StringVar(&nodeName, "node-name", host, "node name used for the pool and slice names")
 	cmd.Flags().StringVar(&chipModes, "chip-modes", "", partitions.PolicyHelp+" (the node agent's --chip-modes)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, yaml, json, or sources (which backend read each fact of each chip: the vendor's library, its tool, sysfs)")
-	source.AddLibraryFlags(cmd.Flags(), libraries, false, " (the node agent's flag of the same name; none with --tool-output)")
+	source.AddLibraryFlags(cmd.Flags(), reg, libraries, false, " (the node agent's flag of the same name; none with --tool-output)")
 	cmd.MarkFlagsMutuallyExclusive("root", "profile")
 	return cmd
 }
 
-func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventory, opts resourceslices.Options) error {
+func printInventory(w io.Writer, reg vendors.Registry, format, nodeName string, inv inventory.Inventory, opts resourceslices.Options) error {
 	switch format {
 	case "table":
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -112,21 +113,21 @@ func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventor
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%dMi\t%d\t%s\t%s\t%s\t%t\n", device, c.Vendor, c.Model,
 						memory>>20, cores, c.LinkGroup, numa, c.PCIBusID, c.Healthy)
 				}
-				row(vendors.ChipDeviceName(c), c.MemoryBytes, int64(c.Cores))
+				row(reg.ChipDeviceName(c), c.MemoryBytes, int64(c.Cores))
 				// The partition devices the slices hold (resourceslices
 				// publishes the same slots), with their own memory and cores.
 				if opts.Policy.ModeOf(c) == partitions.ModePartitioned {
-					for _, s := range partitions.Slots(c) {
-						row(vendors.PartitionDeviceName(c, s), s.Template.MemoryBytes, s.Template.Cores)
+					for _, s := range partitions.Slots(reg, c) {
+						row(reg.PartitionDeviceName(c, s), s.Template.MemoryBytes, s.Template.Cores)
 					}
 				}
 			}
 		}
 		return tw.Flush()
 	case "sources":
-		return printSources(w, inv)
+		return printSources(w, reg, inv)
 	case "yaml":
-		for _, s := range resourceslices.SlicesFor(nodeName, inv, opts) {
+		for _, s := range resourceslices.SlicesFor(reg, nodeName, inv, opts) {
 			b, err := yaml.Marshal(s)
 			if err != nil {
 				return fmt.Errorf("encoding ResourceSlice %s: %w", s.Name, err)
@@ -137,7 +138,7 @@ func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventor
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": resourceslices.SlicesFor(nodeName, inv, opts)})
+		return enc.Encode(map[string]any{"apiVersion": "v1", "kind": "List", "items": resourceslices.SlicesFor(reg, nodeName, inv, opts)})
 	}
 	return fmt.Errorf("--output %q: must be table, yaml or json", format)
 }
@@ -145,12 +146,12 @@ func printInventory(w io.Writer, format, nodeName string, inv inventory.Inventor
 // printSources prints which backend read each fact of each chip
 // (inventory.Chip.Sources), facts sorted by name; a chip whose backend
 // records none (a simulated node) says so.
-func printSources(w io.Writer, inv inventory.Inventory) error {
+func printSources(w io.Writer, reg vendors.Registry, inv inventory.Inventory) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEVICE\tFACT\tREAD BY")
 	for _, v := range inv.Vendors() {
 		for _, c := range inv.ChipsOf(v) {
-			device := vendors.ChipDeviceName(c)
+			device := reg.ChipDeviceName(c)
 			if len(c.Sources) == 0 {
 				fmt.Fprintf(tw, "%s\t*\tnot recorded (simulated node)\n", device)
 				continue

@@ -12,9 +12,10 @@ import (
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-func newSimulateCommand() *cobra.Command {
+func newSimulateCommand(reg vendors.Registry) *cobra.Command {
 	var clusterFile, output, chipModes string
 	var files []string
 	var explainAll bool
@@ -52,7 +53,7 @@ object or node.`,
   accel-dra simulate --cluster demo/cluster.yaml --chip-modes Partitioned -f deployments/helm/accel-dra/deviceclasses -f pkg/simulate/testdata/partition-claims.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			policy, err := partitions.ParsePolicy(chipModes)
+			policy, err := partitions.ParsePolicy(reg, chipModes)
 			if err != nil {
 				return fmt.Errorf("--chip-modes: %w", err)
 			}
@@ -64,7 +65,7 @@ object or node.`,
 			if err != nil {
 				return err
 			}
-			cluster, err := simulate.BuildCluster(cmd.Context(), c, simulate.ClusterOptions{Policy: policy})
+			cluster, err := simulate.BuildCluster(cmd.Context(), c, simulate.ClusterOptions{Registry: reg, Policy: policy})
 			if err != nil {
 				return fmt.Errorf("%s: %w", clusterFile, err)
 			}

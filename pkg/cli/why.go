@@ -7,10 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/why"
 )
 
-func newWhyCommand() *cobra.Command {
+func newWhyCommand(reg vendors.Registry) *cobra.Command {
 	var agentSelector string
 	var conn *livecluster.Flags
 	cmd := &cobra.Command{
@@ -59,7 +60,7 @@ be reached or refuses the read (bind the ClusterRole ` + livecluster.ViewerRole 
 			if err != nil {
 				return err
 			}
-			lines, err := why.Explain(cmd.Context(), c, target, why.Options{Namespace: c.Namespace, AllNamespaces: conn.AllNamespaces, AgentSelector: agentSelector})
+			lines, err := why.Explain(cmd.Context(), c, target, why.Options{Namespace: c.Namespace, AllNamespaces: conn.AllNamespaces, AgentSelector: agentSelector, Registry: reg})
 			if err != nil {
 				return err
 			}

@@ -64,7 +64,7 @@ type file struct {
 // or a device with other numbers) is an error rather than replaced, so a
 // mistaken root never overwrites real device files. Creating device nodes
 // needs root (CAP_MKNOD); without it Create fails with an error saying so.
-func Create(ctx context.Context, root string, inv inventory.Inventory) error {
+func Create(ctx context.Context, reg vendors.Registry, root string, inv inventory.Inventory) error {
 	logger := klog.FromContext(ctx)
 	root = filepath.Clean(root)
 	if root == "" || root == "." || root == string(filepath.Separator) {
@@ -86,7 +86,7 @@ func Create(ctx context.Context, root string, inv inventory.Inventory) error {
 
 	var files []file
 	for _, v := range inv.Vendors() {
-		vf, err := driverFiles(v, inv.ChipsOf(v))
+		vf, err := driverFiles(reg, v, inv.ChipsOf(v))
 		if err != nil {
 			return err
 		}
@@ -125,10 +125,10 @@ func deviceNodes(inv inventory.Inventory) ([]string, error) {
 	return nodes, nil
 }
 
-// driverFiles lists the fake driver installation of a vendor: the paths
-// pkg/cdi mounts (see the vendor's CDI edits for their sources).
-func driverFiles(v inventory.Vendor, chips []inventory.Chip) ([]file, error) {
-	x, ok := vendors.Lookup(v)
+// driverFiles lists the fake driver installation of vendor v of reg: the
+// paths pkg/cdi mounts (see the vendor's CDI edits for their sources).
+func driverFiles(reg vendors.Registry, v inventory.Vendor, chips []inventory.Chip) ([]file, error) {
+	x, ok := reg.Lookup(v)
 	if !ok {
 		return nil, fmt.Errorf("creating fake driver files: unknown vendor %q", v)
 	}

@@ -21,9 +21,9 @@ import (
 
 func inventoryOf(t *testing.T, profileName string) inventory.Inventory {
 	t.Helper()
-	p, err := profile.Load(profileName)
+	p, err := profile.Load(registry, profileName)
 	require.NoError(t, err)
-	inv, err := profilenode.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New(registry, "node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	return inv
 }
@@ -64,7 +64,7 @@ func TestCreateMakesEveryDeviceNodeANullCharacterDevice(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			inv := inventoryOf(t, name)
 			root := t.TempDir()
-			require.NoError(t, devicefaker.Create(context.Background(), root, inv))
+			require.NoError(t, devicefaker.Create(context.Background(), registry, root, inv))
 
 			nodes := allNodes(inv)
 			require.NotEmpty(t, nodes)
@@ -99,7 +99,7 @@ func TestCreateWritesTheDriverFilesOfTheVendorsPresent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			require.NoError(t, devicefaker.Create(context.Background(), root, inventoryOf(t, tt.profile)))
+			require.NoError(t, devicefaker.Create(context.Background(), registry, root, inventoryOf(t, tt.profile)))
 			for _, p := range tt.want {
 				_, err := os.Stat(filepath.Join(root, p))
 				require.NoError(t, err, "%s exists", p)
@@ -121,7 +121,7 @@ func TestCreateWritesTheDriverFilesOfTheVendorsPresent(t *testing.T) {
 func TestTheFakeVendorToolsRunAndSayTheyAreFake(t *testing.T) {
 	requireRoot(t)
 	root := t.TempDir()
-	require.NoError(t, devicefaker.Create(context.Background(), root, inventoryOf(t, "mixed-910b-mlu370")))
+	require.NoError(t, devicefaker.Create(context.Background(), registry, root, inventoryOf(t, "mixed-910b-mlu370")))
 	for _, tool := range []string{"/usr/local/bin/npu-smi", "/usr/bin/cnmon"} {
 		out, err := exec.Command(filepath.Join(root, tool), "info").CombinedOutput()
 		require.NoError(t, err, tool)
@@ -133,9 +133,9 @@ func TestASecondCreateChangesNothing(t *testing.T) {
 	requireRoot(t)
 	inv := inventoryOf(t, "mixed-910b-mlu370")
 	root := t.TempDir()
-	require.NoError(t, devicefaker.Create(context.Background(), root, inv))
+	require.NoError(t, devicefaker.Create(context.Background(), registry, root, inv))
 	before := snapshot(t, root)
-	require.NoError(t, devicefaker.Create(context.Background(), root, inv))
+	require.NoError(t, devicefaker.Create(context.Background(), registry, root, inv))
 	require.Equal(t, before, snapshot(t, root))
 }
 
@@ -204,7 +204,7 @@ func TestCreateRefusesWhatCouldDamageARealNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := devicefaker.Create(context.Background(), tt.root(t), tt.inv)
+			err := devicefaker.Create(context.Background(), registry, tt.root(t), tt.inv)
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}

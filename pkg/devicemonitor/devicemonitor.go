@@ -64,7 +64,7 @@ type vendorState struct {
 func New(cfg Config) (*Monitor, error) {
 	m := &Monitor{cfg: cfg}
 	for _, t := range cfg.Targets {
-		if _, err := source.VendorOption(t.Vendor()); err != nil {
+		if _, err := source.VendorOption(cfg.Discovery.Registry, t.Vendor()); err != nil {
 			return nil, fmt.Errorf("device monitor: %w", err)
 		}
 		m.vendors = append(m.vendors, vendorState{target: t, last: cfg.Initial.Only(t.Vendor())})
@@ -130,7 +130,7 @@ func (m *Monitor) poll(ctx context.Context, vs *vendorState) error {
 	pollCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	opts := m.cfg.Discovery
-	flag, _ := source.VendorOption(v) // checked in New
+	flag, _ := source.VendorOption(opts.Registry, v) // checked in New
 	opts.Vendors = []string{flag}
 	inv, err := source.Discover(pollCtx, opts)
 	if err != nil {
@@ -143,7 +143,7 @@ func (m *Monitor) poll(ctx context.Context, vs *vendorState) error {
 		vs.failures = 0
 	}
 	inv = keepFacts(vs.last, inv)
-	logChanges(logger, vs.last, inv)
+	logChanges(logger, opts.Registry, vs.last, inv)
 	if err := vs.target.Update(ctx, inv, time.Now()); err != nil {
 		logger.Error(err, "Cannot serve the re-read chips")
 		return fmt.Errorf("updating %s chips: %w", v, err)
@@ -173,13 +173,13 @@ func keepFacts(last, now inventory.Inventory) inventory.Inventory {
 
 // logChanges logs every chip that appeared, disappeared, became unhealthy
 // or recovered since the last poll: what an operator looks for first.
-func logChanges(logger klog.Logger, last, now inventory.Inventory) {
+func logChanges(logger klog.Logger, reg vendors.Registry, last, now inventory.Inventory) {
 	before := map[int]inventory.Chip{}
 	for _, c := range last.Chips {
 		before[c.Index] = c
 	}
 	for _, c := range now.Chips {
-		name := vendors.ChipDeviceName(c)
+		name := reg.ChipDeviceName(c)
 		old, ok := before[c.Index]
 		delete(before, c.Index)
 		switch {
@@ -194,6 +194,6 @@ func logChanges(logger klog.Logger, last, now inventory.Inventory) {
 		}
 	}
 	for _, c := range before {
-		logger.Info("Chip removed", "device", vendors.ChipDeviceName(c), "model", c.Model, "uuid", c.UUID)
+		logger.Info("Chip removed", "device", reg.ChipDeviceName(c), "model", c.Model, "uuid", c.UUID)
 	}
 }

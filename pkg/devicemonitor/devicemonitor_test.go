@@ -37,7 +37,7 @@ func copyFixture(t *testing.T, vendorDir, node, tool string) *fixtureNode {
 }
 
 func (f *fixtureNode) options() source.Options {
-	return source.Options{Root: f.root, ToolOutput: f.tools, NodeName: "node-0"}
+	return source.Options{Registry: registry, Root: f.root, ToolOutput: f.tools, NodeName: "node-0"}
 }
 
 // recording is the path of the recorded output of `tool args…`.
@@ -74,7 +74,7 @@ func (s *slicesTarget) Update(_ context.Context, inv inventory.Inventory, verifi
 		panic("an update must say when it was verified")
 	}
 	s.updates++
-	devices, _ := resourceslices.DevicesFor(inv, s.vendor, resourceslices.Options{UnhealthyTaintEffect: s.effect})
+	devices, _ := resourceslices.DevicesFor(registry, inv, s.vendor, resourceslices.Options{UnhealthyTaintEffect: s.effect})
 	s.devices = map[string]resourceapi.Device{}
 	for _, d := range devices {
 		s.devices[d.Name] = d
@@ -277,7 +277,7 @@ func TestCheckTimeoutCoversThreePollsAndNeverUndercutsTheKubelet(t *testing.T) {
 
 func TestADisabledMonitorReturnsAtOnce(t *testing.T) {
 	ctx, logs := discoverytest.BufferedContext(t)
-	m, err := devicemonitor.New(devicemonitor.Config{Interval: 0, Targets: []devicemonitor.Target{&slicesTarget{vendor: ascend.Vendor}}})
+	m, err := devicemonitor.New(devicemonitor.Config{Discovery: source.Options{Registry: registry}, Interval: 0, Targets: []devicemonitor.Target{&slicesTarget{vendor: ascend.Vendor}}})
 	require.NoError(t, err)
 	m.Run(ctx) // would block until ctx is done if it polled
 	require.Contains(t, logs(), "Device monitor disabled")

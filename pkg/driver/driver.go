@@ -260,7 +260,8 @@ func (d *Driver) index(chips []inventory.Chip) {
 
 // resources are the ResourceSlices of inv's chips of this driver.
 func (d *Driver) resources(inv inventory.Inventory) resourceslice.DriverResources {
-	return resourceslices.DriverResourcesFor(d.node, inv, resourceslices.Options{Policy: d.policy, UnhealthyTaintEffect: d.taintEffect})[d.name]
+	own := vendors.MustRegistry(d.vendor)
+	return resourceslices.DriverResourcesFor(own, d.node, inv, resourceslices.Options{Policy: d.policy, UnhealthyTaintEffect: d.taintEffect})[d.name]
 }
 
 // Vendor is the vendor whose chips the driver serves.

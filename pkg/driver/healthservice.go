@@ -19,7 +19,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // healthResend is below the kubelet's default 30s health timeout, after
@@ -78,7 +77,7 @@ func (d *Driver) Update(ctx context.Context, inv inventory.Inventory, verified t
 		}
 		if claims, _ := d.preparedOn(c); len(claims) > 0 {
 			logger.Info("Chip is gone but claims are prepared on it: keeping it for unprepare, no longer publishing it",
-				"device", vendors.ChipDeviceName(c), "claims", claims)
+				"device", d.names.ChipDevice(c.Index), "claims", claims)
 			gone = append(gone, c)
 		}
 	}
@@ -101,7 +100,7 @@ func (d *Driver) preparedOn(c inventory.Chip) (claims, devices []string) {
 	for uid, claim := range d.prepared.Claims {
 		uses := false
 		for _, dev := range claim.Devices {
-			if onChip(c, dev.Device, dev.Partition) {
+			if onChip(d.names.ChipDevice(c.Index), c, dev.Device, dev.Partition) {
 				held[dev.Device], uses = true, true
 			}
 		}
@@ -117,9 +116,9 @@ func (d *Driver) preparedOn(c inventory.Chip) (claims, devices []string) {
 	return claims, devices
 }
 
-// onChip reports whether a prepared device is chip c or a partition of it.
-func onChip(c inventory.Chip, device string, p *checkpoint.Partition) bool {
-	name := vendors.ChipDeviceName(c)
+// onChip reports whether a prepared device is chip c, named name, or a
+// partition of it.
+func onChip(name string, c inventory.Chip, device string, p *checkpoint.Partition) bool {
 	return device == name || strings.HasPrefix(device, name+"-") || (p != nil && p.Chip == c.Index)
 }
 
@@ -129,14 +128,14 @@ func onChip(c inventory.Chip, device string, p *checkpoint.Partition) bool {
 func (d *Driver) setHealth(chips, gone []inventory.Chip, verified time.Time) {
 	st := &healthState{verified: verified}
 	for _, c := range chips {
-		st.devices = append(st.devices, deviceHealth{name: vendors.ChipDeviceName(c), healthy: c.Healthy, message: healthMessage(c)})
+		st.devices = append(st.devices, deviceHealth{name: d.names.ChipDevice(c.Index), healthy: c.Healthy, message: healthMessage(c)})
 	}
 	// The devices of a gone chip that pods still hold.
 	for _, c := range gone {
 		_, devices := d.preparedOn(c)
 		for _, name := range devices {
 			st.devices = append(st.devices, deviceHealth{name: name,
-				message: fmt.Sprintf("ChipGone: chip %s is no longer on the node (its vendor tool does not list it)", vendors.ChipDeviceName(c))})
+				message: fmt.Sprintf("ChipGone: chip %s is no longer on the node (its vendor tool does not list it)", d.names.ChipDevice(c.Index))})
 		}
 	}
 	// A partition is as healthy as its chip.

@@ -22,13 +22,13 @@ import (
 // given health check timeout.
 func healthDriver(t *testing.T, timeout time.Duration) (*Driver, []inventory.Chip) {
 	t.Helper()
-	p, err := profile.Load("atlas-300i-duo")
+	p, err := profile.Load(registry, "atlas-300i-duo")
 	require.NoError(t, err)
-	inv, err := profilenode.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New(registry, "node-0", p).Discover(context.Background())
 	require.NoError(t, err)
 	chips := inv.ChipsOf(ascend.Vendor)
 	require.NotEmpty(t, chips)
-	d := &Driver{vendor: ascend.Ascend{}, names: ascend.Ascend{}.Names(), parts: ascend.VNPUs{}, node: "node-0", policy: partitions.Policy{Default: partitions.ModePartitioned},
+	d := &Driver{vendor: ascend.Ascend{}, names: ascend.Ascend{}.Names(), parts: ascend.VNPUs{}, node: "node-0", policy: partitions.Policy{Registry: registry, Default: partitions.ModePartitioned},
 		healthTimeout: timeout, healthWake: make(chan struct{})}
 	d.index(chips)
 	require.NotEmpty(t, d.slots, "the profile's chips have partition slots")

@@ -23,11 +23,11 @@ import (
 // empty claim "/ (uid)" (the claim is not in the checkpoint yet). A
 // device held by another prepared claim still names that claim.
 func TestAConflictInsideOneClaimNamesTheOtherResult(t *testing.T) {
-	p, err := profile.Load("mlu370-x8")
+	p, err := profile.Load(registry, "mlu370-x8")
 	require.NoError(t, err)
-	inv, err := profilenode.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New(registry, "node-0", p).Discover(context.Background())
 	require.NoError(t, err)
-	policy, err := partitions.ParsePolicy("Partitioned,mlu-3=Shared")
+	policy, err := partitions.ParsePolicy(registry, "Partitioned,mlu-3=Shared")
 	require.NoError(t, err)
 	d := &Driver{name: cambricon.Driver, vendor: cambricon.Cambricon{}, names: cambricon.Cambricon{}.Names(), parts: cambricon.SMLUs{}, node: "node-0", policy: policy,
 		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{

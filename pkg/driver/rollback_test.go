@@ -61,18 +61,18 @@ type testNode struct {
 
 func newTestNode(t *testing.T) *testNode {
 	t.Helper()
-	p, err := profile.Load("atlas-800t-a2")
+	p, err := profile.Load(registry, "atlas-800t-a2")
 	require.NoError(t, err)
-	inv, err := profilenode.New("node-0", p).Discover(context.Background())
+	inv, err := profilenode.New(registry, "node-0", p).Discover(context.Background())
 	require.NoError(t, err)
-	policy, err := partitions.ParsePolicy("Partitioned")
+	policy, err := partitions.ParsePolicy(registry, "Partitioned")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	n := &testNode{cdiDir: filepath.Join(dir, "cdi"), ckptDir: filepath.Join(dir, "state")}
 	n.runner = &failingRunner{fake: &profilenode.PartitionTool{StatePath: filepath.Join(dir, "partitions.json"),
 		Vendors: []vendors.Vendor{ascend.Ascend{}}, Chips: inv.Chips}}
 	tool := ascend.VNPUs{}.NewTool(n.runner, "", vendors.LibraryNone)
-	writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
+	writer, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
 	require.NoError(t, err)
 	n.d = &Driver{name: ascend.Driver, vendor: ascend.Ascend{}, names: ascend.Ascend{}.Names(), parts: ascend.VNPUs{}, node: "node-0", inv: inv.Only(ascend.Vendor),
 		policy: policy, tool: tool, cdi: writer, store: checkpoint.New(n.ckptDir, CheckpointFile),

@@ -198,7 +198,7 @@ func (inv Inventory) Only(v Vendor) Inventory {
 }
 
 // Validate checks the invariants the slice builder relies on: a vendor on
-// every chip (whether it is a registered one, pkg/source checks),
+// every chip (whether it is one of the registry's, pkg/source checks),
 // unique indices per vendor, and the fields every device must publish.
 func (inv Inventory) Validate() error {
 	seen := map[Vendor]map[int]bool{}

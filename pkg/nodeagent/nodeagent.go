@@ -32,6 +32,8 @@ import (
 
 // Options configure the node agent.
 type Options struct {
+	// Discovery says where the chips come from; its Registry has the
+	// vendors the agent serves.
 	Discovery source.Options
 	// FakeDevices creates the simulated chips' device nodes and driver
 	// files under Discovery.Root, so containers can start on a node
@@ -93,7 +95,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.FakeDevices && o.Discovery.Profile == "" {
 		return errors.New("--fake-devices needs --profile: it creates device files for simulated chips only")
 	}
-	policy, err := partitions.ParsePolicy(o.ChipModes)
+	policy, err := partitions.ParsePolicy(o.Discovery.Registry, o.ChipModes)
 	if err != nil {
 		return fmt.Errorf("--chip-modes: %w", err)
 	}
@@ -111,11 +113,11 @@ func Run(ctx context.Context, o Options) error {
 	logWhole(ctx, policy, inv)
 	found := inv.Vendors()
 	if len(found) == 0 {
-		return fmt.Errorf("no Ascend or Cambricon chips found under %s: nothing to serve", rootOf(o))
+		return source.NoChipsError(o.Discovery.Registry, o.Discovery.Vendors, rootOf(o))
 	}
 	hostRoot := rootOf(o)
 	if o.FakeDevices {
-		if err := devicefaker.Create(ctx, hostRoot, inv); err != nil {
+		if err := devicefaker.Create(ctx, o.Discovery.Registry, hostRoot, inv); err != nil {
 			return fmt.Errorf("creating fake devices under %s: %w", hostRoot, err)
 		}
 	}
@@ -123,7 +125,7 @@ func Run(ctx context.Context, o Options) error {
 	if cdiHostRoot == "" {
 		cdiHostRoot = hostRoot
 	}
-	writer, err := cdi.NewWriter(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot,
+	writer, err := cdi.NewWriter(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot, Registry: o.Discovery.Registry,
 		VisibleDevicesEnv: o.VisibleDevicesEnv})
 	if err != nil {
 		return err
@@ -158,7 +160,7 @@ func Run(ctx context.Context, o Options) error {
 	// cause the agent exits with.
 	cfgs := make([]driver.Config, len(found))
 	for i, found := range found {
-		v, ok := vendors.Lookup(found)
+		v, ok := o.Discovery.Registry.Lookup(found)
 		if !ok {
 			return fmt.Errorf("serving chips of vendor %q: not a registered vendor", found)
 		}
@@ -290,7 +292,7 @@ func logWhole(ctx context.Context, policy partitions.Policy, inv inventory.Inven
 			continue
 		}
 		if why := policy.WhyWhole(c); why != "" {
-			logger.Info("Publishing the chip whole although --chip-modes asks for Partitioned", "device", vendors.ChipDeviceName(c), "model", c.Model, "reason", why)
+			logger.Info("Publishing the chip whole although --chip-modes asks for Partitioned", "device", policy.Registry.ChipDeviceName(c), "model", c.Model, "reason", why)
 		}
 	}
 }

@@ -8,8 +8,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -24,6 +23,9 @@ func chip(v inventory.Vendor, model string, index, cores int, memory int64) inve
 }
 
 const gib = int64(1) << 30
+
+// registry is the vendors the binaries serve.
+var registry = all.Registry()
 
 func TestEveryModelPublishesAsManySlotsPerTemplateAsFitOnAnEmptyChip(t *testing.T) {
 	tests := []struct {
@@ -53,9 +55,9 @@ func TestEveryModelPublishesAsManySlotsPerTemplateAsFitOnAnEmptyChip(t *testing.
 		t.Run(tt.name, func(t *testing.T) {
 			got := map[string]int{}
 			names := map[string]bool{}
-			for _, s := range partitions.Slots(tt.chip) {
+			for _, s := range partitions.Slots(registry, tt.chip) {
 				got[s.Template.Name]++
-				name := vendors.PartitionDeviceName(tt.chip, s)
+				name := registry.PartitionDeviceName(tt.chip, s)
 				require.False(t, names[name], "device name %s twice", name)
 				names[name] = true
 				require.Regexp(t, `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, name, "a DNS label")
@@ -68,11 +70,11 @@ func TestEveryModelPublishesAsManySlotsPerTemplateAsFitOnAnEmptyChip(t *testing.
 
 func TestDeviceNamesReadAsChipTemplateAndNumber(t *testing.T) {
 	c := chip(ascend.Vendor, "Ascend910B3", 3, 20, 64*gib)
-	slots := partitions.Slots(c)
-	require.Equal(t, "npu-3-vir05-1c-16g-0", vendors.PartitionDeviceName(c, slots[0]))
-	require.Equal(t, "npu-3-vir10-3c-32g-1", vendors.PartitionDeviceName(c, slots[len(slots)-1]))
+	slots := partitions.Slots(registry, c)
+	require.Equal(t, "npu-3-vir05-1c-16g-0", registry.PartitionDeviceName(c, slots[0]))
+	require.Equal(t, "npu-3-vir10-3c-32g-1", registry.PartitionDeviceName(c, slots[len(slots)-1]))
 	m := chip(cambricon.Vendor, "MLU370-X8", 7, 16, 23308<<20)
-	require.Equal(t, "mlu-7-smlu-25p-0", vendors.PartitionDeviceName(m, partitions.Slots(m)[0]))
+	require.Equal(t, "mlu-7-smlu-25p-0", registry.PartitionDeviceName(m, partitions.Slots(registry, m)[0]))
 }
 
 func TestPolicyGivesEachChipItsMode(t *testing.T) {
@@ -100,7 +102,7 @@ func TestPolicyGivesEachChipItsMode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
-			p, err := partitions.ParsePolicy(tt.spec)
+			p, err := partitions.ParsePolicy(registry, tt.spec)
 			if tt.err != "" {
 				require.ErrorContains(t, err, tt.err)
 				return
@@ -108,7 +110,7 @@ func TestPolicyGivesEachChipItsMode(t *testing.T) {
 			require.NoError(t, err)
 			got := [4]partitions.Mode{p.ModeOf(npu0), p.ModeOf(npu1), p.ModeOf(mlu0), p.ModeOf(mlu270)}
 			require.Equal(t, tt.want, got)
-			again, err := partitions.ParsePolicy(p.String())
+			again, err := partitions.ParsePolicy(registry, p.String())
 			require.NoError(t, err)
 			require.Equal(t, p, again, "String round-trips")
 		})
@@ -124,10 +126,10 @@ func TestChipsAreWholeUnlessThePolicyAsksForMore(t *testing.T) {
 		want   partitions.Mode
 	}{
 		{"the zero policy publishes whole chips", partitions.Policy{}, partitions.ModeWhole},
-		{"an empty default is Whole", partitions.Policy{Chips: map[string]partitions.Mode{"npu-1": partitions.ModeShared}}, partitions.ModeWhole},
-		{"a Partitioned default partitions", partitions.Policy{Default: partitions.ModePartitioned}, partitions.ModePartitioned},
-		{"no partition tool makes Partitioned chips Whole", partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true}, partitions.ModeWhole},
-		{"no partition tool leaves Shared chips shared", partitions.Policy{Default: partitions.ModeShared, NoPartitions: true}, partitions.ModeShared},
+		{"an empty default is Whole", partitions.Policy{Chips: map[string]partitions.Mode{"npu-1": partitions.ModeShared}, Registry: registry}, partitions.ModeWhole},
+		{"a Partitioned default partitions", partitions.Policy{Default: partitions.ModePartitioned, Registry: registry}, partitions.ModePartitioned},
+		{"no partition tool makes Partitioned chips Whole", partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true, Registry: registry}, partitions.ModeWhole},
+		{"no partition tool leaves Shared chips shared", partitions.Policy{Default: partitions.ModeShared, NoPartitions: true, Registry: registry}, partitions.ModeShared},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,11 +154,11 @@ func TestAChipWhosePartitionModeIsOffIsWhole(t *testing.T) {
 		want    partitions.Mode
 		whyPart string
 	}{
-		{"mode off: Whole, with the detected reason", partitions.Policy{Default: partitions.ModePartitioned}, off, partitions.ModeWhole, "vnpu-mode is not docker"},
-		{"mode off does not stop sharing", partitions.Policy{Default: partitions.ModeShared}, off, partitions.ModeShared, "vnpu-mode is not docker"},
-		{"mode on: Partitioned", partitions.Policy{Default: partitions.ModePartitioned}, on, partitions.ModePartitioned, ""},
-		{"no templates: Whole, naming the model", partitions.Policy{Default: partitions.ModePartitioned}, noModel, partitions.ModeWhole, "model MLU-unknown has no partition templates"},
-		{"no tool: Whole", partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true}, on, partitions.ModeWhole, "no partition tool"},
+		{"mode off: Whole, with the detected reason", partitions.Policy{Default: partitions.ModePartitioned, Registry: registry}, off, partitions.ModeWhole, "vnpu-mode is not docker"},
+		{"mode off does not stop sharing", partitions.Policy{Default: partitions.ModeShared, Registry: registry}, off, partitions.ModeShared, "vnpu-mode is not docker"},
+		{"mode on: Partitioned", partitions.Policy{Default: partitions.ModePartitioned, Registry: registry}, on, partitions.ModePartitioned, ""},
+		{"no templates: Whole, naming the model", partitions.Policy{Default: partitions.ModePartitioned, Registry: registry}, noModel, partitions.ModeWhole, "model MLU-unknown has no partition templates"},
+		{"no tool: Whole", partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true, Registry: registry}, on, partitions.ModeWhole, "no partition tool"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

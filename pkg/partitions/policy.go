@@ -51,6 +51,9 @@ type Policy struct {
 	// NoPartitions publishes chips that would be Partitioned as Whole: set
 	// when the node has no partition tool.
 	NoPartitions bool
+	// Registry has the vendors whose chips the policy names and knows the
+	// partitions of (ParsePolicy sets them).
+	Registry vendors.Registry
 }
 
 // ModeOf returns the mode chip c is published in: Whole unless the policy
@@ -68,7 +71,7 @@ func (p Policy) ModeOf(c inventory.Chip) Mode {
 // Requested returns the mode the policy asks for chip c, before what the
 // chip can do is taken into account.
 func (p Policy) Requested(c inventory.Chip) Mode {
-	name := vendors.ChipDeviceName(c)
+	name := p.Registry.ChipDeviceName(c)
 	m, ok := p.Chips[name]
 	if !ok {
 		prefix, _, _ := strings.Cut(name, "-")
@@ -87,7 +90,7 @@ func (p Policy) Requested(c inventory.Chip) Mode {
 // can: the node has no partition tool, the model has no partitions, or
 // the vendor's partition mode is off.
 func (p Policy) WhyWhole(c inventory.Chip) string {
-	switch _, ok := ModelOf(c); {
+	switch _, ok := ModelOf(p.Registry, c); {
 	case p.NoPartitions:
 		return "the node has no partition tool (recorded tool output)"
 	case !ok:
@@ -108,16 +111,16 @@ const PolicyHelp = `how chips are published: Whole (the chip only; the default),
 // ParsePolicy parses the node agent's chip-modes setting: a comma list of
 // entries, each a mode (the default for every chip) or <device>=<mode>
 // with a whole-chip device name (npu-0, mlu-3), or <prefix>-*=<mode>
-// (npu-*, mlu-*) for every chip of a vendor; the prefixes are the
-// registered vendors' (vendors.Names.DevicePrefix). Modes are Partitioned, Shared
+// (npu-*, mlu-*) for every chip of a vendor; the prefixes are those of
+// the vendors of reg (vendors.Names.DevicePrefix). Modes are Partitioned, Shared
 // and Whole. A device name beats npu-*/mlu-*, which beat the default;
 // otherwise later entries win. Examples: "Partitioned", "Shared",
 // "npu-0=Shared,npu-1=Shared", "mlu-*=Partitioned". The empty string is the
 // default policy: every chip Whole.
-func ParsePolicy(s string) (Policy, error) {
-	p := Policy{Chips: map[string]Mode{}}
+func ParsePolicy(reg vendors.Registry, s string) (Policy, error) {
+	p := Policy{Chips: map[string]Mode{}, Registry: reg}
 	var prefixes []string
-	for _, v := range vendors.All() {
+	for _, v := range reg.All() {
 		prefixes = append(prefixes, v.Names().DevicePrefix)
 	}
 	for i, entry := range strings.Split(s, ",") {

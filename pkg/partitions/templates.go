@@ -39,23 +39,23 @@ const (
 	CounterAICPU  = "aicpu"
 )
 
-// ModelOf returns the partition facts of a chip of a registered vendor
+// ModelOf returns the partition facts of a chip of a vendor of reg
 // (vendors.PartitionModelOf), or false when it has none.
-func ModelOf(c inventory.Chip) (vendors.PartitionModel, bool) {
-	v, _ := vendors.Lookup(c.Vendor)
+func ModelOf(reg vendors.Registry, c inventory.Chip) (vendors.PartitionModel, bool) {
+	v, _ := reg.Lookup(c.Vendor)
 	return vendors.PartitionModelOf(v, c)
 }
 
 // CountersOf returns the counter set totals of a chip that has partitions.
-func CountersOf(c inventory.Chip) vendors.Counters {
-	m, _ := ModelOf(c)
+func CountersOf(reg vendors.Registry, c inventory.Chip) vendors.Counters {
+	m, _ := ModelOf(reg, c)
 	return m.Counters(c)
 }
 
 // Slots lists the partition devices of a chip (vendors.PartitionModel.Slots),
 // none when it has no partitions.
-func Slots(c inventory.Chip) []vendors.Slot {
-	m, ok := ModelOf(c)
+func Slots(reg vendors.Registry, c inventory.Chip) []vendors.Slot {
+	m, ok := ModelOf(reg, c)
 	if !ok {
 		return nil
 	}
@@ -63,8 +63,8 @@ func Slots(c inventory.Chip) []vendors.Slot {
 }
 
 // TemplateByName finds a template of a chip by its vendor name.
-func TemplateByName(c inventory.Chip, name string) (vendors.Template, bool) {
-	m, ok := ModelOf(c)
+func TemplateByName(reg vendors.Registry, c inventory.Chip, name string) (vendors.Template, bool) {
+	m, ok := ModelOf(reg, c)
 	if !ok {
 		return vendors.Template{}, false
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/demo/profiles"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Names lists the bundled profiles, sorted.
@@ -28,14 +29,15 @@ func Names() []string {
 }
 
 // Load returns a bundled profile by name, or reads ref as a file when it
-// contains a path separator or ends in .yaml/.yml.
-func Load(ref string) (*v1alpha1.HardwareProfile, error) {
+// contains a path separator or ends in .yaml/.yml; its chips' vendors are
+// those of reg.
+func Load(reg vendors.Registry, ref string) (*v1alpha1.HardwareProfile, error) {
 	if strings.ContainsRune(ref, os.PathSeparator) || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml") {
 		data, err := os.ReadFile(ref)
 		if err != nil {
 			return nil, fmt.Errorf("reading hardware profile: %w", err)
 		}
-		return v1alpha1.ParseHardwareProfile(ref, data)
+		return v1alpha1.ParseHardwareProfile(ref, data, reg)
 	}
 	data, err := fs.ReadFile(profiles.FS, ref+".yaml")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -44,7 +46,7 @@ func Load(ref string) (*v1alpha1.HardwareProfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading bundled profile %q: %w", ref, err)
 	}
-	p, err := v1alpha1.ParseHardwareProfile("profile "+ref, data)
+	p, err := v1alpha1.ParseHardwareProfile("profile "+ref, data, reg)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ func TestEveryProfileTheContractPromisesIsBundledAndLoads(t *testing.T) {
 	want := []string{"atlas-300i-duo", "atlas-800-910a", "atlas-800t-a2", "mixed-910b-mlu370", "mlu270", "mlu370-x8", "mlu590"}
 	require.Subset(t, profile.Names(), want)
 	for _, name := range profile.Names() {
-		p, err := profile.Load(name)
+		p, err := profile.Load(registry, name)
 		require.NoError(t, err, name)
 		require.Equal(t, name, p.Name)
 		require.NotEmpty(t, p.Chips, name)
@@ -29,7 +29,7 @@ name: lab
 chips:
 - {vendor: cambricon, model: MLU270-S4, count: 1, memory: 16Gi, cores: 16, linkType: pcie, driverVersion: 4.20.18}
 `), 0o644))
-	p, err := profile.Load(path)
+	p, err := profile.Load(registry, path)
 	require.NoError(t, err)
 	require.Equal(t, "lab", p.Name)
 	require.Equal(t, 1, p.Chips[0].Count)
@@ -47,7 +47,7 @@ func TestLoadErrorsSayWhatIsWrong(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := profile.Load(tt.ref)
+			_, err := profile.Load(registry, tt.ref)
 			require.ErrorContains(t, err, tt.want)
 		})
 	}

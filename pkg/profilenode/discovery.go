@@ -27,13 +27,16 @@ import (
 type Backend struct {
 	NodeName string
 	Profile  *v1alpha1.HardwareProfile
+	// Registry has the vendors whose chips the profile may hold.
+	Registry vendors.Registry
 }
 
 var _ discovery.Backend = &Backend{}
 
-// New returns a backend that reports profile's chips for nodeName.
-func New(nodeName string, profile *v1alpha1.HardwareProfile) *Backend {
-	return &Backend{NodeName: nodeName, Profile: profile}
+// New returns a backend that reports profile's chips of the vendors of reg
+// for nodeName.
+func New(reg vendors.Registry, nodeName string, profile *v1alpha1.HardwareProfile) *Backend {
+	return &Backend{NodeName: nodeName, Profile: profile, Registry: reg}
 }
 
 // Name implements discovery.Backend.
@@ -47,9 +50,9 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 	groups := map[inventory.Vendor]int{} // next link group number per vendor
 	for gi, g := range p.Chips {
 		vendor := inventory.Vendor(g.Vendor)
-		v, ok := vendors.Lookup(vendor)
+		v, ok := b.Registry.Lookup(vendor)
 		if !ok {
-			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].vendor: %q is not one of %s", p.Name, gi, g.Vendor, strings.Join(vendorValues(), ", "))
+			return inventory.Inventory{}, fmt.Errorf("profile %s: chips[%d].vendor: %q is not one of %s", p.Name, gi, g.Vendor, strings.Join(vendorValues(b.Registry), ", "))
 		}
 		sim := v.ProfileNode()
 		version, err := discovery.SemverFromVendor(g.DriverVersion)
@@ -123,10 +126,10 @@ func chipUUID(node string, v inventory.Vendor, idx int) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
 }
 
-// vendorValues lists the registered vendors' profile values, for errors.
-func vendorValues() []string {
+// vendorValues lists the profile values of reg's vendors, for errors.
+func vendorValues(reg vendors.Registry) []string {
 	var out []string
-	for _, v := range vendors.All() {
+	for _, v := range reg.All() {
 		out = append(out, string(v.Names().Vendor))
 	}
 	sort.Strings(out)

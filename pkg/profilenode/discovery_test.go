@@ -15,9 +15,9 @@ import (
 
 func discover(t *testing.T, node, name string) inventory.Inventory {
 	t.Helper()
-	p, err := profile.Load(name)
+	p, err := profile.Load(registry, name)
 	require.NoError(t, err)
-	inv, err := profilenode.New(node, p).Discover(context.Background())
+	inv, err := profilenode.New(registry, node, p).Discover(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, inv.Validate())
 	return inv
@@ -95,10 +95,10 @@ func TestUUIDsAreStablePerNodeAndDifferAcrossNodes(t *testing.T) {
 }
 
 func TestUnhealthyChipsOfAProfileAreReportedUnhealthy(t *testing.T) {
-	p, err := profile.Load("mlu590")
+	p, err := profile.Load(registry, "mlu590")
 	require.NoError(t, err)
 	p.Chips[0].Unhealthy = []int{2, 5}
-	inv, err := profilenode.New("n", p).Discover(context.Background())
+	inv, err := profilenode.New(registry, "n", p).Discover(context.Background())
 	require.NoError(t, err)
 	for _, c := range inv.Chips {
 		require.Equal(t, c.Index != 2 && c.Index != 5, c.Healthy, "chip %d", c.Index)
@@ -106,10 +106,10 @@ func TestUnhealthyChipsOfAProfileAreReportedUnhealthy(t *testing.T) {
 }
 
 func TestABadDriverVersionNamesTheProfileField(t *testing.T) {
-	p, err := profile.Load("mlu270")
+	p, err := profile.Load(registry, "mlu270")
 	require.NoError(t, err)
 	p.Chips[0].DriverVersion = "not a version"
-	_, err = profilenode.New("n", p).Discover(context.Background())
+	_, err = profilenode.New(registry, "n", p).Discover(context.Background())
 	require.ErrorContains(t, err, "profile mlu270: chips[0].driverVersion")
 }
 
@@ -143,10 +143,10 @@ func TestTrainingProfilesGiveEachNPUTheRoCEAddressOfTheProfile(t *testing.T) {
 }
 
 func TestABadDeviceIPNamesTheProfileField(t *testing.T) {
-	p, err := profile.Load("atlas-800t-a2")
+	p, err := profile.Load(registry, "atlas-800t-a2")
 	require.NoError(t, err)
 	p.Chips[0].DeviceIPs[3] = "10.20.0.5"
-	_, err = profilenode.New("n", p).Discover(context.Background())
+	_, err = profilenode.New(registry, "n", p).Discover(context.Background())
 	require.ErrorContains(t, err, "profile atlas-800t-a2: chips[0].deviceIPs[3]")
 }
 
@@ -156,10 +156,10 @@ func TestAProfileCanSimulateThePartitionModeOff(t *testing.T) {
 	for _, c := range discover(t, "node-a", "mixed-910b-mlu370").Chips {
 		require.Empty(t, c.PartitionModeOff, "bundled profiles have partition mode on: %s %d", c.Vendor, c.Index)
 	}
-	p, err := profile.Load("atlas-800t-a2")
+	p, err := profile.Load(registry, "atlas-800t-a2")
 	require.NoError(t, err)
 	p.Chips[0].PartitionModeOff = true
-	inv, err := profilenode.New("node-a", p).Discover(context.Background())
+	inv, err := profilenode.New(registry, "node-a", p).Discover(context.Background())
 	require.NoError(t, err)
 	require.NotEmpty(t, inv.Chips)
 	for _, c := range inv.Chips {

@@ -33,8 +33,8 @@ func TestTheFakeBehavesLikeTheToolsAndKeepsItsStateAcrossRestarts(t *testing.T) 
 	}
 	fake := newFake()
 	ascendTool := &ascend.PartitionTool{Runner: fake}
-	vir04, _ := partitions.TemplateByName(npu, "vir04")
-	vir02, _ := partitions.TemplateByName(npu, "vir02")
+	vir04, _ := partitions.TemplateByName(registry, npu, "vir04")
+	vir02, _ := partitions.TemplateByName(registry, npu, "vir02")
 	a, err := ascendTool.Create(ctx, npu, vir04)
 	require.NoError(t, err)
 	require.Equal(t, 116, a.ID, "the id range of chip 1 starts at 1*16+100")
@@ -46,7 +46,7 @@ func TestTheFakeBehavesLikeTheToolsAndKeepsItsStateAcrossRestarts(t *testing.T) 
 	require.FileExists(t, filepath.Join(root, "dev/vdavinci116"))
 
 	cambriconTool := &cambricon.PartitionTool{Runner: fake}
-	half, _ := partitions.TemplateByName(mlu, "50p.49152mb")
+	half, _ := partitions.TemplateByName(registry, mlu, "50p.49152mb")
 	m, err := cambriconTool.Create(ctx, mlu, half)
 	require.NoError(t, err)
 	require.Equal(t, "/dev/cambricon-caps/cap_dev2_mi1", m.DeviceNode)

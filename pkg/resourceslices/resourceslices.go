@@ -49,11 +49,12 @@ import (
 )
 
 // device builds the DRA device of one whole chip, without counters or
-// sharing (see chipDevices for those); it is named vendors.ChipDeviceName.
-func device(c inventory.Chip) resourceapi.Device {
+// sharing (see chipDevices for those); it is named
+// vendors.Registry.ChipDeviceName.
+func device(reg vendors.Registry, c inventory.Chip) resourceapi.Device {
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		names.AttrVendor:    {StringValue: ptr.To(string(c.Vendor))},
-		names.AttrFamily:    {StringValue: ptr.To(string(vendors.NamesOf(c.Vendor).Family))},
+		names.AttrFamily:    {StringValue: ptr.To(string(reg.NamesOf(c.Vendor).Family))},
 		names.AttrModel:     {StringValue: ptr.To(c.Model)},
 		names.AttrType:      {StringValue: ptr.To(names.TypeChip)},
 		names.AttrIndex:     {IntValue: ptr.To(int64(c.Index))},
@@ -83,7 +84,7 @@ func device(c inventory.Chip) resourceapi.Device {
 		attrs[resourceapi.QualifiedName(k)] = resourceapi.DeviceAttribute{StringValue: v.String, IntValue: v.Int, BoolValue: v.Bool}
 	}
 	d := resourceapi.Device{
-		Name:       vendors.ChipDeviceName(c),
+		Name:       reg.ChipDeviceName(c),
 		Attributes: attrs,
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
 			names.CapMemory: {Value: *resource.NewQuantity(c.MemoryBytes, resource.BinarySI)},
@@ -140,8 +141,8 @@ var sharedMemoryMin = resource.MustParse("1Gi")
 //     to 0 (a share without a cores request reserves none, the cores are
 //     time-shared) in steps of one.
 //   - Whole: the whole chip only.
-func chipDevices(c inventory.Chip, mode partitions.Mode) ([]resourceapi.Device, *resourceapi.CounterSet) {
-	chip := device(c)
+func chipDevices(reg vendors.Registry, c inventory.Chip, mode partitions.Mode) ([]resourceapi.Device, *resourceapi.CounterSet) {
+	chip := device(reg, c)
 	switch mode {
 	case partitions.ModeShared:
 		chip.AllowMultipleAllocations = ptr.To(true)
@@ -163,17 +164,17 @@ func chipDevices(c inventory.Chip, mode partitions.Mode) ([]resourceapi.Device, 
 		chip.Capacity[names.CapCores] = cores
 		return []resourceapi.Device{chip}, nil
 	case partitions.ModePartitioned:
-		slots := partitions.Slots(c)
+		slots := partitions.Slots(reg, c)
 		if len(slots) == 0 {
 			return []resourceapi.Device{chip}, nil
 		}
-		total := partitions.CountersOf(c)
+		total := partitions.CountersOf(reg, c)
 		// A chip's counter set is named after its device.
-		set := &resourceapi.CounterSet{Name: vendors.ChipDeviceName(c), Counters: counters(total.Cores, total.MemoryBytes, total.AICPUs)}
+		set := &resourceapi.CounterSet{Name: reg.ChipDeviceName(c), Counters: counters(total.Cores, total.MemoryBytes, total.AICPUs)}
 		chip.ConsumesCounters = []resourceapi.DeviceCounterConsumption{{CounterSet: set.Name, Counters: counters(total.Cores, total.MemoryBytes, total.AICPUs)}}
 		devices := []resourceapi.Device{chip}
 		for _, s := range slots {
-			devices = append(devices, partitionDevice(c, chip, s, set.Name))
+			devices = append(devices, partitionDevice(reg, c, chip, s, set.Name))
 		}
 		return devices, set
 	}
@@ -205,7 +206,7 @@ const (
 // attributes (so CEL on model, linkGroup, numaNode… works the same), its
 // type, parent and template, and the template's memory and cores as
 // capacity.
-func partitionDevice(c inventory.Chip, chip resourceapi.Device, s vendors.Slot, counterSet string) resourceapi.Device {
+func partitionDevice(reg vendors.Registry, c inventory.Chip, chip resourceapi.Device, s vendors.Slot, counterSet string) resourceapi.Device {
 	attrs := make(map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, len(chip.Attributes)+2)
 	for k, v := range chip.Attributes {
 		attrs[k] = v
@@ -214,7 +215,7 @@ func partitionDevice(c inventory.Chip, chip resourceapi.Device, s vendors.Slot, 
 	attrs[AttrParentDevice] = resourceapi.DeviceAttribute{StringValue: ptr.To(chip.Name)}
 	attrs[AttrPartitionTemplate] = resourceapi.DeviceAttribute{StringValue: ptr.To(s.Template.Name)}
 	d := resourceapi.Device{
-		Name:       vendors.PartitionDeviceName(c, s),
+		Name:       reg.PartitionDeviceName(c, s),
 		Attributes: attrs,
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
 			names.CapMemory: {Value: *resource.NewQuantity(s.Template.MemoryBytes, resource.BinarySI)},
@@ -227,13 +228,14 @@ func partitionDevice(c inventory.Chip, chip resourceapi.Device, s vendors.Slot, 
 	return d
 }
 
-// DevicesFor returns the devices and counter sets of one vendor's chips.
-func DevicesFor(inv inventory.Inventory, v inventory.Vendor, opts Options) ([]resourceapi.Device, []resourceapi.CounterSet) {
+// DevicesFor returns the devices and counter sets of the chips of vendor v
+// of reg.
+func DevicesFor(reg vendors.Registry, inv inventory.Inventory, v inventory.Vendor, opts Options) ([]resourceapi.Device, []resourceapi.CounterSet) {
 	chips := inv.ChipsOf(v)
 	devices := make([]resourceapi.Device, 0, len(chips))
 	var sets []resourceapi.CounterSet
 	for _, c := range chips {
-		devs, set := chipDevices(c, opts.Policy.ModeOf(c))
+		devs, set := chipDevices(reg, c, opts.Policy.ModeOf(c))
 		setHealth(devs, c, opts)
 		devices = append(devices, devs...)
 		if set != nil {
@@ -287,11 +289,12 @@ func chunkCounterSets(sets []resourceapi.CounterSet) [][]resourceapi.CounterSet 
 // DriverResourcesFor returns, per driver name, what the node agent hands
 // to the kubeletplugin helper's PublishResources: one pool named after the
 // node, first the slices of counter sets (at most 8 each), then the
-// devices, split at the per-slice device limit.
-func DriverResourcesFor(nodeName string, inv inventory.Inventory, opts Options) map[string]resourceslice.DriverResources {
+// devices, split at the per-slice device limit. The chips' vendors are
+// reg's.
+func DriverResourcesFor(reg vendors.Registry, nodeName string, inv inventory.Inventory, opts Options) map[string]resourceslice.DriverResources {
 	out := map[string]resourceslice.DriverResources{}
 	for _, v := range inv.Vendors() {
-		devices, sets := DevicesFor(inv, v, opts)
+		devices, sets := DevicesFor(reg, inv, v, opts)
 		var slices []resourceslice.Slice
 		for _, cs := range chunkCounterSets(sets) {
 			slices = append(slices, resourceslice.Slice{SharedCounters: cs})
@@ -299,7 +302,7 @@ func DriverResourcesFor(nodeName string, inv inventory.Inventory, opts Options) 
 		for _, devs := range chunk(devices) {
 			slices = append(slices, resourceslice.Slice{Devices: devs})
 		}
-		out[vendors.DriverFor(v)] = resourceslice.DriverResources{
+		out[reg.DriverFor(v)] = resourceslice.DriverResources{
 			Pools: map[string]resourceslice.Pool{nodeName: {Slices: slices}},
 		}
 	}
@@ -309,8 +312,8 @@ func DriverResourcesFor(nodeName string, inv inventory.Inventory, opts Options) 
 // SlicesFor returns the ResourceSlice objects of a node, ordered by driver
 // name and slice number, named <node>-<driver>-<n> like the resourceslice
 // controller's generated names (which carry a random suffix instead).
-func SlicesFor(nodeName string, inv inventory.Inventory, opts Options) []*resourceapi.ResourceSlice {
-	drivers := DriverResourcesFor(nodeName, inv, opts)
+func SlicesFor(reg vendors.Registry, nodeName string, inv inventory.Inventory, opts Options) []*resourceapi.ResourceSlice {
+	drivers := DriverResourcesFor(reg, nodeName, inv, opts)
 	driverNames := make([]string, 0, len(drivers))
 	for d := range drivers {
 		driverNames = append(driverNames, d)

@@ -28,9 +28,9 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 func inventoryOf(t testing.TB, node, profileName string) inventory.Inventory {
 	t.Helper()
-	p, err := profile.Load(profileName)
+	p, err := profile.Load(registry, profileName)
 	require.NoError(t, err)
-	inv, err := profilenode.New(node, p).Discover(context.Background())
+	inv, err := profilenode.New(registry, node, p).Discover(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, inv.Validate())
 	return inv
@@ -40,7 +40,7 @@ func TestSlicesOfEveryProfileMatchTheGoldenYAML(t *testing.T) {
 	require.NotEmpty(t, profile.Names())
 	for _, name := range profile.Names() {
 		t.Run(name, func(t *testing.T) {
-			requireGolden(t, filepath.Join("testdata", "golden", name+".yaml"), resourceslices.SlicesFor("node-0", inventoryOf(t, "node-0", name), partitioned))
+			requireGolden(t, filepath.Join("testdata", "golden", name+".yaml"), resourceslices.SlicesFor(registry, "node-0", inventoryOf(t, "node-0", name), partitioned))
 		})
 	}
 }
@@ -49,8 +49,8 @@ func TestTheDefaultOptionsPublishWholeChipsOnly(t *testing.T) {
 	for _, name := range profile.Names() {
 		t.Run(name, func(t *testing.T) {
 			inv := inventoryOf(t, "node-0", name)
-			slices := resourceslices.SlicesFor("node-0", inv, resourceslices.Options{})
-			require.Equal(t, resourceslices.SlicesFor("node-0", inv, whole), slices)
+			slices := resourceslices.SlicesFor(registry, "node-0", inv, resourceslices.Options{})
+			require.Equal(t, resourceslices.SlicesFor(registry, "node-0", inv, whole), slices)
 			var devices int
 			for _, s := range slices {
 				require.Empty(t, s.Spec.SharedCounters, "no counter sets without partitions")
@@ -67,10 +67,10 @@ func TestTheDefaultOptionsPublishWholeChipsOnly(t *testing.T) {
 
 func TestSlicesAreDeterministic(t *testing.T) {
 	inv := inventoryOf(t, "n", "mixed-910b-mlu370")
-	a, err := yaml.Marshal(resourceslices.SlicesFor("n", inv, partitioned))
+	a, err := yaml.Marshal(resourceslices.SlicesFor(registry, "n", inv, partitioned))
 	require.NoError(t, err)
 	for i := 0; i < 5; i++ {
-		b, err := yaml.Marshal(resourceslices.SlicesFor("n", inv, partitioned))
+		b, err := yaml.Marshal(resourceslices.SlicesFor(registry, "n", inv, partitioned))
 		require.NoError(t, err)
 		require.Equal(t, string(a), string(b))
 	}
@@ -84,7 +84,7 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 	}
 	for _, name := range profile.Names() {
 		t.Run(name, func(t *testing.T) {
-			for _, s := range resourceslices.SlicesFor("node-0", inventoryOf(t, "node-0", name), partitioned) {
+			for _, s := range resourceslices.SlicesFor(registry, "node-0", inventoryOf(t, "node-0", name), partitioned) {
 				require.Equal(t, "node-0", s.Spec.Pool.Name, "one pool per node and driver")
 				require.False(t, len(s.Spec.Devices) > 0 && len(s.Spec.SharedCounters) > 0, "a slice holds devices or counter sets, not both")
 				require.LessOrEqual(t, len(s.Spec.SharedCounters), resourceapi.ResourceSliceMaxCounterSets)
@@ -136,7 +136,7 @@ func TestDevicesCarryTheProfilesFacts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.profile+"/"+tc.device, func(t *testing.T) {
 			var found *resourceapi.Device
-			for _, s := range resourceslices.SlicesFor("n", inventoryOf(t, "n", tc.profile), resourceslices.Options{}) {
+			for _, s := range resourceslices.SlicesFor(registry, "n", inventoryOf(t, "n", tc.profile), resourceslices.Options{}) {
 				for i := range s.Spec.Devices {
 					if s.Spec.Devices[i].Name == tc.device {
 						found = &s.Spec.Devices[i]
@@ -166,8 +166,8 @@ func bigInventory(n int, unhealthy bool) inventory.Inventory {
 // whole publishes whole chips only, as before partitions (the default);
 // partitioned adds the partitions of every chip whose model has them.
 var (
-	whole       = resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModeWhole}}
-	partitioned = resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModePartitioned}}
+	whole       = resourceslices.Options{Policy: partitions.Policy{Registry: registry, Default: partitions.ModeWhole}}
+	partitioned = resourceslices.Options{Policy: partitions.Policy{Registry: registry, Default: partitions.ModePartitioned}}
 )
 
 func TestSlicesSplitAtThePerSliceDeviceLimit(t *testing.T) {
@@ -183,7 +183,7 @@ func TestSlicesSplitAtThePerSliceDeviceLimit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			slices := resourceslices.SlicesFor("big", bigInventory(tc.chips, tc.unhealthy), whole)
+			slices := resourceslices.SlicesFor(registry, "big", bigInventory(tc.chips, tc.unhealthy), whole)
 			var sizes []int
 			seen := map[string]bool{}
 			for _, s := range slices {
@@ -213,13 +213,13 @@ func BenchmarkSlicesFor1000Nodes(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := 0; i < 1000; i++ {
-			_ = resourceslices.SlicesFor(fmt.Sprintf("node-%d", i), inv, partitioned)
+			_ = resourceslices.SlicesFor(registry, fmt.Sprintf("node-%d", i), inv, partitioned)
 		}
 	}
 }
 
 func TestPartitionedChipsPublishTheirCounterSetsInSlicesOfTheirOwn(t *testing.T) {
-	slices := resourceslices.SlicesFor("big", bigInventory(20, false), partitioned)
+	slices := resourceslices.SlicesFor(registry, "big", bigInventory(20, false), partitioned)
 	var sets, devices []int
 	counterSets := map[string]resourceapi.CounterSet{}
 	for _, s := range slices {
@@ -254,9 +254,9 @@ func TestPartitionedChipsPublishTheirCounterSetsInSlicesOfTheirOwn(t *testing.T)
 
 func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	inv := bigInventory(3, false)
-	policy, err := partitions.ParsePolicy("npu-0=Shared,npu-1=Partitioned")
+	policy, err := partitions.ParsePolicy(registry, "npu-0=Shared,npu-1=Partitioned")
 	require.NoError(t, err)
-	devices, sets := resourceslices.DevicesFor(inv, ascend.Vendor, resourceslices.Options{Policy: policy})
+	devices, sets := resourceslices.DevicesFor(registry, inv, ascend.Vendor, resourceslices.Options{Policy: policy})
 	byName := map[string]resourceapi.Device{}
 	for _, d := range devices {
 		byName[d.Name] = d
@@ -280,14 +280,14 @@ func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	require.Empty(t, whole.ConsumesCounters)
 	require.Equal(t, wholeDevice(inv.ChipsOf(ascend.Vendor)[2]), whole, "a Whole chip is published as before partitions")
 
-	noTool := partitions.Policy{Default: partitions.ModePartitioned, NoPartitions: true}
-	devices, sets = resourceslices.DevicesFor(inv, ascend.Vendor, resourceslices.Options{Policy: noTool})
+	noTool := partitions.Policy{Registry: registry, Default: partitions.ModePartitioned, NoPartitions: true}
+	devices, sets = resourceslices.DevicesFor(registry, inv, ascend.Vendor, resourceslices.Options{Policy: noTool})
 	require.Len(t, devices, 3, "without a partition tool no partitions are published")
 	require.Empty(t, sets)
 }
 
 func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
-	devices, _ := resourceslices.DevicesFor(bigInventory(1, true), ascend.Vendor, partitioned)
+	devices, _ := resourceslices.DevicesFor(registry, bigInventory(1, true), ascend.Vendor, partitioned)
 	require.Len(t, devices, 7)
 	for _, d := range devices {
 		require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: resourceslices.TaintValueUnknown, Effect: resourceapi.DeviceTaintEffectNoSchedule}}, d.Taints, d.Name)
@@ -296,6 +296,6 @@ func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
 
 // wholeDevice is the device of chip c published Whole, alone on its node.
 func wholeDevice(c inventory.Chip) resourceapi.Device {
-	devices, _ := resourceslices.DevicesFor(inventory.Inventory{Chips: []inventory.Chip{c}}, c.Vendor, resourceslices.Options{})
+	devices, _ := resourceslices.DevicesFor(registry, inventory.Inventory{Chips: []inventory.Chip{c}}, c.Vendor, resourceslices.Options{})
 	return devices[0]
 }

@@ -68,7 +68,7 @@ func TestParseTaintEffectAcceptsNoScheduleAndNoExecuteOnly(t *testing.T) {
 func TestEveryDeviceOfAChipCarriesItsHealth(t *testing.T) {
 	inv := sick(inventoryOf(t, "n", "atlas-800t-a2"), map[int]string{1: "HealthCritical"})
 	for _, effect := range []resourceapi.DeviceTaintEffect{resourceapi.DeviceTaintEffectNoSchedule, resourceapi.DeviceTaintEffectNoExecute} {
-		devices, _ := resourceslices.DevicesFor(inv, ascend.Vendor, resourceslices.Options{Policy: partitioned.Policy, UnhealthyTaintEffect: effect})
+		devices, _ := resourceslices.DevicesFor(registry, inv, ascend.Vendor, resourceslices.Options{Policy: partitioned.Policy, UnhealthyTaintEffect: effect})
 		tainted := 0
 		for _, d := range devices {
 			parent := d.Name
@@ -90,10 +90,10 @@ func TestEveryDeviceOfAChipCarriesItsHealth(t *testing.T) {
 
 func TestARecoveredChipLosesItsTaint(t *testing.T) {
 	healthy := inventoryOf(t, "n", "mlu370-x8")
-	before := resourceslices.SlicesFor("n", sick(healthy, map[int]string{3: inventory.ReasonPCIDeviceMissing}), resourceslices.Options{})
-	after := resourceslices.SlicesFor("n", healthy, resourceslices.Options{})
+	before := resourceslices.SlicesFor(registry, "n", sick(healthy, map[int]string{3: inventory.ReasonPCIDeviceMissing}), resourceslices.Options{})
+	after := resourceslices.SlicesFor(registry, "n", healthy, resourceslices.Options{})
 	require.NotEqual(t, before, after)
-	require.Equal(t, resourceslices.SlicesFor("n", healthy, resourceslices.Options{}), after, "recovered is the same as never sick")
+	require.Equal(t, resourceslices.SlicesFor(registry, "n", healthy, resourceslices.Options{}), after, "recovered is the same as never sick")
 }
 
 func TestTaintedSlicesMatchTheGoldenYAML(t *testing.T) {
@@ -109,7 +109,7 @@ func TestTaintedSlicesMatchTheGoldenYAML(t *testing.T) {
 		t.Run(tc.golden, func(t *testing.T) {
 			inv := sick(inventoryOf(t, "node-0", tc.profile), tc.reasons)
 			requireGolden(t, filepath.Join("testdata", "golden-taints", tc.golden+".yaml"),
-				resourceslices.SlicesFor("node-0", inv, resourceslices.Options{Policy: partitioned.Policy, UnhealthyTaintEffect: tc.effect}))
+				resourceslices.SlicesFor(registry, "node-0", inv, resourceslices.Options{Policy: partitioned.Policy, UnhealthyTaintEffect: tc.effect}))
 		})
 	}
 }

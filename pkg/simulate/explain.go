@@ -16,7 +16,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Pool is the state a claim is explained against: the slices of the nodes
@@ -349,7 +348,7 @@ func explain(ctx context.Context, cluster *Cluster, in *Inputs, cache *cel.Cache
 // the cluster's nodes would publish if every chip not Partitioned now
 // were, and names those nodes.
 func (c *Cluster) unpublishedPartitions(match func(driver string, d resourceapi.Device) bool) (int, []string) {
-	all := resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModePartitioned}}
+	all := resourceslices.Options{Policy: partitions.Policy{Default: partitions.ModePartitioned, Registry: c.registry}}
 	total := 0
 	var nodes []string
 	for _, n := range c.chips {
@@ -357,15 +356,15 @@ func (c *Cluster) unpublishedPartitions(match func(driver string, d resourceapi.
 		for _, v := range n.inv.Vendors() {
 			partitioned := map[string]bool{}
 			for _, chip := range n.inv.ChipsOf(v) {
-				partitioned[vendors.ChipDeviceName(chip)] = n.policy.ModeOf(chip) == partitions.ModePartitioned
+				partitioned[c.registry.ChipDeviceName(chip)] = n.policy.ModeOf(chip) == partitions.ModePartitioned
 			}
-			devices, _ := resourceslices.DevicesFor(n.inv, v, all)
+			devices, _ := resourceslices.DevicesFor(c.registry, n.inv, v, all)
 			for _, d := range devices {
 				parent, ok := d.Attributes[resourceslices.AttrParentDevice]
 				if !ok || parent.StringValue == nil || partitioned[*parent.StringValue] {
 					continue
 				}
-				if match(vendors.DriverFor(v), d) {
+				if match(c.registry.DriverFor(v), d) {
 					found++
 				}
 			}

@@ -19,7 +19,7 @@ import (
 // Claims on Shared chips take shares and capacity as the scheduler
 // records them, so a chip serves claims until its memory is gone.
 func TestSharesOfAChipAreAllocatedUntilItsMemoryIsGone(t *testing.T) {
-	cluster, err := clusterOf(t, "nodes:\n- {name: s, profile: mlu270, chipModes: Shared}\n", simulate.ClusterOptions{})
+	cluster, err := clusterOf(t, "nodes:\n- {name: s, profile: mlu270, chipModes: Shared}\n", simulate.ClusterOptions{Registry: registry})
 	require.NoError(t, err)
 	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "testdata/nine-shares.yaml"})
 	require.NoError(t, err)
@@ -38,7 +38,7 @@ func TestSharesOfAChipAreAllocatedUntilItsMemoryIsGone(t *testing.T) {
 }
 
 func TestExplainCountsWhatTheAllocatorWouldSkip(t *testing.T) {
-	partitioned := simulate.ClusterOptions{Policy: partitions.Policy{Default: partitions.ModePartitioned}}
+	partitioned := simulate.ClusterOptions{Registry: registry, Policy: partitions.Policy{Registry: registry, Default: partitions.ModePartitioned}}
 	cluster, err := clusterOf(t, "nodes:\n- {name: duo, profile: atlas-300i-duo}\n", partitioned)
 	require.NoError(t, err)
 	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses"})

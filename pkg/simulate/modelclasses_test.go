@@ -84,7 +84,7 @@ func partitionedDemo(t *testing.T) *simulate.Cluster {
 	require.NoError(t, err)
 	c, err := v1alpha1.ParseSimulatedCluster("cluster.yaml", data)
 	require.NoError(t, err)
-	cl, err := simulate.BuildCluster(context.Background(), c, simulate.ClusterOptions{Policy: partitions.Policy{Default: partitions.ModePartitioned}})
+	cl, err := simulate.BuildCluster(context.Background(), c, simulate.ClusterOptions{Registry: registry, Policy: partitions.Policy{Registry: registry, Default: partitions.ModePartitioned}})
 	require.NoError(t, err)
 	return cl
 }

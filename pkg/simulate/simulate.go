@@ -29,6 +29,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Features are the allocator features kube-scheduler 1.37 turns on with
@@ -52,6 +53,8 @@ type Cluster struct {
 	// a claim that finds nothing can be told which nodes would have
 	// partitions for it with other chip modes.
 	chips []nodeChips
+	// registry has the chips' vendors (ClusterOptions.Registry).
+	registry vendors.Registry
 }
 
 type nodeChips struct {
@@ -62,6 +65,8 @@ type nodeChips struct {
 
 // ClusterOptions tune BuildCluster.
 type ClusterOptions struct {
+	// Registry has the vendors the nodes' profiles may hold.
+	Registry vendors.Registry
 	// Policy gives the chips of nodes that set no chipModes their modes
 	// (simulate --chip-modes); the zero value publishes them Whole, as the
 	// node agent does by default.
@@ -72,20 +77,20 @@ type ClusterOptions struct {
 // node's chips in the modes its chipModes (or else opts.Policy) give them,
 // as the node agent with that --chip-modes would publish them.
 func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster, opts ClusterOptions) (*Cluster, error) {
-	out := &Cluster{}
+	out := &Cluster{registry: opts.Registry}
 	for i, n := range c.Nodes {
-		p, err := profile.Load(n.Profile)
+		p, err := profile.Load(opts.Registry, n.Profile)
 		if err != nil {
 			return nil, fmt.Errorf("nodes[%d].profile: %w", i, err)
 		}
 		policy := opts.Policy
 		if n.ChipModes != "" {
-			if policy, err = partitions.ParsePolicy(n.ChipModes); err != nil {
+			if policy, err = partitions.ParsePolicy(opts.Registry, n.ChipModes); err != nil {
 				return nil, fmt.Errorf("nodes[%d].chipModes (node %q): %w", i, n.Name, err)
 			}
 		}
 		for _, name := range n.NodeNames() {
-			inv, err := profilenode.New(name, p).Discover(ctx)
+			inv, err := profilenode.New(opts.Registry, name, p).Discover(ctx)
 			if err != nil {
 				return nil, fmt.Errorf("node %s: %w", name, err)
 			}
@@ -95,7 +100,7 @@ func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster, opts Cluste
 			}
 			out.Nodes = append(out.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
 			out.chips = append(out.chips, nodeChips{node: name, inv: inv, policy: policy})
-			out.Slices = append(out.Slices, resourceslices.SlicesFor(name, inv, resourceslices.Options{Policy: policy})...)
+			out.Slices = append(out.Slices, resourceslices.SlicesFor(opts.Registry, name, inv, resourceslices.Options{Policy: policy})...)
 		}
 	}
 	return out, nil

@@ -17,21 +17,23 @@ func demoCluster(t *testing.T) *simulate.Cluster {
 	require.NoError(t, err)
 	c, err := v1alpha1.ParseSimulatedCluster("cluster.yaml", data)
 	require.NoError(t, err)
-	cl, err := simulate.BuildCluster(context.Background(), c, simulate.ClusterOptions{})
+	cl, err := simulate.BuildCluster(context.Background(), c, simulate.ClusterOptions{Registry: registry})
 	require.NoError(t, err)
 	return cl
 }
 
-// clusterOf builds a cluster from an inline cluster file.
+// clusterOf builds a cluster of the real vendors' chips from an inline
+// cluster file.
 func clusterOf(t *testing.T, doc string, opts simulate.ClusterOptions) (*simulate.Cluster, error) {
 	t.Helper()
+	opts.Registry = registry
 	c, err := v1alpha1.ParseSimulatedCluster("cluster.yaml", []byte("apiVersion: accel-dra.dev/v1alpha1\nkind: SimulatedCluster\n"+doc))
 	require.NoError(t, err)
 	return simulate.BuildCluster(context.Background(), c, opts)
 }
 
 func TestPartitionClaimsFitOnlyWherePartitionsArePublished(t *testing.T) {
-	partitioned := simulate.ClusterOptions{Policy: partitions.Policy{Default: partitions.ModePartitioned}}
+	partitioned := simulate.ClusterOptions{Policy: partitions.Policy{Registry: registry, Default: partitions.ModePartitioned}}
 	tests := []struct {
 		name    string
 		nodes   string
@@ -106,7 +108,7 @@ func TestMalformedChipModesNameTheNodeAndField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := clusterOf(t, tt.nodes, simulate.ClusterOptions{})
+			_, err := clusterOf(t, tt.nodes, simulate.ClusterOptions{Registry: registry})
 			require.EqualError(t, err, tt.want)
 		})
 	}
@@ -195,7 +197,7 @@ nodes:
 - {name: mixed, profile: mixed-910b-mlu370}
 `))
 	require.NoError(b, err)
-	cluster, err := simulate.BuildCluster(context.Background(), c, simulate.ClusterOptions{})
+	cluster, err := simulate.BuildCluster(context.Background(), c, simulate.ClusterOptions{Registry: registry})
 	require.NoError(b, err)
 	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "../../demo/workloads"})
 	require.NoError(b, err)

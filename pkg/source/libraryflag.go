@@ -1,6 +1,7 @@
 package source
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -8,14 +9,14 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// AddLibraryFlags adds to fs the flag of every registered vendor with a
+// AddLibraryFlags adds to fs the flag of every vendor of reg with a
 // management library (vendors.Names.LibraryFlag: --dcmi-library,
 // --cndev-library), each setting that vendor's entry of m. With env, each
 // usage names its environment variable (ACCEL_DRA_DCMI_LIBRARY) for
 // pkg/flagenv, as the node agent's flags do; suffix is appended to the
 // usage before it.
-func AddLibraryFlags(fs *pflag.FlagSet, m map[string]string, env bool, suffix string) {
-	for _, v := range vendors.All() {
+func AddLibraryFlags(fs *pflag.FlagSet, reg vendors.Registry, m map[string]string, env bool, suffix string) {
+	for _, v := range reg.All() {
 		n := v.Names()
 		if n.LibraryFlag == "" {
 			continue
@@ -28,12 +29,12 @@ func AddLibraryFlags(fs *pflag.FlagSet, m map[string]string, env bool, suffix st
 	}
 }
 
-// AddToolFlags adds to fs the flag of every registered vendor's tool
+// AddToolFlags adds to fs the flag of every tool of a vendor of reg
 // (vendors.Names.Tool: --npu-smi, --cnmon), each setting that tool's entry
 // of m (Options.Tools). With env, each usage names its environment
 // variable (ACCEL_DRA_NPU_SMI) for pkg/flagenv.
-func AddToolFlags(fs *pflag.FlagSet, m map[string]string, env bool) {
-	for _, v := range vendors.All() {
+func AddToolFlags(fs *pflag.FlagSet, reg vendors.Registry, m map[string]string, env bool) {
+	for _, v := range reg.All() {
 		n := v.Names()
 		usage := n.ToolHelp
 		if env {
@@ -41,6 +42,22 @@ func AddToolFlags(fs *pflag.FlagSet, m map[string]string, env bool) {
 		}
 		fs.Var(mapFlag{m: m, key: n.Tool, typ: "string"}, n.Tool, usage)
 	}
+}
+
+// VendorsHelp is the usage of a --vendors flag selecting among the
+// vendors of reg (by their option names), without its environment
+// variable.
+func VendorsHelp(reg vendors.Registry) string {
+	return "serve only these vendors' chips: " + strings.Join(reg.Options(), ", ") + " (comma list); default: every vendor found"
+}
+
+// NoChipsError is the error of a node where discovery of the vendors
+// options select (all of reg's when empty) found no chip under root.
+func NoChipsError(reg vendors.Registry, options []string, root string) error {
+	if len(options) == 0 {
+		options = reg.Options()
+	}
+	return fmt.Errorf("no %s chips found under %s: nothing to serve", strings.Join(options, " or "), root)
 }
 
 // envOf is the environment variable pkg/flagenv reads for flag name, in

@@ -1,6 +1,6 @@
 // Package source chooses the discovery backends of a node from the flags
 // both binaries share: a host root (real or fixture) read by every
-// registered vendor's backend (pkg/vendors), or a simulated hardware
+// vendor's backend of Options.Registry (pkg/vendors), or a simulated hardware
 // profile.
 package source
 
@@ -19,6 +19,9 @@ import (
 
 // Options say where a node's chips come from.
 type Options struct {
+	// Registry has the vendors discovery knows (main builds it from
+	// pkg/vendors/all).
+	Registry vendors.Registry
 	// Root is the host root directory; "/" in production.
 	Root string
 	// Profile, when set, simulates a node with this hardware profile
@@ -47,16 +50,16 @@ type Options struct {
 	Libraries map[string]string
 }
 
-// Backends returns the backends for o. With a root, every registered
-// vendor's backend runs: each finds nothing (without running its tool) on a node without
+// Backends returns the backends for o. With a root, every vendor's
+// backend runs: each finds nothing (without running its tool) on a node without
 // its device files, so a node's vendors are detected, not configured.
 func Backends(o Options) ([]discovery.Backend, error) {
 	if o.Profile != "" {
-		p, err := profile.Load(o.Profile)
+		p, err := profile.Load(o.Registry, o.Profile)
 		if err != nil {
 			return nil, err
 		}
-		return []discovery.Backend{profilenode.New(o.NodeName, p)}, nil
+		return []discovery.Backend{profilenode.New(o.Registry, o.NodeName, p)}, nil
 	}
 	root := o.Root
 	if root == "" {
@@ -66,12 +69,12 @@ func Backends(o Options) ([]discovery.Backend, error) {
 	if o.ToolOutput != "" {
 		runner = discovery.RecordedRunner{Dir: o.ToolOutput}
 	}
-	want, err := vendorSet(o.Vendors)
+	want, err := vendorSet(o.Registry, o.Vendors)
 	if err != nil {
 		return nil, err
 	}
 	var backends []discovery.Backend
-	for _, v := range vendors.All() {
+	for _, v := range o.Registry.All() {
 		if want[v.Names().Vendor] {
 			library := o.Libraries[v.Names().Option]
 			if library == "" && o.ToolOutput != "" {
@@ -98,28 +101,29 @@ func (o Options) ToolPaths() map[string]string {
 	return tools
 }
 
-// VendorOption is the Options.Vendors value that selects v.
-func VendorOption(v inventory.Vendor) (string, error) {
-	x, ok := vendors.Lookup(v)
+// VendorOption is the Options.Vendors value that selects v of reg.
+func VendorOption(reg vendors.Registry, v inventory.Vendor) (string, error) {
+	x, ok := reg.Lookup(v)
 	if !ok {
 		return "", fmt.Errorf("unknown vendor %q", v)
 	}
 	return x.Names().Option, nil
 }
 
-// vendorSet maps --vendors to inventory vendors; empty means all.
-func vendorSet(options []string) (map[inventory.Vendor]bool, error) {
+// vendorSet maps --vendors to the inventory vendors of reg; empty means
+// all.
+func vendorSet(reg vendors.Registry, options []string) (map[inventory.Vendor]bool, error) {
 	out := map[inventory.Vendor]bool{}
 	if len(options) == 0 {
-		for _, v := range vendors.All() {
+		for _, v := range reg.All() {
 			out[v.Names().Vendor] = true
 		}
 		return out, nil
 	}
 	for _, o := range options {
-		v, ok := vendors.ByOption(o)
+		v, ok := reg.ByOption(o)
 		if !ok {
-			return nil, fmt.Errorf("vendors: %q is not one of %s", o, strings.Join(vendors.Options(), ", "))
+			return nil, fmt.Errorf("vendors: %q is not one of %s", o, strings.Join(reg.Options(), ", "))
 		}
 		out[v.Names().Vendor] = true
 	}
@@ -138,12 +142,12 @@ func Discover(ctx context.Context, o Options) (inventory.Inventory, error) {
 	}
 	// Backends report their own vendor; a profile may name any.
 	for _, c := range inv.Chips {
-		if _, ok := vendors.Lookup(c.Vendor); !ok {
+		if _, ok := o.Registry.Lookup(c.Vendor); !ok {
 			return inventory.Inventory{}, fmt.Errorf("checking discovered inventory: chip %d: unknown vendor %q", c.Index, c.Vendor)
 		}
 	}
 	// A simulated profile may hold both vendors: keep only the wanted ones.
-	want, _ := vendorSet(o.Vendors)
+	want, _ := vendorSet(o.Registry, o.Vendors)
 	out := inventory.Inventory{SharedDeviceNodes: map[inventory.Vendor][]string{}}
 	for _, c := range inv.Chips {
 		if want[c.Vendor] {

@@ -32,7 +32,7 @@ func mixedRoot(t *testing.T) (root, tools string) {
 
 func TestARootWithBothVendorsFindsBothWithoutConfiguration(t *testing.T) {
 	root, tools := mixedRoot(t)
-	inv, err := source.Discover(context.Background(), source.Options{Root: root, ToolOutput: tools, NodeName: "mixed"})
+	inv, err := source.Discover(context.Background(), source.Options{Registry: registry, Root: root, ToolOutput: tools, NodeName: "mixed"})
 	require.NoError(t, err)
 	require.Equal(t, []inventory.Vendor{cambricon.Vendor, ascend.Vendor}, inv.Vendors())
 	require.Len(t, inv.ChipsOf(ascend.Vendor), 8)
@@ -41,22 +41,22 @@ func TestARootWithBothVendorsFindsBothWithoutConfiguration(t *testing.T) {
 
 func TestARootWithoutChipsRunsNoToolAndFindsNothing(t *testing.T) {
 	// No recorded output at all: running a tool would fail.
-	inv, err := source.Discover(context.Background(), source.Options{Root: t.TempDir(), ToolOutput: t.TempDir()})
+	inv, err := source.Discover(context.Background(), source.Options{Registry: registry, Root: t.TempDir(), ToolOutput: t.TempDir()})
 	require.NoError(t, err)
 	require.Empty(t, inv.Chips)
 }
 
 func TestAProfileSimulatesTheNode(t *testing.T) {
-	inv, err := source.Discover(context.Background(), source.Options{Profile: "mixed-910b-mlu370", NodeName: "m"})
+	inv, err := source.Discover(context.Background(), source.Options{Registry: registry, Profile: "mixed-910b-mlu370", NodeName: "m"})
 	require.NoError(t, err)
 	require.Len(t, inv.Chips, 8)
-	_, err = source.Discover(context.Background(), source.Options{Profile: "nope"})
+	_, err = source.Discover(context.Background(), source.Options{Registry: registry, Profile: "nope"})
 	require.ErrorContains(t, err, `unknown hardware profile "nope"`)
 }
 
 func TestAToolFailureNamesTheBackend(t *testing.T) {
 	root, _ := mixedRoot(t)
-	_, err := source.Discover(context.Background(), source.Options{Root: root, ToolOutput: t.TempDir()})
+	_, err := source.Discover(context.Background(), source.Options{Registry: registry, Root: root, ToolOutput: t.TempDir()})
 	require.ErrorContains(t, err, "discovering ascend chips: ")
 	require.ErrorContains(t, err, "npu-smi info")
 }
@@ -67,30 +67,30 @@ func TestToolPathsAreRunInsteadOfTheToolsInPath(t *testing.T) {
 	// DaemonSet runs the host's tool under /host.
 	script := filepath.Join(t.TempDir(), "my-cnmon")
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\nexec cat \""+tools+"/cnmon_$(echo \"$@\" | tr ' ' _).txt\"\n"), 0o755))
-	_, err := source.Discover(context.Background(), source.Options{Root: root, Tools: map[string]string{cambricon.Cnmon: script, ascend.NpuSmi: filepath.Join(t.TempDir(), "no-npu-smi")}})
+	_, err := source.Discover(context.Background(), source.Options{Registry: registry, Root: root, Tools: map[string]string{cambricon.Cnmon: script, ascend.NpuSmi: filepath.Join(t.TempDir(), "no-npu-smi")}})
 	require.ErrorContains(t, err, "no-npu-smi", "the configured npu-smi path is what runs")
 	require.NoError(t, os.RemoveAll(filepath.Join(root, "dev")))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "dev"), 0o755))
 	for i := 0; i < 8; i++ {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", "cambricon_dev"+string(rune('0'+i))), nil, 0o644))
 	}
-	inv, err := source.Discover(context.Background(), source.Options{Root: root, Tools: map[string]string{cambricon.Cnmon: script}})
+	inv, err := source.Discover(context.Background(), source.Options{Registry: registry, Root: root, Tools: map[string]string{cambricon.Cnmon: script}})
 	require.NoError(t, err)
 	require.Len(t, inv.ChipsOf(cambricon.Vendor), 8)
 }
 
 func TestVendorsLimitsDiscoveryToTheServedVendors(t *testing.T) {
 	root, tools := mixedRoot(t)
-	inv, err := source.Discover(context.Background(), source.Options{Root: root, ToolOutput: tools, Vendors: []string{"cambricon"}})
+	inv, err := source.Discover(context.Background(), source.Options{Registry: registry, Root: root, ToolOutput: tools, Vendors: []string{"cambricon"}})
 	require.NoError(t, err)
 	require.Equal(t, []inventory.Vendor{cambricon.Vendor}, inv.Vendors())
 
-	inv, err = source.Discover(context.Background(), source.Options{Profile: "mixed-910b-mlu370", NodeName: "m", Vendors: []string{"ascend"}})
+	inv, err = source.Discover(context.Background(), source.Options{Registry: registry, Profile: "mixed-910b-mlu370", NodeName: "m", Vendors: []string{"ascend"}})
 	require.NoError(t, err)
 	require.Equal(t, []inventory.Vendor{ascend.Vendor}, inv.Vendors())
 	require.NotContains(t, inv.SharedDeviceNodes, cambricon.Vendor)
 
-	_, err = source.Discover(context.Background(), source.Options{Root: root, Vendors: []string{"nvidia"}})
+	_, err = source.Discover(context.Background(), source.Options{Registry: registry, Root: root, Vendors: []string{"nvidia"}})
 	require.ErrorContains(t, err, `vendors: "nvidia" is not one of ascend, cambricon`)
 }
 
@@ -99,7 +99,7 @@ func TestVendorsLimitsDiscoveryToTheServedVendors(t *testing.T) {
 func TestEachVendorsLibraryFlagSetsItsEntry(t *testing.T) {
 	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
 	libs := map[string]string{}
-	source.AddLibraryFlags(fs, libs, true, "")
+	source.AddLibraryFlags(fs, registry, libs, true, "")
 	require.NoError(t, fs.Parse([]string{"--dcmi-library=/opt/dcmi/libdcmi.so", "--cndev-library", "none"}))
 	require.Equal(t, map[string]string{"ascend": "/opt/dcmi/libdcmi.so", "cambricon": "none"}, libs)
 	require.Equal(t, "ACCEL_DRA_DCMI_LIBRARY", flagenv.Var(fs.Lookup("dcmi-library")))

@@ -9,12 +9,13 @@
 //
 // The node agent hands its driver of each vendor the Vendor value
 // (driver.Config.Vendor), which passes it on to the CDI writer
-// (cdi.Claim.Vendor): preparing a claim asks the vendor object, not the
+// (cdi.Claim.Vendor): preparing a claim asks the vendor object, not a
 // registry. Code that serves several vendors at once (slices, discovery,
-// the CLI, the webhook) looks one up in the registry by its inventory
-// value (accel-dra.dev/vendor, Lookup), driver name (ByDriver),
-// --vendors option (ByOption) or CDI kind (ByCDIKind), or ranges over
-// All.
+// the chip modes, the CLI, simulate) is given a Registry, which each
+// binary's main builds from pkg/vendors/all (there is no package-level
+// one), and looks a vendor up in it by its inventory value
+// (accel-dra.dev/vendor, Lookup), driver name (ByDriver), --vendors
+// option (ByOption) or CDI kind (ByCDIKind), or ranges over All.
 //
 // A vendor package has one file per concern, the same names in each:
 //

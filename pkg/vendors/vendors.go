@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
-	"sync"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -135,34 +134,49 @@ type File struct {
 	Content string
 }
 
-var (
-	mu       sync.RWMutex
-	byVendor = map[inventory.Vendor]Vendor{}
-)
+// Registry is the set of vendors a binary or test serves. main builds it
+// (pkg/vendors/all) and passes it to the code that handles several vendors
+// at once; code for one vendor gets that Vendor. A Registry is immutable.
+type Registry struct {
+	// vendors are ordered by their Option (the order discovery runs their
+	// backends in).
+	vendors []Vendor
+}
 
-// Register adds v to the registry; pkg/vendors/all registers the vendors
-// of the binaries. It panics when a name of v is empty or another
-// registered vendor has it already: both are programming errors. The
-// returned function removes v again, for tests that register a vendor of
-// their own.
-func Register(v Vendor) (unregister func()) {
-	n := v.Names()
-	if err := n.validate(); err != nil {
-		panic(fmt.Sprintf("registering vendor %q: %v", n.Vendor, err))
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, o := range byVendor {
-		if err := n.clash(o.Names()); err != nil {
-			panic(fmt.Sprintf("registering vendor %q: %v", n.Vendor, err))
+// NewRegistry returns the registry of vs. It fails when a name of a vendor
+// is empty or another vendor has it already.
+func NewRegistry(vs ...Vendor) (Registry, error) {
+	var r Registry
+	for _, v := range vs {
+		n := v.Names()
+		if err := n.validate(); err != nil {
+			return Registry{}, fmt.Errorf("registering vendor %q: %w", n.Vendor, err)
 		}
+		for _, o := range r.vendors {
+			if err := n.clash(o.Names()); err != nil {
+				return Registry{}, fmt.Errorf("registering vendor %q: %w", n.Vendor, err)
+			}
+		}
+		r.vendors = append(r.vendors, v)
 	}
-	byVendor[n.Vendor] = v
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		delete(byVendor, n.Vendor)
+	sort.Slice(r.vendors, func(i, j int) bool { return r.vendors[i].Names().Option < r.vendors[j].Names().Option })
+	return r, nil
+}
+
+// MustRegistry is NewRegistry for a fixed list of vendors, as in main and
+// tests: a clash there is a programming error, so it panics.
+func MustRegistry(vs ...Vendor) Registry {
+	r, err := NewRegistry(vs...)
+	if err != nil {
+		panic(err)
 	}
+	return r
+}
+
+// With returns a registry of r's vendors and vs (tests add a vendor of
+// their own so).
+func (r Registry) With(vs ...Vendor) (Registry, error) {
+	return NewRegistry(append(r.All(), vs...)...)
 }
 
 func (n Names) validate() error {
@@ -198,31 +212,13 @@ func (n Names) clash(o Names) error {
 	return nil
 }
 
-// All returns the registered vendors, ordered by their Option (the order
-// discovery runs their backends in).
-func All() []Vendor {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]Vendor, 0, len(byVendor))
-	for _, v := range byVendor {
-		out = append(out, v)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Names().Option < out[j].Names().Option })
-	return out
-}
+// All returns the vendors, ordered by their Option (the order discovery
+// runs their backends in). The caller may change the slice.
+func (r Registry) All() []Vendor { return append([]Vendor(nil), r.vendors...) }
 
-// Lookup returns the vendor whose inventory value (accel-dra.dev/vendor)
-// is v.
-func Lookup(v inventory.Vendor) (Vendor, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	x, ok := byVendor[v]
-	return x, ok
-}
-
-// find returns the first registered vendor whose names match.
-func find(match func(Names) bool) (Vendor, bool) {
-	for _, v := range All() {
+// find returns the first vendor whose names match.
+func (r Registry) find(match func(Names) bool) (Vendor, bool) {
+	for _, v := range r.vendors {
 		if match(v.Names()) {
 			return v, true
 		}
@@ -230,19 +226,25 @@ func find(match func(Names) bool) (Vendor, bool) {
 	return nil, false
 }
 
+// Lookup returns the vendor whose inventory value (accel-dra.dev/vendor)
+// is v.
+func (r Registry) Lookup(v inventory.Vendor) (Vendor, bool) {
+	return r.find(func(n Names) bool { return n.Vendor == v })
+}
+
 // ByDriver returns the vendor a DRA driver name serves.
-func ByDriver(driver string) (Vendor, bool) {
-	return find(func(n Names) bool { return n.Driver == driver })
+func (r Registry) ByDriver(driver string) (Vendor, bool) {
+	return r.find(func(n Names) bool { return n.Driver == driver })
 }
 
 // ByOption returns the vendor a --vendors value selects.
-func ByOption(option string) (Vendor, bool) {
-	return find(func(n Names) bool { return n.Option == option })
+func (r Registry) ByOption(option string) (Vendor, bool) {
+	return r.find(func(n Names) bool { return n.Option == option })
 }
 
 // ByCDIKind returns the vendor whose CDI specs have kind.
-func ByCDIKind(kind string) (Vendor, bool) {
-	return find(func(n Names) bool { return n.CDIKind == kind })
+func (r Registry) ByCDIKind(kind string) (Vendor, bool) {
+	return r.find(func(n Names) bool { return n.CDIKind == kind })
 }
 
 // ChipDevice is the DRA device name of the vendor's chip with index:
@@ -256,11 +258,11 @@ func (n Names) PartitionDevice(index int, s Slot) string {
 	return fmt.Sprintf("%s-%s-%d", n.ChipDevice(index), s.Template.Slug, s.K)
 }
 
-// ChipDeviceName is the DRA device name of chip c of a registered vendor
-// (Names.ChipDevice); a chip of another vendor still gets a distinct,
+// ChipDeviceName is the DRA device name of chip c of a vendor of r
+// (Names.ChipDevice); a chip of a vendor not in r still gets a distinct,
 // readable name, its vendor value as the prefix.
-func ChipDeviceName(c inventory.Chip) string {
-	n := NamesOf(c.Vendor)
+func (r Registry) ChipDeviceName(c inventory.Chip) string {
+	n := r.NamesOf(c.Vendor)
 	if n.DevicePrefix == "" {
 		n.DevicePrefix = string(c.Vendor)
 	}
@@ -269,18 +271,18 @@ func ChipDeviceName(c inventory.Chip) string {
 
 // PartitionDeviceName is the DRA device name of partition slot s of chip c
 // (Names.PartitionDevice).
-func PartitionDeviceName(c inventory.Chip, s Slot) string {
-	n := NamesOf(c.Vendor)
+func (r Registry) PartitionDeviceName(c inventory.Chip, s Slot) string {
+	n := r.NamesOf(c.Vendor)
 	if n.DevicePrefix == "" {
 		n.DevicePrefix = string(c.Vendor)
 	}
 	return n.PartitionDevice(c.Index, s)
 }
 
-// NamesOf returns the names of vendor v, or zero Names if it is not
-// registered.
-func NamesOf(v inventory.Vendor) Names {
-	if x, ok := Lookup(v); ok {
+// NamesOf returns the names of vendor v, or zero Names if it is not in
+// r.
+func (r Registry) NamesOf(v inventory.Vendor) Names {
+	if x, ok := r.Lookup(v); ok {
 		return x.Names()
 	}
 	return Names{}
@@ -288,11 +290,11 @@ func NamesOf(v inventory.Vendor) Names {
 
 // DriverFor returns the DRA driver name serving vendor v's chips, "" for
 // an unknown vendor.
-func DriverFor(v inventory.Vendor) string { return NamesOf(v).Driver }
+func (r Registry) DriverFor(v inventory.Vendor) string { return r.NamesOf(v).Driver }
 
 // VendorFor is the inverse of DriverFor.
-func VendorFor(driver string) inventory.Vendor {
-	if x, ok := ByDriver(driver); ok {
+func (r Registry) VendorFor(driver string) inventory.Vendor {
+	if x, ok := r.ByDriver(driver); ok {
 		return x.Names().Vendor
 	}
 	return ""
@@ -304,23 +306,23 @@ func VendorFor(driver string) inventory.Vendor {
 const ReservedEnvPrefix = "DRA_"
 
 // ReservedEnv lists, sorted, the variables besides the ReservedEnvPrefix
-// ones that configuration may not set: every registered vendor's
-// visible-devices variable, since a container can hold devices of
+// ones that configuration may not set: every vendor's visible-devices
+// variable, since a container can hold devices of
 // several vendors. The API's config validation (and so the webhook) and
 // the CDI writer both refuse them.
-func ReservedEnv() []string {
+func (r Registry) ReservedEnv() []string {
 	var out []string
-	for _, v := range All() {
+	for _, v := range r.vendors {
 		out = append(out, v.CDI().VisibleEnv)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// Options lists the --vendors values of the registered vendors, sorted.
-func Options() []string {
+// Options lists the --vendors values of the vendors, sorted.
+func (r Registry) Options() []string {
 	var out []string
-	for _, v := range All() {
+	for _, v := range r.vendors {
 		out = append(out, v.Names().Option)
 	}
 	sort.Strings(out)

@@ -8,16 +8,16 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
 )
 
-// TestTheRegisteredVendorsHaveTheContractsNames pins the user-facing names
+// TestTheBinariesVendorsHaveTheContractsNames pins the user-facing names
 // of every vendor the binaries serve (docs/architecture.md): one object per vendor
 // holds them all.
-func TestTheRegisteredVendorsHaveTheContractsNames(t *testing.T) {
+func TestTheBinariesVendorsHaveTheContractsNames(t *testing.T) {
 	var got []vendors.Names
-	for _, v := range vendors.All() {
+	for _, v := range all.Registry().All() {
 		n := v.Names()
 		require.NotEmpty(t, n.LibraryHelp, "%s: the library flag has a usage text", n.Vendor)
 		require.NotEmpty(t, n.ToolHelp, "%s: the tool flag has a usage text", n.Vendor)
@@ -28,17 +28,17 @@ func TestTheRegisteredVendorsHaveTheContractsNames(t *testing.T) {
 		{Vendor: "huawei", Family: "ascend", Driver: "ascend.accel-dra.dev", Option: "ascend", CDIKind: "accel-dra.dev/ascend", DevicePrefix: "npu", Tool: "npu-smi", ConfigKind: "AscendConfig", LibraryFlag: "dcmi-library"},
 		{Vendor: "cambricon", Family: "mlu", Driver: "cambricon.accel-dra.dev", Option: "cambricon", CDIKind: "accel-dra.dev/cambricon", DevicePrefix: "mlu", Tool: "cnmon", ConfigKind: "CambriconConfig", LibraryFlag: "cndev-library"},
 	}, got, "ordered by option, the order discovery runs the backends in")
-	require.Equal(t, []string{"ascend", "cambricon"}, vendors.Options())
+	require.Equal(t, []string{"ascend", "cambricon"}, all.Registry().Options())
 }
 
 // TestEveryNameOfAVendorLeadsBackToIt checks the registry is consistent:
 // each name of each vendor is its own, and every lookup finds the vendor
 // it came from.
 func TestEveryNameOfAVendorLeadsBackToIt(t *testing.T) {
-	all := vendors.All()
-	require.NotEmpty(t, all)
+	reg := all.Registry()
+	require.NotEmpty(t, reg.All())
 	seen := map[string]inventory.Vendor{}
-	for _, v := range all {
+	for _, v := range reg.All() {
 		n := v.Names()
 		t.Run(string(n.Vendor), func(t *testing.T) {
 			for _, name := range []string{string(n.Vendor), string(n.Family), n.Driver, n.Option, n.CDIKind, n.DevicePrefix, n.Tool, n.ConfigKind, v.CDI().VisibleEnv} {
@@ -48,17 +48,17 @@ func TestEveryNameOfAVendorLeadsBackToIt(t *testing.T) {
 				seen[name] = n.Vendor
 			}
 			for lookup, found := range map[string]func() (vendors.Vendor, bool){
-				"vendor":   func() (vendors.Vendor, bool) { return vendors.Lookup(n.Vendor) },
-				"driver":   func() (vendors.Vendor, bool) { return vendors.ByDriver(n.Driver) },
-				"option":   func() (vendors.Vendor, bool) { return vendors.ByOption(n.Option) },
-				"CDI kind": func() (vendors.Vendor, bool) { return vendors.ByCDIKind(n.CDIKind) },
+				"vendor":   func() (vendors.Vendor, bool) { return reg.Lookup(n.Vendor) },
+				"driver":   func() (vendors.Vendor, bool) { return reg.ByDriver(n.Driver) },
+				"option":   func() (vendors.Vendor, bool) { return reg.ByOption(n.Option) },
+				"CDI kind": func() (vendors.Vendor, bool) { return reg.ByCDIKind(n.CDIKind) },
 			} {
 				x, ok := found()
 				require.True(t, ok, "by %s", lookup)
 				require.Equal(t, n, x.Names(), "by %s", lookup)
 			}
-			require.Equal(t, n.Vendor, vendors.VendorFor(vendors.DriverFor(n.Vendor)))
-			option, err := source.VendorOption(n.Vendor)
+			require.Equal(t, n.Vendor, reg.VendorFor(reg.DriverFor(n.Vendor)))
+			option, err := source.VendorOption(reg, n.Vendor)
 			require.NoError(t, err)
 			require.Equal(t, n.Option, option, "--vendors takes the vendor's option")
 
@@ -72,10 +72,10 @@ func TestEveryNameOfAVendorLeadsBackToIt(t *testing.T) {
 			require.NotEmpty(t, v.CDI().Permissions)
 		})
 	}
-	_, ok := vendors.Lookup("nvidia")
+	_, ok := reg.Lookup("nvidia")
 	require.False(t, ok)
-	require.Empty(t, vendors.DriverFor("nvidia"))
-	require.Empty(t, vendors.VendorFor("gpu.nvidia.com"))
+	require.Empty(t, reg.DriverFor("nvidia"))
+	require.Empty(t, reg.VendorFor("gpu.nvidia.com"))
 }
 
 // clashing is a vendor whose names are all ACME's but one.
@@ -92,11 +92,11 @@ func (c clashing) Names() vendors.Names {
 }
 
 func TestRegisteringANameTwiceOrNoneIsRefused(t *testing.T) {
-	undo := vendors.Register(vendortest.Acme{})
-	defer undo()
+	withAcme, err := all.Registry().With(vendortest.Acme{})
+	require.NoError(t, err)
 	for _, tt := range []struct {
-		name, wantPanic string
-		edit            func(*vendors.Names)
+		name, wantErr string
+		edit          func(*vendors.Names)
 	}{
 		{"the same vendor", `registering vendor "acme": vendor "acme" is registered already`, func(n *vendors.Names) { n.Vendor = vendortest.Vendor }},
 		{"another vendor's driver", `registering vendor "other": driver "ascend.accel-dra.dev" is vendor "huawei"'s`, func(n *vendors.Names) { n.Driver = "ascend.accel-dra.dev" }},
@@ -108,13 +108,14 @@ func TestRegisteringANameTwiceOrNoneIsRefused(t *testing.T) {
 		{"no driver name", `registering vendor "other": driver name is empty`, func(n *vendors.Names) { n.Driver = "" }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			require.PanicsWithValue(t, tt.wantPanic, func() { vendors.Register(clashing{edit: tt.edit}) })
+			_, err := withAcme.With(clashing{edit: tt.edit})
+			require.EqualError(t, err, tt.wantErr)
+			require.PanicsWithError(t, tt.wantErr, func() { vendors.MustRegistry(append(withAcme.All(), clashing{edit: tt.edit})...) })
 		})
 	}
-	x, ok := vendors.ByDriver(vendortest.Driver)
+	x, ok := withAcme.ByDriver(vendortest.Driver)
 	require.True(t, ok)
-	require.Equal(t, vendortest.Vendor, x.Names().Vendor, "a refused registration leaves the registry as it was")
-	undo()
-	_, ok = vendors.Lookup(vendortest.Vendor)
-	require.False(t, ok, "the returned function unregisters")
+	require.Equal(t, vendortest.Vendor, x.Names().Vendor)
+	_, ok = all.Registry().Lookup(vendortest.Vendor)
+	require.False(t, ok, "With leaves the registry it extends as it was")
 }

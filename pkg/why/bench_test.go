@@ -43,7 +43,7 @@ func BenchmarkWhy1000Nodes(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		client.ClearActions()
-		lines, err := why.Explain(context.Background(), conn, why.Target{Kind: "pod", Name: "nine"}, why.Options{Namespace: "default"})
+		lines, err := why.Explain(context.Background(), conn, why.Target{Kind: "pod", Name: "nine"}, why.Options{Registry: registry, Namespace: "default"})
 		require.NoError(b, err)
 		require.Contains(b, lines[len(lines)-1], "no single claim's going away makes room")
 		b.ReportMetric(float64(len(client.Actions())), "requests/op")

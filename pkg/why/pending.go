@@ -288,7 +288,7 @@ func (e *explainer) whatIf(ctx context.Context, classes structured.DeviceClassLi
 		h := holder{claim: c}
 		seen := map[string]bool{}
 		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.AdminAccess != nil && *r.AdminAccess || !isOurs(r.Driver) {
+			if r.AdminAccess != nil && *r.AdminAccess || !e.isOurs(r.Driver) {
 				continue
 			}
 			h.size++

@@ -73,6 +73,8 @@ type Options struct {
 	AllNamespaces bool
 	// AgentSelector selects the node agent's pods (DefaultAgentSelector).
 	AgentSelector string
+	// Registry has accel-dra's vendors, whose drivers' claims it explains.
+	Registry vendors.Registry
 }
 
 // Explain reads the cluster and returns the explanation, one line per
@@ -315,7 +317,7 @@ func (e *explainer) explainClaims(ctx context.Context, pod *v1.Pod, claims []pod
 			return nil, err
 		}
 		if drivers, foreign := e.foreignDrivers(ctx, pc.claim, classes, cache); foreign {
-			what := fmt.Sprintf("claim %s/%s asks for devices of %s, not of accel-dra (%s): that driver's tools explain it", pc.claim.Namespace, pc.claim.Name, strings.Join(drivers, ", "), strings.Join(ourDrivers(), ", "))
+			what := fmt.Sprintf("claim %s/%s asks for devices of %s, not of accel-dra (%s): that driver's tools explain it", pc.claim.Namespace, pc.claim.Name, strings.Join(drivers, ", "), strings.Join(e.ourDrivers(), ", "))
 			if len(claims) == 1 {
 				return nil, errors.New(what)
 			}
@@ -328,10 +330,10 @@ func (e *explainer) explainClaims(ctx context.Context, pod *v1.Pod, claims []pod
 		}
 	}
 	if len(ours) == 0 && pod == nil {
-		return nil, fmt.Errorf("no claim for accel-dra's drivers (%s)", strings.Join(ourDrivers(), ", "))
+		return nil, fmt.Errorf("no claim for accel-dra's drivers (%s)", strings.Join(e.ourDrivers(), ", "))
 	}
 	if len(ours) == 0 {
-		return nil, fmt.Errorf("pod %s/%s has no claim for accel-dra's drivers (%s)", pod.Namespace, pod.Name, strings.Join(ourDrivers(), ", "))
+		return nil, fmt.Errorf("pod %s/%s has no claim for accel-dra's drivers (%s)", pod.Namespace, pod.Name, strings.Join(e.ourDrivers(), ", "))
 	}
 	for _, pc := range ours {
 		if pc.claim.Status.Allocation != nil {
@@ -380,18 +382,18 @@ func checkClasses(pod *v1.Pod, pc podClaim, classes map[string]*resourceapi.Devi
 	return nil
 }
 
-// ourDrivers are the DRA drivers of the registered vendors.
-func ourDrivers() []string {
+// ourDrivers are the DRA drivers of the vendors of the registry.
+func (e *explainer) ourDrivers() []string {
 	var out []string
-	for _, v := range vendors.All() {
+	for _, v := range e.opts.Registry.All() {
 		out = append(out, v.Names().Driver)
 	}
 	sort.Strings(out)
 	return out
 }
 
-func isOurs(driver string) bool {
-	_, ok := vendors.ByDriver(driver)
+func (e *explainer) isOurs(driver string) bool {
+	_, ok := e.opts.Registry.ByDriver(driver)
 	return ok
 }
 
@@ -402,7 +404,7 @@ func (e *explainer) foreignDrivers(ctx context.Context, claim *resourceapi.Resou
 	other := map[string]bool{}
 	if a := claim.Status.Allocation; a != nil {
 		for _, r := range a.Devices.Results {
-			if isOurs(r.Driver) {
+			if e.isOurs(r.Driver) {
 				return nil, false
 			}
 			other[r.Driver] = true
@@ -424,7 +426,7 @@ func (e *explainer) foreignDrivers(ctx context.Context, claim *resourceapi.Resou
 					if !simulate.SelectorsMatch(ctx, cache, class.Spec.Selectors, s.Spec.Driver, d) {
 						continue
 					}
-					if isOurs(s.Spec.Driver) {
+					if e.isOurs(s.Spec.Driver) {
 						return nil, false
 					}
 					other[s.Spec.Driver] = true

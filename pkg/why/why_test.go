@@ -18,9 +18,13 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/why"
 )
+
+// registry is the vendors the binaries serve, built as their main builds
+// it.
+var registry = all.Registry()
 
 const (
 	ascend    = "ascend.accel-dra.dev"
@@ -33,13 +37,13 @@ const (
 // profile reports unhealthy).
 func node(t testing.TB, name, prof string, unhealthy ...int) (*v1.Node, []runtime.Object) {
 	t.Helper()
-	p, err := profile.Load(prof)
+	p, err := profile.Load(registry, prof)
 	require.NoError(t, err)
 	p.Chips[0].Unhealthy = unhealthy
-	inv, err := profilenode.New(name, p).Discover(context.Background())
+	inv, err := profilenode.New(registry, name, p).Discover(context.Background())
 	require.NoError(t, err)
 	var objs []runtime.Object
-	for _, s := range resourceslices.SlicesFor(name, inv, resourceslices.Options{}) {
+	for _, s := range resourceslices.SlicesFor(registry, name, inv, resourceslices.Options{}) {
 		require.Equal(t, name, ptr.Deref(s.Spec.NodeName, ""))
 		objs = append(objs, s)
 	}
@@ -365,7 +369,7 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			conn, client := liveclustertest.Connection(ns, tc.setup(t)...)
 			target, err := why.ParseTarget(tc.target)
 			require.NoError(t, err)
-			lines, err := why.Explain(context.Background(), conn, target, why.Options{Namespace: ns, AllNamespaces: tc.all})
+			lines, err := why.Explain(context.Background(), conn, target, why.Options{Registry: registry, Namespace: ns, AllNamespaces: tc.all})
 			t.Logf("output:\n%s", strings.Join(lines, "\n"))
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)

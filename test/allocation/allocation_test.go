@@ -105,13 +105,13 @@ func slicesFor(t *testing.T, node, profileName string) []*resourceapi.ResourceSl
 // --chip-modes=chipModes.
 func slicesWith(t *testing.T, node, profileName, chipModes string) []*resourceapi.ResourceSlice {
 	t.Helper()
-	policy, err := partitions.ParsePolicy(chipModes)
+	policy, err := partitions.ParsePolicy(registry, chipModes)
 	require.NoError(t, err)
-	p, err := profile.Load(profileName)
+	p, err := profile.Load(registry, profileName)
 	require.NoError(t, err)
-	inv, err := profilenode.New(node, p).Discover(context.Background())
+	inv, err := profilenode.New(registry, node, p).Discover(context.Background())
 	require.NoError(t, err)
-	return resourceslices.SlicesFor(node, inv, resourceslices.Options{Policy: policy})
+	return resourceslices.SlicesFor(registry, node, inv, resourceslices.Options{Policy: policy})
 }
 
 var features = structured.Features{AdminAccess: true, PrioritizedList: true, PartitionableDevices: true,

@@ -43,14 +43,14 @@ type node struct {
 
 func newNode(t *testing.T, profileName string, chipModes string) *node {
 	t.Helper()
-	policy, err := partitions.ParsePolicy(chipModes)
+	policy, err := partitions.ParsePolicy(registry, chipModes)
 	require.NoError(t, err)
-	p, err := profile.Load(profileName)
+	p, err := profile.Load(registry, profileName)
 	require.NoError(t, err)
-	inv, err := profilenode.New(profileName, p).Discover(context.Background())
+	inv, err := profilenode.New(registry, profileName, p).Discover(context.Background())
 	require.NoError(t, err)
 	return &node{t: t, name: profileName, cls: loadClasses(t),
-		slices: resourceslices.SlicesFor(profileName, inv, resourceslices.Options{Policy: policy}),
+		slices: resourceslices.SlicesFor(registry, profileName, inv, resourceslices.Options{Policy: policy}),
 		state: structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](),
 			AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()}}
 }
@@ -319,9 +319,9 @@ func TestTheDemoClaimsGetTheSameChipsWithPartitionsPublished(t *testing.T) {
 	for i := range sc.Nodes {
 		sc.Nodes[i].ChipModes = "" // every node takes the modes below
 	}
-	wholeOnly, err := simulate.BuildCluster(ctx, sc, simulate.ClusterOptions{})
+	wholeOnly, err := simulate.BuildCluster(ctx, sc, simulate.ClusterOptions{Registry: registry})
 	require.NoError(t, err)
-	withPartitions, err := simulate.BuildCluster(ctx, sc, simulate.ClusterOptions{Policy: partitions.Policy{Default: partitions.ModePartitioned}})
+	withPartitions, err := simulate.BuildCluster(ctx, sc, simulate.ClusterOptions{Registry: registry, Policy: partitions.Policy{Registry: registry, Default: partitions.ModePartitioned}})
 	require.NoError(t, err)
 	require.Greater(t, len(withPartitions.Slices), len(wholeOnly.Slices))
 	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "../../demo/workloads"})

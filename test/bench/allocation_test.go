@@ -54,20 +54,20 @@ type clusters struct{ ours, shared, baseline cluster }
 // modes (partitions.ParsePolicy syntax) and derives the other two sides.
 func buildCluster(tb testing.TB, nodes int, modes string) clusters {
 	tb.Helper()
-	policy, err := partitions.ParsePolicy(modes)
+	policy, err := partitions.ParsePolicy(registry, modes)
 	require.NoError(tb, err)
 	var c clusters
 	for i := range nodes {
-		p, err := profile.Load(nodeProfiles[i%len(nodeProfiles)])
+		p, err := profile.Load(registry, nodeProfiles[i%len(nodeProfiles)])
 		require.NoError(tb, err)
 		name := fmt.Sprintf("node-%04d", i)
-		inv, err := profilenode.New(name, p).Discover(context.Background())
+		inv, err := profilenode.New(registry, name, p).Discover(context.Background())
 		require.NoError(tb, err)
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
 		c.ours.nodes = append(c.ours.nodes, node)
 		c.shared.nodes = append(c.shared.nodes, node)
 		c.baseline.nodes = append(c.baseline.nodes, node)
-		slices := resourceslices.SlicesFor(name, inv, resourceslices.Options{Policy: policy})
+		slices := resourceslices.SlicesFor(registry, name, inv, resourceslices.Options{Policy: policy})
 		c.ours.slices = append(c.ours.slices, slices...)
 		c.shared.slices = append(c.shared.slices, stripped(slices, true, func(n resourceapi.QualifiedName) bool {
 			return strings.HasPrefix(string(n), names.Domain+"/")

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 // configKinds are the opaque config kinds of our drivers (docs/architecture.md).
@@ -206,7 +207,7 @@ func decodeDocument(raw []byte) error {
 		_, err := v1alpha1.ParseSimulatedCluster("document", raw)
 		return err
 	case meta.APIVersion == v1alpha1.GroupVersion && meta.Kind == v1alpha1.HardwareProfileKind:
-		_, err := v1alpha1.ParseHardwareProfile("document", raw)
+		_, err := v1alpha1.ParseHardwareProfile("document", raw, all.Registry())
 		return err
 	case meta.APIVersion == v1alpha1.GroupVersion:
 		_, err := v1alpha1.DecodeConfig(mustJSON(raw), meta.Kind)

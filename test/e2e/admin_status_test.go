@@ -21,7 +21,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
@@ -145,7 +144,7 @@ func TestAMonitoringPodSeesEveryChipNextToAWorkloadOnTheRealNode(t *testing.T) {
 		for _, driver := range []string{ascend.Driver, cambricon.Driver} {
 			file := "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/chips/chips/" + driver + "-metadata.json"
 			require.Contains(t, files, file, "metadata files: %v", keysOf(files))
-			assert.Len(t, metadataAttributes(t, files[file]), len(inv.ChipsOf(vendors.VendorFor(driver))), "one entry per chip of %s", driver)
+			assert.Len(t, metadataAttributes(t, files[file]), len(inv.ChipsOf(framework.Registry.VendorFor(driver))), "one entry per chip of %s", driver)
 		}
 		waitForDeviceStatus(t, mclaims[0], func(s []resourceapi.AllocatedDeviceStatus) bool { return len(ours(s)) == len(inv.Chips) })
 	})
@@ -224,7 +223,7 @@ func monitorPod(t *testing.T) *corev1.Pod {
 func realChip(t *testing.T, d device) inventory.Chip {
 	t.Helper()
 	for _, c := range realInventory(t).Chips {
-		if vendors.DriverFor(c.Vendor) == d.Driver && vendors.ChipDeviceName(c) == d.Name {
+		if framework.Registry.DriverFor(c.Vendor) == d.Driver && framework.Registry.ChipDeviceName(c) == d.Name {
 			return c
 		}
 	}

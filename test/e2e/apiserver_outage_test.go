@@ -168,11 +168,11 @@ func publishedSlices(t *testing.T, node string) (map[string]resourceapi.Resource
 // (no duplicates) and the expected device names.
 func requireExpectedSlices(t *testing.T, node, profileName string) {
 	t.Helper()
-	p, err := profile.Load(profileName)
+	p, err := profile.Load(framework.Registry, profileName)
 	require.NoError(t, err)
-	inv, err := profilenode.New(node, p).Discover(t.Context())
+	inv, err := profilenode.New(framework.Registry, node, p).Discover(t.Context())
 	require.NoError(t, err)
-	want := resourceslices.DriverResourcesFor(node, inv, resourceslices.Options{})
+	want := resourceslices.DriverResourcesFor(framework.Registry, node, inv, resourceslices.Options{})
 	got, _ := publishedSlices(t, node)
 	slices, devices := map[string]int{}, map[string][]string{}
 	for _, s := range got {

@@ -27,8 +27,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
 // TestTheChipsViewNamesWhoHoldsEachChipOfTheRealNode runs real pods on
@@ -44,7 +44,7 @@ func TestTheChipsViewNamesWhoHoldsEachChipOfTheRealNode(t *testing.T) {
 	real := cluster.RealNode()
 	inv := realInventory(t)
 	shared := firstChipOf(t, inv, ascend.Vendor)
-	sharedName := vendors.ChipDeviceName(shared)
+	sharedName := framework.Registry.ChipDeviceName(shared)
 	publishShared(t, real, sharedName)
 
 	ns := newNamespace(t)

@@ -27,7 +27,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -294,9 +293,9 @@ func nodeOf(t *testing.T, devs []device) string {
 // discovered it.
 func realInventory(t *testing.T) inventory.Inventory {
 	t.Helper()
-	p, err := profile.Load(framework.RealNodeProfile)
+	p, err := profile.Load(framework.Registry, framework.RealNodeProfile)
 	require.NoError(t, err)
-	inv, err := profilenode.New(cluster.RealNode(), p).Discover(t.Context())
+	inv, err := profilenode.New(framework.Registry, cluster.RealNode(), p).Discover(t.Context())
 	require.NoError(t, err)
 	return inv
 }
@@ -312,7 +311,7 @@ func expectedDevNodes(t *testing.T, devs []device) []string {
 	inv := realInventory(t)
 	chips := map[string]inventory.Chip{}
 	for _, c := range inv.Chips {
-		chips[vendors.DriverFor(c.Vendor)+"/"+vendors.ChipDeviceName(c)] = c
+		chips[framework.Registry.DriverFor(c.Vendor)+"/"+framework.Registry.ChipDeviceName(c)] = c
 	}
 	set := map[string]bool{}
 	for _, d := range devs {

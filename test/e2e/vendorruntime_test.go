@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
 // TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce runs pods
@@ -96,8 +96,8 @@ func TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce(t *testing.T) {
 	assert.Equal(t, expectedDevNodes(t, devs), extraDev(logs))
 	for _, d := range devs {
 		c := realChip(t, d)
-		assert.Equal(t, 1, spec["/dev/davinci"+strconv.Itoa(c.Index)], "%s is in the container's spec once: %v", vendors.ChipDeviceName(c), spec)
-		u, _ := envOf(logs, cdi.DeviceEnvKey(vendors.ChipDeviceName(c))+"_UUID")
+		assert.Equal(t, 1, spec["/dev/davinci"+strconv.Itoa(c.Index)], "%s is in the container's spec once: %v", framework.Registry.ChipDeviceName(c), spec)
+		u, _ := envOf(logs, cdi.DeviceEnvKey(framework.Registry.ChipDeviceName(c))+"_UUID")
 		assert.Equal(t, c.UUID, u, "the chip's facts are in the DRA_DEVICE_* variables")
 	}
 	deletePod(t, ns, "auto")
@@ -108,6 +108,6 @@ func TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce(t *testing.T) {
 	assert.ElementsMatch(t, indicesOf(devs, ascend.Driver), strings.Split(got, ","))
 	for _, d := range devs {
 		c := realChip(t, d)
-		assert.Equal(t, 2, spec["/dev/davinci"+strconv.Itoa(c.Index)], "with set the runtime adds %s again: %v", vendors.ChipDeviceName(c), spec)
+		assert.Equal(t, 2, spec["/dev/davinci"+strconv.Itoa(c.Index)], "with set the runtime adds %s again: %v", framework.Registry.ChipDeviceName(c), spec)
 	}
 }

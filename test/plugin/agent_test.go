@@ -131,7 +131,7 @@ func childAgent(raw string) int {
 		go reportPublished(ctx, cfg, client)
 	}
 	err := nodeagent.Run(klog.NewContext(ctx, klog.Background()), nodeagent.Options{
-		Discovery:    source.Options{Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
+		Discovery:    source.Options{Registry: registry, Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
 		FakeDevices:  true,
 		ChipModes:    cfg.ChipModes,
 		RegistrarDir: cfg.RegistrarDir,
@@ -177,23 +177,23 @@ func reportPublished(ctx context.Context, cfg agentConfig, client *fake.Clientse
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "child agent: waiting for the slices to be published:", err)
 	}
-	p, err := profile.Load(cfg.Profile)
+	p, err := profile.Load(registry, cfg.Profile)
 	if err != nil {
 		fail(err)
 		return
 	}
-	inv, err := profilenode.New(nodeName, p).Discover(ctx)
+	inv, err := profilenode.New(registry, nodeName, p).Discover(ctx)
 	if err != nil {
 		fail(err)
 		return
 	}
-	policy, err := partitions.ParsePolicy(cfg.ChipModes)
+	policy, err := partitions.ParsePolicy(registry, cfg.ChipModes)
 	if err != nil {
 		fail(err)
 		return
 	}
 	want := 0
-	for _, r := range resourceslices.DriverResourcesFor(nodeName, inv, resourceslices.Options{Policy: policy}) {
+	for _, r := range resourceslices.DriverResourcesFor(registry, nodeName, inv, resourceslices.Options{Policy: policy}) {
 		want += len(r.Pools[nodeName].Slices)
 	}
 	for ctx.Err() == nil {
@@ -280,7 +280,7 @@ func (a *agent) start(failpoints string) {
 	defer cancel()
 	a.kubelet = map[string]drapb.DRAPluginClient{}
 	for _, v := range a.vendors {
-		name := vendors.DriverFor(v)
+		name := registry.DriverFor(v)
 		reg := a.dial(filepath.Join(a.cfg.RegistrarDir, name+"-reg.sock"))
 		info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true))
 		require.NoError(t, err, "%s registers", name)
@@ -420,15 +420,15 @@ type nodeState struct {
 
 func (a *agent) state(v inventory.Vendor) nodeState {
 	a.t.Helper()
-	dir := filepath.Join(a.cfg.StateDir, vendors.DriverFor(v))
+	dir := filepath.Join(a.cfg.StateDir, registry.DriverFor(v))
 	data, err := checkpoint.New(dir, driver.CheckpointFile).Load()
 	require.NoError(a.t, err)
 	fake := &profilenode.PartitionTool{StatePath: filepath.Join(dir, profilenode.PartitionStateFile)}
 	insts, err := fake.Instances()
 	require.NoError(a.t, err)
-	w, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: a.cfg.CDIDir})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: a.cfg.CDIDir})
 	require.NoError(a.t, err)
-	x, _ := vendors.Lookup(v)
+	x, _ := registry.Lookup(v)
 	specs, err := w.ClaimUIDs(x)
 	require.NoError(a.t, err)
 	return nodeState{checkpoint: data, specs: specs, partitions: insts}

@@ -45,7 +45,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/test/scale"
@@ -431,7 +430,7 @@ func publish(tb testing.TB, nodes int, modes string) publishResult {
 	tb.Helper()
 	// Discard the controllers' logs; their errors reach ErrorHandler.
 	ctx := klog.NewContext(context.Background(), klog.Logger{})
-	policy, err := partitions.ParsePolicy(modes)
+	policy, err := partitions.ParsePolicy(registry, modes)
 	require.NoError(tb, err)
 	type nodeState struct {
 		name    string
@@ -445,17 +444,17 @@ func publish(tb testing.TB, nodes int, modes string) publishResult {
 	states := make([]*nodeState, nodes)
 	for i := range states {
 		bn := benchNodes[i%len(benchNodes)]
-		p, err := profile.Load(bn.profile)
+		p, err := profile.Load(registry, bn.profile)
 		require.NoError(tb, err)
 		name := fmt.Sprintf("node-%04d", i)
-		inv, err := profilenode.New(name, p).Discover(ctx)
+		inv, err := profilenode.New(registry, name, p).Discover(ctx)
 		require.NoError(tb, err)
-		states[i] = &nodeState{name: name, inv: inv, driver: vendors.DriverFor(bn.vendor),
+		states[i] = &nodeState{name: name, inv: inv, driver: registry.DriverFor(bn.vendor),
 			client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}}),
 			queue:  newCountingQueue()}
 	}
 	resources := func(s *nodeState) *resourceslice.DriverResources {
-		r := resourceslices.DriverResourcesFor(s.name, s.inv, resourceslices.Options{Policy: policy})[s.driver]
+		r := resourceslices.DriverResourcesFor(registry, s.name, s.inv, resourceslices.Options{Policy: policy})[s.driver]
 		return &r
 	}
 	errs := make(chan error, nodes)
@@ -587,7 +586,7 @@ type memory struct{ idleRSS, rss, hwm, anon, file float64 }
 // claims and reads the child's /proc status.
 func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
 	tb.Helper()
-	driverName := vendors.DriverFor(bn.vendor)
+	driverName := registry.DriverFor(bn.vendor)
 	a := newAgent(tb, bn.profile, string(partitions.ModePartitioned))
 	var objs []*resourceapi.ResourceClaim
 	for i := range claims {

@@ -14,7 +14,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
@@ -61,7 +60,7 @@ func (k claimKind) allocated(name string, uid types.UID) *resourceapi.ResourceCl
 func (k claimKind) results(uid types.UID) []resourceapi.DeviceRequestAllocationResult {
 	var out []resourceapi.DeviceRequestAllocationResult
 	for i, d := range k.devices {
-		r := resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: vendors.DriverFor(k.vendor), Pool: nodeName, Device: d}
+		r := resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: registry.DriverFor(k.vendor), Pool: nodeName, Device: d}
 		if k.shareMemory > 0 {
 			share := types.UID(fmt.Sprintf("%s-share-%d", uid, i))
 			r.ShareID = &share
@@ -99,7 +98,7 @@ func TestAKilledAgentLosesNothing(t *testing.T) {
 				a := agents[k.vendor]
 				a.t = t
 				a.kill() // left running by a failed case
-				driverName := vendors.DriverFor(k.vendor)
+				driverName := registry.DriverFor(k.vendor)
 				c := k.allocated(fmt.Sprintf("case-%d", cases), types.UID(fmt.Sprintf("uid-case-%d", cases)))
 				a.addClaim(c)
 				wantIDs := cdiIDs(k.vendor, c.UID, k.devices...)

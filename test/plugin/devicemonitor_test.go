@@ -53,7 +53,7 @@ func newMonitoredNode(t *testing.T, vendorDir, fixture, tool string, vendor inve
 	m := &monitoredNode{tool: tool, writes: &atomic.Int64{},
 		root:  discoverytest.CopyTree(t, filepath.Join(dir, "root")),
 		tools: discoverytest.CopyTree(t, filepath.Join(dir, tool))}
-	opts := source.Options{Root: m.root, ToolOutput: m.tools, NodeName: nodeName}
+	opts := source.Options{Registry: registry, Root: m.root, ToolOutput: m.tools, NodeName: nodeName}
 	inv, err := source.Discover(context.Background(), opts)
 	require.NoError(t, err)
 	interval := time.Second // Poll is called by the test; this sets the timeout the kubelet is told

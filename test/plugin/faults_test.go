@@ -29,7 +29,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/source"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
 
@@ -69,7 +68,7 @@ func (a *agent) prepareKinds(prefix string, kinds []claimKind) []*resourceapi.Re
 // mustPrepare prepares c, a claim of kind k, and checks its CDI device IDs.
 func (a *agent) mustPrepare(k claimKind, c *resourceapi.ResourceClaim) {
 	a.t.Helper()
-	resp, err := a.prepare(vendors.DriverFor(k.vendor), c)
+	resp, err := a.prepare(registry.DriverFor(k.vendor), c)
 	require.NoError(a.t, err)
 	require.Empty(a.t, resp[string(c.UID)].Error, "prepare %s", c.Name)
 	var ids []string
@@ -460,7 +459,7 @@ func TestAVendorToolThatHangsOrPrintsGarbageFailsTheStartClearly(t *testing.T) {
 			o, client := simulatedAgent(t, "")
 			fixture := filepath.Join("..", "..", "pkg", "vendors", "ascend", "testdata", "atlas-800t-a2")
 			tools := discoverytest.CopyTree(t, filepath.Join(fixture, "npu-smi"))
-			o.Discovery = source.Options{Root: discoverytest.CopyTree(t, filepath.Join(fixture, "root")), NodeName: nodeName,
+			o.Discovery = source.Options{Registry: registry, Root: discoverytest.CopyTree(t, filepath.Join(fixture, "root")), NodeName: nodeName,
 				Tools: map[string]string{ascend.NpuSmi: installTool(t, tools, tt.tool)}, ToolTimeout: toolTimeout}
 			o.FakeDevices, o.ChipModes = false, "Whole"
 			done := make(chan error, 1)
@@ -515,7 +514,7 @@ func (n *node) logged(message, errText string) int {
 // answers again, the monitor says so.
 func TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing(t *testing.T) {
 	m := newMonitoredNode(t, "ascend", "atlas-800t-a2", "npu-smi", ascend.Vendor, "Whole")
-	opts := source.Options{Root: m.root, NodeName: nodeName, Tools: map[string]string{ascend.NpuSmi: installTool(t, m.tools, recordedTool)}, ToolTimeout: toolTimeout}
+	opts := source.Options{Registry: registry, Root: m.root, NodeName: nodeName, Tools: map[string]string{ascend.NpuSmi: installTool(t, m.tools, recordedTool)}, ToolTimeout: toolTimeout}
 	monitor, err := devicemonitor.New(devicemonitor.Config{Discovery: opts, Interval: 50 * time.Millisecond, Initial: m.inv, Targets: []devicemonitor.Target{m.driver}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(m.ctx)

@@ -122,9 +122,9 @@ func needsRoot(t testing.TB, why string) {
 func simulatedNode(t testing.TB, profileName string) inventory.Inventory {
 	t.Helper()
 	needsRoot(t, "mknod of the simulated chips' fake device nodes")
-	p, err := profile.Load(profileName)
+	p, err := profile.Load(registry, profileName)
 	require.NoError(t, err)
-	inv, err := profilenode.New(nodeName, p).Discover(context.Background())
+	inv, err := profilenode.New(registry, nodeName, p).Discover(context.Background())
 	require.NoError(t, err)
 	return inv
 }
@@ -142,12 +142,12 @@ func startNode(t testing.TB, o nodeOptions) *node {
 	t.Cleanup(func() { os.RemoveAll(sockets) })
 	dir := t.TempDir()
 	n := &node{
-		t: t, vendor: vendor, driverName: vendors.DriverFor(vendor), inv: inv,
+		t: t, vendor: vendor, driverName: registry.DriverFor(vendor), inv: inv,
 		root: filepath.Join(dir, "root"), cdiDir: filepath.Join(dir, "cdi"), stateDir: filepath.Join(dir, "state"),
 		regDir: filepath.Join(sockets, "reg"), pluginDir: filepath.Join(sockets, "plugins"),
 		client: newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}}),
 	}
-	n.policy, err = partitions.ParsePolicy(o.ChipModes)
+	n.policy, err = partitions.ParsePolicy(registry, o.ChipModes)
 	require.NoError(t, err)
 	n.fake = &profilenode.PartitionTool{StatePath: filepath.Join(n.stateDir, profilenode.PartitionStateFile),
 		Vendors: []vendors.Vendor{vendorOf(t, vendor)}, Chips: inv.ChipsOf(vendor), Root: n.root}
@@ -155,7 +155,7 @@ func startNode(t testing.TB, o nodeOptions) *node {
 	n.runner = o.Runner
 	n.metrics = metrics.New()
 	needsRoot(t, "mknod of the node's fake device nodes")
-	require.NoError(t, devicefaker.Create(context.Background(), n.root, inv))
+	require.NoError(t, devicefaker.Create(context.Background(), registry, n.root, inv))
 	if o.Setup != nil {
 		o.Setup(n)
 	}
@@ -182,7 +182,7 @@ func (n *node) start() {
 	}
 	ctx := klog.NewContext(context.Background(), logger)
 	n.ctx, n.cancel = context.WithCancel(ctx)
-	writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root, VisibleDevicesEnv: n.visibleDevicesEnv})
+	writer, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: n.cdiDir, HostRoot: n.root, VisibleDevicesEnv: n.visibleDevicesEnv})
 	require.NoError(t, err)
 	n.commands.runner = n.fake
 	if n.runner != nil {
@@ -460,7 +460,7 @@ func (n *node) hostPathOf(ids []string, path string) string {
 // vendorOf is the registered vendor of inventory value v.
 func vendorOf(t testing.TB, v inventory.Vendor) vendors.Vendor {
 	t.Helper()
-	x, ok := vendors.Lookup(v)
+	x, ok := registry.Lookup(v)
 	require.True(t, ok, "vendor %s is registered", v)
 	return x
 }

@@ -209,7 +209,7 @@ func TestTheNodeAgentServesEveryProfileThroughTheMockLibraries(t *testing.T) {
 			// (npu-smi's vNPU mode); anything else fails discovery.
 			tool := filepath.Join(dir, "tool")
 			require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
-			disc := source.Options{Root: root, NodeName: nodeName, Vendors: []string{p.option},
+			disc := source.Options{Registry: registry, Root: root, NodeName: nodeName, Vendors: []string{p.option},
 				Tools: map[string]string{ascend.NpuSmi: tool, cambricon.Cnmon: tool}, Libraries: map[string]string{p.option: lib}}
 
 			// The facts the agent publishes were read through the library.

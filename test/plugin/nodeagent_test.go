@@ -44,7 +44,7 @@ func simulatedAgent(t *testing.T, profile string) (nodeagent.Options, *fake.Clie
 	dir := t.TempDir()
 	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
 	return nodeagent.Options{
-		Discovery:    source.Options{Profile: profile, NodeName: nodeName, Root: filepath.Join(dir, "root")},
+		Discovery:    source.Options{Registry: registry, Profile: profile, NodeName: nodeName, Root: filepath.Join(dir, "root")},
 		FakeDevices:  true,
 		RegistrarDir: filepath.Join(sockets, "reg"),
 		PluginDir:    filepath.Join(sockets, "plugins"),
@@ -167,11 +167,11 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 
 func TestTheNodeAgentRefusesToStartWithoutChipsOrANodeName(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Root: t.TempDir(), NodeName: "n"}})
-	require.ErrorContains(t, err, "no Ascend or Cambricon chips found under")
-	err = nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Profile: "mlu270"}})
+	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Registry: registry, Root: t.TempDir(), NodeName: "n"}})
+	require.ErrorContains(t, err, "no ascend or cambricon chips found under")
+	err = nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Registry: registry, Profile: "mlu270"}})
 	require.ErrorContains(t, err, "node name is required (--node-name or NODE_NAME)")
-	err = nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{NodeName: "n", Root: t.TempDir()}, FakeDevices: true})
+	err = nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Registry: registry, NodeName: "n", Root: t.TempDir()}, FakeDevices: true})
 	require.ErrorContains(t, err, "--fake-devices needs --profile")
 }
 
@@ -243,6 +243,6 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 
 func TestTheNodeAgentRefusesChipModesItDoesNotKnow(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Profile: "mlu270", NodeName: "n"}, ChipModes: "mlu-0=Sliced"})
+	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Registry: registry, Profile: "mlu270", NodeName: "n"}, ChipModes: "mlu-0=Sliced"})
 	require.EqualError(t, err, `--chip-modes: chip modes entry 1 "mlu-0=Sliced": mode "Sliced" is not one of Partitioned, Shared, Whole`)
 }

@@ -99,8 +99,8 @@ func TestAPartitionLeftByACrashBeforeTheCheckpointIsRemovedAtStartUp(t *testing.
 	// leaves: vNPUs on the chips that no prepared claim lists.
 	chips := n.inv.ChipsOf(ascend.Vendor)
 	tool := &ascend.PartitionTool{Runner: n.fake}
-	vir01, _ := partitions.TemplateByName(chips[1], "vir01")
-	vir04, _ := partitions.TemplateByName(chips[3], "vir04")
+	vir01, _ := partitions.TemplateByName(registry, chips[1], "vir01")
+	vir04, _ := partitions.TemplateByName(registry, chips[3], "vir04")
 	orphanA, err := tool.Create(context.Background(), chips[1], vir01)
 	require.NoError(t, err)
 	orphanB, err := tool.Create(context.Background(), chips[3], vir04)
@@ -126,7 +126,7 @@ func TestAFailedPrepareLeavesNoPartitionBehind(t *testing.T) {
 	// Someone takes half of npu-0 behind the plugin's back: the second of
 	// the claim's vNPUs cannot be made, and the first is destroyed again.
 	chip0 := n.inv.ChipsOf(ascend.Vendor)[0]
-	vir10, _ := partitions.TemplateByName(chip0, "vir10_3c_32g")
+	vir10, _ := partitions.TemplateByName(registry, chip0, "vir10_3c_32g")
 	foreign, err := (&ascend.PartitionTool{Runner: n.fake}).Create(context.Background(), chip0, vir10)
 	require.NoError(t, err)
 	n.commands.changes()

@@ -293,7 +293,7 @@ func TestPublishedSlicesAreTheFoundationCodesSlices(t *testing.T) {
 		t.Run(tt.profile, func(t *testing.T) {
 			n := startNode(t, nodeOptions{Profile: tt.profile, Vendor: tt.vendor, ChipModes: string(partitions.ModePartitioned)})
 			var want []resourceapi.ResourceSliceSpec
-			for _, s := range resourceslices.SlicesFor(nodeName, n.inv, resourceslices.Options{Policy: n.policy}) {
+			for _, s := range resourceslices.SlicesFor(registry, nodeName, n.inv, resourceslices.Options{Policy: n.policy}) {
 				if s.Spec.Driver == n.driverName {
 					want = append(want, s.Spec)
 				}

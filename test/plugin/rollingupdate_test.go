@@ -27,7 +27,7 @@ func TestDuringARollingUpdateBothPodsShareTheState(t *testing.T) {
 
 	start := func(podUID types.UID) (*driver.Driver, drapb.DRAPluginClient) {
 		_, ctx := ktesting.NewTestContext(t)
-		writer, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: n.cdiDir, HostRoot: n.root})
+		writer, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: n.cdiDir, HostRoot: n.root})
 		require.NoError(t, err)
 		d, err := driver.Start(ctx, driver.Config{
 			Vendor: vendorOf(t, n.vendor), NodeName: nodeName, Inventory: n.inv, CDI: writer, StateDir: n.stateDir, KubeClient: n.client,

@@ -28,7 +28,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Replaying a soak run: the seed is logged; these variables set it and
@@ -119,7 +118,7 @@ func TestSoak(t *testing.T) {
 	require.Empty(t, files(t, s.a.cfg.CDIDir), "the CDI directory")
 	var wantState []string
 	for _, v := range s.vendors {
-		d := filepath.Join(s.a.cfg.StateDir, vendors.DriverFor(v))
+		d := filepath.Join(s.a.cfg.StateDir, registry.DriverFor(v))
 		wantState = append(wantState, filepath.Join(d, driver.CheckpointFile))
 		if s.kinds[string(v)+" partition"] > 0 {
 			wantState = append(wantState, filepath.Join(d, profilenode.PartitionStateFile))
@@ -252,13 +251,13 @@ func newSoak(t *testing.T, rng *rand.Rand) *soak {
 		prepared: map[inventory.Vendor]map[types.UID]*soakClaim{},
 		restarts: map[syscall.Signal]int{}, killedAt: map[string]int{}, kinds: map[string]int{}}
 	inv := a.inv
-	policy, err := partitions.ParsePolicy(soakChipModes)
+	policy, err := partitions.ParsePolicy(registry, soakChipModes)
 	require.NoError(t, err)
 	// The same devices and counter sets the agent publishes.
 	for _, v := range s.vendors {
 		s.prepared[v] = map[types.UID]*soakClaim{}
 		s.counters[v] = map[string]map[string]int64{}
-		devices, sets := resourceslices.DevicesFor(inv, v, resourceslices.Options{Policy: policy})
+		devices, sets := resourceslices.DevicesFor(registry, inv, v, resourceslices.Options{Policy: policy})
 		for _, cs := range sets {
 			s.counters[v][cs.Name] = quantities(cs.Counters)
 		}
@@ -460,7 +459,7 @@ func (s *soak) allocate() *soakClaim {
 		Status:     resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}},
 	}
 	for i, p := range c.picks {
-		r := resourceapi.DeviceRequestAllocationResult{Request: fmt.Sprintf("req-%d", i), Driver: vendors.DriverFor(p.dev.vendor), Pool: nodeName, Device: p.dev.name}
+		r := resourceapi.DeviceRequestAllocationResult{Request: fmt.Sprintf("req-%d", i), Driver: registry.DriverFor(p.dev.vendor), Pool: nodeName, Device: p.dev.name}
 		if p.dev.kind == kindShare {
 			share := types.UID(fmt.Sprintf("%s-share-%d", uid, i))
 			r.ShareID = &share
@@ -608,7 +607,7 @@ func (s *soak) prepare(pod []*soakClaim) {
 func (s *soak) prepareOn(pod []*soakClaim) {
 	s.onEachDriver("prepare", pod, func(v inventory.Vendor, claims []*soakClaim, what string) error {
 		s.prepareCalls++
-		resp, err := s.a.prepare(vendors.DriverFor(v), objsOf(claims)...)
+		resp, err := s.a.prepare(registry.DriverFor(v), objsOf(claims)...)
 		if err != nil {
 			return err
 		}
@@ -630,7 +629,7 @@ func (s *soak) prepareOn(pod []*soakClaim) {
 func (s *soak) unprepare(pod []*soakClaim) {
 	s.onEachDriver("unprepare", pod, func(v inventory.Vendor, claims []*soakClaim, what string) error {
 		s.unprepareCalls++
-		resp, err := s.a.unprepare(vendors.DriverFor(v), objsOf(claims)...)
+		resp, err := s.a.unprepare(registry.DriverFor(v), objsOf(claims)...)
 		if err != nil {
 			return err
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 // OurProfiles alternate over the nodes of our side: bundled profiles
@@ -47,22 +48,25 @@ func OurResources(ctx context.Context, name string, i int, modes string) (map[st
 	return ResourcesFor(ctx, name, OurProfiles[i%len(OurProfiles)], modes)
 }
 
+// registry is the vendors the node agent serves, as its main builds it.
+var registry = all.Registry()
+
 // ResourcesFor is what the node agent of node name publishes, by driver,
 // for hardware profile ref (a bundled name or a file) in chip modes modes.
 func ResourcesFor(ctx context.Context, name, ref, modes string) (map[string]resourceslice.DriverResources, error) {
-	policy, err := partitions.ParsePolicy(modes)
+	policy, err := partitions.ParsePolicy(registry, modes)
 	if err != nil {
 		return nil, fmt.Errorf("parsing chip modes %q: %w", modes, err)
 	}
-	p, err := profile.Load(ref)
+	p, err := profile.Load(registry, ref)
 	if err != nil {
 		return nil, err
 	}
-	inv, err := profilenode.New(name, p).Discover(ctx)
+	inv, err := profilenode.New(registry, name, p).Discover(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("discovering the simulated chips of node %s: %w", name, err)
 	}
-	return resourceslices.DriverResourcesFor(name, inv, resourceslices.Options{Policy: policy}), nil
+	return resourceslices.DriverResourcesFor(registry, name, inv, resourceslices.Options{Policy: policy}), nil
 }
 
 // Publisher runs one upstream resourceslice controller per node and

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 // Kinds of the opaque device configs, one per driver.
@@ -178,11 +179,17 @@ func validateSharing(s *Sharing) field.ErrorList {
 	return field.ErrorList{field.NotSupported(p, s.Strategy, SharingStrategies)}
 }
 
+// configVendors are the vendors this API has config kinds for (AscendConfig,
+// CambriconConfig): its types are theirs, so it names them itself rather
+// than take a registry. The CDI writer refuses the variables of every
+// vendor a node agent serves again at prepare.
+var configVendors = all.Registry()
+
 func validateEnv(kind string, env map[string]string) field.ErrorList {
-	reserved := vendors.ReservedEnv()
+	reserved := configVendors.ReservedEnv()
 	// own is the visible-devices variable of the kind's vendor.
 	own := ""
-	for _, v := range vendors.All() {
+	for _, v := range configVendors.All() {
 		if v.Names().ConfigKind == kind {
 			own = v.CDI().VisibleEnv
 		}
@@ -198,7 +205,7 @@ func validateEnv(kind string, env map[string]string) field.ErrorList {
 		for _, msg := range validation.IsEnvVarName(k) {
 			errs = append(errs, field.Invalid(p, k, msg))
 		}
-		// The driver sets them (vendors.ReservedEnv, the CDI writer's
+		// The driver sets them (vendors.Registry.ReservedEnv, the CDI writer's
 		// list too); a config must not change them, or a container could
 		// claim to see chips it was not given.
 		switch {

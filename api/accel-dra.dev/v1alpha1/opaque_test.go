@@ -9,8 +9,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func TestDecodeWordsErrorsAsFieldColonDecodeConfigError(t *testing.T) {
@@ -66,12 +65,12 @@ func TestErrorWithSourceKeepsThePluginsWording(t *testing.T) {
 }
 
 // The API package spells the driver names itself (it imports nothing of
-// the driver's): every registered vendor's driver must map to the config
+// the driver's): every vendor's driver must map to the config
 // kind its vendor package names, and no other driver to any.
-func TestConfigKindForKnowsEveryRegisteredDriver(t *testing.T) {
-	all := vendors.All()
-	require.NotEmpty(t, all)
-	for _, v := range all {
+func TestConfigKindForKnowsEveryVendorsDriver(t *testing.T) {
+	vs := all.Vendors()
+	require.NotEmpty(t, vs)
+	for _, v := range vs {
 		n := v.Names()
 		t.Run(n.Driver, func(t *testing.T) {
 			kind, ok := v1alpha1.ConfigKindFor(n.Driver)

@@ -68,20 +68,22 @@ type ChipGroup struct {
 	PartitionModeOff bool `json:"partitionModeOff,omitempty"`
 }
 
-// ParseHardwareProfile decodes a profile strictly and validates it.
-func ParseHardwareProfile(source string, data []byte) (*HardwareProfile, error) {
+// ParseHardwareProfile decodes a profile strictly and validates it for the
+// vendors of reg.
+func ParseHardwareProfile(source string, data []byte, reg vendors.Registry) (*HardwareProfile, error) {
 	var p HardwareProfile
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
 		return nil, fmt.Errorf("%s: decoding %s: %w", source, HardwareProfileKind, err)
 	}
-	if err := p.Validate(); err != nil {
+	if err := p.Validate(reg); err != nil {
 		return nil, fmt.Errorf("%s: %s %q: %w", source, HardwareProfileKind, p.Name, err)
 	}
 	return &p, nil
 }
 
-// Validate checks the fields; errors name the field path.
-func (p *HardwareProfile) Validate() error {
+// Validate checks the fields; errors name the field path. The chips'
+// vendors are those of reg.
+func (p *HardwareProfile) Validate(reg vendors.Registry) error {
 	if p.APIVersion != GroupVersion || p.Kind != HardwareProfileKind {
 		return fmt.Errorf("apiVersion/kind: got %q/%q, want %s/%s", p.APIVersion, p.Kind, GroupVersion, HardwareProfileKind)
 	}
@@ -95,10 +97,10 @@ func (p *HardwareProfile) Validate() error {
 		return fmt.Errorf("chips: at least one chip group is required")
 	}
 	deviceIPs := map[netip.Addr]string{} // address -> field that has it
-	// The vendors and their link types are the registered vendors'.
+	// The vendors and their link types are reg's.
 	var values []string
 	linkTypes := []string{string(inventory.LinkPCIe)}
-	for _, v := range vendors.All() {
+	for _, v := range reg.All() {
 		values = append(values, string(v.Names().Vendor))
 		if lt := v.ProfileNode().LinkType; lt != "" {
 			linkTypes = append(linkTypes[:len(linkTypes)-1], string(lt), string(inventory.LinkPCIe))
@@ -106,7 +108,7 @@ func (p *HardwareProfile) Validate() error {
 	}
 	for i, g := range p.Chips {
 		field := fmt.Sprintf("chips[%d]", i)
-		v, ok := vendors.Lookup(inventory.Vendor(g.Vendor))
+		v, ok := reg.Lookup(inventory.Vendor(g.Vendor))
 		if !ok {
 			return fmt.Errorf("%s.vendor: %q is not one of %s", field, g.Vendor, strings.Join(values, ", "))
 		}

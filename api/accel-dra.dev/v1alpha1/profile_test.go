@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func TestDeviceIPsOfAProfileAreOneInterfaceAddressPerNPU(t *testing.T) {
@@ -33,7 +34,7 @@ func TestDeviceIPsOfAProfileAreOneInterfaceAddressPerNPU(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := v1alpha1.ParseHardwareProfile("lab.yaml", []byte(head+tt.chips))
+			_, err := v1alpha1.ParseHardwareProfile("lab.yaml", []byte(head+tt.chips), all.Registry())
 			if tt.want == "" {
 				require.NoError(t, err)
 				return

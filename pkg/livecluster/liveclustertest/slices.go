@@ -11,6 +11,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // ProfileSlices are the ResourceSlices the node agent of node publishes
@@ -18,12 +19,12 @@ import (
 // agent's --chip-modes; "" is every chip Whole). The chips of the
 // indices in unhealthy are unhealthy (reason DeviceFileMissing), so they
 // carry the agent's taint.
-func ProfileSlices(node, prof, modes string, unhealthy ...int) ([]resourceapi.ResourceSlice, error) {
-	p, err := profile.Load(prof)
+func ProfileSlices(reg vendors.Registry, node, prof, modes string, unhealthy ...int) ([]resourceapi.ResourceSlice, error) {
+	p, err := profile.Load(reg, prof)
 	if err != nil {
 		return nil, err
 	}
-	inv, err := profilenode.New(node, p).Discover(context.Background())
+	inv, err := profilenode.New(reg, node, p).Discover(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("discovering the chips of profile %s: %w", prof, err)
 	}
@@ -34,12 +35,12 @@ func ProfileSlices(node, prof, modes string, unhealthy ...int) ([]resourceapi.Re
 			}
 		}
 	}
-	policy, err := partitions.ParsePolicy(modes)
+	policy, err := partitions.ParsePolicy(reg, modes)
 	if err != nil {
 		return nil, fmt.Errorf("chip modes %q: %w", modes, err)
 	}
 	var out []resourceapi.ResourceSlice
-	for _, s := range resourceslices.SlicesFor(node, inv, resourceslices.Options{Policy: policy}) {
+	for _, s := range resourceslices.SlicesFor(reg, node, inv, resourceslices.Options{Policy: policy}) {
 		out = append(out, *s)
 	}
 	return out, nil

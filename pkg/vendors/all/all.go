@@ -1,6 +1,6 @@
-// Package all registers every vendor accel-dra supports with
-// pkg/vendors. The binaries and the tests that need real vendors import it
-// for its side effect; adding a vendor adds its line here.
+// Package all lists every vendor accel-dra supports. The binaries' main
+// and the tests that need the real vendors build their registry from it;
+// adding a vendor adds its line here.
 package all
 
 import (
@@ -9,7 +9,10 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 )
 
-func init() {
-	vendors.Register(ascend.Ascend{})
-	vendors.Register(cambricon.Cambricon{})
+// Vendors returns every vendor accel-dra supports.
+func Vendors() []vendors.Vendor {
+	return []vendors.Vendor{ascend.Ascend{}, cambricon.Cambricon{}}
 }
+
+// Registry returns the registry of Vendors.
+func Registry() vendors.Registry { return vendors.MustRegistry(Vendors()...) }

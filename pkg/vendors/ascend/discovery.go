@@ -5,36 +5,17 @@
 // driver version from /usr/local/Ascend/driver/version.info and PCI facts
 // (vendor id, NUMA node, PCIe root) from sysfs.
 //
-// Index mapping: N of /dev/davinciN is the chip's physical id. Huawei's
-// npu-smi and DCMI references say so ("npu-smi info -t phyid-remap -p
-// phy_id": the physical id "可通过执行ls /dev/davinci*命令获取 … 显示
-// /dev/davinci0,表示芯片的物理id为0"; dcmi_get_card_id_device_id_from_phyid
-// the same), and the Ascend device plugin mounts /dev/davinci<PhyID> after
-// GetPhysicIDFromLogicID (Ascend/ascend-device-plugin pkg/server/plugin.go
-// mountDevice, pkg/device/ascendcommon.go getDavinCiDev). npu-smi prints the
-// physical id only in some layouts (the "Phy-ID" / "Device" column of
-// `npu-smi info`, the "Chip Phy-ID" column of `npu-smi info -m`); where it
-// prints none, the logic id is used. The two agree on a host that sees all
-// of its chips in slot order (the published 910A and 910B3 recordings count
-// NPU ID and logic id 0…7 alike); where the driver remaps them, npu-smi's
-// newer layouts print the physical id and it wins.
-//
-// Health: healthy when npu-smi says OK and the device file exists. Warning,
-// Alarm, Critical and UNKNOWN count as unhealthy, as in HAMi's Ascend device
-// plugin, which marks a chip healthy only when the DCMI health code is 0
-// (Project-HAMi/ascend-device-plugin internal/manager/manager.go:
-// Health: health == 0). DCMI defines 0 正常 (normal), 1 一般告警 (minor
-// alarm), 2 重要告警 (major alarm), 3 紧急告警 (critical alarm)
-// (dcmi_get_device_health reference); npu-smi's OK, Warning, Alarm and
-// Critical are read as the same four levels.
-//
-// For a chip the table calls unhealthy whose device file and PCI function
-// are there, and only for it (one more npu-smi run per such chip per poll;
-// a healthy node runs the three queries above), `npu-smi info -t health -i
-// <NPU> -c <Chip>` gives the error codes and their descriptions, which go
-// into the chip's health message; the
-// reason, the device taint's value, stays the table's health
-// (HealthAlarm), so a taint does not change with every new code.
+// Index mapping: N of /dev/davinciN is the chip's physical id, as Huawei's
+// references and device plugin have it; where npu-smi prints no physical
+// id, the logic id stands in (the two agree on a host that sees all its
+// chips in slot order). Health: healthy when npu-smi says OK and the
+// device file exists; Warning, Alarm, Critical and UNKNOWN are unhealthy,
+// as HAMi's Ascend device plugin treats DCMI's health codes. For an
+// unhealthy chip whose device file and PCI function are there, and only
+// for it, `npu-smi info -t health` gives its error codes for the health
+// message; the taint's value stays the table's health, so a taint does not
+// change with every new code. docs/hardware.md ("Index and health") and
+// testdata/README.md cite the sources.
 package ascend
 
 import (

@@ -8,25 +8,12 @@ package ascend
 //	| Chip [Phy-ID]     | Bus-Id   | AICore(%)  Memory-Usage(MB)  HBM-Usage(MB) |
 //
 // and then, after another header, the process table, which is not read.
-// The variants the parser accepts, each from a published recording
-// (testdata/README.md lists them with what is assumed):
-//   - Atlas training servers (910A, 910B3, 910B4): a second header row
-//     "Chip | Bus-Id | AICore(%) Memory-Usage(MB) HBM-Usage(MB)", chip rows
-//     "0 | 0000:C1:00.0 | 0  0 / 0  3318 / 65536" (the gpustack npu-smi
-//     detector fixtures for Atlas 800 model 9010, npu-smi 22.0.3.1 and
-//     24.1.RC2; ms-swift's NPU best-practice page, 8 × 910B3, npu-smi
-//     24.1.rc1.b030; 1Panel issue #9472, 910B4, "26838/ 32768");
-//   - npu-smi 25.x on 910B / A3 servers prints "Chip  Phy-ID" and repeats the
-//     NPU row for each chip of a two-die card (vllm-ascend issues #2534 and
-//     #12980, "| 0  Ascend910 |" with chips "0  0" and "1  1");
-//   - Atlas inference cards (310, 310P3, Atlas 300I Duo) print "Chip  Device"
-//     and only "Memory-Usage(MB)", no HBM column (gpustack's Atlas 800
-//     model 3000 fixture, npu-smi 21.0.4; vllm-ascend issue #2712 and nvtop
-//     issue #421, 310P3 on npu-smi 25.2.0); SoC boards print Bus-Id "NA".
-//
-// Health is one of OK, Warning, Alarm, Critical or UNKNOWN (Huawei, Atlas
-// 300I Pro user guide, "npu-smi info" field table: "芯片的健康状态。可取值为:
-// OK、Warning、Alarm、Critical或UNKNOWN").
+// It accepts the layouts of Atlas training servers (a second header row
+// "Chip | Bus-Id | …"), npu-smi 25.x ("Chip  Phy-ID", two-die NPUs) and
+// Atlas inference cards ("Chip  Device", no HBM column; SoC boards print
+// Bus-Id "NA"), each from a published recording that testdata/README.md
+// cites. Health is OK, Warning, Alarm, Critical or UNKNOWN (the same
+// README cites Huawei's field table).
 
 import (
 	"fmt"

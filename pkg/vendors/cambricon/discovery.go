@@ -3,16 +3,12 @@
 // nodes), chip facts from `cnmon info`, MLU-Link topology from
 // `cnmon topo -m`, and PCI facts (vendor id, NUMA node, PCIe root) from sysfs.
 //
-// Index mapping: cnmon's card N is the chip behind /dev/cambricon_devN. The
-// Cambricon device plugin relies on the same identity: its cndev binding
-// names device N's node fmt.Sprintf("/dev/cambricon_dev%d", idx) for cndev
-// index idx (device-plugin/pkg/cndev/bindings.go, getDeviceInfo), and cnmon
-// numbers cards with the same cndev index (`cnmon info -c N`).
-//
-// Health: healthy when the device file exists, cnmon lists the card and,
-// where cnmon prints a Health State section (CNMON v5), its Device entry is
-// Good and its Driver entry, if any, is Running. The device plugin uses the
-// same two facts (cndevGetDeviceHealthState: device good, driver running).
+// Index mapping: cnmon's card N is the chip behind /dev/cambricon_devN,
+// the identity Cambricon's device plugin relies on too. Health: healthy
+// when the device file exists, cnmon lists the card and, where cnmon
+// prints a Health State section (CNMON v5), its Device entry is Good and
+// its Driver entry, if any, is Running: the two facts the device plugin
+// checks. testdata/README.md and docs/hardware.md cite the sources.
 package cambricon
 
 import (
@@ -33,15 +29,8 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// Device node names, as the Cambricon device plugin mounts them
-// (Cambricon/cambricon-k8s-device-plugin@3c9ed24d
-// device-plugin/pkg/mlu/const.go: mluDeviceName, mluMonitorDeviceName,
-// mluIpcmDeviceName, mluCommuDeviceName, mluCmsgDeviceName,
-// mluGdrDeviceName, mluMsgqDeviceName, mluRPCDeviceName; server.go
-// PrepareResponse adds /dev/cambricon_gdr once and /dev/cambr-msgq:N,
-// /dev/cambr-rpc:N per chip where the node has them). The GPU-direct node
-// is the driver's gdrdrv misc device "cambricon_gdr"
-// (jklincn/cambricon-mlu-driver gdrdrv/gdrdrv.c).
+// Device node names, as the Cambricon device plugin mounts them (docs/hardware.md,
+// "Verified against", cites its source and the driver's).
 const (
 	devPrefix   = "cambricon_dev"
 	ctlNode     = "/dev/cambricon_ctl"

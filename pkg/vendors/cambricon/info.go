@@ -5,24 +5,8 @@ package cambricon
 // cards) with indented "Key : Value" lines; a key with an empty value opens
 // a section whose entries are indented deeper.
 //
-// Format sources (testdata/README.md has the full list and what is
-// assumed):
-//   - a recorded CNMON v5.10.22 `cnmon info` (MLU370-X4: "Product Name",
-//     "UUID", "Driver", "Health State" with "Device : Good" and
-//     "Driver : Running", "Physical Memory Usage" with "Total : 23308 MiB",
-//     "PCI" with "Domain ID", "Bus num", "Device", "Function") and a
-//     CNMON v4.20.18 one (MLU370-S4, no UUID, Health State or PCI), kept as
-//     fixtures in the tests of a public GPL-3.0 Rust GPU/NPU monitor
-//     (© 2026 AnalyseDeCircuit, "Cambricon MLU sampling protocol and
-//     `cnmon info` key-value parser");
-//   - an excerpt of `cnmon info` on an MLU370-X8 pasted in a public BANG C
-//     sample README ("Product Name : MLU370-X8", "Firmware : v1.1.6",
-//     "Driver : v5.10.26", "Compute Mode : Default");
-//   - public shell scripts run on MLU hosts that count chips with
-//     `cnmon info | grep "Card" | wc -l` and build the bus id from the
-//     "Domain ID", "Bus num", "Device" and "Function" lines of
-//     `cnmon info -c N`, and an awk script that also accepts "PCI" as a
-//     bare section line without a colon.
+// The layouts accepted (CNMON v4 and v5, a bare "PCI" section line) are
+// those of the public recordings testdata/README.md cites.
 
 import (
 	"fmt"

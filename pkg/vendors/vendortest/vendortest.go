@@ -1,8 +1,8 @@
 // Package vendortest is a third vendor for tests, ACME XPUs, that exists
 // only to show a generic package works through pkg/vendors with a vendor
-// it has never heard of: registering it is all a test does. It has no
-// partitions (Partitions returns nil), so it also shows that partitions
-// are optional.
+// it has never heard of: adding it to the registry it passes in is all a
+// test does. It has no partitions (Partitions returns nil), so it also
+// shows that partitions are optional.
 package vendortest
 
 import (
@@ -42,8 +42,8 @@ const (
 	DriverVersion = "1.2.3"
 )
 
-// Acme is the test vendor. Register it with vendors.Register and undo
-// that with the function Register returns.
+// Acme is the test vendor. A test adds it to the registry it passes in:
+// registry.With(vendortest.Acme{}).
 type Acme struct{}
 
 var _ vendors.Vendor = Acme{}

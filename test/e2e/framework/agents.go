@@ -21,11 +21,12 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
-
-	// The agents serve the vendors the binaries register.
-	_ "github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
+
+// Registry is the vendors the agents serve, built as their main builds
+// it.
+var Registry = all.Registry()
 
 // Agent is the accel-dra-kubeletplugin process of one node.
 type Agent struct {
@@ -74,18 +75,18 @@ func (c *Cluster) startAgents(ctx context.Context) error {
 }
 
 func (c *Cluster) newAgent(ctx context.Context, n NodeInfo) (*Agent, error) {
-	p, err := profile.Load(n.Profile)
+	p, err := profile.Load(Registry, n.Profile)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", n.Name, err)
 	}
 	// Checked here, so a typo fails the start naming the node rather than
 	// as an agent that never publishes.
-	if _, err := partitions.ParsePolicy(n.ChipModes); err != nil {
+	if _, err := partitions.ParsePolicy(Registry, n.ChipModes); err != nil {
 		return nil, fmt.Errorf("node %s: chipModes: %w", n.Name, err)
 	}
 	a := &Agent{Node: n.Name, Profile: n.Profile, ChipModes: n.ChipModes, Real: n.Real, Chips: map[string]int{}, StandIn: "agent-stand-in-" + n.Name}
 	for _, g := range p.Chips {
-		d := vendors.DriverFor(inventory.Vendor(g.Vendor))
+		d := Registry.DriverFor(inventory.Vendor(g.Vendor))
 		if a.Chips[d] == 0 {
 			a.Drivers = append(a.Drivers, d)
 		}

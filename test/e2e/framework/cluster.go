@@ -404,7 +404,7 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, p *proc, c
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if p != nil {
 			if done, err := p.exited(); done {
-				return false, fmt.Errorf("%s exited (%v); last log lines:\n%s", p.Name, err, p.logTail(30))
+				return false, fmt.Errorf("%s exited (%s); last log lines:\n%s", p.Name, fmt.Sprint(err), p.logTail(30))
 			}
 		}
 		ok, err := cond(ctx)
@@ -415,7 +415,7 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, p *proc, c
 	})
 	if err != nil {
 		if last != nil {
-			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, err, last)
+			return fmt.Errorf("waiting for %s: %w (last error: %w)", what, err, last)
 		}
 		return fmt.Errorf("waiting for %s: %w", what, err)
 	}

@@ -262,8 +262,8 @@ func clientcmdConfig(server, caFile, user string, kp *keyPair, token string) *cl
 // RESTConfigForToken is a client config that authenticates with token.
 func (c *Cluster) RESTConfigForToken(token string) *rest.Config {
 	cfg := rest.CopyConfig(c.AdminConfig)
-	cfg.TLSClientConfig.CertFile, cfg.TLSClientConfig.KeyFile = "", ""
-	cfg.TLSClientConfig.CertData, cfg.TLSClientConfig.KeyData = nil, nil
+	cfg.CertFile, cfg.KeyFile = "", ""
+	cfg.CertData, cfg.KeyData = nil, nil
 	cfg.BearerToken = token
 	return cfg
 }

@@ -138,8 +138,8 @@ func (c *Cluster) SchedulerGet(ctx context.Context, path string) ([]byte, error)
 	}
 	cfg := rest.CopyConfig(c.AdminConfig)
 	cfg.Host = c.schedulerURL
-	cfg.TLSClientConfig.CAFile, cfg.TLSClientConfig.CAData = "", nil
-	cfg.TLSClientConfig.Insecure = true
+	cfg.CAFile, cfg.CAData = "", nil
+	cfg.Insecure = true
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reading kube-scheduler %s: %w", path, err)

@@ -80,7 +80,7 @@ func (c *Cluster) AgentRunning(node string) error {
 		return fmt.Errorf("no agent started on node %s", node)
 	}
 	if done, err := a.proc.exited(); done {
-		return fmt.Errorf("the agent of %s exited (%v); last log lines:\n%s", node, err, a.proc.logTail(30))
+		return fmt.Errorf("the agent of %s exited (%s); last log lines:\n%s", node, fmt.Sprint(err), a.proc.logTail(30))
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func measureAgent(ctx context.Context, client kubernetes.Interface, kubeconfig, 
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-exited: //nolint:errcheck // stopped by us: its exit status says nothing
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
 		}
@@ -81,7 +81,7 @@ func measureAgent(ctx context.Context, client kubernetes.Interface, kubeconfig, 
 		select {
 		case err := <-exited:
 			data, _ := os.ReadFile(log.Name())
-			return false, fmt.Errorf("the node agent exited: %v\n%s", err, data)
+			return false, fmt.Errorf("the node agent exited: %s\n%s", fmt.Sprint(err), data)
 		default:
 		}
 		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node.Name})
