@@ -2,11 +2,11 @@ package ascend
 
 // The native backend: Huawei's DCMI library (libdcmi.so) loaded at run
 // time, as Huawei's own device plugin, NPU exporter and DRA driver read
-// the chips (Ascend/mind-cluster component/ascend-common/devmanager/dcmi,
-// which dlopens it from cgo). accel-dra loads it with purego instead of
-// cgo, so the binaries stay CGO_ENABLED=0 and cross-build for arm64; the
-// library itself needs the C runtime the image already carries (glibc,
-// for npu-smi). docs/hardware.md says what is read from where.
+// the chips (docs/hardware.md#loading-dcmi). accel-dra loads it with
+// purego instead of cgo, so the binaries stay CGO_ENABLED=0 and
+// cross-build for arm64; the library itself needs the C runtime the image
+// already carries (glibc, for npu-smi). docs/hardware.md says what is read
+// from where.
 //
 // The Go structs mirror testdata/dcmi/dcmi.h, our declarations of the
 // public header's structs; TestDCMILayoutMatchesTheCHeader compiles a C

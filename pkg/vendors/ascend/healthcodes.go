@@ -9,18 +9,9 @@ package ascend
 //
 //	                               : node type=process-manager, sensor type=General Software, event state=…
 //
-//	                               : node type=adda, sensor type=Heartbeat Sensor, event state=Heartbeat Lost.
-//
 // Error Code lists the codes separated by blanks, "NA" when there is none;
 // Error Information has one entry per code, each after it on a line with
-// an empty key. Sources (testdata/README.md has the details): Huawei's
-// npu-smi reference, "查询指定芯片健康状态" (Health Status OK, Error Code NA,
-// Error Information NA; the five health values; the codes are the
-// black-box error codes of the product's error-code list), and the
-// recording of an alarming 910A chip in the tests of MindCluster Ascend
-// FaultDiag (Ascend/mind-cluster, ascend-faultdiag st_module_testcase
-// npu_info_after.txt), whose parser also splits the codes on blanks and
-// prefixes them with 0x.
+// an empty key. Sources and recordings: testdata/README.md.
 
 import (
 	"fmt"

@@ -9,14 +9,8 @@ package ascend
 //
 // Rows whose logic id is "-" are management chips (Mcu) that are no compute
 // device and have no /dev/davinciN; they are skipped. Newer npu-smi versions
-// add a "Chip Phy-ID" column before the name on A3 servers.
-//
-// Format sources: gpustack's npu-smi detector fixtures (Atlas 800 model
-// 9010, 8 × "Ascend 910A"; Atlas 800 model 3000, 310 chips "MiniD" and an
-// "Mcu" row with logic id "-"); the verbatim `npu-smi info -m` of an 8-card
-// 910B3 host (npu-smi 25.5.1, tab-indented, "Mcu" as chip 1 of every NPU)
-// kept in the tests of a public Huawei science-agent sandbox; vllm-ascend's
-// cpu_binding tests ("NPU ID  Chip ID  Chip Logic ID  Chip Phy-ID Chip Name").
+// add a "Chip Phy-ID" column before the name on A3 servers. The recordings
+// of each layout: testdata/README.md.
 
 import (
 	"fmt"

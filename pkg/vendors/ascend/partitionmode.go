@@ -1,16 +1,12 @@
 package ascend
 
 // vNPU docker mode. Huawei's vNPUs are created for containers only when
-// the node is in vNPU docker (container) mode: `npu-smi set -t vnpu-mode -d
-// 0` switches it on ("0: Container: the created vNPU is mounted to a
-// container for use. 1: Virtual machine", Huawei's AVI guide, "npu-smi
-// set -t vnpu-mode"), `npu-smi info -t vnpu-mode` prints it as
-// "vnpu-mode : docker" (a public recording, docs/hardware.md; the same query lists 0
-// Container, 1 VM in the npu-smi vNPU query reference). Outside docker
-// mode create-vnpu prints "The vnpu is not in docker mode…" and exits 0,
-// so the mode is read before any chip is offered as vNPUs
-// (inventory.Chip.PartitionModeOff), and create-vnpu's answer is checked
-// for that sentence too (parseSetResult).
+// the node is in vNPU docker (container) mode (`npu-smi set -t vnpu-mode -d
+// 0`), which `npu-smi info -t vnpu-mode` prints as "vnpu-mode : docker"
+// (docs/hardware.md#vnpu-commands). Outside docker mode create-vnpu prints
+// "The vnpu is not in docker mode…" and exits 0, so the mode is read before
+// any chip is offered as vNPUs (inventory.Chip.PartitionModeOff), and
+// create-vnpu's answer is checked for that sentence too (parseSetResult).
 
 import (
 	"fmt"

@@ -1,10 +1,8 @@
 package ascend
 
-// Ascend vNPUs with npu-smi (Huawei "npu-smi command reference", AVI
-// section; the commands as an Atlas 800T A2 operator runs them, recorded
-// in testdata/vnpu, see testdata/vnpu/README.md):
+// Ascend vNPUs with npu-smi (the commands and their sources:
+// docs/hardware.md#vnpu-commands; recorded in testdata/vnpu):
 //
-//	npu-smi info -m                                   NPU ID / Chip ID of each logic id
 //	npu-smi info -t info-vnpu -i <npu> -c <chip>      the vNPUs of one chip
 //	npu-smi set -t create-vnpu -i <npu> -c <chip> -f <template> -v <vnpu id>
 //	npu-smi set -t destroy-vnpu -i <npu> -c <chip> -v <vnpu id>
@@ -290,11 +288,8 @@ func (a *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst vend
 // Edits implements vendors.Partitions. A vNPU container gets only
 // the virtual device, host /dev/vdavinci<id> at /dev/davinci<id> in the
 // container, and ASCEND_VISIBLE_DEVICES=<id> with
-// ASCEND_RUNTIME_OPTIONS=VIRTUAL: what Huawei's device plugin gives a vNPU
-// container (Ascend/ascend-device-plugin pkg/server/plugin.go getDevPath:
-// container /dev/davinci<id>, host /dev/vdavinci<id> when
-// ascendRuntimeOptions is "VIRTUAL"; pkg/common/common.go
-// SetAscendRuntimeEnv). The parent's /dev/davinciN is not given.
+// ASCEND_RUNTIME_OPTIONS=VIRTUAL, as Huawei's device plugin gives it
+// (docs/hardware.md#vnpu-commands). The parent's /dev/davinciN is not given.
 func (VNPUs) Edits(_ inventory.Chip, inst vendors.Instance) (vendors.PartitionEdits, error) {
 	if inst.Type != PartitionType {
 		return vendors.PartitionEdits{}, fmt.Errorf("%s: unknown partition type", inst)

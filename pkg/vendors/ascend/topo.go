@@ -2,44 +2,12 @@ package ascend
 
 // Parser for `npu-smi info -t topo`, the connection matrix between the chips
 // of a node: a header row "NPU0 NPU1 … CPU Affinity", one row per chip with
-// one code per column and the chip's CPU affinity, then a legend:
-//
-//	X       = Self
-//	SYS     = Path traversing PCIe and NUMA nodes. Nodes are connected through SMP, such as QPI, UPI.
-//	PHB     = Path traversing PCIe and the PCIe host bridge of a CPU.
-//	PIX     = Path traversing a single PCIe switch
-//	PXB     = Path traversing multiple PCIe switches
-//	HCCS    = Connection traversing HCCS.
-//	SIO     = Path traversing the SIO bus
-//	HCCS_SW = Connection traversing HCCS through a switch
-//	NA      = Unknown relationship.
-//
-// Sources: the matrix and legend of an 8 × 910B3 server in ms-swift's NPU
-// best-practice page (docs/source/BestPractices/NPU支持.md: every pair HCCS,
-// CPU affinity 144-167, 96-119, 0-23, 48-71); the same layout with PXB/SYS
-// entries in the tests of Huawei's openyuanrong/runtime function system
-// (system_xpu_collector test: topoInfo), which also records the answer of
-// devices without a matrix, "This device does not support querying topo.";
-// an A3 node's matrix with "Phy-ID12 Phy-ID13" labels, SIO between the two
-// dies of a card and the SIO / HCCS_SW legend lines (an sglang environment
-// dump); the same codes as ACL_RT_DEVS_TOPOLOGY_{HCCS,PIX,PHB,SYS,SIO,HCCS_SW}
-// of aclrtGetDevicesTopo in the CANN API reference.
-//
-// Row and column labels NPU<k>
-// count chips by logic id: vllm-ascend's
-// cpu_binding (parse_topo_affinity) reads the k-th NPU row as the chip with
-// logic id k, on A2 and 310P servers alike. Phy-ID<k> labels name physical
-// ids.
-//
-// Newer npu-smi releases add the node's RoCE NICs to the matrix: NIC0…NIC3
-// columns after the NPU columns and NIC<N> rows after the NPU rows, and the
-// code UB (DCMI_TOPO_TYPE_UB, "通过UB总线连接", the DCMI reference's
-// dcmi_get_topo_info_by_device_id) on chips with a unified bus. Anything
-// this parser does not know — a column or row that names no chip, a code
-// not in the legend above — is skipped and listed in Topology.Skipped,
-// which the backend logs; it never fails discovery. Only output whose
-// chip matrix itself is broken (no header, a chip row missing or too
-// short) is an error.
+// one code per column (X, SYS, PHB, PIX, PXB, HCCS, SIO, HCCS_SW, NA) and
+// the chip's CPU affinity, then a legend. NPU<k> labels are logic ids,
+// Phy-ID<k> labels physical ids. The tool grows (NIC rows and columns, new
+// codes), so what the parser does not know is skipped and listed in
+// Topology.Skipped, never a failed discovery; only a broken chip matrix is
+// an error. Codes and sources: docs/hardware.md#npu-smi-topology.
 
 import (
 	"fmt"

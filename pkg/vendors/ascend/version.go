@@ -7,15 +7,10 @@ package ascend
 //	Version=24.1.rc2.2
 //	ascendhal_version=7.35.23
 //	…
-//	Innerversion=V100R001C18SPC001B233
-//	compatible_version=[V100R001C30],[V100R001C13],…
 //
-// Sources: the MindCluster Ascend FaultDiag log-collection guide
-// (Ascend/mind-cluster docs, "cat /usr/local/Ascend/driver/version.info",
-// Version=24.1.rc1 … compatible_version_fw=[7.0.0,7.2.99]); a MindIE 800I A2
-// deployment note printing Version=24.1.rc2.2 and package_version; and the
-// container runs in vllm-ascend's docs, which mount exactly this file read-
-// only into every Ascend container (docs/architecture.md's driver mounts list it too).
+// It is the file every Ascend container mounts read-only
+// (docs/hardware.md#what-a-container-gets); the recordings of its layout
+// are in testdata/README.md.
 
 import (
 	"fmt"

@@ -4,16 +4,11 @@ package cambricon
 // with purego: the agent binaries stay CGO_ENABLED=0 and cross-build for
 // arm64, and a node without the library still starts (discovery falls back
 // to cnmon and says so once). Cambricon's own device plugin and
-// mlu-exporter read the chips the same way, through dlopen'ed libcndev
-// (Cambricon/cambricon-k8s-device-plugin@3c9ed24d
-// device-plugin/pkg/cndev/cndev_dl.go, bindings.go).
+// mlu-exporter read the chips the same way (docs/hardware.md#cambricon).
 //
 // The structs below mirror, field for field, our declarations in
 // testdata/cndev/cndev.h, which follow the public cndev.h (cited there);
-// TestCNDevStructLayoutMatchesTheHeader compiles testdata/cndev/layout.c
-// with gcc and compares every size and offset with these mirrors. Every
-// call passes a pointer to a Go struct, which purego supports on all
-// platforms (no struct is passed or returned by value).
+// TestCNDevStructLayoutMatchesTheHeader compares every size and offset.
 
 import (
 	"errors"

@@ -3,18 +3,9 @@ package cambricon
 // mluCoresPerChip is the number of MLU cores of one chip (one
 // /dev/cambricon_devN) by the product name cnmon prints, because cnmon info
 // does not print a core count. Each number is clusters × 4 MLU cores per
-// cluster, from the Cambricon MLU driver source as published in
-// github.com/jklincn/cambricon-mlu-driver:
-//   - clusters: the MAX_CLUSTER_NUM column of the per-board attribute tables
-//     attr/cndrv_attr_mlu270.c, attr/cndrv_attr_mlu370.c,
-//     attr/cndrv_attr_mlu590.c (board names from mcu/cndrv_mcu_info.c);
-//   - 4 MLU cores per cluster: ipu_core_num = 4 in mcu/cndrv_mcu_mlu270.c,
-//     mcu/cndrv_mcu_mlu370.c, mcu/cndrv_mcu_mlu590.c.
-//
-// The numbers agree with the data sheets' peak rates: an MLU370-X8 board
-// (2 chips × 16 cores) and an MLU370-X4 (1 chip × 32 cores) both quote 256
-// TOPS INT8, an MLU370-S4 (24 cores) 192 TOPS. A model missing here gets 0
-// cores (unknown) rather than a guess.
+// cluster, from the published MLU driver source; a model missing here gets
+// 0 cores (unknown) rather than a guess. Sources and the data-sheet check:
+// docs/hardware.md#mlu-cores-per-chip.
 var mluCoresPerChip = map[string]int{
 	"MLU270-S4":  16, // 4 clusters
 	"MLU270-S4a": 16,

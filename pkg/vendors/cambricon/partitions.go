@@ -1,31 +1,21 @@
 package cambricon
 
 // Cambricon sMLU instances with cnmon (the fallback where libcndev is not
-// loaded; see cndev.go for the library path).
-//
-// The commands are cnmon's own (`cnmon smlu` as public recordings show
-// them, docs/hardware.md):
+// loaded; see cndev.go for the library path):
 //
 //	cnmon smlu -c <card> -l                 list the card's instances
 //	cnmon smlu -c <card> -p                 list the card's profiles
 //	cnmon smlu -c <card> -C <profile id>    create an instance
 //	cnmon smlu -c <card> -D <instance id>   destroy one
 //
-// create prints "Successfully created smlu instance ID %d on card %d,
-// using profile ID %d". sMLU works only on a chip whose sMLU mode is on
-// (`cnmon set -c <card> -smlu on`, an admin's step: the driver reports it
-// in /proc/driver/cambricon/mlus/<BDF>/smlu, read by discovery into
-// Chip.PartitionModeOff), so the tool never switches modes itself.
-//
-// The column layout of -l and -p is not in the recordings, so their
+// <card> is the N of /dev/cambricon_devN (cnmon's card index). sMLU works
+// only on a chip whose sMLU mode is on, an admin's step that discovery
+// reads (Chip.PartitionModeOff), so the tool never switches modes itself.
+// The column layout of -l and -p is not in the public recordings, so the
 // parsers depend on none: an instance is a line naming its capability node
-// /dev/cambricon-caps/cap_dev<card>_mi<instance> (the driver's name,
-// jklincn/cambricon-mlu-driver smlu/smlu_core.c), with its profile name
-// "<quota>p.<MiB>mb" and UUID "MLU-…" in any column; a profile is a line
-// starting with its id and naming a profile. What a line does not match is
-// skipped. A destroy is checked by listing again, not by its message.
-//
-// <card> is the N of /dev/cambricon_devN (cnmon's card index).
+// /dev/cambricon-caps/cap_dev<card>_mi<instance>, a profile a line starting
+// with its id and naming a profile; other lines are skipped, and a destroy
+// is checked by listing again. Sources: docs/hardware.md#smlu-instances.
 
 import (
 	"context"
@@ -278,11 +268,8 @@ func (SMLUs) NewTool(runner discovery.CommandRunner, root, library string) vendo
 // Edits implements vendors.Partitions. An sMLU container gets the
 // chip's own nodes (/dev/cambricon_devN, /dev/cambricon_ipcmN, …) plus the
 // instance's capability node, at the same paths, and
-// CAMBRICON_VISIBLE_DEVICES=N: what Cambricon's device plugin gives a MIM
-// or dynamic-sMLU container
-// (Cambricon/cambricon-k8s-device-plugin device-plugin/pkg/mlu/server.go
-// PrepareResponse: "/dev/cambricon_dev0,/dev/cambricon_ipcm0,
-// /dev/cambricon-caps/cap_dev0_mi1").
+// CAMBRICON_VISIBLE_DEVICES=N, as Cambricon's device plugin gives a MIM or
+// dynamic-sMLU container (docs/hardware.md#smlu-instances).
 func (SMLUs) Edits(c inventory.Chip, inst vendors.Instance) (vendors.PartitionEdits, error) {
 	if inst.Type != PartitionType {
 		return vendors.PartitionEdits{}, fmt.Errorf("%s: unknown partition type", inst)

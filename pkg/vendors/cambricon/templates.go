@@ -12,11 +12,8 @@ const mebibyte = int64(1) << 20
 
 // smluFractions are the default sMLU profiles the Cambricon driver creates
 // on every chip that supports sMLU: the whole chip, 1/2 and 1/4 of its IPU
-// (MLU core) utilization and memory (smlu/smlu_internal.h
-// default_profile_spec = {1, 2, 4}; smlu/smlu_core.c
-// smlu_default_profile_init names them "%llup.%llumb", IPU quota in
-// percent and memory in MiB), in the MLU driver source published as
-// github.com/jklincn/cambricon-mlu-driver. The whole-chip profile is the
+// (MLU core) utilization and memory, named "<quota>p.<MiB>mb"
+// (docs/hardware.md#smlu-instances). The whole-chip profile is the
 // whole-chip device, so only 1/2 and 1/4 become partitions.
 var smluFractions = []int64{2, 4}
 

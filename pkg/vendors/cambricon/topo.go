@@ -2,35 +2,13 @@ package cambricon
 
 // Parser for `cnmon topo -m`, the connection matrix between the MLU cards of
 // a node: a header row "MLU0 MLU1 … CPU Affinity", one row per card with one
-// code per column and the card's CPU affinity, then a legend. Codes, as in
-// cnmon's legend:
-//
-//	X      = Self
-//	SGL    = all devices that only need traverse a single PCIe switch
-//	MUL    = all devices that need not traverse a host bridge
-//	H_B    = all devices that are connected to the same host bridge
-//	CPU    = all devices that are connected to the same CPU but possibly multiple host bridges
-//	SYS    = all devices in the system
-//	MLK#   = all devices in a bonded set of # MLU-Links
-//	MLK[S] = all devices that are connected to the same switch
-//	ITN    = (newer cnmon) a connection the matrix names by this code; no
-//	         MLU-Link, so it counts like the PCIe codes
-//
-// Newer cnmon also prints a row and a column per Mellanox NIC (mlx<N>,
-// mlx5_<N>) on training nodes, next to the MLU ones. The parser is
-// tolerant where the tool grows: a column or row whose label is not
-// MLU<N> and a code it does not know are skipped and named in
-// Topology.Skipped (the backend logs them), never a failed discovery; only
-// output that contradicts itself (a row twice, X off the diagonal, a
-// truncated matrix) is an error.
-//
-// Sources: the legend as KubeSphere's GPU topology panel reproduces it for
-// Cambricon nodes (GPU_TOPOLOGY_LEGEND.cambricon: X, SGL, MUL, H_B, CPU,
-// SYS, MLK#, MLK[S]); a write-up of `cnmon topo -m` on 16-chip MLU370-X8
-// servers ("软件方法获取单机互联拓扑": a CPU Affinity column, rows and columns
-// named MLU0…MLU15, MUL/CPU between switches, MLK between chips joined by
-// MLU-Link). The layout of rows and columns follows `nvidia-smi topo -m`,
-// which cnmon's matrix mirrors.
+// code per column (X, SGL, MUL, H_B, CPU, SYS, MLK#, MLK[S], ITN) and the
+// card's CPU affinity, then a legend. The tool grows (NIC rows and columns,
+// new codes), so a column or row not labelled MLU<N> and an unknown code are
+// skipped and named in Topology.Skipped (the backend logs them), never a
+// failed discovery; only output that contradicts itself (a row twice, X off
+// the diagonal, a truncated matrix) is an error. Codes and sources:
+// docs/hardware.md#cnmon-topology.
 
 import (
 	"fmt"
