@@ -90,7 +90,7 @@ func TestTheChipsViewNamesWhoHoldsEachChipOfTheRealNode(t *testing.T) {
 	err = wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		res, err := cluster.RunCLI(ctx, admin, "chips", "--node", real, "-o", "json")
 		if err != nil || res.ExitCode != 0 {
-			return false, fmt.Errorf("accel-dra chips: %v (exit %d): %s", err, res.ExitCode, res.Stderr)
+			return false, fmt.Errorf("accel-dra chips: %w (exit %d): %s", err, res.ExitCode, res.Stderr)
 		}
 		view = chipview.View{}
 		if err := json.Unmarshal([]byte(res.Stdout), &view); err != nil {
