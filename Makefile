@@ -52,7 +52,7 @@ static:
 # the chart's per-model DeviceClasses (deviceclasses/models/, from the
 # vendors' catalogue by hack/gen-deviceclasses).
 generate: $(DEEPCOPY_GEN)
-	$(DEEPCOPY_GEN) --output-file zz_generated.deepcopy.go $(DEEPCOPY_PKGS)
+	$(DEEPCOPY_GEN) --go-header-file hack/license/boilerplate.go.txt --output-file zz_generated.deepcopy.go $(DEEPCOPY_PKGS)
 	$(GO) run ./hack/gen-deviceclasses -dir deployments/helm/accel-dra/deviceclasses
 
 # Fails when a generated file is not what make generate would write now
@@ -62,7 +62,7 @@ generate: $(DEEPCOPY_GEN)
 verify-generate: $(DEEPCOPY_GEN)
 	@set -e; for p in $(DEEPCOPY_PKGS); do \
 	  want=$$p/zz_generated.deepcopy.go; got=$$want.verify; trap 'rm -f '"$$got" EXIT; \
-	  $(DEEPCOPY_GEN) --output-file zz_generated.deepcopy.go.verify $$p; \
+	  $(DEEPCOPY_GEN) --go-header-file hack/license/boilerplate.go.txt --output-file zz_generated.deepcopy.go.verify $$p; \
 	  diff -u $$want $$got || { echo "$$want is stale or missing: run make generate"; exit 1; }; \
 	  rm -f $$got; \
 	done
@@ -90,6 +90,7 @@ license:
 
 lint: verify-generate $(GOLANGCI_LINT) $(LOGCHECK)
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run ./hack/license
 	$(GO) vet ./...
 	$(GO) vet -tags failpoint ./pkg/failpoint/ ./pkg/driver/ ./test/plugin/
 	$(GO) vet -tags e2e ./test/e2e/...

@@ -1,4 +1,18 @@
 #!/usr/bin/env bash
+# Copyright The accel-dra Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 # Runs BenchmarkPrepare (test/plugin) and prints, per case, the prepare's
 # and its floor's p50 / p99 / p99.9 and their ratios, with the load
 # average before, at each case's start and after: the numbers
