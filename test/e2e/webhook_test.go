@@ -17,6 +17,7 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"testing"
@@ -62,7 +63,20 @@ func TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook(t *testing.T) {
 	_, err = cluster.Admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &vwc, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		_ = cluster.Admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(t.Context(), vwc.Name, metav1.DeleteOptions{})
+		// t.Context() is cancelled before cleanups run (and with it the
+		// server): delete under a context of its own, then wait until the
+		// API server stops calling the gone server, which would fail every
+		// claim the tests after this one create.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		require.NoError(t, cluster.Admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{}))
+		probe := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "webhook-gone"},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{Name: "npu",
+				Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "ascend.accel-dra.dev"}}}}}}
+		require.Eventually(t, func() bool {
+			_, err := cluster.Admin.ResourceV1().ResourceClaims("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err == nil
+		}, time.Minute, 500*time.Millisecond, "the API server stops calling the webhook after its configuration is deleted")
 	})
 
 	claim := func(name, driver, params string) *resourceapi.ResourceClaim {
