@@ -57,7 +57,9 @@ func shippedQueries(t *testing.T) (rules []byte, dashboard []string) {
 	require.True(t, ok)
 	rules, err = yaml.Marshal(spec)
 	require.NoError(t, err)
-	var dash struct{ Panels []struct{ Targets []struct{ Expr string } } }
+	var dash struct {
+		Panels []struct{ Targets []struct{ Expr string } }
+	}
 	for _, cm := range objs.Kinds("ConfigMap") {
 		if js, ok, _ := unstructured.NestedString(cm.Object, "data", "accel-dra-chips.json"); ok {
 			require.NoError(t, json.Unmarshal([]byte(js), &dash))
