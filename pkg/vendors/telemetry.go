@@ -88,6 +88,23 @@ func (e CallError) Error() string { return fmt.Sprintf("%s: %v", e.Call, e.Err) 
 // Unwrap returns the call's error.
 func (e CallError) Unwrap() error { return e.Err }
 
+// ReadEach returns one sample per chip, with the chip's index and UUID,
+// each filled by read while ctx lasts; the chips left when ctx ends get
+// its error instead, so a timeout still answers for every chip.
+func ReadEach(ctx context.Context, chips []inventory.Chip, read func(inventory.Chip, *ChipSample)) []ChipSample {
+	out := make([]ChipSample, len(chips))
+	for i, c := range chips {
+		s := &out[i]
+		s.Index, s.UUID = c.Index, c.UUID
+		if err := ctx.Err(); err != nil {
+			s.Fail("read", err)
+			continue
+		}
+		read(c, s)
+	}
+	return out
+}
+
 // Value returns a pointer to v, for the quantities of a sample.
 func Value(v float64) *float64 { return &v }
 

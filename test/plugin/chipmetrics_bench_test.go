@@ -15,7 +15,6 @@
 package plugin_test
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -25,9 +24,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/accel-dra/accel-dra/pkg/chipmetrics"
 	"github.com/accel-dra/accel-dra/test/scale"
@@ -56,17 +52,7 @@ func measureChipMetrics(tb testing.TB, on bool, interval, window time.Duration, 
 	a := newAgent(tb, bn.profile, "")
 	a.cfg.ChipMetrics, a.cfg.ChipMetricsInterval = on, interval
 	a.cfg.MetricsAddrFile = filepath.Join(tb.TempDir(), "metrics-addr")
-	var claims []*resourceapi.ResourceClaim
-	for i := range 16 {
-		c := &resourceapi.ResourceClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-pod-%d", i))},
-			Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
-				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "accel", Driver: driverName, Pool: nodeName, Device: fmt.Sprintf("%s-%d", bn.prefix, i)}},
-			}}},
-		}
-		a.addClaim(c)
-		claims = append(claims, c)
-	}
+	claims := a.addChipClaims(driverName, bn.prefix, 16)
 	a.start("")
 	a.waitPublished()
 	for _, c := range claims {

@@ -19,20 +19,15 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
-	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
@@ -88,7 +83,7 @@ func TestTheNodeAgentExportsChipTelemetryOnItsOwnMetricsPort(t *testing.T) {
 	}
 	_, err := client.ResourceV1().ResourceClaims("team-a").Create(ctx, claim, metav1.CreateOptions{})
 	require.NoError(t, err)
-	dra := draClient(ctx, t, o.RegistrarDir, ascend.Driver)
+	dra := dialAgent(ctx, t, o.RegistrarDir, ascend.Driver)
 	resp, err := dra.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claim)})
 	require.NoError(t, err)
 	require.Empty(t, resp.Claims[string(claim.UID)].Error)
@@ -110,23 +105,4 @@ func TestTheNodeAgentExportsChipTelemetryOnItsOwnMetricsPort(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
-}
-
-// draClient registers driverName with a stand-in kubelet and returns its
-// DRA service.
-func draClient(ctx context.Context, t *testing.T, registrarDir, driverName string) drapb.DRAPluginClient {
-	t.Helper()
-	regSock := filepath.Join(registrarDir, driverName+"-reg.sock")
-	require.Eventually(t, func() bool { _, err := os.Stat(regSock); return err == nil }, 30*time.Second, 20*time.Millisecond, "%s registers", driverName)
-	reg, err := grpc.NewClient("unix://"+regSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { reg.Close() })
-	info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true))
-	require.NoError(t, err)
-	_, err = registerapi.NewRegistrationClient(reg).NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
-	require.NoError(t, err)
-	conn, err := grpc.NewClient("unix://"+info.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	return drapb.NewDRAPluginClient(conn)
 }

@@ -77,14 +77,7 @@ func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors
 		return nil, errNoDCMI
 	}
 	t.bindOnce.Do(func() { t.bind(ctx, lib) })
-	out := make([]vendors.ChipSample, len(chips))
-	for i, c := range chips {
-		s := &out[i]
-		s.Index, s.UUID = c.Index, c.UUID
-		if err := ctx.Err(); err != nil {
-			s.Fail("read", err)
-			continue
-		}
+	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
 		logic := c.Index
 		if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
 			logic = int(*v.Int)
@@ -92,11 +85,10 @@ func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors
 		addr, err := t.address(lib, logic)
 		if err != nil {
 			s.Fail("dcmi_get_device_logic_id", err)
-			continue
+			return
 		}
 		t.readChip(lib, addr[0], addr[1], s)
-	}
-	return out, nil
+	}), nil
 }
 
 // bind looks up the telemetry calls in the loaded library; older

@@ -93,22 +93,14 @@ func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors
 		return nil, errNoCNDev
 	}
 	t.bindOnce.Do(func() { t.bind(l) })
-	out := make([]vendors.ChipSample, len(chips))
-	for i, c := range chips {
-		s := &out[i]
-		s.Index, s.UUID = c.Index, c.UUID
-		if err := ctx.Err(); err != nil {
-			s.Fail("read", err)
-			continue
-		}
+	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
 		var h int32
 		if err := l.err(l.handleByIndex(int32(c.Index), &h)); err != nil {
 			s.Fail("cndevGetDeviceHandleByIndex", err)
-			continue
+			return
 		}
 		t.readChip(l, h, s)
-	}
-	return out, nil
+	}), nil
 }
 
 // bind looks up the telemetry calls; an older libcndev may lack one,

@@ -151,15 +151,12 @@ func (Acme) NewTelemetry(cfg vendors.BackendConfig) vendors.Telemetry {
 
 type telemetry struct{ root string }
 
-func (t telemetry) Read(_ context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
-	out := make([]vendors.ChipSample, len(chips))
-	for i, c := range chips {
-		s := &out[i]
-		s.Index, s.UUID = c.Index, c.UUID
+func (t telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
+	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
 		data, err := os.ReadFile(filepath.Join(t.root, TelemetryFile(c.Index)))
 		if err != nil {
 			s.Fail("acme-telemetry", err)
-			continue
+			return
 		}
 		s.MemoryTotalBytes = vendors.Value(float64(MemoryBytes))
 		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
@@ -185,6 +182,5 @@ func (t telemetry) Read(_ context.Context, chips []inventory.Chip) ([]vendors.Ch
 				s.PowerWatts = vendors.Value(f)
 			}
 		}
-	}
-	return out, nil
+	}), nil
 }
