@@ -20,19 +20,22 @@ package ascend
 // component/ascend-common/devmanager/dcmi/dcmi.go: DcGetDevicePowerInfo
 // line 1409, DcGetDeviceUtilizationRate line 1594, DcGetDeviceTemperature
 // line 1670; prototypes in dcmi_interface_api.h lines 604, 611, 621-627).
-// Without libdcmi.so there is no telemetry: the series are absent, and
-// the collector logs why once.
+// Without libdcmi.so the same quantities come from the `npu-smi info`
+// table (AICore(%), HBM- or Memory-Usage(MB), Temp(C), Power(W)).
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
 	"k8s.io/klog/v2"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -61,20 +64,19 @@ type Telemetry struct {
 	power       func(card, dev int32, deciWatts *int32) int32
 
 	mu sync.Mutex
-	// where maps a logic id to the chip's card and device id.
-	where map[int][2]int32
+	// where maps a logic id to the chip's card and device id (DCMI),
+	// toolIDs to its NPU and chip id (npu-smi).
+	where   map[int][2]int32
+	toolIDs map[int][2]int
 }
 
 var _ vendors.Telemetry = (*Telemetry)(nil)
-
-// errNoDCMI is Read's error on a node without a loadable libdcmi.so.
-var errNoDCMI = errors.New("no loadable libdcmi.so (see the agent's log at start): Ascend chip telemetry needs DCMI")
 
 // Read implements vendors.Telemetry.
 func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
 	lib := t.b.library(ctx)
 	if lib == nil {
-		return nil, errNoDCMI
+		return t.readNpuSmi(ctx, chips)
 	}
 	t.bindOnce.Do(func() { t.bind(ctx, lib) })
 	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
@@ -249,4 +251,106 @@ func (t *Telemetry) readVNPUs(lib *dcmiLib, card, dev int32, s *vendors.ChipSamp
 		}
 		s.Instances = append(s.Instances, in)
 	}
+}
+
+// ChipUsage is what the `npu-smi info` table says a chip uses now; a nil
+// field is one npu-smi prints as NA, or not at all.
+type ChipUsage struct {
+	// PowerW and TempC are the NPU row's Power(W) and Temp(C).
+	PowerW, TempC *float64
+	// AICorePercent is the chip row's AICore(%).
+	AICorePercent *float64
+	// MemoryUsedMB, MemoryTotalMB are HBM-Usage(MB) where the table has it
+	// and its total is not zero, else Memory-Usage(MB).
+	MemoryUsedMB, MemoryTotalMB *float64
+}
+
+// ParseInfoUsage parses `npu-smi info` (as ParseInfo, which it runs) and
+// returns each chip's usage by NPU and chip id. A usage cell it cannot
+// read leaves that value nil rather than failing the table.
+func ParseInfoUsage(source string, data []byte) (map[[2]int]ChipUsage, error) {
+	out := map[[2]int]ChipUsage{}
+	_, err := parseInfo(source, data, func(c ChipInfo, l infoLayout, npuCells, chipCells []string) {
+		var u ChipUsage
+		// "101.8  43  0 / 0": Power(W) Temp(C) Hugepages-Usage(page).
+		if f := strings.Fields(npuCells[2]); len(f) >= 2 {
+			u.PowerW, u.TempC = number(f[0]), number(f[1])
+		}
+		// "0  0 / 0  3318 / 65536": AICore(%) Memory-Usage(MB) [HBM-Usage(MB)].
+		if f := strings.Fields(chipCells[2]); len(f) > 0 {
+			u.AICorePercent = number(f[0])
+			pairs := usagePair.FindAllStringSubmatch(chipCells[2][len(f[0]):], -1)
+			pick := 0
+			if l.hasHBM && len(pairs) == 2 {
+				if total := number(pairs[1][2]); total != nil && *total > 0 {
+					pick = 1
+				}
+			}
+			if pick < len(pairs) {
+				u.MemoryUsedMB, u.MemoryTotalMB = number(pairs[pick][1]), number(pairs[pick][2])
+			}
+		}
+		out[[2]int{c.NPU, c.Chip}] = u
+	})
+	return out, err
+}
+
+// number is a non-negative decimal, nil for NA and anything else.
+func number(s string) *float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// readNpuSmi reads the chips with `npu-smi info` (and, once, their logic
+// ids with `npu-smi info -m`) where DCMI cannot be loaded: utilization,
+// memory, temperature and power as the table prints them; no vNPUs.
+func (t *Telemetry) readNpuSmi(ctx context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
+	t.mu.Lock()
+	if t.toolIDs == nil {
+		maps, err := t.b.mapping(ctx)
+		if err != nil {
+			t.mu.Unlock()
+			return nil, fmt.Errorf("without libdcmi.so: %w", err)
+		}
+		t.toolIDs = map[int][2]int{}
+		for _, m := range maps {
+			t.toolIDs[m.LogicID] = [2]int{m.NPU, m.Chip}
+		}
+	}
+	ids := t.toolIDs
+	t.mu.Unlock()
+	usage, err := discovery.Query(ctx, t.b.runner, "reading Ascend chip usage", ParseInfoUsage, t.b.npuSmi, "info")
+	if err != nil {
+		return nil, fmt.Errorf("without libdcmi.so: %w", err)
+	}
+	const call = "npu-smi info"
+	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
+		logic := c.Index
+		if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
+			logic = int(*v.Int)
+		}
+		id, ok := ids[logic]
+		u, listed := usage[id]
+		if !ok || !listed {
+			s.Fail(call, fmt.Errorf("npu-smi lists no chip with logic id %d", logic))
+			return
+		}
+		scale := func(v *float64, by float64) *float64 {
+			if v == nil {
+				return nil
+			}
+			return vendors.Value(*v * by)
+		}
+		if u.AICorePercent != nil && *u.AICorePercent <= 100 {
+			s.UtilizationRatio = scale(u.AICorePercent, 0.01)
+		}
+		s.MemoryUsedBytes, s.MemoryTotalBytes = scale(u.MemoryUsedMB, dcmiMiB), scale(u.MemoryTotalMB, dcmiMiB)
+		s.TemperatureCelsius, s.PowerWatts = u.TempC, u.PowerW
+		if u.PowerW == nil || u.TempC == nil || u.AICorePercent == nil || u.MemoryUsedMB == nil {
+			s.Fail(call, fmt.Errorf("NPU %d chip %d: some values are NA", id[0], id[1]))
+		}
+	}), nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -81,10 +82,51 @@ func TestTelemetryFollowsTheChipsLoad(t *testing.T) {
 	}
 }
 
-func TestTelemetryWithoutDCMIFails(t *testing.T) {
-	tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: vendors.LibraryNone})
+// TestTelemetryWithoutDCMIReadsTheNpuSmiTable reads the recorded nodes
+// without a library: the values npu-smi info prints, chip by chip, with
+// the 310P's NA power left out and said so.
+func TestTelemetryWithoutDCMIReadsTheNpuSmiTable(t *testing.T) {
+	for _, tc := range []struct {
+		node string
+		// want are the first chip's utilization, memory used and total in
+		// MiB, temperature and power (-1: absent).
+		want [5]float64
+		na   bool
+	}{
+		{node: "atlas-800t-a2", want: [5]float64{0, 3318, 65536, 43, 101.8}},
+		{node: "atlas-300i-duo", want: [5]float64{0, 1529, 44280, 48, -1}, na: true},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			root, runner := fixture(tc.node)
+			cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: vendors.LibraryNone}
+			inv, err := Ascend{}.NewBackend(cfg).Discover(t.Context())
+			require.NoError(t, err)
+			samples, err := Ascend{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+			require.NoError(t, err)
+			require.Len(t, samples, len(inv.Chips))
+			s := samples[0]
+			got := [5]float64{*s.UtilizationRatio, *s.MemoryUsedBytes / dcmiMiB, *s.MemoryTotalBytes / dcmiMiB, *s.TemperatureCelsius, -1}
+			if s.PowerWatts != nil {
+				got[4] = *s.PowerWatts
+			}
+			assert.Equal(t, tc.want, got)
+			if tc.na {
+				require.Len(t, s.Errors, 1)
+				assert.ErrorContains(t, s.Errors[0], "some values are NA")
+			} else {
+				assert.Empty(t, s.Errors)
+			}
+			for i, s := range samples {
+				assert.Equal(t, inv.Chips[i].MemoryBytes, int64(*s.MemoryTotalBytes), "chip %d: the table's total is discovery's", i)
+			}
+		})
+	}
+}
+
+func TestTelemetryWithoutDCMIOrNpuSmiFails(t *testing.T) {
+	tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Runner: discovery.RecordedRunner{Dir: t.TempDir()}, Library: vendors.LibraryNone})
 	_, err := tel.Read(t.Context(), chipsWithLogicIDs(0))
-	require.ErrorContains(t, err, "needs DCMI")
+	require.ErrorContains(t, err, "without libdcmi.so")
 }
 
 func TestTelemetryOfAChipDCMIDoesNotKnow(t *testing.T) {
