@@ -188,9 +188,13 @@ func TestPrometheusScrapesChipTelemetryWithTheHoldersOfEachChip(t *testing.T) {
 	t.Run("an idle held chip trips the idle alert, a busy one does not", func(t *testing.T) {
 		v := eventuallySeries(t, prom, fmt.Sprintf(`ALERTS{alertname="AccelDRAChipAllocatedIdle", alertstate="firing", namespace=%q}`, ns),
 			nonEmpty, "the idle alert fires")
-		require.Len(t, v, 1)
+		require.Len(t, v, 1, "only the idle chip's holder")
 		assert.Equal(t, model.LabelValue("idler"), v[0].Metric["pod"])
 		assert.Equal(t, model.LabelValue(idleDevice), v[0].Metric["device"])
+		busy, err := prom.Query(t.Context(), fmt.Sprintf(`max_over_time(accel_dra_chip_allocated_idle_seconds{namespace=%q, pod="trainer"}[1m])`, ns))
+		require.NoError(t, err)
+		require.Len(t, busy, 1)
+		assert.Less(t, float64(busy[0].Value), float64(telemetryIdleSeconds), "the busy chip's idle time stays short")
 	})
 
 	t.Run("the labels go with the pod", func(t *testing.T) {
