@@ -20,17 +20,21 @@ package cambricon
 // line 796 cndevGetMemoryUsageV2, GetDevicePower line 1158
 // cndevGetDevicePowerInfo, GetDeviceTemperature line 1495
 // cndevGetTemperatureInfo, GetDeviceUtil line 1578
-// cndevGetDeviceUtilizationInfo). Without libcndev there is no telemetry:
-// the series are absent and the collector logs why once.
+// cndevGetDeviceUtilizationInfo). Without libcndev the same quantities
+// come from `cnmon info` (Utilization, Physical Memory Usage, Temperature
+// Board, Power Usage).
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/ebitengine/purego"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -83,14 +87,12 @@ type Telemetry struct {
 
 var _ vendors.Telemetry = (*Telemetry)(nil)
 
-var errNoCNDev = errors.New("no loadable libcndev.so (see the agent's log at start): Cambricon chip telemetry needs CNDev")
-
 // Read implements vendors.Telemetry. Chip N is CNDev index N, as in
 // discovery.
 func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
 	l := t.b.loadLibrary(ctx)
 	if l == nil {
-		return nil, errNoCNDev
+		return t.readCnmon(ctx, chips)
 	}
 	t.bindOnce.Do(func() { t.bind(l) })
 	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
@@ -157,4 +159,83 @@ func (t *Telemetry) readChip(l *CNDev, h int32, s *vendors.ChipSample) {
 		ok := hs.DeviceState == cndevDeviceGood && hs.DriverState == cndevDriverRunning
 		s.Healthy = &ok
 	}
+}
+
+// CardUsage is what `cnmon info` says a card uses now; a nil field is one
+// cnmon does not print, or prints as N/A.
+type CardUsage struct {
+	// UtilizationPercent is "Utilization / MLU Average".
+	UtilizationPercent *float64
+	// MemoryUsedBytes and MemoryTotalBytes are "Physical Memory Usage".
+	MemoryUsedBytes, MemoryTotalBytes *float64
+	// TempC is "Temperature / Board", PowerW "Power / Usage".
+	TempC, PowerW *float64
+}
+
+// ParseInfoUsage parses `cnmon info` (as ParseInfo, which it runs) and
+// returns each card's usage by card number. A value it cannot read is nil
+// rather than failing the output.
+func ParseInfoUsage(source string, data []byte) (map[int]CardUsage, error) {
+	out := map[int]CardUsage{}
+	_, err := parseInfo(source, data, func(card int, path, value string) {
+		u := out[card]
+		switch path {
+		case "Utilization/MLU Average":
+			u.UtilizationPercent = withUnit(value, "%")
+		case "Temperature/Board":
+			u.TempC = withUnit(value, "C")
+		case "Power/Usage":
+			u.PowerW = withUnit(value, "W")
+		case "Physical Memory Usage/Used", "Physical Memory Usage/Total":
+			n, err := parseSize(value)
+			if err != nil {
+				break
+			}
+			if path == "Physical Memory Usage/Used" {
+				u.MemoryUsedBytes = vendors.Value(float64(n))
+			} else {
+				u.MemoryTotalBytes = vendors.Value(float64(n))
+			}
+		}
+		out[card] = u
+	})
+	return out, err
+}
+
+// withUnit reads "38 W": a non-negative number followed by unit.
+func withUnit(s, unit string) *float64 {
+	f := strings.Fields(s)
+	if len(f) != 2 || f[1] != unit {
+		return nil
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// readCnmon reads the cards with `cnmon info` where CNDev cannot be
+// loaded: utilization, memory, board temperature and power as cnmon
+// prints them.
+func (t *Telemetry) readCnmon(ctx context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
+	usage, err := discovery.Query(ctx, t.b.runner, "reading MLU card usage", ParseInfoUsage, t.b.cnmon, "info")
+	if err != nil {
+		return nil, fmt.Errorf("without libcndev.so: %w", err)
+	}
+	const call = "cnmon info"
+	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
+		u, ok := usage[c.Index]
+		if !ok {
+			s.Fail(call, fmt.Errorf("cnmon lists no card %d", c.Index))
+			return
+		}
+		if u.UtilizationPercent != nil && *u.UtilizationPercent <= 100 {
+			s.UtilizationRatio = vendors.Value(*u.UtilizationPercent / 100)
+		}
+		s.MemoryUsedBytes, s.MemoryTotalBytes, s.TemperatureCelsius, s.PowerWatts = u.MemoryUsedBytes, u.MemoryTotalBytes, u.TempC, u.PowerW
+		if s.UtilizationRatio == nil || u.MemoryUsedBytes == nil || u.TempC == nil || u.PowerW == nil {
+			s.Fail(call, fmt.Errorf("card %d: cnmon prints no utilization, memory in use, board temperature or power", c.Index))
+		}
+	}), nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon/cndevtest"
@@ -67,8 +68,39 @@ func TestTelemetryReadsEachMLUThroughCNDev(t *testing.T) {
 	assert.Equal(t, 0.55, *samples[0].UtilizationRatio)
 }
 
-func TestTelemetryWithoutCNDevFails(t *testing.T) {
-	tel := Cambricon{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: vendors.LibraryNone})
+// TestTelemetryWithoutCNDevReadsCnmon reads the recorded nodes without a
+// library: cnmon info's values of the first card.
+func TestTelemetryWithoutCNDevReadsCnmon(t *testing.T) {
+	for _, tc := range []struct {
+		node string
+		// want: utilization, memory used and total in MiB, board
+		// temperature, power.
+		want [5]float64
+	}{
+		{node: "mlu370-x8", want: [5]float64{0, 112, 23308, 34, 38}},
+		{node: "mlu270", want: [5]float64{0, 0, 16384, 38, 22}},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			root, runner := fixture(tc.node)
+			cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: vendors.LibraryNone}
+			inv, err := Cambricon{}.NewBackend(cfg).Discover(t.Context())
+			require.NoError(t, err)
+			samples, err := Cambricon{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+			require.NoError(t, err)
+			require.Len(t, samples, len(inv.Chips))
+			s := samples[0]
+			require.Empty(t, s.Errors)
+			mib := float64(mebibyte)
+			assert.Equal(t, tc.want, [5]float64{*s.UtilizationRatio, *s.MemoryUsedBytes / mib, *s.MemoryTotalBytes / mib, *s.TemperatureCelsius, *s.PowerWatts})
+			for i, s := range samples {
+				assert.Equal(t, inv.Chips[i].MemoryBytes, int64(*s.MemoryTotalBytes), "card %d: cnmon's total is discovery's", i)
+			}
+		})
+	}
+}
+
+func TestTelemetryWithoutCNDevOrCnmonFails(t *testing.T) {
+	tel := Cambricon{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Runner: discovery.RecordedRunner{Dir: t.TempDir()}, Library: vendors.LibraryNone})
 	_, err := tel.Read(t.Context(), []inventory.Chip{{Index: 0}})
-	require.ErrorContains(t, err, "needs CNDev")
+	require.ErrorContains(t, err, "without libcndev.so")
 }
