@@ -263,6 +263,8 @@ type ChipUsage struct {
 	// MemoryUsedMB, MemoryTotalMB are HBM-Usage(MB) where the table has it
 	// and its total is not zero, else Memory-Usage(MB).
 	MemoryUsedMB, MemoryTotalMB *float64
+	// Healthy is the NPU row's Health: OK or not.
+	Healthy bool
 }
 
 // ParseInfoUsage parses `npu-smi info` (as ParseInfo, which it runs) and
@@ -271,7 +273,7 @@ type ChipUsage struct {
 func ParseInfoUsage(source string, data []byte) (map[[2]int]ChipUsage, error) {
 	out := map[[2]int]ChipUsage{}
 	_, err := parseInfo(source, data, func(c ChipInfo, l infoLayout, npuCells, chipCells []string) {
-		var u ChipUsage
+		u := ChipUsage{Healthy: c.Healthy()}
 		// "101.8  43  0 / 0": Power(W) Temp(C) Hugepages-Usage(page).
 		if f := strings.Fields(npuCells[2]); len(f) >= 2 {
 			u.PowerW, u.TempC = number(f[0]), number(f[1])
@@ -349,6 +351,7 @@ func (t *Telemetry) readNpuSmi(ctx context.Context, chips []inventory.Chip) ([]v
 		}
 		s.MemoryUsedBytes, s.MemoryTotalBytes = scale(u.MemoryUsedMB, dcmiMiB), scale(u.MemoryTotalMB, dcmiMiB)
 		s.TemperatureCelsius, s.PowerWatts = u.TempC, u.PowerW
+		s.Healthy = &u.Healthy
 		if u.PowerW == nil || u.TempC == nil || u.AICorePercent == nil || u.MemoryUsedMB == nil {
 			s.Fail(call, fmt.Errorf("NPU %d chip %d: some values are NA", id[0], id[1]))
 		}

@@ -110,6 +110,8 @@ func TestTelemetryWithoutDCMIReadsTheNpuSmiTable(t *testing.T) {
 				got[4] = *s.PowerWatts
 			}
 			assert.Equal(t, tc.want, got)
+			require.NotNil(t, s.Healthy)
+			assert.True(t, *s.Healthy, "npu-smi says OK")
 			if tc.na {
 				require.Len(t, s.Errors, 1)
 				assert.ErrorContains(t, s.Errors[0], "some values are NA")

@@ -170,6 +170,9 @@ type CardUsage struct {
 	MemoryUsedBytes, MemoryTotalBytes *float64
 	// TempC is "Temperature / Board", PowerW "Power / Usage".
 	TempC, PowerW *float64
+	// Healthy is "Health State": device Good and driver Running; nil where
+	// cnmon prints no Health State (CNMON v4).
+	Healthy *bool
 }
 
 // ParseInfoUsage parses `cnmon info` (as ParseInfo, which it runs) and
@@ -177,7 +180,7 @@ type CardUsage struct {
 // rather than failing the output.
 func ParseInfoUsage(source string, data []byte) (map[int]CardUsage, error) {
 	out := map[int]CardUsage{}
-	_, err := parseInfo(source, data, func(card int, path, value string) {
+	cards, err := parseInfo(source, data, func(card int, path, value string) {
 		u := out[card]
 		switch path {
 		case "Utilization/MLU Average":
@@ -199,6 +202,14 @@ func ParseInfoUsage(source string, data []byte) (map[int]CardUsage, error) {
 		}
 		out[card] = u
 	})
+	for _, c := range cards {
+		if c.DeviceHealth != "" {
+			u := out[c.Card]
+			ok := c.DeviceHealth == HealthGood && c.DriverState == DriverRunning
+			u.Healthy = &ok
+			out[c.Card] = u
+		}
+	}
 	return out, err
 }
 
@@ -234,6 +245,7 @@ func (t *Telemetry) readCnmon(ctx context.Context, chips []inventory.Chip) ([]ve
 			s.UtilizationRatio = vendors.Value(*u.UtilizationPercent / 100)
 		}
 		s.MemoryUsedBytes, s.MemoryTotalBytes, s.TemperatureCelsius, s.PowerWatts = u.MemoryUsedBytes, u.MemoryTotalBytes, u.TempC, u.PowerW
+		s.Healthy = u.Healthy
 		if s.UtilizationRatio == nil || u.MemoryUsedBytes == nil || u.TempC == nil || u.PowerW == nil {
 			s.Fail(call, fmt.Errorf("card %d: cnmon prints no utilization, memory in use, board temperature or power", c.Index))
 		}

@@ -76,8 +76,10 @@ func TestTelemetryWithoutCNDevReadsCnmon(t *testing.T) {
 		// want: utilization, memory used and total in MiB, board
 		// temperature, power.
 		want [5]float64
+		// health: cnmon's Health State; CNMON v4 (the MLU270's) has none.
+		health bool
 	}{
-		{node: "mlu370-x8", want: [5]float64{0, 112, 23308, 34, 38}},
+		{node: "mlu370-x8", want: [5]float64{0, 112, 23308, 34, 38}, health: true},
 		{node: "mlu270", want: [5]float64{0, 0, 16384, 38, 22}},
 	} {
 		t.Run(tc.node, func(t *testing.T) {
@@ -91,6 +93,12 @@ func TestTelemetryWithoutCNDevReadsCnmon(t *testing.T) {
 			s := samples[0]
 			require.Empty(t, s.Errors)
 			mib := float64(mebibyte)
+			if tc.health {
+				require.NotNil(t, s.Healthy)
+				assert.True(t, *s.Healthy, "cnmon says Good and Running")
+			} else {
+				assert.Nil(t, s.Healthy)
+			}
 			assert.Equal(t, tc.want, [5]float64{*s.UtilizationRatio, *s.MemoryUsedBytes / mib, *s.MemoryTotalBytes / mib, *s.TemperatureCelsius, *s.PowerWatts})
 			for i, s := range samples {
 				assert.Equal(t, inv.Chips[i].MemoryBytes, int64(*s.MemoryTotalBytes), "card %d: cnmon's total is discovery's", i)
