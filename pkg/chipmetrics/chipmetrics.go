@@ -108,6 +108,8 @@ type Collector struct {
 
 	mu   sync.Mutex
 	last []sample // the series of the last reading
+	// busy are the drivers whose Read has not returned yet.
+	busy map[string]bool
 
 	// state kept between readings, owned by the reading goroutine
 	logged   map[string]bool
@@ -153,7 +155,7 @@ func New(cfg Config) *Collector {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Collector{cfg: cfg, logged: map[string]bool{}, lastBusy: map[string]time.Time{}, heldFrom: map[string]time.Time{},
+	return &Collector{cfg: cfg, busy: map[string]bool{}, logged: map[string]bool{}, lastBusy: map[string]time.Time{}, heldFrom: map[string]time.Time{},
 		readErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "accel_dra", Name: "chip_telemetry_errors_total",
 			Help: "Failed reads of a chip quantity (one vendor library call for one chip) or of all of a driver's chips (call \"read\").",
@@ -221,9 +223,7 @@ func (c *Collector) Read(ctx context.Context) {
 		if d.Telemetry == nil || len(d.Chips) == 0 {
 			continue
 		}
-		readCtx, cancel := context.WithTimeout(ctx, c.cfg.ReadTimeout)
-		samples, err := d.Telemetry.Read(readCtx, d.Chips)
-		cancel()
+		samples, err := c.read(ctx, d)
 		if err != nil {
 			c.readErrors.WithLabelValues(d.Name, "read").Inc()
 			c.logOnce(logger, d.Name, "Cannot read the chips' telemetry; their series are left out", "driver", d.Name, "err", err)
@@ -313,6 +313,40 @@ func (c *Collector) Read(ctx context.Context) {
 	c.mu.Lock()
 	c.last = out
 	c.mu.Unlock()
+}
+
+// read reads d's chips within the read timeout. A library call cannot be
+// interrupted: a read that does not return in time is left running in its
+// goroutine and its driver skipped until it does, so one hung call holds
+// neither the other drivers' series nor the next readings.
+func (c *Collector) read(ctx context.Context, d Driver) ([]vendors.ChipSample, error) {
+	c.mu.Lock()
+	if c.busy[d.Name] {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("the read of %s's chips started before did not return yet", d.Name)
+	}
+	c.busy[d.Name] = true
+	c.mu.Unlock()
+	type result struct {
+		samples []vendors.ChipSample
+		err     error
+	}
+	done := make(chan result, 1)
+	readCtx, cancel := context.WithTimeout(ctx, c.cfg.ReadTimeout)
+	defer cancel()
+	go func() {
+		s, err := d.Telemetry.Read(readCtx, d.Chips)
+		c.mu.Lock()
+		delete(c.busy, d.Name)
+		c.mu.Unlock()
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.samples, r.err
+	case <-readCtx.Done():
+		return nil, fmt.Errorf("reading %s's chips took longer than %s: %w", d.Name, c.cfg.ReadTimeout, readCtx.Err())
+	}
 }
 
 // containers lists the containers' DRA devices; nil (no pod labels) when

@@ -222,3 +222,38 @@ func counter(t *testing.T, reg *prometheus.Registry, driver string) prometheus.C
 	t.Fatalf("no error count of %s", driver)
 	return nil
 }
+
+// stuck is a Telemetry whose library call ignores its context and
+// returns only when release is closed.
+type stuck struct{ release chan struct{} }
+
+func (s stuck) Read(_ context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
+	<-s.release
+	return []vendors.ChipSample{{Index: chips[0].Index, UUID: chips[0].UUID, UtilizationRatio: vendors.Value(0.5)}}, nil
+}
+
+// TestAReadThatNeverReturnsIsLeftBehind: a library call that ignores the
+// read timeout does not hold the collector; the next readings skip its
+// driver until it returns, and then it reports again.
+func TestAReadThatNeverReturnsIsLeftBehind(t *testing.T) {
+	root, chips := acmeNode(t, ptr("utilization 0.25\n"))
+	hung := stuck{release: make(chan struct{})}
+	c := chipmetrics.New(chipmetrics.Config{Node: "n", ReadTimeout: 20 * time.Millisecond, Drivers: []chipmetrics.Driver{
+		{Name: "hung.example.com", Names: vendors.Names{DevicePrefix: "hung"}, Telemetry: hung, Chips: chips},
+		{Name: vendortest.Driver, Names: vendortest.Acme{}.Names(), Telemetry: vendortest.Acme{}.NewTelemetry(vendors.BackendConfig{Root: root}), Chips: chips},
+	}})
+	reg := prometheus.NewRegistry()
+	require.NoError(t, c.Register(reg))
+	count := func() int {
+		n, err := testutil.GatherAndCount(reg, "accel_dra_chip_utilization_ratio")
+		require.NoError(t, err)
+		return n
+	}
+	c.Read(t.Context())
+	c.Read(t.Context())
+	assert.Equal(t, 1, count(), "the other driver's chip only")
+	assert.Equal(t, 2.0, testutil.ToFloat64(counter(t, reg, "hung.example.com")), "timed out, then skipped")
+	close(hung.release)
+	require.Eventually(t, func() bool { c.Read(t.Context()); return count() == 2 }, 5*time.Second, 10*time.Millisecond,
+		"the driver reports again once its call returned")
+}
