@@ -159,7 +159,7 @@ func (c *Cluster) newAgent(ctx context.Context, n NodeInfo) (*Agent, error) {
 	// metrics their pod and container labels.
 	podResources := ""
 	if a.Real {
-		podResources = filepath.Join(c.State.KubeletRoot, "pod-resources", "kubelet.sock")
+		podResources = filepath.Join(c.PodResourcesDir(), "kubelet.sock")
 	}
 	a.args = append(a.args, "--pod-resources-socket="+podResources)
 	if a.ChipModes != "" {
