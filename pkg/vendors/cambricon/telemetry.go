@@ -159,6 +159,54 @@ func (t *Telemetry) readChip(l *CNDev, h int32, s *vendors.ChipSample) {
 		ok := hs.DeviceState == cndevDeviceGood && hs.DriverState == cndevDriverRunning
 		s.Healthy = &ok
 	}
+	readSMLU(l, h, s)
+}
+
+// cndevSMLUUsage is CNDEV_SMLU_USAGE, the index of an instance's use in
+// cndevSMluInfo_t's mluQuota and memorySize (CNDEV_SMLU_MAX is its share).
+const cndevSMLUUsage = 1
+
+// readSMLU adds the chip's sMLU instances with their utilization and
+// memory, as mlu-exporter reads them from cndevGetAllSMluInstanceInfo
+// (pkg/cndev/cndev.go lines 376-382: mluQuota[CNDEV_SMLU_USAGE],
+// memorySize[CNDEV_SMLU_USAGE], memorySize[CNDEV_SMLU_MAX]).
+func readSMLU(l *CNDev, h int32, s *vendors.ChipSample) {
+	if l.instances == nil {
+		return
+	}
+	count := int32(16)
+	for {
+		buf := make([]cndevSMluInfo, count)
+		for i := range buf {
+			buf[i].Version = cndevVersion6
+		}
+		n := count
+		r := l.instances(&n, &buf[0], h)
+		if r == cndevInsufficientSpace && n > count && n <= 4096 {
+			count = n
+			continue
+		}
+		if r == cndevNotSupported {
+			return // sMLU mode off, or a chip without sMLU
+		}
+		if err := l.err(r); err != nil {
+			s.Fail("cndevGetAllSMluInstanceInfo", err)
+			return
+		}
+		if n < 0 || n > count {
+			s.Fail("cndevGetAllSMluInstanceInfo", fmt.Errorf("reports %d instances for room for %d", n, count))
+			return
+		}
+		for _, in := range buf[:n] {
+			smlu := vendors.InstanceSample{ID: int(in.InstanceID), MemoryUsedBytes: vendors.Value(float64(in.MemorySize[cndevSMLUUsage])),
+				MemoryTotalBytes: vendors.Value(float64(in.MemorySize[cndevSMLUMax]))}
+			if u := in.MluQuota[cndevSMLUUsage]; u <= 100 {
+				smlu.UtilizationRatio = vendors.Value(float64(u) / 100)
+			}
+			s.Instances = append(s.Instances, smlu)
+		}
+		return
+	}
 }
 
 // CardUsage is what `cnmon info` says a card uses now; a nil field is one

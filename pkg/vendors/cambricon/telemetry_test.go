@@ -68,6 +68,25 @@ func TestTelemetryReadsEachMLUThroughCNDev(t *testing.T) {
 	assert.Equal(t, 0.55, *samples[0].UtilizationRatio)
 }
 
+// TestTelemetryReportsEachSMLUInstance reads a chip with two sMLU
+// instances (a half and a quarter, in the mock's state file): one
+// instance sample each, with the instance's memory share.
+func TestTelemetryReportsEachSMLUInstance(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "smlu-state")
+	require.NoError(t, os.WriteFile(state, []byte("1 1 1 half\n1 2 2 quarter\n"), 0o644))
+	lib := mockNode(t, cndevtest.Fixture("mlu370-x8"))
+	t.Setenv(cndevtest.EnvState, state)
+	samples, err := Cambricon{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib}).Read(t.Context(),
+		[]inventory.Chip{{Index: 0, UUID: "a"}, {Index: 1, UUID: "b"}})
+	require.NoError(t, err)
+	assert.Empty(t, samples[0].Instances, "no instances on chip 0")
+	zero := vendors.Value(0)
+	assert.Equal(t, []vendors.InstanceSample{
+		{ID: 1, UtilizationRatio: zero, MemoryUsedBytes: zero, MemoryTotalBytes: vendors.Value(float64(23308 / 2 * mebibyte))},
+		{ID: 2, UtilizationRatio: zero, MemoryUsedBytes: zero, MemoryTotalBytes: vendors.Value(float64(23308 / 4 * mebibyte))},
+	}, samples[1].Instances, "the mock reports no use of an instance")
+}
+
 // TestTelemetryWithoutCNDevReadsCnmon reads the recorded nodes without a
 // library: cnmon info's values of the first card.
 func TestTelemetryWithoutCNDevReadsCnmon(t *testing.T) {
