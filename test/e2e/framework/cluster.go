@@ -352,7 +352,9 @@ func (c *Cluster) CDIDir() string { return c.State.CDIDir }
 
 // PodResourcesDir is the real node's kubelet PodResources directory (its
 // kubelet.sock), under the relocated kubelet root.
-func (c *Cluster) PodResourcesDir() string { return filepath.Join(c.State.KubeletRoot, "pod-resources") }
+func (c *Cluster) PodResourcesDir() string {
+	return filepath.Join(c.State.KubeletRoot, "pod-resources")
+}
 
 // Kubeconfig is the admin kubeconfig file.
 func (c *Cluster) Kubeconfig() string { return c.State.Kubeconfig }
