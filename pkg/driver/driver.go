@@ -191,10 +191,6 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	d.index(d.inv.Chips)
 	d.setHealth(d.inv.Chips, nil, time.Time{})
-	if err := d.loadState(ctx); err != nil {
-		return nil, err
-	}
-	d.reconcilePartitions(ctx)
 
 	regDir, dataDir := cfg.RegistrarDir, cfg.PluginDataDir
 	if regDir == "" {
@@ -209,6 +205,9 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 		}
+	}
+	if err := d.startupReconcile(ctx, dataDir); err != nil {
+		return nil, err
 	}
 	opts := append([]kubeletplugin.Option{
 		kubeletplugin.DriverName(d.name),
@@ -248,6 +247,25 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
 		"chipModes", d.policy.String(), "preparedClaims", len(d.prepared.Claims))
 	return d, nil
+}
+
+// startupReconcile loads the checkpoint and removes what it does not
+// list. In a rolling update the other pod may be serving a prepare right
+// now, whose partition and CDI spec the checkpoint lists only at its end:
+// so this runs under the helper's lock, between that pod's calls.
+func (d *Driver) startupReconcile(ctx context.Context, dataDir string) error {
+	if d.rolling {
+		unlock, err := lockStartup(ctx, dataDir)
+		if err != nil {
+			return fmt.Errorf("starting driver %s: %w", d.name, err)
+		}
+		defer unlock()
+	}
+	if err := d.loadState(ctx); err != nil {
+		return err
+	}
+	d.reconcilePartitions(ctx)
+	return nil
 }
 
 // index makes chips the devices the driver serves: the chips by device
