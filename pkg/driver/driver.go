@@ -103,6 +103,10 @@ type Config struct {
 	// reported Unknown. Zero: health is what discovery found at start,
 	// vouched for at every report.
 	HealthCheckTimeout time.Duration
+	// BootIDFile is the node's boot id file (BootIDFile, seen through the
+	// host root); "" tracks no reboots. After a reboot start-up prepares
+	// the checkpoint's claims again (see reboot.go).
+	BootIDFile string
 }
 
 // Driver implements kubeletplugin.DRAPlugin for one vendor.
@@ -124,6 +128,9 @@ type Driver struct {
 	cdi    *cdi.Writer
 	store  *checkpoint.Store
 	fatal  func(error)
+	// kube reads the claims to prepare again after a reboot.
+	kube       kubernetes.Interface
+	bootIDFile string
 	// metrics: see metrics.go; its Metrics may be nil (records nothing).
 	metrics driverMetrics
 	// rolling: another instance (the other pod of a rolling update) may
@@ -177,6 +184,9 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		cdi:     cfg.CDI,
 		store:   checkpoint.New(cfg.StateDir, CheckpointFile),
 		fatal:   cfg.OnFatal,
+		kube:    cfg.KubeClient,
+
+		bootIDFile: cfg.BootIDFile,
 		metrics: driverMetrics{Metrics: cfg.Metrics},
 		rolling: cfg.PodUID != "",
 
@@ -265,7 +275,7 @@ func (d *Driver) startupReconcile(ctx context.Context, dataDir string) error {
 		return err
 	}
 	d.reconcilePartitions(ctx)
-	return nil
+	return d.checkBoot(ctx)
 }
 
 // index makes chips the devices the driver serves: the chips by device

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -203,6 +204,7 @@ func Run(ctx context.Context, o Options) error {
 
 			UnhealthyTaintEffect: effect,
 			HealthCheckTimeout:   devicemonitor.CheckTimeout(o.HealthInterval),
+			BootIDFile:           bootIDFile(hostRoot),
 		}
 	}
 	// Every config is made before any driver starts, so no error return
@@ -288,6 +290,17 @@ func targets(drivers []*driver.Driver) []devicemonitor.Target {
 		out[i] = d
 	}
 	return out
+}
+
+// bootIDFile is the node's boot id file under root, where a fixture
+// sets it; the process's own otherwise (the boot id is the kernel's, the
+// same in every container of the node).
+func bootIDFile(root string) string {
+	under := filepath.Join(root, driver.BootIDFile)
+	if _, err := os.Stat(under); err == nil {
+		return under
+	}
+	return driver.BootIDFile
 }
 
 func rootOf(o Options) string {
