@@ -111,4 +111,3 @@ func setBootID(t *testing.T, a *agent, id string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, []byte(id+"\n"), 0o644))
 }
-
