@@ -40,7 +40,7 @@ import (
 //
 // v3 adds the node's boot id (Data.BootID), so a start after a reboot
 // knows that the CDI specs (on tmpfs) and the partitions the claims
-// need may be gone.
+// need may be gone, and the partitions left to destroy (Data.Orphans).
 //
 // v2 says what each device is (Device.Kind). In v1 a reader had to infer
 // it from optional fields, which were added to v1 without a version
@@ -125,6 +125,9 @@ type Data struct {
 	// when the checkpoint was saved; "" when unknown (an older format).
 	BootID string              `json:"bootID,omitempty"`
 	Claims map[types.UID]Claim `json:"claims"`
+	// Orphans are partitions a failed prepare made and could not destroy
+	// again: the next call or start-up destroys them.
+	Orphans []Partition `json:"orphans,omitempty"`
 	// ConvertedFrom is the format Load converted the file from, "" when
 	// it was in Version; Save always writes Version.
 	ConvertedFrom string `json:"-"`

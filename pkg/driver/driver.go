@@ -275,6 +275,7 @@ func (d *Driver) startupReconcile(ctx context.Context, dataDir string) error {
 		return err
 	}
 	d.reconcilePartitions(ctx)
+	d.retryOrphans(ctx)
 	return d.checkBoot(ctx)
 }
 
@@ -362,6 +363,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		d.callFailed(ctx, metrics.Prepare, refs, start, err)
 		return nil, err
 	}
+	d.retryOrphans(ctx)
 	logger := klog.FromContext(ctx)
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
@@ -405,6 +407,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		d.callFailed(ctx, metrics.Unprepare, refs, start, err)
 		return nil, err
 	}
+	d.retryOrphans(ctx)
 	logger := klog.FromContext(ctx)
 	out := make(map[types.UID]error, len(claims))
 	for _, c := range claims {
