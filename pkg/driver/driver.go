@@ -158,6 +158,8 @@ type Driver struct {
 	prepared checkpoint.Data
 
 	helper *kubeletplugin.Helper
+	// regSocket and draSocket are the helper's sockets, for Live.
+	regSocket, draSocket string
 }
 
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
@@ -226,8 +228,12 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		kubeletplugin.RegistrarDirectoryPath(regDir),
 		kubeletplugin.PluginDataDirectoryPath(dataDir),
 	}, cfg.PluginOptions...)
+	// The helper's own socket names (kubeletplugin Start), for Live.
+	d.regSocket, d.draSocket = filepath.Join(regDir, d.name+"-reg.sock"), filepath.Join(dataDir, "dra.sock")
 	if cfg.PodUID != "" {
 		opts = append(opts, kubeletplugin.RollingUpdate(cfg.PodUID))
+		d.regSocket = filepath.Join(regDir, kubeletplugin.RollingUpdateRegistrarSocketFile(regDir, d.name, cfg.PodUID))
+		d.draSocket = filepath.Join(dataDir, "dra-"+string(cfg.PodUID)+".sock")
 	}
 	if cfg.DeviceMetadata {
 		// v1beta1 is the latest (and, in v0.37, the only current) version;

@@ -77,6 +77,9 @@ type Options struct {
 	PodUID types.UID
 	// HealthAddr, when set, serves /livez, /readyz and /metrics over HTTP there.
 	HealthAddr string
+	// LivenessTimeout bounds /livez's check of each driver (zero:
+	// LiveTimeout).
+	LivenessTimeout time.Duration
 	// OnHealthServing, if set, is told the probe server's address (tests
 	// listen on port 0).
 	OnHealthServing func(net.Addr)
@@ -151,7 +154,7 @@ func Run(ctx context.Context, o Options) error {
 	stopped := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	probeServer := &probes{want: len(found), metrics: metrics.New()}
+	probeServer := &probes{want: len(found), metrics: metrics.New(), liveTimeout: o.LivenessTimeout}
 	if o.HealthAddr != "" {
 		addr, err := probeServer.serve(ctx, o.HealthAddr)
 		if err != nil {
