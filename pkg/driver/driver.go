@@ -131,6 +131,9 @@ type Driver struct {
 	// kube reads the claims to prepare again after a reboot.
 	kube       kubernetes.Interface
 	bootIDFile string
+	// rebootID is the boot id of a start after a reboot, until reprepare
+	// has prepared the checkpoint's claims again and recorded it.
+	rebootID string
 	// metrics: see metrics.go; its Metrics may be nil (records nothing).
 	metrics driverMetrics
 	// rolling: another instance (the other pod of a rolling update) may
@@ -250,6 +253,11 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 	}
 	d.helper = helper
+	if err := d.reprepare(ctx); err != nil {
+		helper.Stop()
+		stopStatus()
+		return nil, fmt.Errorf("starting driver %s: %w", d.name, err)
+	}
 	// PublishResources returns once the slice informer has listed the
 	// node's slices: while the API server is unreachable it retries (and
 	// logs each failure) until it answers. Say what the wait is for.

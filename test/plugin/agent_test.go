@@ -113,6 +113,8 @@ type agentConfig struct {
 	// PodUID, when set, makes the agent one pod of a rolling update
 	// (nodeagent.Options.PodUID).
 	PodUID types.UID
+	// DeviceMetadata is nodeagent.Options.DeviceMetadata.
+	DeviceMetadata bool
 }
 
 func claimFile(dir, namespace, name string) string {
@@ -149,15 +151,16 @@ func childAgent(raw string) int {
 		go reportPublished(ctx, cfg, client)
 	}
 	err := nodeagent.Run(klog.NewContext(ctx, klog.Background()), nodeagent.Options{
-		Discovery:    source.Options{Registry: registry, Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
-		FakeDevices:  true,
-		ChipModes:    cfg.ChipModes,
-		RegistrarDir: cfg.RegistrarDir,
-		PluginDir:    cfg.PluginDir,
-		CDIDir:       cfg.CDIDir,
-		StateDir:     cfg.StateDir,
-		KubeClient:   client,
-		PodUID:       cfg.PodUID,
+		Discovery:      source.Options{Registry: registry, Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
+		FakeDevices:    true,
+		ChipModes:      cfg.ChipModes,
+		RegistrarDir:   cfg.RegistrarDir,
+		PluginDir:      cfg.PluginDir,
+		CDIDir:         cfg.CDIDir,
+		StateDir:       cfg.StateDir,
+		KubeClient:     client,
+		PodUID:         cfg.PodUID,
+		DeviceMetadata: cfg.DeviceMetadata,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child agent:", err)

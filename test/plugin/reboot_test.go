@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,16 +30,19 @@ import (
 )
 
 // TestARebootedNodeGetsItsClaimsBack: the node reboots while claims are
-// prepared. /var/run/cdi is tmpfs, so the CDI specs are gone, and so are
-// the vNPUs and sMLUs; the checkpoint stays. The kubelet starts the pods'
-// containers again with the CDI device IDs it recorded, without a new
-// prepare: the restarted agent must have every spec and partition back by
-// the time it registers, and the kubelet's prepare, if it comes, gets the
-// same IDs.
+// prepared. /var/run/cdi is tmpfs, so the CDI specs (ours and the helper's
+// device metadata specs) are gone, and so are the vNPUs and sMLUs; the
+// checkpoint stays. The kubelet starts the pods' containers again with
+// the CDI device IDs it recorded, without a new prepare: the restarted
+// agent must have every spec and partition back by the time it publishes,
+// and the kubelet's prepare, if it comes, gets the same IDs.
 func TestARebootedNodeGetsItsClaimsBack(t *testing.T) {
 	for v, n := range crashNodes {
 		t.Run(string(v), func(t *testing.T) {
 			a := newAgent(t, n.profile, n.chipModes)
+			// The helper writes a device metadata CDI spec of its own per
+			// request, which the kubelet's recorded IDs name too.
+			a.cfg.DeviceMetadata = true
 			setBootID(t, a, "boot-1")
 			a.start("")
 			drv := registry.DriverFor(v)
@@ -72,6 +76,7 @@ func TestARebootedNodeGetsItsClaimsBack(t *testing.T) {
 			require.NoError(t, os.Remove(filepath.Join(a.cfg.StateDir, drv, profilenode.PartitionStateFile)))
 			setBootID(t, a, "boot-2")
 			a.start("")
+			a.waitPublished() // the driver publishes after preparing again
 
 			st := a.requireConsistent(v, uids, "after the reboot")
 			require.ElementsMatch(t, uids, st.specs, "every prepared claim has its CDI spec again")
@@ -82,7 +87,9 @@ func TestARebootedNodeGetsItsClaimsBack(t *testing.T) {
 				exists[p.DeviceNode] = true
 			}
 			for _, c := range claims {
-				// What the container runtime does with the kubelet's IDs.
+				require.Contains(t, strings.Join(ids[c.UID], " "), "/metadata=", "the kubelet's IDs name the metadata spec")
+				// What the container runtime does with the kubelet's IDs:
+				// every spec they name is back.
 				containerOf(t, a.cfg.CDIDir, ids[c.UID])
 				for _, d := range st.checkpoint.Claims[c.UID].Devices {
 					if d.Partition != nil {
