@@ -92,3 +92,23 @@ func TestCheckCount(t *testing.T) {
 		require.ErrorContains(t, err, "dcmi_get_card_list reports")
 	}
 }
+
+// BenchmarkLibraryCallsDo is the cost the deadline adds to one library
+// call (a goroutine, a timer, two channel operations), beside a direct
+// call of the same function.
+func BenchmarkLibraryCallsDo(b *testing.B) {
+	f := func() int32 { return 0 }
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			_ = f()
+		}
+	})
+	b.Run("LibraryCalls.Do", func(b *testing.B) {
+		c := &vendors.LibraryCalls{Library: "libtest.so"}
+		for b.Loop() {
+			if _, err := c.Do("call", f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
