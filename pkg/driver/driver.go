@@ -159,6 +159,9 @@ type Driver struct {
 
 	mu       sync.Mutex
 	prepared checkpoint.Data
+	// unsure are the chips (by index) where a partition create failed:
+	// it may have made the partition anyway. Guarded by mu.
+	unsure map[int]bool
 
 	helper *kubeletplugin.Helper
 	// regSocket and draSocket are the helper's sockets, for Live.

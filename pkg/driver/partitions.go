@@ -115,8 +115,15 @@ func decodeAnnotations(a map[string]string, e *checkpoint.Device) error {
 // Errors are logged: a chip whose partitions cannot be listed still serves
 // everything else.
 func (d *Driver) reconcilePartitions(ctx context.Context) {
+	d.reconcileChips(ctx, nil)
+}
+
+// reconcileChips is reconcilePartitions for the chips only (nil: all
+// Partitioned chips), and returns the chips it could list.
+func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed map[int]bool) {
+	listed = map[int]bool{}
 	if d.tool == nil {
-		return
+		return listed
 	}
 	logger := klog.FromContext(ctx)
 	// known maps chip and id to the recorded template.
@@ -129,9 +136,8 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 		}
 	}
 	exists := map[[2]int]string{}
-	listed := map[int]bool{}
 	for _, c := range d.inv.Chips {
-		if d.policy.ModeOf(c) != partitions.ModePartitioned {
+		if d.policy.ModeOf(c) != partitions.ModePartitioned || (only != nil && !only[c.Index]) {
 			continue
 		}
 		list, err := d.tool.List(ctx, c)
@@ -175,6 +181,7 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 			logger.Error(err, "Saving the checkpoint without the partitions that no longer exist; the next save writes it")
 		}
 	}
+	return listed
 }
 
 // chipByIndex is the chip of index on this node.
@@ -200,7 +207,15 @@ func (d *Driver) saveOrphans(ctx context.Context) {
 // exists, or whose chip and id a prepared claim now holds (the tool
 // reuses ids: the first one is gone), is forgotten, never destroyed.
 // Callers hold d.mu.
+//
+// It also reconciles the chips where a create failed (d.unsure) as
+// start-up does: a partition there that no claim holds is destroyed.
 func (d *Driver) retryOrphans(ctx context.Context) {
+	if len(d.unsure) > 0 {
+		for chip := range d.reconcileChips(ctx, d.unsure) {
+			delete(d.unsure, chip)
+		}
+	}
 	if len(d.prepared.Orphans) == 0 || d.tool == nil {
 		return
 	}

@@ -121,6 +121,14 @@ func (d *Driver) createPartitions(ctx context.Context, tx *transaction, p *claim
 		chip := pd.create.chip
 		inst, err := d.tool.Create(ctx, chip, pd.create.template)
 		if err != nil {
+			// A create that timed out or was cancelled may still make the
+			// partition (a wedged library call returns late, a killed tool
+			// got that far): the next call lists the chip and removes what
+			// no claim holds.
+			if d.unsure == nil {
+				d.unsure = map[int]bool{}
+			}
+			d.unsure[chip.Index] = true
 			return fmt.Errorf("creating partition %s: %w", pd.entry.Device, err)
 		}
 		logger.V(2).Info("Created partition", "claim", klog.KObj(p.claim), "device", pd.entry.Device, "partition", inst.String())

@@ -50,6 +50,10 @@ type failingRunner struct {
 	// fails, as the kubelet's deadline passing mid-create does.
 	cancelCreate int
 	cancel       context.CancelFunc
+	// lateCreate-th create makes the partition but fails as timed out,
+	// as a tool killed at its deadline or a wedged library call that
+	// returns late can.
+	lateCreate int
 }
 
 func (r *failingRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
@@ -60,6 +64,12 @@ func (r *failingRunner) Run(ctx context.Context, name string, args ...string) ([
 		}
 		if r.creates == r.failCreate {
 			return nil, fmt.Errorf("running %s: no room (injected)", cmd)
+		}
+		if r.creates == r.lateCreate {
+			if _, err := r.fake.Run(ctx, name, args...); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("running %s: %w (injected)", cmd, discovery.ErrToolTimeout)
 		}
 	}
 	// What exec.CommandContext does (discovery.ExecRunner).
@@ -321,4 +331,27 @@ func TestAPartitionARollbackCannotDestroyIsRecordedAndDestroyedLater(t *testing.
 	parts, _, _ = n.left(t)
 	require.Equal(t, []string{"vir05_1c_16g"}, parts, "the other claim's vNPU of the reused id survives")
 	require.Empty(t, n.d.prepared.Orphans)
+}
+
+// TestAPartitionACreateMadeAfterItsDeadlineIsRemovedByTheNextCall: the
+// tool times out creating the second vNPU but makes it anyway. The driver
+// does not know it; the next call lists the chip and destroys it, and
+// leaves the vNPUs claims hold.
+func TestAPartitionACreateMadeAfterItsDeadlineIsRemovedByTheNextCall(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	n := newTestNode(t)
+	held := n.claim("uid-held", "npu-1-vir05-1c-16g-1")
+	_, _, err := n.d.prepare(ctx, held)
+	require.NoError(t, err)
+	n.runner.lateCreate = n.runner.creates + 2
+	_, _, err = n.d.prepare(ctx, n.claim("uid-vnpus", vnpus...))
+	require.ErrorIs(t, err, discovery.ErrToolTimeout)
+	parts, _, _ := n.left(t)
+	require.ElementsMatch(t, []string{"vir05_1c_16g", "vir10_3c_32g"}, parts, "the late vNPU is there, the rolled back one destroyed")
+
+	n.d.retryOrphans(ctx) // what the next call does first
+	parts, _, saved := n.left(t)
+	require.Equal(t, []string{"vir05_1c_16g"}, parts, "only the held claim's vNPU is left")
+	require.Equal(t, []types.UID{held.UID}, saved)
+	require.Empty(t, n.d.unsure)
 }
