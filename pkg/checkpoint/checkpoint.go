@@ -35,15 +35,22 @@ import (
 )
 
 // Version is the checkpoint format Save writes. Load reads it and the
-// formats before it (VersionV1), converting them; any other is refused
-// with a *VersionError.
+// formats before it (VersionV2, VersionV1), converting them; any other is
+// refused with a *VersionError.
+//
+// v3 adds the node's boot id (Data.BootID), so a start after a reboot
+// knows that the CDI specs (on tmpfs) and the partitions the claims
+// need may be gone, and the partitions left to destroy (Data.Orphans).
 //
 // v2 says what each device is (Device.Kind). In v1 a reader had to infer
 // it from optional fields, which were added to v1 without a version
 // change: a plugin that predates them read a newer file as whole chips
 // and forgot its partitions. A new kind or field now changes the version,
 // so an older plugin refuses the file instead of misreading it.
-const Version = "accel-dra.dev/checkpoint/v2"
+const Version = "accel-dra.dev/checkpoint/v3"
+
+// VersionV2 is the format before v3: the same, without the boot id.
+const VersionV2 = "accel-dra.dev/checkpoint/v2"
 
 // DeviceKind is what a prepared device is.
 type DeviceKind string
@@ -114,7 +121,13 @@ type Claim struct {
 
 // Data is the checkpoint content: prepared claims by UID.
 type Data struct {
+	// BootID is the node's boot id (/proc/sys/kernel/random/boot_id)
+	// when the checkpoint was saved; "" when unknown (an older format).
+	BootID string              `json:"bootID,omitempty"`
 	Claims map[types.UID]Claim `json:"claims"`
+	// Orphans are partitions a failed prepare made and could not destroy
+	// again: the next call or start-up destroys them.
+	Orphans []Partition `json:"orphans,omitempty"`
 	// ConvertedFrom is the format Load converted the file from, "" when
 	// it was in Version; Save always writes Version.
 	ConvertedFrom string `json:"-"`
@@ -214,6 +227,8 @@ func (s *Store) Load() (Data, error) {
 	var decode func(json.RawMessage) (Data, error)
 	switch f.Version {
 	case Version:
+		decode = decodeV3
+	case VersionV2:
 		decode = decodeV2
 	case VersionV1:
 		decode = decodeV1
@@ -242,11 +257,23 @@ func (s *Store) Load() (Data, error) {
 	return d, nil
 }
 
-func decodeV2(raw json.RawMessage) (Data, error) {
+func decodeV3(raw json.RawMessage) (Data, error) {
 	var d Data
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return Data{}, err
 	}
+	return d, d.validate()
+}
+
+// decodeV2 reads v2 data: v3's claims, with no boot id.
+func decodeV2(raw json.RawMessage) (Data, error) {
+	var v2 struct {
+		Claims map[types.UID]Claim `json:"claims"`
+	}
+	if err := json.Unmarshal(raw, &v2); err != nil {
+		return Data{}, err
+	}
+	d := Data{Claims: v2.Claims, ConvertedFrom: VersionV2}
 	return d, d.validate()
 }
 

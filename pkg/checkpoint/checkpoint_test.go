@@ -104,7 +104,7 @@ func TestACorruptCheckpointIsDetectedAndCanBeSetAside(t *testing.T) {
 		{"not JSON", func(string) string { return "\x00\x01garbage" }, "invalid character"},
 		{"JSON of another shape", func(string) string { return `["claims"]` }, "cannot unmarshal array"},
 		{"a device of no kind", func(s string) string { return reseal(t, s, `"kind":"chip",`, "") },
-			`format accel-dra.dev/checkpoint/v2: claim uid-1 device 0 (npu-0) of kind "" is not a kind of this format`},
+			`format accel-dra.dev/checkpoint/v3: claim uid-1 device 0 (npu-0) of kind "" is not a kind of this format`},
 		{"a share without its share", func(s string) string {
 			return reseal(t, s, `"kind":"partition"`, `"kind":"share"`)
 		}, `claim uid-2 device 0 (npu-1-vir04-0) of kind "share" needs a share and no partition`},
@@ -151,7 +151,7 @@ func TestACheckpointOfANewerFormatIsRefusedNotSetAside(t *testing.T) {
 	require.NoError(t, s.Save(sample))
 	raw, err := os.ReadFile(s.Path())
 	require.NoError(t, err)
-	newer := strings.Replace(string(raw), checkpoint.Version, "accel-dra.dev/checkpoint/v3", 1)
+	newer := strings.Replace(string(raw), checkpoint.Version, "accel-dra.dev/checkpoint/v4", 1)
 	require.NoError(t, os.WriteFile(s.Path(), []byte(newer), 0o600))
 
 	_, err = s.Load()
@@ -159,8 +159,8 @@ func TestACheckpointOfANewerFormatIsRefusedNotSetAside(t *testing.T) {
 	require.ErrorAs(t, err, &verr)
 	var corrupt *checkpoint.CorruptError
 	require.False(t, errors.As(err, &corrupt), "not corrupt: nothing may set it aside")
-	require.Equal(t, "accel-dra.dev/checkpoint/v3", verr.Version)
-	require.EqualError(t, err, "checkpoint "+s.Path()+` has format version "accel-dra.dev/checkpoint/v3", this plugin reads only "accel-dra.dev/checkpoint/v2" and older: `+
+	require.Equal(t, "accel-dra.dev/checkpoint/v4", verr.Version)
+	require.EqualError(t, err, "checkpoint "+s.Path()+` has format version "accel-dra.dev/checkpoint/v4", this plugin reads only "accel-dra.dev/checkpoint/v3" and older: `+
 		"refusing to start rather than forget the claims it lists; run the plugin version that wrote it, or unprepare those claims and remove the file")
 	after, err := os.ReadFile(s.Path())
 	require.NoError(t, err)
@@ -233,4 +233,38 @@ func TestACheckpointOfTodaysV1AgentConverts(t *testing.T) {
 	require.Empty(t, again.ConvertedFrom)
 	d.ConvertedFrom = ""
 	require.Equal(t, d, again)
+}
+
+// TestACheckpointOfTheV2AgentConverts: testdata/v2.json is what the agent
+// wrote before the boot id (v1.json saved by it): it loads with the same
+// claims and no boot id; saved again it is v3 and keeps a boot id.
+func TestACheckpointOfTheV2AgentConverts(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join("testdata", "v2.json"))
+	require.NoError(t, err)
+	v2 := checkpoint.New(dir, "v2.json")
+	require.NoError(t, os.WriteFile(v2.Path(), raw, 0o600))
+	raw, err = os.ReadFile(filepath.Join("testdata", "v1.json"))
+	require.NoError(t, err)
+	v1 := checkpoint.New(dir, "v1.json")
+	require.NoError(t, os.WriteFile(v1.Path(), raw, 0o600))
+
+	d, err := v2.Load()
+	require.NoError(t, err)
+	require.Equal(t, checkpoint.VersionV2, d.ConvertedFrom)
+	require.Empty(t, d.BootID, "v2 has no boot id")
+	fromV1, err := v1.Load()
+	require.NoError(t, err)
+	require.Equal(t, fromV1.Claims, d.Claims)
+
+	d.BootID = "5d2c4b1e-0000-4000-8000-000000000001"
+	require.NoError(t, v2.Save(d))
+	saved, err := os.ReadFile(v2.Path())
+	require.NoError(t, err)
+	require.Contains(t, string(saved), `"version": "accel-dra.dev/checkpoint/v3"`)
+	again, err := v2.Load()
+	require.NoError(t, err)
+	require.Empty(t, again.ConvertedFrom)
+	require.Equal(t, d.BootID, again.BootID)
+	require.Equal(t, d.Claims, again.Claims)
 }

@@ -103,6 +103,10 @@ type Config struct {
 	// reported Unknown. Zero: health is what discovery found at start,
 	// vouched for at every report.
 	HealthCheckTimeout time.Duration
+	// BootIDFile is the node's boot id file (BootIDFile, seen through the
+	// host root); "" tracks no reboots. After a reboot start-up prepares
+	// the checkpoint's claims again (see reboot.go).
+	BootIDFile string
 }
 
 // Driver implements kubeletplugin.DRAPlugin for one vendor.
@@ -124,6 +128,12 @@ type Driver struct {
 	cdi    *cdi.Writer
 	store  *checkpoint.Store
 	fatal  func(error)
+	// kube reads the claims to prepare again after a reboot.
+	kube       kubernetes.Interface
+	bootIDFile string
+	// rebootID is the boot id of a start after a reboot, until reprepare
+	// has prepared the checkpoint's claims again and recorded it.
+	rebootID string
 	// metrics: see metrics.go; its Metrics may be nil (records nothing).
 	metrics driverMetrics
 	// rolling: another instance (the other pod of a rolling update) may
@@ -149,8 +159,13 @@ type Driver struct {
 
 	mu       sync.Mutex
 	prepared checkpoint.Data
+	// unsure are the chips (by index) where a partition create failed:
+	// it may have made the partition anyway. Guarded by mu.
+	unsure map[int]bool
 
 	helper *kubeletplugin.Helper
+	// regSocket and draSocket are the helper's sockets, for Live.
+	regSocket, draSocket string
 }
 
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
@@ -164,21 +179,24 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	names := cfg.Vendor.Names()
 	d := &Driver{
-		name:    names.Driver,
-		vendor:  cfg.Vendor,
-		names:   names,
-		parts:   cfg.Vendor.Partitions(),
-		node:    cfg.NodeName,
-		inv:     cfg.Inventory.Only(names.Vendor),
-		chips:   map[string]inventory.Chip{},
-		slots:   map[string]slot{},
-		policy:  cfg.Policy,
-		tool:    cfg.PartitionTool,
-		cdi:     cfg.CDI,
-		store:   checkpoint.New(cfg.StateDir, CheckpointFile),
-		fatal:   cfg.OnFatal,
-		metrics: driverMetrics{Metrics: cfg.Metrics},
-		rolling: cfg.PodUID != "",
+		name:   names.Driver,
+		vendor: cfg.Vendor,
+		names:  names,
+		parts:  cfg.Vendor.Partitions(),
+		node:   cfg.NodeName,
+		inv:    cfg.Inventory.Only(names.Vendor),
+		chips:  map[string]inventory.Chip{},
+		slots:  map[string]slot{},
+		policy: cfg.Policy,
+		tool:   cfg.PartitionTool,
+		cdi:    cfg.CDI,
+		store:  checkpoint.New(cfg.StateDir, CheckpointFile),
+		fatal:  cfg.OnFatal,
+		kube:   cfg.KubeClient,
+
+		bootIDFile: cfg.BootIDFile,
+		metrics:    driverMetrics{Metrics: cfg.Metrics},
+		rolling:    cfg.PodUID != "",
 
 		metadata: cfg.DeviceMetadata,
 
@@ -191,10 +209,6 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	d.index(d.inv.Chips)
 	d.setHealth(d.inv.Chips, nil, time.Time{})
-	if err := d.loadState(ctx); err != nil {
-		return nil, err
-	}
-	d.reconcilePartitions(ctx)
 
 	regDir, dataDir := cfg.RegistrarDir, cfg.PluginDataDir
 	if regDir == "" {
@@ -210,6 +224,9 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 		}
 	}
+	if err := d.startupReconcile(ctx, dataDir); err != nil {
+		return nil, err
+	}
 	opts := append([]kubeletplugin.Option{
 		kubeletplugin.DriverName(d.name),
 		kubeletplugin.NodeName(cfg.NodeName),
@@ -217,8 +234,12 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		kubeletplugin.RegistrarDirectoryPath(regDir),
 		kubeletplugin.PluginDataDirectoryPath(dataDir),
 	}, cfg.PluginOptions...)
+	// The helper's own socket names (kubeletplugin Start), for Live.
+	d.regSocket, d.draSocket = filepath.Join(regDir, d.name+"-reg.sock"), filepath.Join(dataDir, "dra.sock")
 	if cfg.PodUID != "" {
 		opts = append(opts, kubeletplugin.RollingUpdate(cfg.PodUID))
+		d.regSocket = filepath.Join(regDir, kubeletplugin.RollingUpdateRegistrarSocketFile(regDir, d.name, cfg.PodUID))
+		d.draSocket = filepath.Join(dataDir, "dra-"+string(cfg.PodUID)+".sock")
 	}
 	if cfg.DeviceMetadata {
 		// v1beta1 is the latest (and, in v0.37, the only current) version;
@@ -235,6 +256,11 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 	}
 	d.helper = helper
+	if err := d.reprepare(ctx); err != nil {
+		helper.Stop()
+		stopStatus()
+		return nil, fmt.Errorf("starting driver %s: %w", d.name, err)
+	}
 	// PublishResources returns once the slice informer has listed the
 	// node's slices: while the API server is unreachable it retries (and
 	// logs each failure) until it answers. Say what the wait is for.
@@ -248,6 +274,26 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
 		"chipModes", d.policy.String(), "preparedClaims", len(d.prepared.Claims))
 	return d, nil
+}
+
+// startupReconcile loads the checkpoint and removes what it does not
+// list. In a rolling update the other pod may be serving a prepare right
+// now, whose partition and CDI spec the checkpoint lists only at its end:
+// so this runs under the helper's lock, between that pod's calls.
+func (d *Driver) startupReconcile(ctx context.Context, dataDir string) error {
+	if d.rolling {
+		unlock, err := lockStartup(ctx, dataDir)
+		if err != nil {
+			return fmt.Errorf("starting driver %s: %w", d.name, err)
+		}
+		defer unlock()
+	}
+	if err := d.loadState(ctx); err != nil {
+		return err
+	}
+	d.reconcilePartitions(ctx)
+	d.retryOrphans(ctx)
+	return d.checkBoot(ctx)
 }
 
 // index makes chips the devices the driver serves: the chips by device
@@ -334,6 +380,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		d.callFailed(ctx, metrics.Prepare, refs, start, err)
 		return nil, err
 	}
+	d.retryOrphans(ctx)
 	logger := klog.FromContext(ctx)
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
@@ -377,6 +424,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		d.callFailed(ctx, metrics.Unprepare, refs, start, err)
 		return nil, err
 	}
+	d.retryOrphans(ctx)
 	logger := klog.FromContext(ctx)
 	out := make(map[types.UID]error, len(claims))
 	for _, c := range claims {

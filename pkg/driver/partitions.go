@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"k8s.io/klog/v2"
 
@@ -114,8 +115,15 @@ func decodeAnnotations(a map[string]string, e *checkpoint.Device) error {
 // Errors are logged: a chip whose partitions cannot be listed still serves
 // everything else.
 func (d *Driver) reconcilePartitions(ctx context.Context) {
+	d.reconcileChips(ctx, nil)
+}
+
+// reconcileChips is reconcilePartitions for the chips only (nil: all
+// Partitioned chips), and returns the chips it could list.
+func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed map[int]bool) {
+	listed = map[int]bool{}
 	if d.tool == nil {
-		return
+		return listed
 	}
 	logger := klog.FromContext(ctx)
 	// known maps chip and id to the recorded template.
@@ -128,9 +136,8 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 		}
 	}
 	exists := map[[2]int]string{}
-	listed := map[int]bool{}
 	for _, c := range d.inv.Chips {
-		if d.policy.ModeOf(c) != partitions.ModePartitioned {
+		if d.policy.ModeOf(c) != partitions.ModePartitioned || (only != nil && !only[c.Index]) {
 			continue
 		}
 		list, err := d.tool.List(ctx, c)
@@ -174,6 +181,7 @@ func (d *Driver) reconcilePartitions(ctx context.Context) {
 			logger.Error(err, "Saving the checkpoint without the partitions that no longer exist; the next save writes it")
 		}
 	}
+	return listed
 }
 
 // chipByIndex is the chip of index on this node.
@@ -184,4 +192,77 @@ func (d *Driver) chipByIndex(index int) (inventory.Chip, bool) {
 		}
 	}
 	return inventory.Chip{}, false
+}
+
+// saveOrphans saves the checkpoint after a rollback recorded partitions
+// it could not destroy. Callers hold d.mu.
+func (d *Driver) saveOrphans(ctx context.Context) {
+	if err := d.store.Save(d.prepared); err != nil {
+		klog.FromContext(ctx).Error(err, "Saving the partitions a rollback could not destroy; start-up reconciliation removes them", "partitions", len(d.prepared.Orphans))
+	}
+}
+
+// retryOrphans destroys the partitions a rollback could not (recorded in
+// the checkpoint), at start-up and before each call. One that no longer
+// exists, or whose chip and id a prepared claim now holds (the tool
+// reuses ids: the first one is gone), is forgotten, never destroyed.
+// Callers hold d.mu.
+//
+// It also reconciles the chips where a create failed (d.unsure) as
+// start-up does: a partition there that no claim holds is destroyed.
+func (d *Driver) retryOrphans(ctx context.Context) {
+	if len(d.unsure) > 0 {
+		for chip := range d.reconcileChips(ctx, d.unsure) {
+			delete(d.unsure, chip)
+		}
+	}
+	if len(d.prepared.Orphans) == 0 || d.tool == nil {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	held := map[[2]int]bool{}
+	for _, c := range d.prepared.Claims {
+		for _, dev := range c.Devices {
+			if dev.Partition != nil {
+				held[[2]int{dev.Partition.Chip, dev.Partition.ID}] = true
+			}
+		}
+	}
+	lists := map[int][]vendors.Instance{}
+	var left []checkpoint.Partition
+	for _, p := range d.prepared.Orphans {
+		inst := fromCheckpoint(&p)
+		chip, ok := d.chipByIndex(p.Chip)
+		if !ok || held[[2]int{p.Chip, p.ID}] {
+			logger.Info("Forgetting a partition left by a rollback: its chip or id is another's now", "partition", inst.String())
+			continue
+		}
+		list, ok := lists[p.Chip]
+		if !ok {
+			var err error
+			if list, err = d.tool.List(ctx, chip); err != nil {
+				logger.Error(err, "Cannot list the partitions of a chip to destroy one a rollback left; retrying later", "partition", inst.String())
+				left = append(left, p)
+				continue
+			}
+			lists[p.Chip] = list
+		}
+		if !slices.ContainsFunc(list, func(i vendors.Instance) bool { return i.ID == p.ID && i.Template == p.Template }) {
+			logger.Info("A partition left by a rollback is gone", "partition", inst.String())
+			continue
+		}
+		if err := d.tool.Destroy(ctx, chip, inst); err != nil {
+			logger.Error(err, "Cannot destroy a partition left by a rollback; retrying later", "partition", inst.String())
+			left = append(left, p)
+			continue
+		}
+		logger.Info("Destroyed a partition left by a rollback", "partition", inst.String())
+	}
+	if len(left) == len(d.prepared.Orphans) {
+		return
+	}
+	d.prepared.Orphans = left
+	if err := d.store.Save(d.prepared); err != nil {
+		logger.Error(err, "Saving the checkpoint without the partitions destroyed since a rollback; the next save writes it")
+	}
 }

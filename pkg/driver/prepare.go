@@ -40,7 +40,10 @@ import (
 // changes the node registers its undo with tx; a failure before the
 // commit rolls back everything in one place (the deferred rollback), so
 // a failed prepare leaves no partition, no CDI spec of a new claim and
-// the checkpoint as it was. A crash between phases leaves what start-up
+// the checkpoint as it was. The rollback runs under its own bounded
+// context (the kubelet's may have ended mid-create); a partition it
+// cannot destroy is recorded in the checkpoint for the next call or
+// start-up (retryOrphans). A crash between phases leaves what start-up
 // cleans (loadState, reconcilePartitions); the failpoints mark the phase
 // boundaries the crash tests kill the agent at.
 func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, []claimstatus.Device, error) {
@@ -51,7 +54,11 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		return nil, nil, err
 	}
 	tx := newTransaction(klog.FromContext(ctx).WithValues("claim", klog.KObj(claim), "claimUID", claim.UID))
-	defer tx.rollback(ctx)
+	defer func() {
+		if tx.rollback(ctx) {
+			d.saveOrphans(ctx)
+		}
+	}()
 	phase = trace.StartRegion(ctx, RegionPreparePartitions)
 	err = d.createPartitions(ctx, tx, p)
 	phase.End()
@@ -114,11 +121,20 @@ func (d *Driver) createPartitions(ctx context.Context, tx *transaction, p *claim
 		chip := pd.create.chip
 		inst, err := d.tool.Create(ctx, chip, pd.create.template)
 		if err != nil {
+			// A create that timed out or was cancelled may still make the
+			// partition (a wedged library call returns late, a killed tool
+			// got that far): the next call lists the chip and removes what
+			// no claim holds.
+			if d.unsure == nil {
+				d.unsure = map[int]bool{}
+			}
+			d.unsure[chip.Index] = true
 			return fmt.Errorf("creating partition %s: %w", pd.entry.Device, err)
 		}
 		logger.V(2).Info("Created partition", "claim", klog.KObj(p.claim), "device", pd.entry.Device, "partition", inst.String())
-		tx.onRollback(func(ctx context.Context) error { return d.tool.Destroy(ctx, chip, inst) },
-			"Destroying a partition of a claim that failed to prepare; start-up reconciliation will retry", "partition", inst.String())
+		tx.onRollbackOrRecord(func(ctx context.Context) error { return d.tool.Destroy(ctx, chip, inst) },
+			func() { d.prepared.Orphans = append(d.prepared.Orphans, *toCheckpoint(inst)) },
+			"Destroying a partition of a claim that failed to prepare; the next call or start-up retries", "partition", inst.String())
 		pd.entry.Partition = toCheckpoint(inst)
 		if err := failpoint.Inject(failpoint.PartitionCreated); err != nil {
 			return err

@@ -46,14 +46,35 @@ type failingRunner struct {
 	fake                    *profilenode.PartitionTool
 	failCreate, failDestroy int
 	creates, destroys       int
+	// cancelCreate-th create cancels the caller's context with cancel and
+	// fails, as the kubelet's deadline passing mid-create does.
+	cancelCreate int
+	cancel       context.CancelFunc
+	// lateCreate-th create makes the partition but fails as timed out,
+	// as a tool killed at its deadline or a wedged library call that
+	// returns late can.
+	lateCreate int
 }
 
 func (r *failingRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd := discovery.CommandLine(name, args...)
 	if strings.Contains(cmd, "create") {
-		if r.creates++; r.creates == r.failCreate {
+		if r.creates++; r.creates == r.cancelCreate {
+			r.cancel()
+		}
+		if r.creates == r.failCreate {
 			return nil, fmt.Errorf("running %s: no room (injected)", cmd)
 		}
+		if r.creates == r.lateCreate {
+			if _, err := r.fake.Run(ctx, name, args...); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("running %s: %w (injected)", cmd, discovery.ErrToolTimeout)
+		}
+	}
+	// What exec.CommandContext does (discovery.ExecRunner).
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("running %s: %w", cmd, err)
 	}
 	if strings.Contains(cmd, "destroy") {
 		if r.destroys++; r.destroys == r.failDestroy {
@@ -250,4 +271,87 @@ func TestAnUnprepareThatFailsHalfwayForgetsWhatItDestroyed(t *testing.T) {
 	parts, _, saved = n.left(t)
 	require.Equal(t, []string{"vir05_1c_16g"}, parts, "the other claim's vNPU of the reused id survives the retry")
 	require.Equal(t, []types.UID{again.UID}, saved)
+}
+
+// TestARollbackOutlivesTheKubeletsDeadline: the kubelet's context ends
+// while prepare makes the second of a claim's vNPUs. The rollback must
+// still destroy the first one: it runs under a context of its own.
+func TestARollbackOutlivesTheKubeletsDeadline(t *testing.T) {
+	_, logCtx := ktesting.NewTestContext(t)
+	n := newTestNode(t)
+	ctx, cancel := context.WithCancel(logCtx)
+	n.runner.cancelCreate, n.runner.cancel = n.runner.creates+2, cancel
+	_, _, err := n.d.prepare(ctx, n.claim("uid-vnpus", vnpus...))
+	require.ErrorIs(t, err, context.Canceled)
+	parts, specs, saved := n.left(t)
+	require.Empty(t, parts, "the first vNPU is destroyed although the call's context ended")
+	require.Empty(t, specs)
+	require.Empty(t, saved)
+	require.Empty(t, n.d.prepared.Orphans)
+}
+
+// TestAPartitionARollbackCannotDestroyIsRecordedAndDestroyedLater: the
+// second vNPU cannot be made and the first cannot be destroyed again.
+// The checkpoint records it, so the next call (or start-up) destroys it,
+// and a record whose id a claim holds by then is only forgotten.
+func TestAPartitionARollbackCannotDestroyIsRecordedAndDestroyedLater(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	n := newTestNode(t)
+	n.runner.failCreate, n.runner.failDestroy = n.runner.creates+2, n.runner.destroys+1
+	_, _, err := n.d.prepare(ctx, n.claim("uid-vnpus", vnpus...))
+	require.ErrorContains(t, err, "creating partition npu-1-vir10-3c-32g-0: ")
+	parts, _, _ := n.left(t)
+	require.Equal(t, []string{"vir05_1c_16g"}, parts, "left by the failed destroy")
+	data, err := n.d.store.Load()
+	require.NoError(t, err)
+	require.Len(t, data.Orphans, 1, "the checkpoint records it")
+	require.Equal(t, "vir05_1c_16g", data.Orphans[0].Template)
+
+	n.d.retryOrphans(ctx)
+	parts, _, _ = n.left(t)
+	require.Empty(t, parts, "the next call destroys it")
+	data, err = n.d.store.Load()
+	require.NoError(t, err)
+	require.Empty(t, data.Orphans)
+
+	// Again, but the id is reused by a claim before the retry: the record
+	// is dropped and the claim's vNPU stays.
+	n.runner.failCreate, n.runner.failDestroy = n.runner.creates+2, n.runner.destroys+1
+	_, _, err = n.d.prepare(ctx, n.claim("uid-vnpus", vnpus...))
+	require.Error(t, err)
+	require.Len(t, n.d.prepared.Orphans, 1)
+	orphan := n.d.prepared.Orphans[0]
+	chip, _ := n.d.chipByIndex(orphan.Chip)
+	require.NoError(t, n.d.tool.Destroy(ctx, chip, fromCheckpoint(&orphan)), "destroyed behind the driver's back")
+	other := n.claim("uid-other", "npu-1-vir05-1c-16g-1")
+	_, _, err = n.d.prepare(ctx, other)
+	require.NoError(t, err)
+	require.Equal(t, orphan.ID, n.d.prepared.Claims[other.UID].Devices[0].Partition.ID, "the tool reuses the id")
+	n.d.retryOrphans(ctx)
+	parts, _, _ = n.left(t)
+	require.Equal(t, []string{"vir05_1c_16g"}, parts, "the other claim's vNPU of the reused id survives")
+	require.Empty(t, n.d.prepared.Orphans)
+}
+
+// TestAPartitionACreateMadeAfterItsDeadlineIsRemovedByTheNextCall: the
+// tool times out creating the second vNPU but makes it anyway. The driver
+// does not know it; the next call lists the chip and destroys it, and
+// leaves the vNPUs claims hold.
+func TestAPartitionACreateMadeAfterItsDeadlineIsRemovedByTheNextCall(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	n := newTestNode(t)
+	held := n.claim("uid-held", "npu-1-vir05-1c-16g-1")
+	_, _, err := n.d.prepare(ctx, held)
+	require.NoError(t, err)
+	n.runner.lateCreate = n.runner.creates + 2
+	_, _, err = n.d.prepare(ctx, n.claim("uid-vnpus", vnpus...))
+	require.ErrorIs(t, err, discovery.ErrToolTimeout)
+	parts, _, _ := n.left(t)
+	require.ElementsMatch(t, []string{"vir05_1c_16g", "vir10_3c_32g"}, parts, "the late vNPU is there, the rolled back one destroyed")
+
+	n.d.retryOrphans(ctx) // what the next call does first
+	parts, _, saved := n.left(t)
+	require.Equal(t, []string{"vir05_1c_16g"}, parts, "only the held claim's vNPU is left")
+	require.Equal(t, []types.UID{held.UID}, saved)
+	require.Empty(t, n.d.unsure)
 }

@@ -16,6 +16,7 @@ package driver
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/klog/v2"
 )
@@ -31,12 +32,19 @@ type transaction struct {
 	committed bool
 }
 
-// undo is one registered undo step: fn, and what to log if it fails.
+// undo is one registered undo step: fn, and what to log if it fails;
+// record, if set, notes what fn left behind (for the checkpoint).
 type undo struct {
 	fn            func(context.Context) error
+	record        func()
 	failed        string
 	keysAndValues []any
 }
+
+// RollbackTimeout bounds a rollback. It runs under its own context: the
+// kubelet's may be cancelled already (its deadline passed mid-create),
+// and a partition made must still be destroyed.
+const RollbackTimeout = time.Minute
 
 // newTransaction starts a transaction that logs with logger (which names
 // the claim).
@@ -51,22 +59,37 @@ func (tx *transaction) onRollback(fn func(context.Context) error, failed string,
 	tx.undos = append(tx.undos, undo{fn: fn, failed: failed, keysAndValues: keysAndValues})
 }
 
+// onRollbackOrRecord is onRollback, and record is called if fn fails, to
+// note what is left for the next call or start-up to undo.
+func (tx *transaction) onRollbackOrRecord(fn func(context.Context) error, record func(), failed string, keysAndValues ...any) {
+	tx.undos = append(tx.undos, undo{fn: fn, record: record, failed: failed, keysAndValues: keysAndValues})
+}
+
 // commit makes the transaction's changes stay: rollback does nothing after it.
 func (tx *transaction) commit() {
 	tx.committed = true
 }
 
-// rollback undoes the registered steps, newest first, unless committed.
-// It runs at most once.
-func (tx *transaction) rollback(ctx context.Context) {
+// rollback undoes the registered steps, newest first, unless committed,
+// under a context of its own that ctx's cancellation does not end
+// (RollbackTimeout). It runs at most once, and reports whether a failed
+// step recorded something left behind.
+func (tx *transaction) rollback(ctx context.Context) (recorded bool) {
 	if tx.committed {
-		return
+		return false
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RollbackTimeout)
+	defer cancel()
 	for i := len(tx.undos) - 1; i >= 0; i-- {
 		u := tx.undos[i]
 		if err := u.fn(ctx); err != nil {
 			tx.logger.Error(err, u.failed, u.keysAndValues...)
+			if u.record != nil {
+				u.record()
+				recorded = true
+			}
 		}
 	}
 	tx.undos = nil
+	return recorded
 }

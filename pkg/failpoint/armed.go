@@ -19,9 +19,11 @@ package failpoint
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Enabled says whether this binary was built with the failpoint tag.
@@ -43,10 +45,10 @@ func Parse(s string) (Points, error) {
 			return nil, fmt.Errorf("%s entry %d %q: want point=action", EnvVar, i+1, entry)
 		}
 		switch a := Action(action); a {
-		case Kill, Error:
+		case Kill, Error, Pause:
 			out[name] = a
 		default:
-			return nil, fmt.Errorf("%s entry %d %q: action %q is not one of %s, %s", EnvVar, i+1, entry, action, Kill, Error)
+			return nil, fmt.Errorf("%s entry %d %q: action %q is not one of %s, %s, %s", EnvVar, i+1, entry, action, Kill, Error, Pause)
 		}
 	}
 	return out, nil
@@ -76,6 +78,26 @@ func (p Points) Inject(name string) error {
 		select {}
 	case Error:
 		return fmt.Errorf("failpoint %s", name)
+	case Pause:
+		return pause(name)
 	}
 	return nil
+}
+
+// pause says the point is reached and waits for the test to release it.
+func pause(name string) error {
+	dir := os.Getenv(PauseDirEnv)
+	if dir == "" {
+		return fmt.Errorf("failpoint %s: action %s needs %s", name, Pause, PauseDirEnv)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".paused"), nil, 0o600); err != nil {
+		return fmt.Errorf("failpoint %s: %w", name, err)
+	}
+	release := filepath.Join(dir, name+".release")
+	for {
+		if _, err := os.Stat(release); err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

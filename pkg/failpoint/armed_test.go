@@ -19,8 +19,10 @@ package failpoint_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -37,7 +39,7 @@ func TestParse(t *testing.T) {
 		{in: "prepare-before-cdi=kill, unprepare-after-cdi=error", want: failpoint.Points{
 			failpoint.PrepareBeforeCDI: failpoint.Kill, failpoint.UnprepareAfterCDI: failpoint.Error}},
 		{in: "prepare-before-cdi", wantErr: `ACCEL_DRA_FAILPOINTS entry 1 "prepare-before-cdi": want point=action`},
-		{in: "a=kill,b=panic", wantErr: `ACCEL_DRA_FAILPOINTS entry 2 "b=panic": action "panic" is not one of kill, error`},
+		{in: "a=kill,b=panic", wantErr: `ACCEL_DRA_FAILPOINTS entry 2 "b=panic": action "panic" is not one of kill, error, pause`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -61,6 +63,25 @@ func TestInjectError(t *testing.T) {
 
 // TestInjectKill re-runs this test binary with the point armed: the child
 // must die by SIGKILL at the point and never return from Inject.
+func TestInjectPause(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(failpoint.PauseDirEnv, dir)
+	p := failpoint.Points{"x": failpoint.Pause}
+	done := make(chan error, 1)
+	go func() { done <- p.Inject("x") }()
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "x.paused"))
+		return err == nil
+	}, time.Minute, 10*time.Millisecond, "the point says it is reached")
+	select {
+	case err := <-done:
+		t.Fatalf("Inject returned before the release: %v", err)
+	default:
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.release"), nil, 0o600))
+	require.NoError(t, <-done)
+}
+
 func TestInjectKill(t *testing.T) {
 	if os.Getenv("FAILPOINT_CHILD") == "1" {
 		_ = failpoint.Inject(failpoint.PrepareAfterCDI)

@@ -30,12 +30,19 @@
 //
 //   - kill: the process sends itself SIGKILL, as the OOM killer or a node
 //     reboot would end it, with no deferred function or flush run;
-//   - error: Inject returns an error naming the point.
+//   - error: Inject returns an error naming the point;
+//   - pause: Inject creates <point>.paused in the directory PauseDirEnv
+//     names and returns once a test creates <point>.release there: a
+//     call held in flight at that point while the test does something
+//     else on the node (starts a second agent, as a rolling update does).
 package failpoint
 
 // EnvVar arms failpoints in a binary built with the tag: a comma list of
 // point=action.
 const EnvVar = "ACCEL_DRA_FAILPOINTS"
+
+// PauseDirEnv names the directory of the pause action's files.
+const PauseDirEnv = "ACCEL_DRA_FAILPOINT_DIR"
 
 // The points the driver calls, in the order a prepare passes them.
 const (
@@ -59,4 +66,5 @@ type Action string
 const (
 	Kill  Action = "kill"
 	Error Action = "error"
+	Pause Action = "pause"
 )

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -76,6 +77,9 @@ type Options struct {
 	PodUID types.UID
 	// HealthAddr, when set, serves /livez, /readyz and /metrics over HTTP there.
 	HealthAddr string
+	// LivenessTimeout bounds /livez's check of each driver (zero:
+	// LiveTimeout).
+	LivenessTimeout time.Duration
 	// OnHealthServing, if set, is told the probe server's address (tests
 	// listen on port 0).
 	OnHealthServing func(net.Addr)
@@ -162,7 +166,7 @@ func Run(ctx context.Context, o Options) error {
 	stopped := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	probeServer := &probes{want: len(found), metrics: metrics.New(), separateMetrics: o.MetricsAddr != ""}
+	probeServer := &probes{want: len(found), metrics: metrics.New(), separateMetrics: o.MetricsAddr != "", liveTimeout: o.LivenessTimeout}
 	if o.MetricsAddr != "" {
 		addr, err := serveMetrics(ctx, o.MetricsAddr, probeServer.metrics)
 		if err != nil {
@@ -225,6 +229,7 @@ func Run(ctx context.Context, o Options) error {
 
 			UnhealthyTaintEffect: effect,
 			HealthCheckTimeout:   devicemonitor.CheckTimeout(o.HealthInterval),
+			BootIDFile:           bootIDFile(hostRoot),
 		}
 	}
 	// Every config is made before any driver starts, so no error return
@@ -315,6 +320,17 @@ func targets(drivers []*driver.Driver) []devicemonitor.Target {
 		out[i] = d
 	}
 	return out
+}
+
+// bootIDFile is the node's boot id file under root, where a fixture
+// sets it; the process's own otherwise (the boot id is the kernel's, the
+// same in every container of the node).
+func bootIDFile(root string) string {
+	under := filepath.Join(root, driver.BootIDFile)
+	if _, err := os.Stat(under); err == nil {
+		return under
+	}
+	return driver.BootIDFile
 }
 
 func rootOf(o Options) string {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +33,10 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 )
 
-// probes serves the DaemonSet's probes: /livez answers while the process
-// runs its event loop; /readyz only when every driver has started and the
+// probes serves the DaemonSet's probes: /livez answers when every driver
+// started so far answers the kubelet's calls (driver.Live: GetInfo and an
+// empty NodePrepareResources on its sockets) within LiveTimeout, so an
+// agent whose calls are stuck is restarted; /readyz only when every driver has started and the
 // kubelet has confirmed its registration, so a rolling update waits for
 // the new pod to really serve before stopping the old one. The same server
 // has the agent's Prometheus metrics on /metrics, as the kubelet and other
@@ -46,6 +49,8 @@ type probes struct {
 	metrics *metrics.Metrics
 	// separateMetrics: /metrics has a server of its own (serveMetrics).
 	separateMetrics bool
+	// liveTimeout bounds each liveness check (zero: LiveTimeout).
+	liveTimeout time.Duration
 }
 
 func (p *probes) add(d *driver.Driver) {
@@ -72,9 +77,39 @@ func (p *probes) ready() error {
 	return nil
 }
 
+// LiveTimeout bounds each driver's liveness check. A prepare that makes
+// partitions holds the driver for seconds (the vendor tool's own limit is
+// --tool-timeout, 30 s by default), and the empty prepare waits for it:
+// the check must outlast a slow prepare, not only a hung one.
+const LiveTimeout = 40 * time.Second
+
+// live checks every driver started so far (see driver.Live).
+func (p *probes) live(ctx context.Context) error {
+	p.mu.Lock()
+	drivers := slices.Clone(p.drivers)
+	p.mu.Unlock()
+	timeout := p.liveTimeout
+	if timeout <= 0 {
+		timeout = LiveTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var errs []error
+	for _, d := range drivers {
+		if err := d.Live(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (p *probes) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) {
+		if err := p.live(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

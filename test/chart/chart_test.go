@@ -29,6 +29,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -39,6 +40,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/utils/ptr"
+
+	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 )
 
 // hostMount is a hostPath volume as the agent's container mounts it.
@@ -581,6 +584,8 @@ func TestTheAgentRunsWithTheArgumentsAndPrivilegesOfItsMode(t *testing.T) {
 				require.NotNil(t, probe)
 				require.Equal(t, &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}, probe.HTTPGet)
 			}
+			require.Greater(t, time.Duration(ctr.LivenessProbe.TimeoutSeconds)*time.Second, nodeagent.LiveTimeout,
+				"the liveness probe waits longer than /livez's own check")
 		})
 	}
 }

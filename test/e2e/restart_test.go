@@ -17,6 +17,7 @@
 package e2e_test
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -135,5 +136,61 @@ func TestKillingTheNodeAgentLeavesRunningPodsAndSlicesAlone(t *testing.T) {
 			waitForCDISpecsGone(t, c)
 			waitForClaimGone(t, c)
 		}
+	}
+}
+
+// TestPodsStartAfterAKubeletRestartAndAReboot restarts the real node's
+// kubelet while a pod holds claims of both drivers, then simulates a
+// reboot: the pod's container dies, the CDI directory (tmpfs) is emptied,
+// the boot id changes, the kubelet and the agent start again. The agent
+// must see the new boot and prepare its claims again, so the kubelet
+// starts the pod's container again with the CDI devices it recorded; a
+// new pod starts after each.
+func TestPodsStartAfterAKubeletRestartAndAReboot(t *testing.T) {
+	ns := newNamespace(t)
+	createTemplate(t, template(ns, "npu", exactly("npu", "ascend.accel-dra.dev", 1)))
+	createTemplate(t, template(ns, "mlu", exactly("mlu", "cambricon.accel-dra.dev", 1)))
+	held := realNodePod(ns, "held", "npu", "mlu")
+	held.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	createPod(t, held)
+	pod := waitForPodRunning(t, ns, "held")
+	podLogs(t, pod)
+	claims := podClaims(t, pod)
+	require.Len(t, claims, 2)
+
+	require.NoError(t, cluster.RestartKubelet(t.Context()), "the kubelet restarts")
+	createPod(t, realNodePod(ns, "after-kubelet-restart", "npu"))
+	podLogs(t, waitForPodRunning(t, ns, "after-kubelet-restart"))
+	deletePod(t, ns, "after-kubelet-restart")
+	now, err := cluster.Admin.CoreV1().Pods(ns).Get(t.Context(), "held", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, pod.Status.ContainerStatuses[0].ContainerID, now.Status.ContainerStatuses[0].ContainerID, "the held pod's container survives the kubelet's restart")
+
+	container := now.Status.ContainerStatuses[0].ContainerID
+	require.NoError(t, cluster.SimulateReboot(t.Context(), "e2e-boot-after-reboot", container),
+		"the node comes back (agent log %s)", cluster.AgentLog(cluster.RealNode()))
+	for _, c := range claims {
+		require.NotEmpty(t, cdiSpecs(t, c), "the agent wrote the CDI spec of claim %s again", c.Name)
+	}
+	again := waitForPod(t, ns, "held", "its container started again after the reboot", func(p *corev1.Pod) bool {
+		if len(p.Status.ContainerStatuses) != 1 {
+			return false
+		}
+		st := p.Status.ContainerStatuses[0]
+		return st.ContainerID != container && st.State.Running != nil
+	})
+	assert.NotZero(t, again.Status.ContainerStatuses[0].RestartCount)
+	log, err := os.ReadFile(cluster.AgentLog(cluster.RealNode()))
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "The node rebooted since the checkpoint was saved", "the agent saw the new boot id")
+
+	createPod(t, realNodePod(ns, "after-reboot", "npu"))
+	podLogs(t, waitForPodRunning(t, ns, "after-reboot"))
+	for _, name := range []string{"after-reboot", "held"} {
+		deletePod(t, ns, name)
+	}
+	for _, c := range claims {
+		waitForCDISpecsGone(t, c)
+		waitForClaimGone(t, c)
 	}
 }

@@ -43,6 +43,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -116,6 +117,11 @@ type agentConfig struct {
 	ChipMetrics         bool
 	ChipMetricsInterval time.Duration
 	MetricsAddrFile     string
+	// PodUID, when set, makes the agent one pod of a rolling update
+	// (nodeagent.Options.PodUID).
+	PodUID types.UID
+	// DeviceMetadata is nodeagent.Options.DeviceMetadata.
+	DeviceMetadata bool
 }
 
 func claimFile(dir, namespace, name string) string {
@@ -152,14 +158,16 @@ func childAgent(raw string) int {
 		go reportPublished(ctx, cfg, client)
 	}
 	err := nodeagent.Run(klog.NewContext(ctx, klog.Background()), nodeagent.Options{
-		Discovery:    source.Options{Registry: registry, Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
-		FakeDevices:  true,
-		ChipModes:    cfg.ChipModes,
-		RegistrarDir: cfg.RegistrarDir,
-		PluginDir:    cfg.PluginDir,
-		CDIDir:       cfg.CDIDir,
-		StateDir:     cfg.StateDir,
-		KubeClient:   client,
+		Discovery:      source.Options{Registry: registry, Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
+		FakeDevices:    true,
+		ChipModes:      cfg.ChipModes,
+		RegistrarDir:   cfg.RegistrarDir,
+		PluginDir:      cfg.PluginDir,
+		CDIDir:         cfg.CDIDir,
+		StateDir:       cfg.StateDir,
+		KubeClient:     client,
+		PodUID:         cfg.PodUID,
+		DeviceMetadata: cfg.DeviceMetadata,
 
 		ChipMetrics:         cfg.ChipMetrics,
 		ChipMetricsInterval: cfg.ChipMetricsInterval,
@@ -258,6 +266,12 @@ type agent struct {
 	log     *os.File // the child's stderr, shown when the test fails
 	starts  int
 
+	// surged: another agent serves on the same directories (surge), so
+	// start leaves their sockets.
+	surged bool
+	// env is added to the child's environment.
+	env []string
+
 	cmd     *exec.Cmd
 	exited  chan error
 	conns   []*grpc.ClientConn
@@ -293,34 +307,80 @@ func newAgent(t testing.TB, profileName, chipModes string) *agent {
 	return a
 }
 
+// surge is a second agent on a's node, as a DaemonSet's rolling update
+// with maxSurge starts it beside the running one: the same directories,
+// its own pod UID and log. a must be a rolling-update pod too (PodUID).
+func (a *agent) surge(podUID types.UID) *agent {
+	t := a.t
+	t.Helper()
+	require.NotEmpty(t, a.cfg.PodUID, "both pods of a rolling update have a pod UID")
+	b := &agent{t: t, inv: a.inv, vendors: a.vendors, cfg: a.cfg, surged: true, env: a.env}
+	b.cfg.PodUID = podUID
+	b.cfg.PublishedFile = a.cfg.PublishedFile + "-" + string(podUID)
+	var err error
+	b.log, err = os.Create(a.log.Name() + "-" + string(podUID))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		b.kill()
+		if t.Failed() {
+			out, _ := os.ReadFile(b.log.Name())
+			t.Logf("log of agent %s:\n%s", podUID, out)
+		}
+		b.log.Close()
+	})
+	return b
+}
+
 // start runs the agent with these failpoints armed (failpoint.EnvVar
 // syntax, "" for none) and registers its drivers as the kubelet does.
 func (a *agent) start(failpoints string) {
+	a.t.Helper()
+	a.launch(failpoints)
+	a.register()
+}
+
+// launch runs the agent process with these failpoints armed.
+func (a *agent) launch(failpoints string) {
 	t := a.t
 	t.Helper()
 	require.Nil(t, a.cmd, "the agent is already running")
-	// A killed agent leaves its sockets; the kubelet would find them too,
-	// but connecting to a dead one only slows the test down.
-	require.NoError(t, os.RemoveAll(a.cfg.RegistrarDir))
-	require.NoError(t, os.RemoveAll(a.cfg.PluginDir))
+	if !a.surged {
+		// A killed agent leaves its sockets; the kubelet would find them too,
+		// but connecting to a dead one only slows the test down.
+		require.NoError(t, os.RemoveAll(a.cfg.RegistrarDir))
+		require.NoError(t, os.RemoveAll(a.cfg.PluginDir))
+	}
 	require.NoError(t, os.RemoveAll(a.cfg.PublishedFile))
 	raw, err := json.Marshal(a.cfg)
 	require.NoError(t, err)
 	a.starts++
 	fmt.Fprintf(a.log, "=== start %d, failpoints %q\n", a.starts, failpoints)
 	a.cmd = exec.Command(agentBinary(t), "-test.run=^$")
-	a.cmd.Env = append(os.Environ(), agentEnv+"="+string(raw), failpoint.EnvVar+"="+failpoints)
+	a.cmd.Env = append(append(os.Environ(), agentEnv+"="+string(raw), failpoint.EnvVar+"="+failpoints), a.env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	require.NoError(t, a.cmd.Start())
 	a.exited = make(chan error, 1)
 	go func(cmd *exec.Cmd, exited chan<- error) { exited <- cmd.Wait() }(a.cmd, a.exited)
+}
 
+// registrarSocket is the registration socket of the agent's driver name.
+func (a *agent) registrarSocket(name string) string {
+	if a.cfg.PodUID != "" {
+		return filepath.Join(a.cfg.RegistrarDir, kubeletplugin.RollingUpdateRegistrarSocketFile(a.cfg.RegistrarDir, name, a.cfg.PodUID))
+	}
+	return filepath.Join(a.cfg.RegistrarDir, name+"-reg.sock")
+}
+
+// register registers the launched agent's drivers as the kubelet does.
+func (a *agent) register() {
+	t := a.t
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a.kubelet = map[string]drapb.DRAPluginClient{}
 	for _, v := range a.vendors {
 		name := registry.DriverFor(v)
-		reg := a.dial(filepath.Join(a.cfg.RegistrarDir, name+"-reg.sock"))
+		reg := a.dial(a.registrarSocket(name))
 		info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true))
 		require.NoError(t, err, "%s registers", name)
 		_, err = registerapi.NewRegistrationClient(reg).NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})

@@ -393,13 +393,19 @@ func (n *node) cdiFiles() []string {
 // container runtime does, from the specs on disk.
 func (n *node) container(ids []string) *oci.Spec {
 	n.t.Helper()
-	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(n.cdiDir), cdiapi.WithAutoRefresh(false))
-	require.NoError(n.t, err)
-	require.Empty(n.t, cache.GetErrors(), "every spec in the CDI directory must be valid")
+	return containerOf(n.t, n.cdiDir, ids)
+}
+
+// containerOf is node.container for the CDI specs in cdiDir.
+func containerOf(t testing.TB, cdiDir string, ids []string) *oci.Spec {
+	t.Helper()
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(cdiDir), cdiapi.WithAutoRefresh(false))
+	require.NoError(t, err)
+	require.Empty(t, cache.GetErrors(), "every spec in the CDI directory must be valid")
 	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
 	unresolved, err := cache.InjectDevices(spec, ids...)
-	require.NoError(n.t, err)
-	require.Empty(n.t, unresolved)
+	require.NoError(t, err)
+	require.Empty(t, unresolved)
 	return spec
 }
 

@@ -21,10 +21,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,7 @@ import (
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/source"
@@ -259,4 +262,45 @@ func TestTheNodeAgentRefusesChipModesItDoesNotKnow(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Registry: registry, Profile: "mlu270", NodeName: "n"}, ChipModes: "mlu-0=Sliced"})
 	require.EqualError(t, err, `--chip-modes: chip modes entry 1 "mlu-0=Sliced": mode "Sliced" is not one of Partitioned, Shared, Whole`)
+}
+
+// TestLivenessFailsWhileTheDriversCallsAreStuck: /livez makes the calls
+// the kubelet makes. While another process holds the Ascend driver's
+// serialize.lock (an old pod wedged inside a prepare), an empty prepare
+// cannot get through and /livez fails, naming the driver; once the lock
+// is free it answers again.
+func TestLivenessFailsWhileTheDriversCallsAreStuck(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	o, _ := simulatedAgent(t, "atlas-800t-a2")
+	o.PodUID, o.LivenessTimeout = "pod-live", time.Second
+	addr, done := runWithProbes(ctx, t, o)
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr.String() + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	livez := func() (int, string) { return get("/livez") }
+	lock := filepath.Join(o.PluginDir, ascend.Driver, driver.SerializeLockFile)
+	require.Eventually(t, func() bool {
+		_, body := get("/readyz")
+		return strings.Contains(body, "not yet registered with the kubelet")
+	}, 30*time.Second, 20*time.Millisecond, "the driver has started")
+	code, body := livez()
+	require.Equal(t, http.StatusOK, code, body)
+
+	held, err := fileutil.LockFile(lock, os.O_RDWR|os.O_CREATE, 0o600)
+	require.NoError(t, err)
+	code, body = livez()
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "ascend.accel-dra.dev: an empty NodePrepareResources on ")
+	require.NoError(t, held.Close())
+	require.Eventually(t, func() bool { code, _ := livez(); return code == http.StatusOK }, 30*time.Second, 50*time.Millisecond,
+		"live again once the calls get through")
+	cancel()
+	require.NoError(t, <-done)
 }

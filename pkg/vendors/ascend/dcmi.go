@@ -31,10 +31,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // DefaultDCMILibraries are where a node's libdcmi.so is looked for, under
@@ -67,6 +68,7 @@ const (
 	dcmiRoCEPort          = 1
 	dcmiMaxErrorCodes     = 128 // mind-cluster MaxErrorCodeCount
 	dcmiMaxCards          = 64  // mind-cluster HiAIMaxCardNum
+	dcmiMaxDevicesInCard  = 4   // mind-cluster HiAIMaxDeviceNum (IsValidDeviceID: device id < 4)
 	dcmiErrNotSupported   = -8255
 	dcmiErrFuncNotPresent = -99998 // mind-cluster FuncNotFoundErrorCode
 )
@@ -230,11 +232,12 @@ func notSupported(err error) bool {
 	return errors.As(err, &d) && (d.Code == dcmiErrNotSupported || d.Code == dcmiErrFuncNotPresent)
 }
 
-// dcmiLib is a loaded libdcmi.so. DCMI is not documented as thread-safe,
-// so every call holds mu.
+// dcmiLib is a loaded libdcmi.so. DCMI is not documented as thread-safe:
+// calls runs its calls one at a time, each with a deadline (a hung call
+// wedges the library, and the calls after it fail at once).
 type dcmiLib struct {
-	path string
-	mu   sync.Mutex
+	path  string
+	calls vendors.LibraryCalls
 
 	init                func() int32
 	getCardList         func(num *int32, list *int32, n int32) int32
@@ -255,6 +258,10 @@ type dcmiLib struct {
 	destroyVDevice func(card, dev int32, id uint32) int32
 }
 
+// dcmiCallTimeout bounds each DCMI call; a variable for the tests of a
+// hung call.
+var dcmiCallTimeout = vendors.DefaultLibraryCallTimeout
+
 // dlopen is purego.Dlopen, a variable for the tests of the fallback.
 var dlopen = purego.Dlopen
 
@@ -266,7 +273,7 @@ func loadDCMI(path string) (*dcmiLib, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	l := &dcmiLib{path: path}
+	l := &dcmiLib{path: path, calls: vendors.LibraryCalls{Library: path, Timeout: dcmiCallTimeout}}
 	for _, f := range []struct {
 		name     string
 		fn       any
@@ -297,8 +304,8 @@ func loadDCMI(path string) (*dcmiLib, error) {
 		}
 		purego.RegisterLibFunc(f.fn, h, f.name)
 	}
-	if rc := l.init(); rc != 0 {
-		return nil, fmt.Errorf("loading %s: %w", path, &DCMIError{Func: "dcmi_init", Code: rc})
+	if err := l.call("dcmi_init", l.init); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
 	return l, nil
 }
@@ -318,10 +325,14 @@ func findDCMI(root, configured string) string {
 	return ""
 }
 
+// call makes one DCMI call: an error for a non-zero return code, or when
+// the call did not return in time (vendors.ErrLibraryWedged).
 func (l *dcmiLib) call(name string, f func() int32) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if rc := f(); rc != 0 {
+	rc, err := l.calls.Do(name, f)
+	if err != nil {
+		return err
+	}
+	if rc != 0 {
 		return &DCMIError{Func: name, Code: rc}
 	}
 	return nil
@@ -345,13 +356,21 @@ func (l *dcmiLib) chips() ([]dcmiChip, error) {
 	if err := l.call("dcmi_get_card_list", func() int32 { return l.getCardList(&n, &cards[0], int32(len(cards))) }); err != nil {
 		return nil, err
 	}
+	ncards, err := vendors.CheckCount("dcmi_get_card_list", "cards", int64(n), len(cards))
+	if err != nil {
+		return nil, err
+	}
 	var out []dcmiChip
-	for _, card := range cards[:n] {
-		var devs int32
-		if err := l.call("dcmi_get_device_num_in_card", func() int32 { return l.getDeviceNumInCard(card, &devs) }); err != nil {
+	for _, card := range cards[:ncards] {
+		var n int32
+		if err := l.call("dcmi_get_device_num_in_card", func() int32 { return l.getDeviceNumInCard(card, &n) }); err != nil {
 			return nil, fmt.Errorf("card %d: %w", card, err)
 		}
-		for dev := int32(0); dev < devs; dev++ {
+		devs, err := vendors.CheckCount("dcmi_get_device_num_in_card", "devices", int64(n), dcmiMaxDevicesInCard)
+		if err != nil {
+			return nil, fmt.Errorf("card %d: %w", card, err)
+		}
+		for dev := range int32(devs) {
 			c, err := l.chip(card, dev)
 			if err != nil {
 				return nil, fmt.Errorf("card %d device %d: %w", card, dev, err)

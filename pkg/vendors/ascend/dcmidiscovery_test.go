@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/klog/v2/ktesting"
@@ -260,6 +261,55 @@ func TestDiscoverThroughDCMIReadsHealthOnEveryProfile(t *testing.T) {
 			}
 			require.Equal(t, inventory.ReasonToolHealth(HealthCritical), inv.Chips[1].HealthReason)
 			require.Regexp(t, `^DCMI reports health Critical, error codes? (0x[0-9A-F]{8}, )*0x80E18005$`, inv.Chips[1].HealthMessage)
+		})
+	}
+}
+
+// TestAHungDCMICallFailsFastAndTheLibraryRecovers: the driver hangs in
+// dcmi_get_device_health. Discovery fails after the call's deadline
+// instead of hanging the agent, the next discovery fails at once naming
+// the hung call, and once the call returns the library answers again.
+func TestAHungDCMICallFailsFastAndTheLibraryRecovers(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	hang := filepath.Join(t.TempDir(), "hang")
+	require.NoError(t, os.WriteFile(hang, nil, 0o644))
+	lib := buildMockDCMI(t, "atlas-800t-a2", "hang dcmi_get_device_health "+hang)
+	was := dcmiCallTimeout
+	dcmiCallTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { dcmiCallTimeout = was })
+	root, runner := fixture("atlas-800t-a2")
+	b := New(Config{Root: root, Runner: runner, Library: lib})
+
+	_, err := b.Discover(ctx)
+	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
+	require.ErrorContains(t, err, "card 0 device 0: "+lib+": dcmi_get_device_health: vendor library wedged: no answer after 200ms")
+	_, err = b.Discover(ctx)
+	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
+	require.ErrorContains(t, err, "dcmi_get_card_list: vendor library wedged: dcmi_get_device_health has not returned", "fails at once, without calling the library")
+
+	require.NoError(t, os.Remove(hang))
+	require.Eventually(t, func() bool {
+		_, err := b.Discover(ctx)
+		return err == nil
+	}, time.Minute, 10*time.Millisecond, "the library answers again once the hung call returned")
+}
+
+// TestABogusDCMICountIsAnErrorNamingTheCall: a library that reports more
+// cards than its list holds, or an absurd number of devices in a card,
+// fails discovery with the call named, instead of slicing past the list
+// (a panic) or looping billions of times.
+func TestABogusDCMICountIsAnErrorNamingTheCall(t *testing.T) {
+	for _, tt := range []struct{ line, want string }{
+		{"count dcmi_get_card_list 100000", "dcmi_get_card_list reports 100000 cards, not within 0..64"},
+		{"count dcmi_get_card_list -3", "dcmi_get_card_list reports -3 cards, not within 0..64"},
+		{"count dcmi_get_device_num_in_card 2147483647", "card 0: dcmi_get_device_num_in_card reports 2147483647 devices, not within 0..4"},
+	} {
+		t.Run(tt.line, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, "atlas-800t-a2", tt.line)
+			root, runner := fixture("atlas-800t-a2")
+			_, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+			require.ErrorContains(t, err, "listing Ascend chips through "+lib+": "+tt.want)
 		})
 	}
 }

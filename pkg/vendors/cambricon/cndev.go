@@ -33,6 +33,8 @@ import (
 	"sync"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // CNDevLibrary is libcndev's file name.
@@ -60,7 +62,13 @@ const (
 	cndevDriverRunning     = 4
 	cndevMACStateDown      = 0
 	cndevSMLUMax           = 0
-	cndevUUIDSize          = 37
+	// cndevMaxCards and cndevMaxLinkPorts bound the counts the library
+	// reports before they size a loop: no node has more MLU cards than
+	// PCIe slots (DCMI's limit is 64 cards too), nor a card more MLU-Link
+	// ports (an MLU370-X8 has 6); more is a broken library.
+	cndevMaxCards     = 64
+	cndevMaxLinkPorts = 64
+	cndevUUIDSize     = 37
 )
 
 // Go mirrors of the CNDev structs (names as in cndev.h).
@@ -178,6 +186,8 @@ type (
 type CNDev struct {
 	// Path is the file loaded.
 	Path string
+	// calls runs the library's calls one at a time with a deadline.
+	calls vendors.LibraryCalls
 
 	errorString   func(int32) string
 	deviceCount   func(*cndevCardInfo) int32
@@ -200,6 +210,10 @@ type CNDev struct {
 	instances   func(*int32, *cndevSMluInfo, int32) int32
 	destroy     func(int32, *byte) int32
 }
+
+// cndevCallTimeout bounds each CNDev call; a variable for the tests of a
+// hung call.
+var cndevCallTimeout = vendors.DefaultLibraryCallTimeout
 
 var (
 	cndevMu     sync.Mutex
@@ -230,7 +244,7 @@ func OpenCNDev(root, path string) (*CNDev, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	l := &CNDev{Path: path}
+	l := &CNDev{Path: path, calls: vendors.LibraryCalls{Library: path, Timeout: cndevCallTimeout}}
 	var init func(int32) int32
 	var missing []string
 	need := func(fn any, name string) {
@@ -266,8 +280,8 @@ func OpenCNDev(root, path string) (*CNDev, error) {
 	if !ok {
 		l.profileIDs, l.profileInfo, l.create, l.instances, l.destroy = nil, nil, nil, nil, nil
 	}
-	if r := init(0); r != cndevSuccess {
-		return nil, fmt.Errorf("initializing %s: cndevInit: %w", path, l.err(r))
+	if err := l.call("initializing "+path, "cndevInit", func() int32 { return init(0) }); err != nil {
+		return nil, err
 	}
 	cndevLoaded[path] = l
 	return l, nil
@@ -294,7 +308,11 @@ func (l *CNDev) err(r int32) error {
 	if r == cndevSuccess {
 		return nil
 	}
-	return &CNDevError{Code: r, Text: l.errorString(r)}
+	var text string
+	if _, err := l.calls.Do("cndevGetErrorString", func() int32 { text = l.errorString(r); return cndevSuccess }); err != nil {
+		return &CNDevError{Code: r, Text: err.Error()}
+	}
+	return &CNDevError{Code: r, Text: text}
 }
 
 // notSupported says whether err is CNDEV_ERROR_NOT_SUPPORTED.
@@ -311,9 +329,13 @@ func cstring(b []byte) string {
 	return string(b)
 }
 
-// call runs one CNDev function and wraps a failure with its name and
-// what it was for.
-func (l *CNDev) call(what, fn string, r int32) error {
+// call runs one CNDev function under its deadline (l.calls) and wraps a
+// failure with its name and what it was for.
+func (l *CNDev) call(what, fn string, f func() int32) error {
+	r, err := l.calls.Do(fn, f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	if err := l.err(r); err != nil {
 		return fmt.Errorf("%s: %s %s: %w", what, CNDevLibrary, fn, err)
 	}

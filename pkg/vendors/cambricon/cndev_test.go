@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
@@ -268,4 +269,60 @@ func TestTheNodeToolUsesTheLibraryWhereItLoads(t *testing.T) {
 
 	tool = SMLUs{}.NewTool(failingRunner{t}, "/", vendors.LibraryNone)
 	require.Nil(t, tool.(*PartitionTool).Library, "none: cnmon only")
+}
+
+// mockNodeWith is mockNode on a fixture node with extra lines.
+func mockNodeWith(t *testing.T, node string, extra ...string) string {
+	t.Helper()
+	text, err := os.ReadFile(cndevtest.Fixture(node))
+	require.NoError(t, err)
+	f := filepath.Join(t.TempDir(), node+".txt")
+	require.NoError(t, os.WriteFile(f, []byte(string(text)+strings.Join(extra, "\n")+"\n"), 0o644))
+	return mockNode(t, f)
+}
+
+// TestAHungCNDevCallFailsFastAndTheLibraryRecovers: the driver hangs in
+// cndevGetCardHealthState. Discovery fails after the call's deadline,
+// the next one at once naming the hung call, and once it returns the
+// library answers again.
+func TestAHungCNDevCallFailsFastAndTheLibraryRecovers(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	hang := filepath.Join(t.TempDir(), "hang")
+	require.NoError(t, os.WriteFile(hang, nil, 0o644))
+	lib := mockNodeWith(t, "mlu370-x8", "hang fn=cndevGetCardHealthState while="+hang)
+	was := cndevCallTimeout
+	cndevCallTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { cndevCallTimeout = was })
+	root, _ := fixture("mlu370-x8")
+	b := New(Config{Root: root, Runner: failingRunner{t}, Library: lib})
+
+	_, err := b.Discover(ctx)
+	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
+	require.ErrorContains(t, err, "reading MLU card 0: "+lib+": cndevGetCardHealthState: vendor library wedged: no answer after 200ms")
+	_, err = b.Discover(ctx)
+	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
+	require.ErrorContains(t, err, "cndevGetDeviceCount: vendor library wedged: cndevGetCardHealthState has not returned", "fails at once")
+
+	require.NoError(t, os.Remove(hang))
+	require.Eventually(t, func() bool {
+		_, err := b.Discover(ctx)
+		return err == nil
+	}, time.Minute, 10*time.Millisecond, "the library answers again once the hung call returned")
+}
+
+// TestABogusCNDevCountIsAnErrorNamingTheCall: absurd card or MLU-Link
+// port counts fail discovery naming the call instead of sizing loops.
+func TestABogusCNDevCountIsAnErrorNamingTheCall(t *testing.T) {
+	for _, tt := range []struct{ line, want string }{
+		{"count fn=cndevGetDeviceCount n=100000", "counting MLU cards: libcndev.so cndevGetDeviceCount reports 100000 MLU cards, not within 0..64"},
+		{"count fn=cndevGetMLULinkPortNumber n=2147483647", "counting the MLU-Link ports of MLU card 0: libcndev.so cndevGetMLULinkPortNumber reports 2147483647 ports, not within 0..64"},
+	} {
+		t.Run(tt.line, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := mockNodeWith(t, "mlu370-x8", tt.line)
+			root, _ := fixture("mlu370-x8")
+			_, err := New(Config{Root: root, Runner: failingRunner{t}, Library: lib}).Discover(ctx)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"sort"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // readLibrary reads the cards and their MLU-Links through libcndev, the
@@ -29,7 +30,7 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 	fn := func(name string) string { return CNDevLibrary + " " + name }
 	var count cndevCardInfo
 	count.Version = cndevVersion6
-	if err := l.call("counting MLU cards", "cndevGetDeviceCount", l.deviceCount(&count)); err != nil {
+	if err := l.call("counting MLU cards", "cndevGetDeviceCount", func() int32 { return l.deviceCount(&count) }); err != nil {
 		return reader{}, err
 	}
 	r := reader{name: CNDevLibrary, topo: Topology{Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{}},
@@ -38,23 +39,31 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 			"driverVersion": fn("cndevGetVersionInfo"), "pciBusID": fn("cndevGetPCIeInfoV2"),
 			"health": fn("cndevGetCardHealthState") + ", device files",
 		}}
+	cards, err := vendors.CheckCount(CNDevLibrary+" cndevGetDeviceCount", "MLU cards", int64(count.Number), cndevMaxCards)
+	if err != nil {
+		return reader{}, fmt.Errorf("counting MLU cards: %w", err)
+	}
 	handles := map[int]int32{}
 	byUUID := map[string]int{}
-	for i := 0; i < int(count.Number); i++ {
+	for i := range cards {
 		what := fmt.Sprintf("reading MLU card %d", i)
 		var h int32
-		if err := l.call(what, "cndevGetDeviceHandleByIndex", l.handleByIndex(int32(i), &h)); err != nil {
+		if err := l.call(what, "cndevGetDeviceHandleByIndex", func() int32 { return l.handleByIndex(int32(i), &h) }); err != nil {
 			return reader{}, err
 		}
 		handles[i] = h
-		c := CardInfo{Card: i, ProductName: l.cardName(h)}
+		var name string
+		if err := l.call(what, "cndevGetCardNameStringByDevId", func() int32 { name = l.cardName(h); return cndevSuccess }); err != nil {
+			return reader{}, err
+		}
+		c := CardInfo{Card: i, ProductName: name}
 		u := cndevUUID{Version: cndevVersion6}
-		if err := l.call(what, "cndevGetUUID", l.uuid(&u, h)); err != nil {
+		if err := l.call(what, "cndevGetUUID", func() int32 { return l.uuid(&u, h) }); err != nil {
 			return reader{}, err
 		}
 		c.UUID = cstring(u.UUID[:])
 		var m cndevMemoryInfoV2
-		if err := l.call(what, "cndevGetMemoryUsageV2", l.memory(&m, h)); err != nil {
+		if err := l.call(what, "cndevGetMemoryUsageV2", func() int32 { return l.memory(&m, h) }); err != nil {
 			return reader{}, err
 		}
 		if m.PhysicalMemoryTotal < 0 || m.PhysicalMemoryTotal > 1<<40 {
@@ -62,12 +71,12 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 		}
 		c.MemoryBytes = m.PhysicalMemoryTotal * mebibyte
 		v := cndevVersionInfo{Version: cndevVersion6}
-		if err := l.call(what, "cndevGetVersionInfo", l.version(&v, h)); err != nil {
+		if err := l.call(what, "cndevGetVersionInfo", func() int32 { return l.version(&v, h) }); err != nil {
 			return reader{}, err
 		}
 		c.DriverVersion = fmt.Sprintf("%d.%d.%d", v.DriverMajorVersion, v.DriverMinorVersion, v.DriverBuildVersion)
 		hs := cndevCardHealthState{Version: cndevVersion6}
-		if err := l.call(what, "cndevGetCardHealthState", l.health(&hs, h)); err != nil {
+		if err := l.call(what, "cndevGetCardHealthState", func() int32 { return l.health(&hs, h) }); err != nil {
 			return reader{}, err
 		}
 		c.DeviceHealth, c.DriverState = HealthGood, DriverRunning
@@ -78,7 +87,7 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 			c.DriverState = fmt.Sprintf("state %d", hs.DriverState)
 		}
 		var p cndevPCIeInfoV2
-		if err := l.call(what, "cndevGetPCIeInfoV2", l.pcie(&p, h)); err != nil {
+		if err := l.call(what, "cndevGetPCIeInfoV2", func() int32 { return l.pcie(&p, h) }); err != nil {
 			return reader{}, err
 		}
 		id, err := pci.NormalizeBusID(fmt.Sprintf("%04x:%02x:%02x.%x", p.Domain, p.Bus, p.Device, p.Function))
@@ -89,7 +98,7 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 		c.Cores, c.CoresFrom = mluCoresPerChip[c.ProductName], modelTable
 		if l.coreCount != nil {
 			cc := cndevCardCoreCount{Version: cndevVersion6}
-			if err := l.err(l.coreCount(&cc, h)); err == nil && cc.Count > 0 {
+			if err := l.call(what, "cndevGetCoreCount", func() int32 { return l.coreCount(&cc, h) }); err == nil && cc.Count > 0 {
 				c.Cores, c.CoresFrom = int(cc.Count), fn("cndevGetCoreCount")
 			}
 		}
@@ -104,17 +113,26 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 		links := map[int]int{}
 		if l.linkPorts != nil {
 			h := handles[c.Card]
-			for port := int32(0); port < l.linkPorts(h); port++ {
+			var n int32
+			what := fmt.Sprintf("counting the MLU-Link ports of MLU card %d", c.Card)
+			if err := l.call(what, "cndevGetMLULinkPortNumber", func() int32 { n = l.linkPorts(h); return cndevSuccess }); err != nil {
+				return reader{}, err
+			}
+			ports, err := vendors.CheckCount(CNDevLibrary+" cndevGetMLULinkPortNumber", "ports", int64(n), cndevMaxLinkPorts)
+			if err != nil {
+				return reader{}, fmt.Errorf("%s: %w", what, err)
+			}
+			for port := range int32(ports) {
 				what := fmt.Sprintf("reading MLU-Link port %d of MLU card %d", port, c.Card)
 				var st cndevMLULinkStatusV2
-				if err := l.call(what, "cndevGetMLULinkStatusV2", l.linkStatus(&st, h, port)); err != nil {
+				if err := l.call(what, "cndevGetMLULinkStatusV2", func() int32 { return l.linkStatus(&st, h, port) }); err != nil {
 					return reader{}, err
 				}
 				if st.MacState == cndevMACStateDown {
 					continue
 				}
 				rem := cndevMLULinkRemoteInfo{Version: cndevVersion6}
-				if err := l.call(what, "cndevGetMLULinkRemoteInfo", l.linkRemote(&rem, h, port)); err != nil {
+				if err := l.call(what, "cndevGetMLULinkRemoteInfo", func() int32 { return l.linkRemote(&rem, h, port) }); err != nil {
 					return reader{}, err
 				}
 				if other, ok := byUUID[cstring(rem.UUID[:])]; ok && other != c.Card {
@@ -143,7 +161,7 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 	if l.smluMode != nil {
 		r.smluMode = func(card int) (string, string, error) {
 			mode := cndevSMLUMode{Version: cndevVersion6}
-			err := l.call(fmt.Sprintf("reading the sMLU mode of MLU card %d", card), "cndevGetSMLUMode", l.smluMode(&mode, handles[card]))
+			err := l.call(fmt.Sprintf("reading the sMLU mode of MLU card %d", card), "cndevGetSMLUMode", func() int32 { return l.smluMode(&mode, handles[card]) })
 			switch {
 			case notSupported(err):
 				return fmt.Sprintf("the driver says card %d does not support sMLU (%s)", card, fn("cndevGetSMLUMode")), fn("cndevGetSMLUMode"), nil

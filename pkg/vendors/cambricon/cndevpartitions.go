@@ -39,7 +39,8 @@ type smluWithName struct {
 
 func (l *CNDev) handle(what string, card int) (int32, error) {
 	var h int32
-	return h, l.call(what, "cndevGetDeviceHandleByIndex", l.handleByIndex(int32(card), &h))
+	err := l.call(what, "cndevGetDeviceHandleByIndex", func() int32 { return l.handleByIndex(int32(card), &h) })
+	return h, err
 }
 
 // listSMLU lists the sMLU instances of a card.
@@ -56,12 +57,15 @@ func (l *CNDev) listSMLU(card int) ([]smluWithName, error) {
 			buf[i].Version = cndevVersion6
 		}
 		n := count
-		r := l.instances(&n, &buf[0], h)
+		r, err := l.calls.Do("cndevGetAllSMluInstanceInfo", func() int32 { return l.instances(&n, &buf[0], h) })
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
 		if r == cndevInsufficientSpace && n > count && n <= 4096 {
 			count = n
 			continue
 		}
-		if err := l.call(what, "cndevGetAllSMluInstanceInfo", r); err != nil {
+		if err := l.call(what, "cndevGetAllSMluInstanceInfo", func() int32 { return r }); err != nil {
 			return nil, err
 		}
 		if n < 0 || n > count {
@@ -102,13 +106,13 @@ func (t *PartitionTool) libCreate(ctx context.Context, l *CNDev, c inventory.Chi
 		return vendors.Instance{}, err
 	}
 	ids := cndevSMluProfileIDInfo{Version: cndevVersion6}
-	if err := l.call(what, "cndevGetSMluProfileIdInfo", l.profileIDs(&ids, h)); err != nil {
+	if err := l.call(what, "cndevGetSMluProfileIdInfo", func() int32 { return l.profileIDs(&ids, h) }); err != nil {
 		return vendors.Instance{}, err
 	}
 	profile := int32(-1)
 	for _, id := range ids.ProfileID[:max(0, min(int(ids.Count), len(ids.ProfileID)))] {
 		info := cndevSMluProfileInfo{Version: cndevVersion6}
-		if err := l.call(what, "cndevGetSMluProfileInfo", l.profileInfo(&info, id, h)); err != nil {
+		if err := l.call(what, "cndevGetSMluProfileInfo", func() int32 { return l.profileInfo(&info, id, h) }); err != nil {
 			return vendors.Instance{}, err
 		}
 		if cstring(info.Name[:]) == tmpl.Name {
@@ -124,7 +128,7 @@ func (t *PartitionTool) libCreate(ctx context.Context, l *CNDev, c inventory.Chi
 	}
 	var mi int32
 	name := []byte{0} // the library names the instance
-	if err := l.call(what, "cndevCreateSMluInstanceByProfileId", l.create(&mi, uint32(profile), h, &name[0])); err != nil {
+	if err := l.call(what, "cndevCreateSMluInstanceByProfileId", func() int32 { return l.create(&mi, uint32(profile), h, &name[0]) }); err != nil {
 		return vendors.Instance{}, err
 	}
 	after, _, err := t.libList(l, c)
@@ -158,7 +162,7 @@ func (t *PartitionTool) libDestroy(l *CNDev, c inventory.Chip, inst vendors.Inst
 			return err
 		}
 		name := append([]byte(r.name), 0)
-		return l.call(what, "cndevDestroySMluInstanceByInstanceName", l.destroy(h, &name[0]))
+		return l.call(what, "cndevDestroySMluInstanceByInstanceName", func() int32 { return l.destroy(h, &name[0]) })
 	}
 	return nil // gone already
 }

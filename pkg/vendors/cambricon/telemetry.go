@@ -97,7 +97,7 @@ func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors
 	t.bindOnce.Do(func() { t.bind(l) })
 	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
 		var h int32
-		if err := l.err(l.handleByIndex(int32(c.Index), &h)); err != nil {
+		if err := do(l, "cndevGetDeviceHandleByIndex", func() int32 { return l.handleByIndex(int32(c.Index), &h) }); err != nil {
 			s.Fail("cndevGetDeviceHandleByIndex", err)
 			return
 		}
@@ -120,7 +120,7 @@ func (t *Telemetry) bind(l *CNDev) {
 func (t *Telemetry) readChip(l *CNDev, h int32, s *vendors.ChipSample) {
 	if t.utilization != nil {
 		u := cndevUtilizationInfo{Version: cndevVersion6}
-		if err := l.err(t.utilization(&u, h)); err != nil {
+		if err := do(l, "cndevGetDeviceUtilizationInfo", func() int32 { return t.utilization(&u, h) }); err != nil {
 			s.Fail("cndevGetDeviceUtilizationInfo", err)
 		} else if u.AverageCoreUtilization < 0 || u.AverageCoreUtilization > 100 {
 			s.Fail("cndevGetDeviceUtilizationInfo", fmt.Errorf("utilization %d%% is out of range", u.AverageCoreUtilization))
@@ -129,7 +129,7 @@ func (t *Telemetry) readChip(l *CNDev, h int32, s *vendors.ChipSample) {
 		}
 	}
 	var m cndevMemoryInfoV2
-	if err := l.err(l.memory(&m, h)); err != nil {
+	if err := do(l, "cndevGetMemoryUsageV2", func() int32 { return l.memory(&m, h) }); err != nil {
 		s.Fail("cndevGetMemoryUsageV2", err)
 	} else if m.PhysicalMemoryTotal > 0 && m.PhysicalMemoryUsed >= 0 {
 		s.MemoryTotalBytes = vendors.Value(float64(m.PhysicalMemoryTotal * mebibyte))
@@ -137,7 +137,7 @@ func (t *Telemetry) readChip(l *CNDev, h int32, s *vendors.ChipSample) {
 	}
 	if t.temperature != nil {
 		tp := cndevTemperatureInfo{Version: cndevVersion6}
-		if err := l.err(t.temperature(&tp, h)); err != nil {
+		if err := do(l, "cndevGetTemperatureInfo", func() int32 { return t.temperature(&tp, h) }); err != nil {
 			s.Fail("cndevGetTemperatureInfo", err)
 		} else {
 			// The board's maximum, what mlu-exporter's temperature_board shows.
@@ -146,20 +146,31 @@ func (t *Telemetry) readChip(l *CNDev, h int32, s *vendors.ChipSample) {
 	}
 	if t.power != nil {
 		var p cndevDevicePowerInfo
-		if err := l.err(t.power(&p, h)); err != nil {
+		if err := do(l, "cndevGetDevicePowerInfo", func() int32 { return t.power(&p, h) }); err != nil {
 			s.Fail("cndevGetDevicePowerInfo", err)
 		} else if p.Usage >= 0 {
 			s.PowerWatts = vendors.Value(float64(p.Usage))
 		}
 	}
 	hs := cndevCardHealthState{Version: cndevVersion6}
-	if err := l.err(l.health(&hs, h)); err != nil {
+	if err := do(l, "cndevGetCardHealthState", func() int32 { return l.health(&hs, h) }); err != nil {
 		s.Fail("cndevGetCardHealthState", err)
 	} else {
 		ok := hs.DeviceState == cndevDeviceGood && hs.DriverState == cndevDriverRunning
 		s.Healthy = &ok
 	}
 	readSMLU(l, h, s)
+}
+
+// do makes one telemetry call under the library's deadline, as every
+// CNDev call is made (vendors.LibraryCalls): a hung call fails this read
+// instead of blocking the collector.
+func do(l *CNDev, fn string, f func() int32) error {
+	r, err := l.calls.Do(fn, f)
+	if err != nil {
+		return err
+	}
+	return l.err(r)
 }
 
 // cndevSMLUUsage is CNDEV_SMLU_USAGE, the index of an instance's use in
@@ -181,7 +192,11 @@ func readSMLU(l *CNDev, h int32, s *vendors.ChipSample) {
 			buf[i].Version = cndevVersion6
 		}
 		n := count
-		r := l.instances(&n, &buf[0], h)
+		r, err := l.calls.Do("cndevGetAllSMluInstanceInfo", func() int32 { return l.instances(&n, &buf[0], h) })
+		if err != nil {
+			s.Fail("cndevGetAllSMluInstanceInfo", err)
+			return
+		}
 		if r == cndevInsufficientSpace && n > count && n <= 4096 {
 			count = n
 			continue

@@ -29,6 +29,7 @@ limitations under the License.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dcmi.h"
 
@@ -65,9 +66,14 @@ struct vdev {
     char template_name[TEMPLATE_NAME_LEN];
 };
 
+/* A fixture's fail, hang or count line: what one function does instead. */
+enum fail_kind { FAIL_RETURN, FAIL_HANG, FAIL_COUNT };
+
 struct fail {
+    enum fail_kind kind;
     char fn[64];
-    int code;
+    int code;       /* FAIL_RETURN: the return code; FAIL_COUNT: the count */
+    char file[256]; /* FAIL_HANG: the call blocks while this file exists */
 };
 
 static struct chip chips[MAX_CHIPS];
@@ -83,15 +89,36 @@ static int initialized;
 
 static int failing(const char *fn) {
     for (int i = 0; i < nfails; i++) {
-        if (strcmp(fails[i].fn, fn) == 0) {
+        if (fails[i].kind == FAIL_RETURN && strcmp(fails[i].fn, fn) == 0) {
             return fails[i].code;
         }
     }
     return 0;
 }
 
+/* hanging blocks while a hang line's file exists: a wedged driver call. */
+static void hanging(const char *fn) {
+    for (int i = 0; i < nfails; i++) {
+        if (fails[i].kind == FAIL_HANG && strcmp(fails[i].fn, fn) == 0) {
+            while (access(fails[i].file, F_OK) == 0) {
+                usleep(10000);
+            }
+        }
+    }
+}
+
+/* counted replaces a count the function reports by a count line's. */
+static void counted(const char *fn, int *n) {
+    for (int i = 0; i < nfails; i++) {
+        if (fails[i].kind == FAIL_COUNT && strcmp(fails[i].fn, fn) == 0) {
+            *n = fails[i].code;
+        }
+    }
+}
+
 #define FAIL_IF_ASKED()                      \
     do {                                     \
+        hanging(__func__);                   \
         int rc_ = failing(__func__);         \
         if (rc_ != 0) {                      \
             return rc_;                      \
@@ -258,7 +285,22 @@ static int load(void) {
             }
         } else if (strcmp(kind, "fail") == 0 && nfails < MAX_FAILS) {
             struct fail *x = &fails[nfails];
+            x->kind = FAIL_RETURN;
             ok = sscanf(line, "fail %63s %d", x->fn, &x->code) == 2;
+            if (ok) {
+                nfails++;
+            }
+        } else if (strcmp(kind, "hang") == 0 && nfails < MAX_FAILS) {
+            struct fail *x = &fails[nfails];
+            x->kind = FAIL_HANG;
+            ok = sscanf(line, "hang %63s %255s", x->fn, x->file) == 2;
+            if (ok) {
+                nfails++;
+            }
+        } else if (strcmp(kind, "count") == 0 && nfails < MAX_FAILS) {
+            struct fail *x = &fails[nfails];
+            x->kind = FAIL_COUNT;
+            ok = sscanf(line, "count %63s %d", x->fn, &x->code) == 2;
             if (ok) {
                 nfails++;
             }
@@ -301,6 +343,7 @@ int dcmi_get_card_list(int *card_num, int *card_list, int list_len) {
             card_list[n++] = chips[i].card;
         }
     }
+    counted(__func__, &n);
     *card_num = n;
     return DCMI_OK;
 }
@@ -314,6 +357,7 @@ int dcmi_get_device_num_in_card(int card_id, int *device_num) {
     if (n == 0) {
         return DCMI_ERR_DEVICE_NOT_EXIST;
     }
+    counted(__func__, &n);
     *device_num = n;
     return DCMI_OK;
 }
