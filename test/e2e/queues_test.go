@@ -538,51 +538,6 @@ func (q *kueueQueue) deleteAll() {
 	require.NoError(q.t, err, "chips of the real node still allocated: %v", q.realNodeDevicesInUse())
 }
 
-// TestVolcanoManifestsOfTheGuideAreValidForVolcano applies docs/queues.md's
-// Volcano manifests with a server-side dry run against Volcano v1.15.0's
-// CRDs (its scheduler cannot be built from the Go module proxy, see the
-// guide): the queue's deviceclass/ capabilities, the PodGroup and the Job
-// are what that Volcano version accepts.
-func TestVolcanoManifestsOfTheGuideAreValidForVolcano(t *testing.T) {
-	ctx := t.Context()
-	require.NoError(t, cluster.InstallCRDs(ctx, "volcano-crds.yaml"))
-	ns := newNamespace(t)
-	_, err := cluster.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "volcano-system"}}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			_ = cluster.Admin.CoreV1().Namespaces().Delete(context.Background(), "volcano-system", metav1.DeleteOptions{})
-		})
-	}
-	var objs []*unstructured.Unstructured
-	for _, f := range []string{"volcano/scheduler-config.yaml", "volcano/queue.yaml", "claimtemplates.yaml", "volcano/jobs.yaml"} {
-		objs = append(objs, readDemoObjects(t, f, ns)...)
-	}
-	kinds := map[string]bool{}
-	for _, o := range objs {
-		gvr, namespaced, err := cluster.Resource(o)
-		require.NoError(t, err)
-		ri := cluster.Dynamic.Resource(gvr)
-		opts := metav1.ApplyOptions{FieldManager: framework.FieldManager, DryRun: []string{metav1.DryRunAll}}
-		if namespaced {
-			_, err = ri.Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o, opts)
-		} else {
-			_, err = ri.Apply(ctx, o.GetName(), o, opts)
-		}
-		require.NoError(t, err, "%s %s", o.GetKind(), o.GetName())
-		kinds[o.GetKind()] = true
-	}
-	require.Equal(t, map[string]bool{"ConfigMap": true, "Queue": true, "ResourceClaimTemplate": true, "PodGroup": true, "PriorityClass": true, "Job": true}, kinds)
-
-	// The schema is really checked: a queue with a misspelled field is refused.
-	bad := readDemoObjects(t, "volcano/queue.yaml", ns)[0]
-	require.NoError(t, unstructured.SetNestedField(bad.Object, int64(4), "spec", "capabilty"))
-	gvr, _, err := cluster.Resource(bad)
-	require.NoError(t, err)
-	_, err = cluster.Dynamic.Resource(gvr).Apply(ctx, bad.GetName(), bad, metav1.ApplyOptions{FieldManager: framework.FieldManager, DryRun: []string{metav1.DryRunAll}})
-	require.ErrorContains(t, err, "capabilty")
-}
-
 // TestWithoutAQueueEngineTheSchedulerDoesNotPreemptForChips checks the
 // premise of docs/queues.md on this cluster: kube-scheduler 1.37 does not
 // evict a lower-priority pod for the chips its claim holds, so a
