@@ -24,7 +24,7 @@
 #   containerd, shim, ctr 2.4.2      go install -tags no_btrfs
 #   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
 #   kwok 0.8.0 + its stage files     go install
-#   kueue 0.17.0 + its CRDs and      go install (docs/queues.md; the CRDs
+#   kueue 0.19.2 + its CRDs and      go install (docs/queues.md; the CRDs
 #     webhook configurations           and webhooks from the module's config/)
 #   volcano 1.14.1 vc-scheduler,     hack/e2e/volcano/go.mod (volcano.sh/apis
 #     vc-controller-manager, CRDs      v1.14.0 from the proxy, k8s 0.34.1)
@@ -58,7 +58,7 @@ ETCD_VERSION=v3.7.3
 CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.4.4
 KWOK_VERSION=v0.8.0
-KUEUE_VERSION=v0.17.0
+KUEUE_VERSION=v0.19.2
 VOLCANO_VERSION=v1.14.1
 
 GO_VERSION=$(go env GOVERSION)

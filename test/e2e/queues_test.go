@@ -54,14 +54,14 @@ const (
 	quotaMLU370 = "accel-dra.dev/mlu370-x8"
 )
 
-// TestKueueQueuesJobsOverDRAClaims runs Kueue v0.17 (built from the Go
+// TestKueueQueuesJobsOverDRAClaims runs Kueue v0.19.2 (built from the Go
 // module proxy) against the cluster with docs/queues.md's Configuration,
 // queues, claim templates and jobs, and checks on the real node: quota per
 // chip type, priority preemption that frees and reuses the chips, gang
 // admission of a two-worker job, and a job that uses both vendors.
 func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	ctx := t.Context()
-	kueue, err := cluster.StartKueue(ctx, repoPath(queuesDemo, "kueue", "kueue-config.yaml"), "DynamicResourceAllocation=true")
+	kueue, err := cluster.StartKueue(ctx, repoPath(queuesDemo, "kueue", "kueue-config.yaml"), "KueueDRAIntegration=true")
 	require.NoError(t, err)
 	t.Cleanup(func() { kueue.Stop(context.Background()) })
 	t.Cleanup(func() {
@@ -226,7 +226,7 @@ func (q *kueueQueue) testAcrossVendors(t *testing.T) {
 	q.deleteAll()
 }
 
-// testRefused: a claim template with a CEL selector is not counted: the
+// testRefused: a claim template with firstAvailable is not counted: the
 // job is held with Kueue's reason and never gets pods or chips.
 func (q *kueueQueue) testRefused(t *testing.T) {
 	q.t = t
@@ -234,7 +234,7 @@ func (q *kueueQueue) testRefused(t *testing.T) {
 	_, err := cluster.Apply(t.Context(), framework.FieldManager, refused...)
 	require.NoError(t, err)
 	q.submitted = append(q.submitted, "big-memory-train")
-	q.waitHeld("big-memory-train", "Inadmissible", "CEL selectors are not supported")
+	q.waitHeld("big-memory-train", "Inadmissible", "FirstAvailable device selection is not supported")
 	q.deleteAll()
 }
 
