@@ -341,9 +341,19 @@ func (q *kueueQueue) pods(job string) []corev1.Pod {
 // real node with their claims allocated there, and returns them.
 func (q *kueueQueue) waitRunning(job string, pods int) []podDevices {
 	q.t.Helper()
+	return waitPodsOnRealNode(q.t, q.ns+"/"+job, pods, func() []corev1.Pod { return q.pods(job) },
+		func() string { return "workload: " + q.workloadSummary(job) })
+}
+
+// waitPodsOnRealNode waits until list gives pods pods, all running (none
+// being deleted), and returns them, sorted by name, with their claims,
+// checking that pods and devices are on the real node. summary says how
+// the queueing engine sees the job, for the failure message.
+func waitPodsOnRealNode(t *testing.T, job string, pods int, list func() []corev1.Pod, summary func() string) []podDevices {
+	t.Helper()
 	var last string
-	err := wait.PollUntilContextTimeout(q.t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
-		ps := q.pods(job)
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
+		ps := list()
 		var running int
 		var states []string
 		for i := range ps {
@@ -352,18 +362,18 @@ func (q *kueueQueue) waitRunning(job string, pods int) []podDevices {
 				running++
 			}
 		}
-		last = fmt.Sprintf("%d of %d pods running %v; workload: %s", running, pods, states, q.workloadSummary(job))
+		last = fmt.Sprintf("%d of %d pods running %v; %s", running, pods, states, summary())
 		return running == pods && len(ps) == pods, nil
 	})
-	require.NoError(q.t, err, "job %s/%s never ran: %s", q.ns, job, last)
+	require.NoError(t, err, "job %s never ran: %s", job, last)
 	var out []podDevices
-	for _, p := range q.pods(job) {
-		require.Equal(q.t, cluster.RealNode(), p.Spec.NodeName, "pod %s: the flavor pins admitted pods to the real node", p.Name)
-		pd := podDevices{pod: &p, claims: podClaims(q.t, &p)}
-		require.NotEmpty(q.t, pd.claims, "pod %s has no claims", p.Name)
+	for _, p := range list() {
+		require.Equal(t, cluster.RealNode(), p.Spec.NodeName, "pod %s is not on the real node", p.Name)
+		pd := podDevices{pod: &p, claims: podClaims(t, &p)}
+		require.NotEmpty(t, pd.claims, "pod %s has no claims", p.Name)
 		for _, c := range pd.claims {
-			devs := allocated(q.t, c)
-			require.Equal(q.t, cluster.RealNode(), nodeOf(q.t, devs))
+			devs := allocated(t, c)
+			require.Equal(t, cluster.RealNode(), nodeOf(t, devs))
 			pd.devs = append(pd.devs, devs...)
 		}
 		out = append(out, pd)
@@ -513,10 +523,17 @@ func (q *kueueQueue) deleteJob(name string, running []podDevices) {
 	q.t.Helper()
 	err := cluster.Admin.BatchV1().Jobs(q.ns).Delete(q.t.Context(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	require.NoError(q.t, err)
+	waitClaimsReleased(q.t, running)
+}
+
+// waitClaimsReleased waits until the claims of the pods are unprepared
+// (their CDI specs gone) and deleted.
+func waitClaimsReleased(t *testing.T, running []podDevices) {
+	t.Helper()
 	for _, pd := range running {
 		for _, c := range pd.claims {
-			waitForClaimGone(q.t, c)
-			waitForCDISpecsGone(q.t, c)
+			waitForClaimGone(t, c)
+			waitForCDISpecsGone(t, c)
 		}
 	}
 }

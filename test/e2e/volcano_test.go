@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -443,35 +442,8 @@ func (v *volcanoRun) waitPodEvent(ns, job, text string) string {
 // claims allocated there, and returns them.
 func (v *volcanoRun) waitRunning(ns, job string, pods int) []podDevices {
 	v.t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(v.t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
-		ps := v.pods(ns, job)
-		var running int
-		var states []string
-		for i := range ps {
-			states = append(states, ps[i].Name+": "+podStatus(&ps[i]))
-			if ps[i].Status.Phase == corev1.PodRunning && ps[i].DeletionTimestamp == nil {
-				running++
-			}
-		}
-		last = fmt.Sprintf("%d of %d pods running %v; PodGroup: %s", running, pods, states, v.podGroupSummary(ns, job))
-		return running == pods && len(ps) == pods, nil
-	})
-	require.NoError(v.t, err, "job %s/%s never ran: %s", ns, job, last)
-	var out []podDevices
-	for _, p := range v.pods(ns, job) {
-		require.Equal(v.t, cluster.RealNode(), p.Spec.NodeName, "pod %s", p.Name)
-		pd := podDevices{pod: &p, claims: podClaims(v.t, &p)}
-		require.NotEmpty(v.t, pd.claims, "pod %s has no claims", p.Name)
-		for _, c := range pd.claims {
-			devs := allocated(v.t, c)
-			require.Equal(v.t, cluster.RealNode(), nodeOf(v.t, devs))
-			pd.devs = append(pd.devs, devs...)
-		}
-		out = append(out, pd)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].pod.Name < out[j].pod.Name })
-	return out
+	return waitPodsOnRealNode(v.t, ns+"/"+job, pods, func() []corev1.Pod { return v.pods(ns, job) },
+		func() string { return "PodGroup: " + v.podGroupSummary(ns, job) })
 }
 
 // deleteJob deletes a Volcano Job (its pods with it) and waits until its
@@ -480,12 +452,7 @@ func (v *volcanoRun) deleteJob(ns, name string, running []podDevices) {
 	v.t.Helper()
 	err := cluster.Dynamic.Resource(volcanoJobsGVR).Namespace(ns).Delete(v.t.Context(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	require.NoError(v.t, err)
-	for _, pd := range running {
-		for _, c := range pd.claims {
-			waitForClaimGone(v.t, c)
-			waitForCDISpecsGone(v.t, c)
-		}
-	}
+	waitClaimsReleased(v.t, running)
 }
 
 // deleteAll deletes the jobs this test submitted and waits until no claim
