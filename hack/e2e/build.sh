@@ -24,10 +24,10 @@
 #   containerd, shim, ctr 2.4.2      go install -tags no_btrfs
 #   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
 #   kwok 0.8.0 + its stage files     go install
-#   kueue 0.17.0 + its CRDs and      go install (docs/queues.md; the CRDs
+#   kueue 0.19.2 + its CRDs and      go install (docs/queues.md; the CRDs
 #     webhook configurations           and webhooks from the module's config/)
-#   volcano 1.15.0 CRDs only         go mod download (the binaries cannot be
-#                                      built from the proxy: docs/queues.md)
+#   volcano 1.14.1 vc-scheduler,     hack/e2e/volcano/go.mod (volcano.sh/apis
+#     vc-controller-manager, CRDs      v1.14.0 from the proxy, k8s 0.34.1)
 #   helm                             hack/tools/go.mod (if present)
 #   pause                            hack/e2e/pause (sandbox image binary)
 #   ascend-runtime                   hack/e2e/ascend-runtime (a stand-in for
@@ -58,8 +58,8 @@ ETCD_VERSION=v3.7.3
 CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.4.4
 KWOK_VERSION=v0.8.0
-KUEUE_VERSION=v0.17.0
-VOLCANO_VERSION=v1.15.0
+KUEUE_VERSION=v0.19.2
+VOLCANO_VERSION=v1.14.1
 
 GO_VERSION=$(go env GOVERSION)
 
@@ -207,12 +207,16 @@ build_kueue() {
 	chmod u+w "$1/kueue-webhooks.yaml"
 }
 
-# Volcano: only its CRDs, to check the guide's Volcano manifests against
-# them. Its go.mod replaces volcano.sh/apis with a nested module the
-# module zip leaves out, and the proxy does not serve that version.
-build_volcano_crds() {
+# Volcano v1.14.1, the newest release the proxy can build (its volcano.sh/apis
+# v1.14.0 is served): the scheduler and the controller-manager (Volcano
+# Jobs and PodGroups; the tests run without the admission webhook), from
+# hack/e2e/volcano/go.mod, and the CRDs of the same module version.
+VOLCANO_LDFLAGS="-s -w -X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION"
+build_volcano() {
+	go -C "$REPO/hack/e2e/volcano" build -trimpath -ldflags "$VOLCANO_LDFLAGS" -o "$1/vc-scheduler" volcano.sh/volcano/cmd/scheduler
+	go -C "$REPO/hack/e2e/volcano" build -trimpath -ldflags "$VOLCANO_LDFLAGS" -o "$1/vc-controller-manager" volcano.sh/volcano/cmd/controller-manager
 	local mod
-	mod=$(module_dir volcano.sh/volcano@$VOLCANO_VERSION)
+	mod=$(go -C "$REPO/hack/e2e/volcano" list -m -f '{{.Dir}}' volcano.sh/volcano)
 	join_yaml "$mod"/installer/helm/chart/volcano/crd/bases/*.yaml >"$1/volcano-crds.yaml"
 }
 
@@ -240,7 +244,7 @@ component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btr
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
 component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION $KWOK_STAGES" build_kwok
 component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION" build_kueue
-component volcano-crds $VOLCANO_VERSION "$VOLCANO_VERSION" build_volcano_crds
+component volcano $VOLCANO_VERSION "$VOLCANO_VERSION $GO_VERSION $VOLCANO_LDFLAGS $(sha "$REPO/hack/e2e/volcano/go.mod" "$REPO/hack/e2e/volcano/go.sum")" build_volcano
 component pause "$(sha "$REPO/hack/e2e/pause/main.go" "$REPO/hack/e2e/pause/go.mod")" "$GO_VERSION" build_pause
 component ascend-runtime "$(sha "$REPO/hack/e2e/ascend-runtime/main.go" "$REPO/hack/e2e/ascend-runtime/go.mod")" "$GO_VERSION" build_ascend_runtime
 if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/tools/go.mod"; then

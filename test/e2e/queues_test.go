@@ -54,14 +54,14 @@ const (
 	quotaMLU370 = "accel-dra.dev/mlu370-x8"
 )
 
-// TestKueueQueuesJobsOverDRAClaims runs Kueue v0.17 (built from the Go
+// TestKueueQueuesJobsOverDRAClaims runs Kueue v0.19.2 (built from the Go
 // module proxy) against the cluster with docs/queues.md's Configuration,
 // queues, claim templates and jobs, and checks on the real node: quota per
 // chip type, priority preemption that frees and reuses the chips, gang
 // admission of a two-worker job, and a job that uses both vendors.
 func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	ctx := t.Context()
-	kueue, err := cluster.StartKueue(ctx, repoPath(queuesDemo, "kueue", "kueue-config.yaml"), "DynamicResourceAllocation=true")
+	kueue, err := cluster.StartKueue(ctx, repoPath(queuesDemo, "kueue", "kueue-config.yaml"), "KueueDRAIntegration=true")
 	require.NoError(t, err)
 	t.Cleanup(func() { kueue.Stop(context.Background()) })
 	t.Cleanup(func() {
@@ -226,7 +226,7 @@ func (q *kueueQueue) testAcrossVendors(t *testing.T) {
 	q.deleteAll()
 }
 
-// testRefused: a claim template with a CEL selector is not counted: the
+// testRefused: a claim template with firstAvailable is not counted: the
 // job is held with Kueue's reason and never gets pods or chips.
 func (q *kueueQueue) testRefused(t *testing.T) {
 	q.t = t
@@ -234,7 +234,7 @@ func (q *kueueQueue) testRefused(t *testing.T) {
 	_, err := cluster.Apply(t.Context(), framework.FieldManager, refused...)
 	require.NoError(t, err)
 	q.submitted = append(q.submitted, "big-memory-train")
-	q.waitHeld("big-memory-train", "Inadmissible", "CEL selectors are not supported")
+	q.waitHeld("big-memory-train", "Inadmissible", "FirstAvailable device selection is not supported")
 	q.deleteAll()
 }
 
@@ -341,9 +341,19 @@ func (q *kueueQueue) pods(job string) []corev1.Pod {
 // real node with their claims allocated there, and returns them.
 func (q *kueueQueue) waitRunning(job string, pods int) []podDevices {
 	q.t.Helper()
+	return waitPodsOnRealNode(q.t, q.ns+"/"+job, pods, func() []corev1.Pod { return q.pods(job) },
+		func() string { return "workload: " + q.workloadSummary(job) })
+}
+
+// waitPodsOnRealNode waits until list gives pods pods, all running (none
+// being deleted), and returns them, sorted by name, with their claims,
+// checking that pods and devices are on the real node. summary says how
+// the queueing engine sees the job, for the failure message.
+func waitPodsOnRealNode(t *testing.T, job string, pods int, list func() []corev1.Pod, summary func() string) []podDevices {
+	t.Helper()
 	var last string
-	err := wait.PollUntilContextTimeout(q.t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
-		ps := q.pods(job)
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
+		ps := list()
 		var running int
 		var states []string
 		for i := range ps {
@@ -352,18 +362,18 @@ func (q *kueueQueue) waitRunning(job string, pods int) []podDevices {
 				running++
 			}
 		}
-		last = fmt.Sprintf("%d of %d pods running %v; workload: %s", running, pods, states, q.workloadSummary(job))
+		last = fmt.Sprintf("%d of %d pods running %v; %s", running, pods, states, summary())
 		return running == pods && len(ps) == pods, nil
 	})
-	require.NoError(q.t, err, "job %s/%s never ran: %s", q.ns, job, last)
+	require.NoError(t, err, "job %s never ran: %s", job, last)
 	var out []podDevices
-	for _, p := range q.pods(job) {
-		require.Equal(q.t, cluster.RealNode(), p.Spec.NodeName, "pod %s: the flavor pins admitted pods to the real node", p.Name)
-		pd := podDevices{pod: &p, claims: podClaims(q.t, &p)}
-		require.NotEmpty(q.t, pd.claims, "pod %s has no claims", p.Name)
+	for _, p := range list() {
+		require.Equal(t, cluster.RealNode(), p.Spec.NodeName, "pod %s is not on the real node", p.Name)
+		pd := podDevices{pod: &p, claims: podClaims(t, &p)}
+		require.NotEmpty(t, pd.claims, "pod %s has no claims", p.Name)
 		for _, c := range pd.claims {
-			devs := allocated(q.t, c)
-			require.Equal(q.t, cluster.RealNode(), nodeOf(q.t, devs))
+			devs := allocated(t, c)
+			require.Equal(t, cluster.RealNode(), nodeOf(t, devs))
 			pd.devs = append(pd.devs, devs...)
 		}
 		out = append(out, pd)
@@ -513,10 +523,17 @@ func (q *kueueQueue) deleteJob(name string, running []podDevices) {
 	q.t.Helper()
 	err := cluster.Admin.BatchV1().Jobs(q.ns).Delete(q.t.Context(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	require.NoError(q.t, err)
+	waitClaimsReleased(q.t, running)
+}
+
+// waitClaimsReleased waits until the claims of the pods are unprepared
+// (their CDI specs gone) and deleted.
+func waitClaimsReleased(t *testing.T, running []podDevices) {
+	t.Helper()
 	for _, pd := range running {
 		for _, c := range pd.claims {
-			waitForClaimGone(q.t, c)
-			waitForCDISpecsGone(q.t, c)
+			waitForClaimGone(t, c)
+			waitForCDISpecsGone(t, c)
 		}
 	}
 }
@@ -536,51 +553,6 @@ func (q *kueueQueue) deleteAll() {
 		return len(q.realNodeDevicesInUse()) == 0, nil
 	})
 	require.NoError(q.t, err, "chips of the real node still allocated: %v", q.realNodeDevicesInUse())
-}
-
-// TestVolcanoManifestsOfTheGuideAreValidForVolcano applies docs/queues.md's
-// Volcano manifests with a server-side dry run against Volcano v1.15.0's
-// CRDs (its scheduler cannot be built from the Go module proxy, see the
-// guide): the queue's deviceclass/ capabilities, the PodGroup and the Job
-// are what that Volcano version accepts.
-func TestVolcanoManifestsOfTheGuideAreValidForVolcano(t *testing.T) {
-	ctx := t.Context()
-	require.NoError(t, cluster.InstallCRDs(ctx, "volcano-crds.yaml"))
-	ns := newNamespace(t)
-	_, err := cluster.Admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "volcano-system"}}, metav1.CreateOptions{})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			_ = cluster.Admin.CoreV1().Namespaces().Delete(context.Background(), "volcano-system", metav1.DeleteOptions{})
-		})
-	}
-	var objs []*unstructured.Unstructured
-	for _, f := range []string{"volcano/scheduler-config.yaml", "volcano/queue.yaml", "claimtemplates.yaml", "volcano/jobs.yaml"} {
-		objs = append(objs, readDemoObjects(t, f, ns)...)
-	}
-	kinds := map[string]bool{}
-	for _, o := range objs {
-		gvr, namespaced, err := cluster.Resource(o)
-		require.NoError(t, err)
-		ri := cluster.Dynamic.Resource(gvr)
-		opts := metav1.ApplyOptions{FieldManager: framework.FieldManager, DryRun: []string{metav1.DryRunAll}}
-		if namespaced {
-			_, err = ri.Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o, opts)
-		} else {
-			_, err = ri.Apply(ctx, o.GetName(), o, opts)
-		}
-		require.NoError(t, err, "%s %s", o.GetKind(), o.GetName())
-		kinds[o.GetKind()] = true
-	}
-	require.Equal(t, map[string]bool{"ConfigMap": true, "Queue": true, "ResourceClaimTemplate": true, "PodGroup": true, "PriorityClass": true, "Job": true}, kinds)
-
-	// The schema is really checked: a queue with a misspelled field is refused.
-	bad := readDemoObjects(t, "volcano/queue.yaml", ns)[0]
-	require.NoError(t, unstructured.SetNestedField(bad.Object, int64(4), "spec", "capabilty"))
-	gvr, _, err := cluster.Resource(bad)
-	require.NoError(t, err)
-	_, err = cluster.Dynamic.Resource(gvr).Apply(ctx, bad.GetName(), bad, metav1.ApplyOptions{FieldManager: framework.FieldManager, DryRun: []string{metav1.DryRunAll}})
-	require.ErrorContains(t, err, "capabilty")
 }
 
 // TestWithoutAQueueEngineTheSchedulerDoesNotPreemptForChips checks the

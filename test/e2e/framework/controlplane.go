@@ -195,6 +195,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcdURL string) error {
 		// ValidatingAdmissionPolicy and the other defaults stay on.
 		"--enable-admission-plugins=NodeRestriction",
 		"--allow-privileged=true",
+		// DeviceTaintRules as Volcano v1.14's kube-scheduler 1.34 code
+		// watches them with DRADeviceTaints on (v1alpha3, off by default
+		// since 1.36): without it the scheduler never syncs its cache.
+		"--runtime-config=resource.k8s.io/v1alpha3=true",
 		"--service-account-issuer="+serviceAccountIssuer,
 		"--service-account-key-file="+saPub,
 		"--service-account-signing-key-file="+saKey,

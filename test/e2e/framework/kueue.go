@@ -50,7 +50,7 @@ const kueueMetricsCertDir = "/etc/kueue/metrics/certs"
 // the manager does not serve with those integrations off.
 var kueueWebhookPaths = []string{"-batch-v1-job", "-kueue-x-k8s-io-"}
 
-// Kueue is a running Kueue manager (hack/e2e/build.sh builds v0.17.0).
+// Kueue is a running Kueue manager (hack/e2e/build.sh builds v0.19.2).
 type Kueue struct {
 	c        *Cluster
 	proc     *proc
