@@ -165,5 +165,5 @@ chips:
 	require.Equal(t, "serve only these vendors' chips: acme (comma list); default: every vendor found", source.VendorsHelp(acme))
 	require.Contains(t, cdi.VisibleDevicesEnvHelp(acme), "whether CDI specs set ACME_VISIBLE_DEVICES, which the vendors' container runtimes react to by injecting the chips again: auto sets them; set; omit")
 	require.EqualError(t, source.NoChipsError(acme, nil, "/host"), "no acme chips found under /host: nothing to serve")
-	require.Contains(t, cdi.VisibleDevicesEnvHelp(registry), "auto leaves ASCEND_VISIBLE_DEVICES out where ascend-docker-runtime is installed")
+	require.Contains(t, cdi.VisibleDevicesEnvHelp(registry), `auto sets ASCEND_VISIBLE_DEVICES="" where ascend-docker-runtime is installed`)
 }

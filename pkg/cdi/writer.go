@@ -44,6 +44,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,6 +93,11 @@ type Config struct {
 	// Registry has the vendors the node serves: the visible-devices
 	// variables of all of them are reserved in every claim.
 	Registry vendors.Registry
+	// LDCacheHook is the host path of the hook executable (InstallHook)
+	// that adds a vendor's LibraryDirs to a container's ld.so cache; empty,
+	// specs get no hook and the libraries are found only where the image
+	// or the claim's config says.
+	LDCacheHook string
 }
 
 // Writer writes and removes the CDI specs of claims. It is safe for
@@ -381,10 +387,15 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		EnvClaimUID + "=" + string(c.UID),
 		EnvClaim + "=" + c.Namespace + "/" + c.Name,
 	}
-	// The variable is what a vendor runtime reacts to; left out, the
-	// runtime passes the container through (vendorruntime.go).
-	if !w.omitVisible[c.Vendor.Names().Vendor] {
+	// The variable is what a vendor runtime reacts to (vendorruntime.go).
+	// Where the specs do not list the chips, a vendor runtime's neutral
+	// value replaces any the pod sets itself (CDI env edits replace), so
+	// the runtime cannot inject chips the claim does not hold.
+	switch {
+	case !w.omitVisible[c.Vendor.Names().Vendor]:
 		env = append(env, v.VisibleEnv+"="+joinIndices(indices))
+	case v.Runtime != nil:
+		env = append(env, v.VisibleEnv+"="+v.Runtime.Neutral)
 	}
 	claimEnv := maps.Clone(v.Env)
 	if claimEnv == nil {
@@ -401,6 +412,7 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		Env:         env,
 		DeviceNodes: shared,
 		Mounts:      w.mounts(v),
+		Hooks:       w.hooks(v),
 	}
 	// The oldest spec version that has every field used, so older
 	// runtimes read the spec too.
@@ -505,6 +517,27 @@ func (w *Writer) mounts(v vendorEdits) []*cdispec.Mount {
 		mounts = append(mounts, &cdispec.Mount{HostPath: w.hostPath(p), ContainerPath: p, Options: mountOptions})
 	}
 	return mounts
+}
+
+// hooks is the createContainer hook that adds the vendor's library
+// directories present on the host to the container's ld.so cache
+// (ldcache.go), if the writer has a hook.
+func (w *Writer) hooks(v vendorEdits) []*cdispec.Hook {
+	if w.cfg.LDCacheHook == "" {
+		return nil
+	}
+	var dirs []string
+	for _, d := range v.LibraryDirs {
+		if st, err := os.Stat(filepath.Join(w.cfg.VisibleRoot, d)); err == nil && st.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	timeout := int(hookTimeout / time.Second)
+	return []*cdispec.Hook{{HookName: cdiapi.CreateContainerHook, Path: w.cfg.LDCacheHook,
+		Args: ldcacheHookArgs(w.cfg.LDCacheHook, dirs), Timeout: &timeout}}
 }
 
 func (w *Writer) hostPath(p string) string {

@@ -77,7 +77,6 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 					"DRA_CLAIM_UID=" + string(uid),
 					"DRA_CLAIM=default/claim-9d6c1b2a",
 					"ASCEND_VISIBLE_DEVICES=1,3",
-					"LD_LIBRARY_PATH=" + ascend.LibraryPath,
 					"DRA_DEVICE_NPU_3_DRIVER=ascend.accel-dra.dev",
 					"DRA_DEVICE_NPU_3_CLAIM_UID=" + string(uid),
 					"DRA_DEVICE_NPU_3_UUID=" + chips[3].UUID,
@@ -673,21 +672,26 @@ func remount(t *testing.T, dir string, flags uintptr) {
 
 // Which visible-devices variable a claim's spec sets, by mode and by
 // whether ascend-docker-runtime is on the node: the vendor runtimes inject
-// chips for any container whose spec carries it (vendorruntime.go).
+// chips for any container whose spec carries it (vendorruntime.go). The
+// pod sets both variables itself to every chip of the node; where the
+// spec does not list the claim's chips, Ascend's runtime must still see
+// its neutral value, not the pod's list.
 func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
+	const absent = "<absent>"
 	tests := []struct {
 		name          string
 		mode          string
 		ascendRuntime bool
-		wantAscend    bool
-		wantCambricon bool
+		wantAscend    string
+		wantCambricon string
 	}{
-		{name: "auto without a vendor runtime sets both", mode: cdi.VisibleDevicesAuto, wantAscend: true, wantCambricon: true},
-		{name: "the default is auto", mode: "", wantAscend: true, wantCambricon: true},
-		{name: "auto with the Ascend runtime installed leaves the Ascend variable out", mode: cdi.VisibleDevicesAuto, ascendRuntime: true, wantCambricon: true},
-		{name: "set sets both even with the Ascend runtime", mode: cdi.VisibleDevicesSet, ascendRuntime: true, wantAscend: true, wantCambricon: true},
-		{name: "omit sets neither", mode: cdi.VisibleDevicesOmit},
+		{name: "auto without a vendor runtime lists both", mode: cdi.VisibleDevicesAuto, wantAscend: "0,1", wantCambricon: "0,1"},
+		{name: "the default is auto", mode: "", wantAscend: "0,1", wantCambricon: "0,1"},
+		{name: "auto with the Ascend runtime installed sets the Ascend variable to the neutral empty value", mode: cdi.VisibleDevicesAuto, ascendRuntime: true, wantAscend: "", wantCambricon: "0,1"},
+		{name: "set lists both even with the Ascend runtime", mode: cdi.VisibleDevicesSet, ascendRuntime: true, wantAscend: "0,1", wantCambricon: "0,1"},
+		{name: "omit lists neither: Ascend's is neutral, Cambricon's (no known runtime) left as the pod set it", mode: cdi.VisibleDevicesOmit, wantAscend: "", wantCambricon: absent},
 	}
+	podEnv := []string{ascend.EnvVisibleDevices + "=0-7", cambricon.EnvVisibleDevices + "=0,1,2,3,4,5,6,7"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newNode(t, "mixed-910b-mlu370", nil)
@@ -696,25 +700,28 @@ func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
 			}
 			w, dir := n.writerWith(t, tt.mode)
 			uid := types.UID("0a1b2c3d-0000-4000-8000-000000000002")
-			got := map[string]string{}
+			var ids []string
 			for _, v := range []inventory.Vendor{ascend.Vendor, cambricon.Vendor} {
 				c := n.claim(uid, v, 0, 1)
-				ids, err := w.Write(context.Background(), c)
+				got, err := w.Write(context.Background(), c)
 				require.NoError(t, err)
-				spec := inject(t, dir, flatten(c, ids)...)
-				for _, e := range spec.Process.Env {
-					k, val, _ := strings.Cut(e, "=")
-					got[k] = val
-				}
-				// The per-device facts are there in every mode.
-				require.Contains(t, got, cdi.DeviceEnvKey(c.Devices[1].Name)+"_UUID")
+				ids = append(ids, flatten(c, got)...)
 			}
-			requireVar := func(name string, want bool) {
-				if want {
-					require.Equal(t, "0,1", got[name], name)
-				} else {
-					require.NotContains(t, got, name)
+			spec := injectWithEnv(t, dir, podEnv, ids...)
+			got := map[string][]string{}
+			for _, e := range spec.Process.Env {
+				k, val, _ := strings.Cut(e, "=")
+				got[k] = append(got[k], val)
+			}
+			// The per-device facts are there in every mode.
+			require.Contains(t, got, "DRA_DEVICE_NPU_1_UUID")
+			require.Contains(t, got, "DRA_DEVICE_MLU_1_UUID")
+			requireVar := func(name, want string) {
+				if want == absent {
+					require.Equal(t, []string{podEnv[1][len(name)+1:]}, got[name], "%s is the pod's own", name)
+					return
 				}
+				require.Equal(t, []string{want}, got[name], "%s once, the spec's value", name)
 			}
 			requireVar(ascend.EnvVisibleDevices, tt.wantAscend)
 			requireVar(cambricon.EnvVisibleDevices, tt.wantCambricon)

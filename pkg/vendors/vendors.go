@@ -113,8 +113,14 @@ type CDIEdits struct {
 	// virtual partitions (cdi.Claim.Virtual).
 	VirtualEnv map[string]string
 	// Env is set in every claim's containers, as the vendor's runtime
-	// sets it (Ascend's LD_LIBRARY_PATH); a claim's own variables win.
+	// sets it; a claim's own variables win. It replaces an image's value,
+	// so library paths go in LibraryDirs instead.
 	Env map[string]string
+	// LibraryDirs are the directories (inside Mounts) of the driver's
+	// user-space libraries. Where one exists, the claim's spec gets a
+	// createContainer hook that adds them to the container's ld.so cache
+	// (pkg/cdi ldcache.go), which leaves the image's LD_LIBRARY_PATH alone.
+	LibraryDirs []string
 	// Runtime, when set, is the vendor's container runtime, which acts on
 	// VisibleEnv where it is installed.
 	Runtime *Runtime
@@ -128,6 +134,12 @@ type Runtime struct {
 	// Markers are files whose presence on the node means the runtime is
 	// installed, in the order they are checked.
 	Markers []Marker
+	// Neutral is the value of CDIEdits.VisibleEnv for which the runtime
+	// injects nothing. Specs that do not list the chips set it instead of
+	// leaving the variable out: a pod can set the variable itself, and the
+	// runtime would inject the chips it names, claimed or not. For
+	// ascend-docker-runtime it is the empty string.
+	Neutral string
 }
 
 // Marker is a file that shows a runtime is installed.

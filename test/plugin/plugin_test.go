@@ -84,7 +84,6 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 				"/usr/local/dcmi <- /usr/local/dcmi " + ro,
 			},
 			visible: "ASCEND_VISIBLE_DEVICES",
-			env:     map[string]string{"LD_LIBRARY_PATH": ascend.LibraryPath},
 		},
 		{
 			profile: "mlu370-x8", vendor: cambricon.Vendor, prefix: "mlu",
