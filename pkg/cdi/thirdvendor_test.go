@@ -103,7 +103,7 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 
 	claim.Devices[0].Env = map[string]string{vendortest.EnvVisibleDevices: "7"}
 	_, err = w.Write(ctx, claim)
-	require.ErrorContains(t, err, "environment variable ACME_VISIBLE_DEVICES is set by the driver", "the vendor's visible-devices variable is reserved")
+	require.ErrorContains(t, err, "env[ACME_VISIBLE_DEVICES]: Forbidden: ACME_VISIBLE_DEVICES and DRA_* are set by the driver", "the vendor's visible-devices variable is reserved")
 
 	back, err := w.ReadClaim(vendortest.Acme{}, uid)
 	require.NoError(t, err)

@@ -109,9 +109,6 @@ type Writer struct {
 	// omitVisible are the vendors whose visible-devices variable the
 	// specs leave out.
 	omitVisible map[inventory.Vendor]bool
-	// reserved are the variables configuration may not set besides the
-	// DRA_ ones (vendors.Registry.ReservedEnv).
-	reserved []string
 }
 
 // NewWriter returns a Writer for cfg and creates the spec directory,
@@ -150,7 +147,7 @@ func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", omit)
-	return &Writer{cfg: cfg, cache: cache, omitVisible: omit, reserved: cfg.Registry.ReservedEnv()}, nil
+	return &Writer{cfg: cfg, cache: cache, omitVisible: omit}, nil
 }
 
 // SpecDir is the directory the specs are written to.
@@ -444,7 +441,7 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	if err != nil {
 		return cdispec.Device{}, err
 	}
-	env, err := deviceEnv(c, d, v.driver, w.reserved)
+	env, err := deviceEnv(c, d, v.driver, w.cfg.Registry, v.VisibleEnv)
 	if err != nil {
 		return cdispec.Device{}, err
 	}
@@ -549,7 +546,7 @@ func (w *Writer) hostPath(p string) string {
 // variables sorted by name. User variables that would override the
 // driver's own are an error naming the variable, not silently dropped: a
 // workload that depends on them would otherwise run with a surprise.
-func deviceEnv(c Claim, d Device, driver string, reserved []string) ([]string, error) {
+func deviceEnv(c Claim, d Device, driver string, reg vendors.Registry, own string) ([]string, error) {
 	key := DeviceEnvKey(d.Name)
 	// The claim-wide DRA_DRIVER and DRA_CLAIM_UID hold one value per
 	// container, the last spec's, when a container gets devices of two
@@ -566,35 +563,18 @@ func deviceEnv(c Claim, d Device, driver string, reserved []string) ([]string, e
 		env = append(env, key+"_"+suffix+"="+d.DriverEnv[suffix])
 	}
 
-	userKeys := make([]string, 0, len(d.Env))
-	for k := range d.Env {
-		userKeys = append(userKeys, k)
+	// The API's validation, which the webhook ran at apply; again here
+	// for configs applied before it, or without it.
+	if errs := reg.ValidateEnv(own, d.Env); len(errs) > 0 {
+		return nil, fmt.Errorf("configuration: %w", errs.ToAggregate())
 	}
-	sort.Strings(userKeys)
-	for _, k := range userKeys {
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			return nil, fmt.Errorf("environment variable name %q is not valid: it must be non-empty without '=' or NUL", k)
-		case strings.HasPrefix(k, envReservedPrefix) || slices.Contains(reserved, k):
-			return nil, fmt.Errorf("environment variable %s is set by the driver; configuration may not set it (nor any %s* variable, %s)",
-				k, envReservedPrefix, orList(reserved))
-		case strings.ContainsRune(d.Env[k], 0):
-			return nil, fmt.Errorf("environment variable %s: value contains NUL", k)
-		}
+	for _, k := range sortedKeys(d.Env) {
 		env = append(env, k+"="+d.Env[k])
 	}
 	return env, nil
 }
 
 var nonAlphanumeric = regexp.MustCompile(`[^A-Za-z0-9]+`)
-
-// orList joins words as "a, b or c".
-func orList(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
-}
 
 // DeviceEnvKey is the stem of a device's variables: DRA_DEVICE_ and the
 // device name upper-cased with runs of other characters as "_".

@@ -16,6 +16,7 @@ package cdi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
+	v1alpha1 "github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
@@ -437,28 +439,32 @@ func TestUserEnvironmentIsSetPerDeviceButCannotOverrideTheDriversVariables(t *te
 		},
 		{
 			name: "the claim variable is refused", vendor: ascend.Vendor, env: map[string]string{"DRA_CLAIM": "other/claim"},
-			wantErr: `building CDI spec of claim default/claim-9d6c1b2a (` + string(uid) + `): device "npu-0": environment variable DRA_CLAIM is set by the driver; ` +
-				`configuration may not set it (nor any DRA_* variable, ASCEND_VISIBLE_DEVICES or CAMBRICON_VISIBLE_DEVICES)`,
+			wantErr: `building CDI spec of claim default/claim-9d6c1b2a (` + string(uid) + `): device "npu-0": configuration: env[DRA_CLAIM]: Forbidden: ` +
+				`ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver to the allocated devices`,
 		},
 		{
 			name: "any DRA_ variable is refused", vendor: cambricon.Vendor, env: map[string]string{"DRA_DEVICE_MLU_0_UUID": "x"},
-			wantErr: `environment variable DRA_DEVICE_MLU_0_UUID is set by the driver`,
+			wantErr: `env[DRA_DEVICE_MLU_0_UUID]: Forbidden: CAMBRICON_VISIBLE_DEVICES and DRA_* are set by the driver`,
 		},
 		{
 			name: "the vendor's visible devices are refused", vendor: ascend.Vendor, env: map[string]string{"ASCEND_VISIBLE_DEVICES": "0-7"},
-			wantErr: `environment variable ASCEND_VISIBLE_DEVICES is set by the driver`,
+			wantErr: `env[ASCEND_VISIBLE_DEVICES]: Forbidden: ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver`,
 		},
 		{
 			name: "the other vendor's visible devices are refused too", vendor: ascend.Vendor, env: map[string]string{"CAMBRICON_VISIBLE_DEVICES": "0"},
-			wantErr: `environment variable CAMBRICON_VISIBLE_DEVICES is set by the driver`,
+			wantErr: `env[CAMBRICON_VISIBLE_DEVICES]: Forbidden: CAMBRICON_VISIBLE_DEVICES is set by its vendor's driver`,
 		},
 		{
 			name: "a name with '=' is refused", vendor: cambricon.Vendor, env: map[string]string{"A=B": "c"},
-			wantErr: `environment variable name "A=B" is not valid`,
+			wantErr: `env[A=B]: Invalid value: "A=B": a valid environment variable name`,
 		},
 		{
 			name: "an empty name is refused", vendor: cambricon.Vendor, env: map[string]string{"": "c"},
-			wantErr: `environment variable name "" is not valid`,
+			wantErr: `env[]: Invalid value: "": a valid environment variable name`,
+		},
+		{
+			name: "a NUL byte in a value is refused", vendor: ascend.Vendor, env: map[string]string{"HCCL_IF_IP": "10.0.0.1\x00rm"},
+			wantErr: `env[HCCL_IF_IP]: Invalid value: "10.0.0.1\x00rm": must not contain a NUL byte`,
 		},
 	}
 	n := newNode(t, "mixed-910b-mlu370", nil)
@@ -768,4 +774,38 @@ func TestAnUnknownVisibleDevicesEnvModeIsAnError(t *testing.T) {
 func TestAWriterWithoutVendorsIsAnError(t *testing.T) {
 	_, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: t.TempDir(), HostRoot: t.TempDir()})
 	require.EqualError(t, err, "creating the CDI writer: Config.Registry has no vendors (main builds it from pkg/vendors/all)")
+}
+
+// The API's config validation (which the admission webhook runs at
+// apply) and the writer (at prepare) refuse the same env, so a config the
+// agent would refuse never gets past apply: both call
+// vendors.Registry.ValidateEnv.
+func TestTheAPIAndTheWriterRefuseTheSameEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		refused bool
+	}{
+		{name: "ordinary", env: map[string]string{"HCCL_CONNECT_TIMEOUT": "1200"}},
+		{name: "a NUL byte in a value", env: map[string]string{"HCCL_IF_IP": "10.0.0.1\x00"}, refused: true},
+		{name: "its own visible-devices variable", env: map[string]string{ascend.EnvVisibleDevices: "0-7"}, refused: true},
+		{name: "another vendor's visible-devices variable", env: map[string]string{cambricon.EnvVisibleDevices: "0"}, refused: true},
+		{name: "a DRA_ variable", env: map[string]string{"DRA_DEVICE_NPU_0_UUID": "x"}, refused: true},
+		{name: "a bad name", env: map[string]string{"1X": "y"}, refused: true},
+	}
+	n := newNode(t, "mixed-910b-mlu370", nil)
+	uid := types.UID("0a1b2c3d-0000-4000-8000-000000000004")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion, "kind": v1alpha1.AscendConfigKind, "env": tt.env})
+			require.NoError(t, err)
+			_, apiErr := v1alpha1.DecodeConfig(raw, v1alpha1.AscendConfigKind)
+			w, _ := n.writer(t)
+			c := n.claim(uid, ascend.Vendor, 0)
+			c.Devices[0].Env = tt.env
+			_, writeErr := w.Write(context.Background(), c)
+			require.Equal(t, tt.refused, apiErr != nil, "refused at apply: %v", apiErr)
+			require.Equal(t, tt.refused, writeErr != nil, "refused at prepare: %v", writeErr)
+		})
+	}
 }

@@ -161,6 +161,12 @@ func TestTheWebhookAllowsGoodConfigsAndDeniesBadOnesWithThePluginsMessages(t *te
 			causes:  []cause{{"spec.devices.config[0].opaque.parameters", "AscendConfig: env[ASCEND_VISIBLE_DEVICES]: Forbidden: ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver to the allocated devices"}},
 		},
 		{
+			name:    "a NUL byte in a value, which the node agent refuses at prepare, is denied at apply",
+			object:  claim("resource.k8s.io/v1", cfg(ascend, "[npus]", "AscendConfig", "env:\n  HCCL_IF_IP: \"10.0.0.1\\0\"")),
+			message: `ResourceClaim.resource.k8s.io "train" is invalid: spec.devices.config[0].opaque.parameters: AscendConfig: env[HCCL_IF_IP]: Invalid value: "10.0.0.1\x00": must not contain a NUL byte`,
+			causes:  []cause{{"spec.devices.config[0].opaque.parameters", `AscendConfig: env[HCCL_IF_IP]: Invalid value: "10.0.0.1\x00": must not contain a NUL byte`}},
+		},
+		{
 			name:    "a bad variable name is denied",
 			object:  claim("resource.k8s.io/v1", cfg(cambricon, "[mlus]", "CambriconConfig", "env:\n  1X: x")),
 			message: `ResourceClaim.resource.k8s.io "train" is invalid: spec.devices.config[0].opaque.parameters: CambriconConfig: env[1X]: Invalid value: "1X": ` + envNameMsg,

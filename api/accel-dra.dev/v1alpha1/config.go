@@ -16,18 +16,13 @@ package v1alpha1
 
 import (
 	"fmt"
-	"slices"
-	"sort"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
@@ -200,7 +195,6 @@ func validateSharing(s *Sharing) field.ErrorList {
 var configVendors = all.Registry()
 
 func validateEnv(kind string, env map[string]string) field.ErrorList {
-	reserved := configVendors.ReservedEnv()
 	// own is the visible-devices variable of the kind's vendor.
 	own := ""
 	for _, v := range configVendors.All() {
@@ -208,28 +202,7 @@ func validateEnv(kind string, env map[string]string) field.ErrorList {
 			own = v.CDI().VisibleEnv
 		}
 	}
-	var errs field.ErrorList
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p := field.NewPath("env").Key(k)
-		for _, msg := range validation.IsEnvVarName(k) {
-			errs = append(errs, field.Invalid(p, k, msg))
-		}
-		// The driver sets them (vendors.Registry.ReservedEnv, the CDI writer's
-		// list too); a config must not change them, or a container could
-		// claim to see chips it was not given.
-		switch {
-		case k == own || strings.HasPrefix(k, vendors.ReservedEnvPrefix):
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s and %s* are set by the driver to the allocated devices", own, vendors.ReservedEnvPrefix)))
-		case slices.Contains(reserved, k):
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s is set by its vendor's driver to the allocated devices of a container that has any", k)))
-		}
-	}
-	return errs
+	return configVendors.ValidateEnv(own, env)
 }
 
 var (
