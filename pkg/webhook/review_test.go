@@ -244,6 +244,16 @@ func TestTheWebhookAllowsGoodConfigsAndDeniesBadOnesWithThePluginsMessages(t *te
 			object: class(cfg(ascend, "", "AscendConfig", envHCCL)),
 		},
 		{
+			name:   "a DeviceClass's config may be enforced",
+			object: class(cfg(ascend, "", "AscendConfig", "enforced: true\n"+envHCCL)),
+		},
+		{
+			name:    "a claim's config may not be enforced",
+			object:  claim("resource.k8s.io/v1", cfg(ascend, "[npus]", "AscendConfig", "enforced: true")),
+			message: `ResourceClaim.resource.k8s.io "train" is invalid: spec.devices.config[0].opaque.parameters: enforced: Forbidden: only a DeviceClass's config can be enforced, not a claim's`,
+			causes:  []cause{{"spec.devices.config[0].opaque.parameters", "enforced: Forbidden: only a DeviceClass's config can be enforced, not a claim's"}},
+		},
+		{
 			name:    "a DeviceClass with a bad config is denied",
 			object:  class(cfg(ascend, "", "AscendConfig", "env:\n  DRA_DRIVER: x")),
 			message: `DeviceClass.resource.k8s.io "ascend-hccl.example.com" is invalid: spec.config[0].opaque.parameters: AscendConfig: env[DRA_DRIVER]: Forbidden: ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver to the allocated devices`,

@@ -58,6 +58,13 @@ type AscendConfig struct {
 	// Sharing says whether the devices may be shares of a chip that other
 	// claims use at the same time. Default: strategy Shared.
 	Sharing *Sharing `json:"sharing,omitempty"`
+	// Enforced, in a DeviceClass's config, makes what it sets final for
+	// every claim of the class: a claim's config may not set one of its
+	// env variables to another value (preparing the claim fails, naming
+	// the variable), and sharing.strategy Exclusive stays Exclusive
+	// whatever a claim's config says (a claim may always ask for
+	// Exclusive). A claim's own config cannot be enforced.
+	Enforced bool `json:"enforced,omitempty"`
 }
 
 // CambriconConfig is the opaque config of the cambricon.accel-dra.dev
@@ -74,6 +81,13 @@ type CambriconConfig struct {
 	// Sharing says whether the devices may be shares of a chip that other
 	// claims use at the same time. Default: strategy Shared.
 	Sharing *Sharing `json:"sharing,omitempty"`
+	// Enforced, in a DeviceClass's config, makes what it sets final for
+	// every claim of the class: a claim's config may not set one of its
+	// env variables to another value (preparing the claim fails, naming
+	// the variable), and sharing.strategy Exclusive stays Exclusive
+	// whatever a claim's config says (a claim may always ask for
+	// Exclusive). A claim's own config cannot be enforced.
+	Enforced bool `json:"enforced,omitempty"`
 }
 
 // SharingStrategy is the value of sharing.strategy.
@@ -119,7 +133,16 @@ type DeviceConfig interface {
 	Default()
 	// SharingStrategy is sharing.strategy, after defaulting.
 	SharingStrategy() SharingStrategy
+	// IsEnforced is the enforced field: what the config sets is final
+	// for claims (a DeviceClass's config only).
+	IsEnforced() bool
 }
+
+// IsEnforced implements DeviceConfig.
+func (c *AscendConfig) IsEnforced() bool { return c.Enforced }
+
+// IsEnforced implements DeviceConfig.
+func (c *CambriconConfig) IsEnforced() bool { return c.Enforced }
 
 // EnvVars implements DeviceConfig.
 func (c *AscendConfig) EnvVars() map[string]string { return c.Env }
