@@ -508,7 +508,11 @@ func (w *Writer) deviceNodes(paths []string, v vendorEdits) ([]*cdispec.DeviceNo
 func (w *Writer) mounts(v vendorEdits) []*cdispec.Mount {
 	var mounts []*cdispec.Mount
 	for _, p := range v.Mounts {
-		if _, err := os.Stat(filepath.Join(w.cfg.VisibleRoot, p)); err != nil {
+		seen := p
+		if with, ok := v.MountedWith[p]; ok {
+			seen = with
+		}
+		if _, err := os.Stat(filepath.Join(w.cfg.VisibleRoot, seen)); err != nil {
 			continue
 		}
 		mounts = append(mounts, &cdispec.Mount{HostPath: w.hostPath(p), ContainerPath: p, Options: mountOptions})

@@ -353,6 +353,16 @@ func TestDriverFilesAreMountedOnlyWhereTheyExistOnTheHost(t *testing.T) {
 			},
 		},
 		{
+			// The chart mounts nothing of the host's /etc: the file comes
+			// with the driver's lib64, which the agent sees.
+			name: "ascend_install.info the agent does not see is mounted with the driver", profile: "atlas-800t-a2", vendor: ascend.Vendor,
+			remove: []string{"/etc/ascend_install.info"},
+			wantMounts: []string{
+				"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include", "/usr/local/dcmi",
+				"/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info",
+			},
+		},
+		{
 			name: "an Ascend host without any driver files", profile: "atlas-800-910a", vendor: ascend.Vendor,
 			remove: []string{"/usr/local/Ascend", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/ascend_install.info"},
 		},

@@ -109,6 +109,11 @@ type CDIEdits struct {
 	// Mounts are host driver files, bind-mounted read-only at the same
 	// path where they exist on the host.
 	Mounts []string
+	// MountedWith maps a mount the agent does not see (its DaemonSet does
+	// not mount that host path, e.g. a file in the host's /etc) to a file it
+	// sees that the same driver install writes: the mount is made where
+	// that file exists.
+	MountedWith map[string]string
 	// VirtualEnv is set claim-wide in a claim whose devices are all
 	// virtual partitions (cdi.Claim.Virtual).
 	VirtualEnv map[string]string

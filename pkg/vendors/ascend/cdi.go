@@ -50,6 +50,10 @@ func (Ascend) CDI() vendors.CDIEdits {
 			"/usr/local/Ascend/driver/version.info",
 			"/etc/ascend_install.info",
 		},
+		// The driver installer writes both; the chart mounts nothing of
+		// the host's /etc into the agent (a hostPath cannot be optional,
+		// and FileOrCreate would create the file on Cambricon-only nodes).
+		MountedWith: map[string]string{"/etc/ascend_install.info": "/usr/local/Ascend/driver/lib64"},
 		VirtualEnv:  map[string]string{EnvRuntimeOptions: "VIRTUAL"},
 		LibraryDirs: LibraryDirs,
 		Runtime: &vendors.Runtime{
