@@ -15,6 +15,7 @@
 package cdi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	v1alpha1 "github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
@@ -816,6 +819,26 @@ func TestTheAPIAndTheWriterRefuseTheSameEnv(t *testing.T) {
 			_, writeErr := w.Write(context.Background(), c)
 			require.Equal(t, tt.refused, apiErr != nil, "refused at apply: %v", apiErr)
 			require.Equal(t, tt.refused, writeErr != nil, "refused at prepare: %v", writeErr)
+		})
+	}
+}
+
+// Where ascend-docker-runtime is found the agent warns, in every mode: the
+// runtime is a way around DRA for containers the specs do not reach.
+func TestTheAgentWarnsWhereTheAscendRuntimeIsInstalled(t *testing.T) {
+	for _, mode := range []string{cdi.VisibleDevicesAuto, cdi.VisibleDevicesSet, cdi.VisibleDevicesOmit} {
+		t.Run(mode, func(t *testing.T) {
+			var buf bytes.Buffer
+			ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
+			n := newNode(t, "atlas-800t-a2", nil)
+			_, err := cdi.NewWriter(ctx, cdi.Config{Registry: registry, SpecDir: t.TempDir(), HostRoot: n.root, VisibleDevicesEnv: mode})
+			require.NoError(t, err)
+			require.NotContains(t, buf.String(), "Warning:", "no runtime, no warning")
+			n.installAscendRuntime(t)
+			_, err = cdi.NewWriter(ctx, cdi.Config{Registry: registry, SpecDir: t.TempDir(), HostRoot: n.root, VisibleDevicesEnv: mode})
+			require.NoError(t, err)
+			require.Contains(t, buf.String(), "Warning: ascend-docker-runtime is installed on this node and injects every chip a container's ASCEND_VISIBLE_DEVICES names, claimed or not; remove its device injection from the node")
+			require.Contains(t, buf.String(), `found="/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"`)
 		})
 	}
 }
