@@ -385,14 +385,19 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		EnvClaim + "=" + c.Namespace + "/" + c.Name,
 	}
 	// The variable is what a vendor runtime reacts to (vendorruntime.go).
-	// Where the specs do not list the chips, a vendor runtime's neutral
+	// Where the specs do not list a vendor's chips, its runtime's neutral
 	// value replaces any the pod sets itself (CDI env edits replace), so
-	// the runtime cannot inject chips the claim does not hold.
-	switch {
-	case !w.omitVisible[c.Vendor.Names().Vendor]:
-		env = append(env, v.VisibleEnv+"="+joinIndices(indices))
-	case v.Runtime != nil:
-		env = append(env, v.VisibleEnv+"="+v.Runtime.Neutral)
+	// the runtime cannot inject chips the claim does not hold — in the
+	// containers of the other vendor's claims too. Every spec then carries
+	// the same neutral value, so specs of two claims never disagree on it.
+	for _, x := range w.cfg.Registry.All() {
+		e := x.CDI()
+		switch {
+		case x.Names().Vendor == c.Vendor.Names().Vendor && !w.omitVisible[x.Names().Vendor]:
+			env = append(env, e.VisibleEnv+"="+joinIndices(indices))
+		case e.Runtime != nil && w.omitVisible[x.Names().Vendor]:
+			env = append(env, e.VisibleEnv+"="+e.Runtime.Neutral)
+		}
 	}
 	claimEnv := maps.Clone(v.Env)
 	if claimEnv == nil {

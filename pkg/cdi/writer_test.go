@@ -744,6 +744,23 @@ func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
 			}
 			requireVar(ascend.EnvVisibleDevices, tt.wantAscend)
 			requireVar(cambricon.EnvVisibleDevices, tt.wantCambricon)
+
+			// A container with only the Cambricon claim: where Ascend's
+			// chips are not listed, its runtime gets the neutral value
+			// here too, so the pod cannot name Ascend chips either.
+			cOnly := n.claim(uid, cambricon.Vendor, 0, 1)
+			got2, err := w.Write(context.Background(), cOnly)
+			require.NoError(t, err)
+			only := map[string][]string{}
+			for _, e := range injectWithEnv(t, dir, podEnv, flatten(cOnly, got2)...).Process.Env {
+				k, val, _ := strings.Cut(e, "=")
+				only[k] = append(only[k], val)
+			}
+			if tt.wantAscend == "" {
+				require.Equal(t, []string{""}, only[ascend.EnvVisibleDevices], "the Ascend runtime's neutral value in a Cambricon-only container")
+			} else {
+				require.Equal(t, []string{"0-7"}, only[ascend.EnvVisibleDevices], "no runtime to neutralize: the pod's own value")
+			}
 		})
 	}
 }
