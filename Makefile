@@ -131,9 +131,12 @@ test: lint chart testdeps failpoint-agent
 	$(GO) -C hack/image test -count=1 ./...
 
 # What the tests need besides Go and gcc, from Debian's apt where missing
-# (as root, like the tests): g++ builds hack/image's C++ test program.
+# (as root, like the tests): g++ builds hack/image's C++ test program;
+# promtool (Debian's prometheus package, without its recommended
+# exporters) checks the chart's alerting rules and dashboard queries.
 testdeps:
 	@command -v g++ >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing g++ (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; } || { echo "make test needs g++: apt-get install g++"; exit 1; }
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing prometheus for promtool (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || { echo "make test needs promtool: apt-get install prometheus"; exit 1; }
 
 # Benchmarks (docs/benchmarks.md): prepare latency next to the floor of
 # its file writes, slice publication and allocation over 1000 nodes, the

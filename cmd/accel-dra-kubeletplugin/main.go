@@ -33,6 +33,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/chipmetrics"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
@@ -133,6 +134,10 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", "NoSchedule", "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")
 	f.BoolVar(&o.DeviceMetadata, "device-metadata", true, "give each container a read-only file per request and driver with the facts of its devices (uuid, model, index, pciBusID, driverVersion, partition template and id, RoCE address) under /var/run/kubernetes.io/dra-device-attributes/ (KEP-5304 device metadata, written through a CDI spec of its own in --cdi-dir) [ACCEL_DRA_DEVICE_METADATA=false]")
 	f.StringVar(&o.HealthAddr, "healthz-addr", "", "address for HTTP /livez, /readyz (ready once every driver is registered with the kubelet) and Prometheus /metrics, e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")
+	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "address for Prometheus /metrics alone, e.g. 127.0.0.1:51516 to keep the metrics on loopback; /metrics then leaves --healthz-addr; empty serves them on --healthz-addr [ACCEL_DRA_METRICS_ADDR]")
+	f.BoolVar(&o.ChipMetrics, "chip-metrics", true, "export every chip's utilization, memory, temperature, power and health, labelled with the claim, pod and container holding it (accel_dra_chip_*; docs/health-metrics.md) [ACCEL_DRA_CHIP_METRICS=false]")
+	f.DurationVar(&o.ChipMetricsInterval, "chip-metrics-interval", chipmetrics.DefaultInterval, "how often the chip metrics read the chips through the vendor libraries [ACCEL_DRA_CHIP_METRICS_INTERVAL]")
+	f.StringVar(&o.PodResourcesSocket, "pod-resources-socket", chipmetrics.DefaultPodResourcesSocket, "the kubelet's PodResources socket, where the chip metrics find the pods and containers of a claim; empty leaves those labels out [ACCEL_DRA_POD_RESOURCES_SOCKET]")
 	f.StringVar(&o.RegistrarDir, "registrar-dir", kubeletplugin.KubeletRegistryDir, "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")
 	f.StringVar(&o.PluginDir, "plugin-dir", kubeletplugin.KubeletPluginsDir, "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")
 	f.StringVar(&o.CDIDir, "cdi-dir", "/var/run/cdi", "directory the container runtime reads CDI specs from [ACCEL_DRA_CDI_DIR]")

@@ -80,6 +80,20 @@ apt_deps() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 }
 
+# prometheus (and its promtool) for the chip telemetry tests: a server the
+# tests run on loopback. Without the recommended exporters, and the
+# package's own service is not wanted running: the tests start their own.
+apt_prometheus() {
+	dpkg -s prometheus >/dev/null 2>&1 && return 0
+	log "installing Debian package: prometheus"
+	if [ "$(id -u)" -ne 0 ]; then
+		log "need root to apt-get install prometheus"
+		return 1
+	fi
+	apt-get update -qq >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >&2
+}
+
 sha() { cat "$@" | sha256sum | cut -c1-16; }
 
 # component NAME VERSION STAMP BUILD_FUNCTION: runs BUILD_FUNCTION with the
@@ -215,6 +229,7 @@ build_ascend_runtime() {
 }
 
 apt_deps
+apt_prometheus
 
 # Kubernetes first: it is the long one (measured here, two cores, empty Go
 # build cache: ≈ 9.5 min for the four; everything ≈ 17 min).

@@ -20,10 +20,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 
+	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
 )
 
@@ -37,6 +39,9 @@ type driverMetrics struct {
 	// preparedClaims is len(d.prepared.Claims) as of the end of the last
 	// Prepare or Unprepare call (or the start).
 	preparedClaims atomic.Int64
+	// prepared is a copy of d.prepared.Claims as of the same moment, for
+	// the chip metrics' holder labels (PreparedSnapshot).
+	prepared atomic.Pointer[map[types.UID]checkpoint.Claim]
 }
 
 // trackMetrics makes the driver's state scraped from now on.
@@ -49,6 +54,21 @@ func (d *Driver) trackMetrics() {
 // Callers hold d.mu (or own d, before it serves).
 func (d *Driver) countPrepared() {
 	d.metrics.preparedClaims.Store(int64(len(d.prepared.Claims)))
+	claims := make(map[types.UID]checkpoint.Claim, len(d.prepared.Claims))
+	for uid, c := range d.prepared.Claims {
+		claims[uid] = c
+	}
+	d.metrics.prepared.Store(&claims)
+}
+
+// PreparedSnapshot is the claims in the checkpoint as of the end of the
+// last Prepare or Unprepare call (or the start), without waiting for a
+// running one. The caller must not change them.
+func (d *Driver) PreparedSnapshot() map[types.UID]checkpoint.Claim {
+	if p := d.metrics.prepared.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // PreparedClaimCount is the number of claims in the checkpoint, as of the

@@ -101,6 +101,18 @@ type Options struct {
 	// UnhealthyTaintEffect is the effect of the taint on unhealthy chips:
 	// "" or NoSchedule, or NoExecute (evicts pods that do not tolerate it).
 	UnhealthyTaintEffect string
+	// MetricsAddr, when set, serves /metrics there instead of on
+	// HealthAddr (e.g. 127.0.0.1:51516: metrics on loopback, probes not).
+	MetricsAddr string
+	// OnMetricsServing, if set, is told the metrics server's address.
+	OnMetricsServing func(net.Addr)
+	// ChipMetrics reads the chips' utilization, memory, temperature and
+	// power every ChipMetricsInterval (pkg/chipmetrics) into /metrics.
+	ChipMetrics         bool
+	ChipMetricsInterval time.Duration
+	// PodResourcesSocket is the kubelet's PodResources socket the chip
+	// metrics take pod and container labels from; "" leaves them out.
+	PodResourcesSocket string
 }
 
 // Run discovers the chips and serves them until ctx is done. It returns
@@ -160,7 +172,17 @@ func Run(ctx context.Context, o Options) error {
 	stopped := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	probeServer := &probes{want: len(found), metrics: metrics.New()}
+	probeServer := &probes{want: len(found), metrics: metrics.New(), separateMetrics: o.MetricsAddr != ""}
+	if o.MetricsAddr != "" {
+		addr, err := serveMetrics(ctx, o.MetricsAddr, probeServer.metrics)
+		if err != nil {
+			return err
+		}
+		logger.Info("Serving metrics", "address", addr.String())
+		if o.OnMetricsServing != nil {
+			o.OnMetricsServing(addr)
+		}
+	}
 	if o.HealthAddr != "" {
 		addr, err := probeServer.serve(ctx, o.HealthAddr)
 		if err != nil {
@@ -251,6 +273,11 @@ func Run(ctx context.Context, o Options) error {
 		defer close(monitorDone)
 		monitor.Run(ctx)
 	}()
+	if o.ChipMetrics {
+		if err := startChipMetrics(ctx, o, inv, drivers, probeServer.metrics); err != nil {
+			return err
+		}
+	}
 	logger.Info("Serving", "node", o.Discovery.NodeName, "drivers", len(drivers))
 	<-ctx.Done()
 	// The monitor must not update a driver that is being stopped.

@@ -44,6 +44,8 @@ type probes struct {
 	want    int
 	// metrics of the agent's drivers; nil serves no /metrics.
 	metrics *metrics.Metrics
+	// separateMetrics: /metrics has a server of its own (serveMetrics).
+	separateMetrics bool
 }
 
 func (p *probes) add(d *driver.Driver) {
@@ -82,19 +84,33 @@ func (p *probes) handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	if p.metrics != nil {
+	if p.metrics != nil && !p.separateMetrics {
 		mux.Handle("/metrics", p.metrics.Handler())
 	}
 	return mux
 }
 
+// serveMetrics serves m's /metrics alone on addr until ctx is done, so
+// the metrics can listen on loopback while the kubelet probes the probe
+// server on the pod IP.
+func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics) (net.Addr, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	return serveHTTP(ctx, addr, mux, "metrics")
+}
+
 // serve runs the probe server on addr until ctx is done.
 func (p *probes) serve(ctx context.Context, addr string) (net.Addr, error) {
+	return serveHTTP(ctx, addr, p.handler(), "health probes and metrics")
+}
+
+// serveHTTP serves h on addr until ctx is done.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, what string) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listening for health probes and metrics on %s: %w", addr, err)
+		return nil, fmt.Errorf("listening for %s on %s: %w", what, addr, err)
 	}
-	srv := &http.Server{Handler: p.handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -103,7 +119,7 @@ func (p *probes) serve(ctx context.Context, addr string) (net.Addr, error) {
 	}()
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "Health probe and metrics server failed")
+			klog.FromContext(ctx).Error(err, "HTTP server failed", "serving", what)
 		}
 	}()
 	return l.Addr(), nil

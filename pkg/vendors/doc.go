@@ -42,6 +42,7 @@
 //	partitions.go   the partition tool and partition container edits
 //	templates.go    the partition templates per chip model (Partitions)
 //	profilenode.go  the vendor tool's partition commands on a profile node
+//	telemetry.go    NewTelemetry: utilization, memory, temperature, power
 //	testdata/       recorded tool output and host trees
 //
 // Partitions are optional: Partitions returns nil for a vendor whose

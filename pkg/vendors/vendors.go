@@ -45,6 +45,10 @@ type Vendor interface {
 	// Models lists the chip models the vendor knows without a node,
 	// sorted by name, each with its partition shapes (catalogue.go).
 	Models() []Model
+	// NewTelemetry returns the reader of the chips' utilization, memory,
+	// temperature and power through the vendor's management library or
+	// tool as cfg says (telemetry.go); nil when the vendor has none.
+	NewTelemetry(cfg BackendConfig) Telemetry
 }
 
 // BackendConfig says where a vendor's discovery backend reads the node.

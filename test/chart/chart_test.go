@@ -131,6 +131,8 @@ var (
 		"/var/lib/kubelet/plugins_registry": {"/var/lib/kubelet/plugins_registry", corev1.HostPathDirectory, false},
 		"/var/run/cdi":                      {"/var/run/cdi", corev1.HostPathDirectoryOrCreate, false},
 		"/var/lib/accel-dra":                {"/var/lib/accel-dra", corev1.HostPathDirectoryOrCreate, false},
+		// Read: the pods' DRA devices for the chip metrics' pod labels.
+		"/var/lib/kubelet/pod-resources": {"/var/lib/kubelet/pod-resources", corev1.HostPathDirectory, true},
 	}
 	// discoveryMounts: what the agent reads on real hardware.
 	discoveryMounts = map[string]hostMount{
@@ -169,6 +171,9 @@ var commonArgs = []string{
 	"--unhealthy-taint-effect=NoSchedule",
 	"--device-metadata=true",
 	"--visible-devices-env=auto",
+	"--chip-metrics=true",
+	"--chip-metrics-interval=10s",
+	"--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock",
 }
 
 func args(groups ...[]string) []string {

@@ -101,6 +101,8 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 		"kubeletPlugin": map[string]any{
 			"registrarDir": agent.RegistrarDir, "pluginsDir": agent.PluginDir, "cdiDir": agent.CDIDir, "stateDir": agent.StateDir,
 		},
+		// The chip metrics' pod labels: the relocated kubelet's PodResources.
+		"metrics": map[string]any{"chips": map[string]any{"podResourcesDir": cluster.PodResourcesDir()}},
 		// The harness installed the DeviceClasses; two releases cannot own them.
 		"deviceClasses": map[string]any{"ascend": false, "cambricon": false, "accelerator": false, "ascend910": false,
 			"ascend310p": false, "cambricon-mlu": false, "ascend-vnpu": false, "cambricon-partition": false},

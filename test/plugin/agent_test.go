@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -109,6 +110,12 @@ type agentConfig struct {
 	// every ResourceSlice of the node (see waitPublished): registration
 	// comes before publication.
 	PublishedFile string
+	// ChipMetrics runs the chip metrics every ChipMetricsInterval, and
+	// MetricsAddrFile, when set, serves /metrics on a loopback port whose
+	// address the child writes to that file (the chip metrics benchmark).
+	ChipMetrics         bool
+	ChipMetricsInterval time.Duration
+	MetricsAddrFile     string
 }
 
 func claimFile(dir, namespace, name string) string {
@@ -153,12 +160,30 @@ func childAgent(raw string) int {
 		CDIDir:       cfg.CDIDir,
 		StateDir:     cfg.StateDir,
 		KubeClient:   client,
+
+		ChipMetrics:         cfg.ChipMetrics,
+		ChipMetricsInterval: cfg.ChipMetricsInterval,
+		MetricsAddr:         metricsAddr(cfg),
+		OnMetricsServing: func(a net.Addr) {
+			if err := os.WriteFile(cfg.MetricsAddrFile, []byte(a.String()), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "child agent:", err)
+			}
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child agent:", err)
 		return 1
 	}
 	return 0
+}
+
+// metricsAddr is the child's --metrics-addr: a free loopback port when
+// the parent wants to scrape it.
+func metricsAddr(cfg agentConfig) string {
+	if cfg.MetricsAddrFile == "" {
+		return ""
+	}
+	return "127.0.0.1:0"
 }
 
 // heapProfileEnv, set for the child agents, names a file each writes

@@ -602,17 +602,7 @@ func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
 	tb.Helper()
 	driverName := registry.DriverFor(bn.vendor)
 	a := newAgent(tb, bn.profile, string(partitions.ModePartitioned))
-	var objs []*resourceapi.ResourceClaim
-	for i := range claims {
-		c := &resourceapi.ResourceClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-pod-%d", i))},
-			Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
-				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "accel", Driver: driverName, Pool: nodeName, Device: fmt.Sprintf("%s-%d", bn.prefix, i)}},
-			}}},
-		}
-		a.addClaim(c)
-		objs = append(objs, c)
-	}
+	objs := a.addChipClaims(driverName, bn.prefix, claims)
 	a.start("")
 	// Serving a node means its slices are published: the helper's
 	// controller starts after the gRPC servers, taking at least a second.
@@ -630,6 +620,23 @@ func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
 	m.file = procStatusMiB(tb, pid, "RssFile")
 	a.stop()
 	return m
+}
+
+// addChipClaims adds n claims pod-0 … pod-<n-1> of one whole chip each
+// (prefix-0, prefix-1, …) to the agent's fake API server.
+func (a *agent) addChipClaims(driverName, prefix string, n int) []*resourceapi.ResourceClaim {
+	var objs []*resourceapi.ResourceClaim
+	for i := range n {
+		c := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-pod-%d", i))},
+			Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "accel", Driver: driverName, Pool: nodeName, Device: fmt.Sprintf("%s-%d", prefix, i)}},
+			}}},
+		}
+		a.addClaim(c)
+		objs = append(objs, c)
+	}
+	return objs
 }
 
 // procStatusMiB reads a kB field of /proc/<pid>/status in MiB.

@@ -41,7 +41,7 @@ func FuzzParseInfo(f *testing.F) {
 		"| NPU Name | Health | Power |\n| Chip Phy-ID | Bus-Id | AICore(%) Memory-Usage(MB) |\n+==+\n| 0 910B3 | ok | 1 |\n| 0 0 | 0000:c1:00.0 | 0 1/2 |\n+==+\n| 0 910B3 | OK | 1 |\n| 0 1 | 0000:c1:00.0 | 0 1/2 |\n",
 		"| NPU Name | Health | Power |\n| Chip | Bus-Id | AICore(%) Memory-Usage(MB) |\n+==+\n| 0 910B3 | OK | 1 |\n",
 	)
-	discoverytest.FuzzParser(f, "npu-smi info", ParseInfo, func(t *testing.T, _ []byte, chips []ChipInfo) {
+	discoverytest.FuzzParser(f, "npu-smi info", ParseInfo, func(t *testing.T, data []byte, chips []ChipInfo) {
 		require.NotEmpty(t, chips)
 		seen := map[[2]int]bool{}
 		for _, c := range chips {
@@ -61,6 +61,17 @@ func FuzzParseInfo(f *testing.F) {
 				require.Equal(t, norm, c.BusID, "bus id is normalized")
 			}
 			require.Greater(t, c.Line, 0)
+		}
+		// The usage of the same table: one entry per chip, no value negative.
+		usage, err := ParseInfoUsage("npu-smi info", data)
+		require.NoError(t, err)
+		require.Len(t, usage, len(chips))
+		for _, u := range usage {
+			for _, v := range []*float64{u.PowerW, u.TempC, u.AICorePercent, u.MemoryUsedMB, u.MemoryTotalMB} {
+				if v != nil {
+					require.GreaterOrEqual(t, *v, 0.0)
+				}
+			}
 		}
 	})
 }

@@ -110,6 +110,12 @@ type infoLayout struct {
 // used in errors. Every chip must have its NPU row and its chip row; the
 // process table after the chip table is not read.
 func ParseInfo(source string, data []byte) ([]ChipInfo, error) {
+	return parseInfo(source, data, nil)
+}
+
+// parseInfo is ParseInfo; row, when set, is also given each chip with the
+// cells of its two rows.
+func parseInfo(source string, data []byte, row func(c ChipInfo, l infoLayout, npuCells, chipCells []string)) ([]ChipInfo, error) {
 	perr := func(line int, text, format string, args ...any) error {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -118,6 +124,7 @@ func ParseInfo(source string, data []byte) ([]ChipInfo, error) {
 		layout  infoLayout
 		state   = wantHeader
 		pending ChipInfo
+		npuRow  []string
 		seen    = map[[2]int]bool{}
 	)
 
@@ -167,7 +174,7 @@ lines:
 				return nil, perr(lineNo, trimmed, "%v", err)
 			}
 			c.Line = lineNo
-			pending, state = c, wantChipRow
+			pending, npuRow, state = c, cells, wantChipRow
 		case wantChipRow:
 			c, err := parseChipRow(cells, layout, pending)
 			if err != nil {
@@ -179,6 +186,9 @@ lines:
 			}
 			seen[key] = true
 			chips = append(chips, c)
+			if row != nil {
+				row(c, layout, npuRow, cells)
+			}
 			state = wantSeparator
 		case wantSeparator:
 			return nil, perr(lineNo, trimmed, "expected a separator line before the next NPU row")

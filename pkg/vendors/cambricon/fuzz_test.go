@@ -39,7 +39,7 @@ func FuzzParseInfo(f *testing.F) {
 		"Card -1\n",
 		"  Product Name : x\n",
 	)
-	discoverytest.FuzzParser(f, "cnmon info", ParseInfo, func(t *testing.T, _ []byte, cards []CardInfo) {
+	discoverytest.FuzzParser(f, "cnmon info", ParseInfo, func(t *testing.T, data []byte, cards []CardInfo) {
 		require.NotEmpty(t, cards)
 		seen := map[int]bool{}
 		for _, c := range cards {
@@ -55,6 +55,17 @@ func FuzzParseInfo(f *testing.F) {
 			require.NoError(t, err)
 			require.Equal(t, c.DriverVersion, again)
 			require.True(t, c.UUID != "" || c.SerialNumber != "")
+		}
+		// The usage of the same output: cards only, no value negative.
+		usage, err := ParseInfoUsage("cnmon info", data)
+		require.NoError(t, err)
+		for card, u := range usage {
+			require.True(t, seen[card], "usage of card %d, which ParseInfo does not list", card)
+			for _, v := range []*float64{u.UtilizationPercent, u.MemoryUsedBytes, u.MemoryTotalBytes, u.TempC, u.PowerW} {
+				if v != nil {
+					require.GreaterOrEqual(t, *v, 0.0)
+				}
+			}
 		}
 	})
 }

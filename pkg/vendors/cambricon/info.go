@@ -80,6 +80,12 @@ type cardBuilder struct {
 // memory, PCI address and a UUID or serial number; a card without them is
 // reported as truncated output.
 func ParseInfo(source string, data []byte) ([]CardInfo, error) {
+	return parseInfo(source, data, nil)
+}
+
+// parseInfo is ParseInfo; value, when set, is also given every value line
+// of a card by its section path ("Power/Usage").
+func parseInfo(source string, data []byte, onValue func(card int, path, value string)) ([]CardInfo, error) {
 	var (
 		cards []CardInfo
 		cur   *cardBuilder
@@ -154,6 +160,9 @@ func ParseInfo(source string, data []byte) ([]CardInfo, error) {
 				names = append(names, s.name)
 			}
 			path = strings.Join(append(names, key), "/")
+		}
+		if onValue != nil {
+			onValue(cur.info.Card, path, value)
 		}
 		if err := cur.set(path, value, func(format string, args ...any) error {
 			return perr(lineNo, trimmed, format, args...)

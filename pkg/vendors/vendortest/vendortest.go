@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -134,4 +135,52 @@ func (b backend) Discover(context.Context) (inventory.Inventory, error) {
 	}
 	inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: {CtlNode}}
 	return inv, nil
+}
+
+// TelemetryFile is the file, under the root and per chip index, the test
+// vendor's telemetry reads: lines of "<quantity> <value>", quantities
+// utilization (0-1), memory_used (bytes), temperature (°C), power (W),
+// healthy (true/false). A chip without the file fails its read; a
+// quantity not listed is absent.
+func TelemetryFile(index int) string { return fmt.Sprintf("/sys/class/acme/acme%d/telemetry", index) }
+
+// NewTelemetry implements vendors.Vendor: the chips' TelemetryFile.
+func (Acme) NewTelemetry(cfg vendors.BackendConfig) vendors.Telemetry {
+	return telemetry{root: cfg.Root}
+}
+
+type telemetry struct{ root string }
+
+func (t telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
+	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
+		data, err := os.ReadFile(filepath.Join(t.root, TelemetryFile(c.Index)))
+		if err != nil {
+			s.Fail("acme-telemetry", err)
+			return
+		}
+		s.MemoryTotalBytes = vendors.Value(float64(MemoryBytes))
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			k, v, _ := strings.Cut(line, " ")
+			if k == "healthy" {
+				ok := v == "true"
+				s.Healthy = &ok
+				continue
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				s.Fail("acme-telemetry", fmt.Errorf("%s: %w", TelemetryFile(c.Index), err))
+				continue
+			}
+			switch k {
+			case "utilization":
+				s.UtilizationRatio = vendors.Value(f)
+			case "memory_used":
+				s.MemoryUsedBytes = vendors.Value(f)
+			case "temperature":
+				s.TemperatureCelsius = vendors.Value(f)
+			case "power":
+				s.PowerWatts = vendors.Value(f)
+			}
+		}
+	}), nil
 }

@@ -153,7 +153,15 @@ func (c *Cluster) newAgent(ctx context.Context, n NodeInfo) (*Agent, error) {
 		"--plugin-dir=" + a.PluginDir,
 		"--healthz-addr=" + a.HealthAddr,
 		"--v=2",
+		"--chip-metrics-interval=" + AgentChipMetricsInterval.String(),
 	}
+	// Only the real node has a kubelet, whose PodResources give the chip
+	// metrics their pod and container labels.
+	podResources := ""
+	if a.Real {
+		podResources = filepath.Join(c.PodResourcesDir(), "kubelet.sock")
+	}
+	a.args = append(a.args, "--pod-resources-socket="+podResources)
 	if a.ChipModes != "" {
 		a.args = append(a.args, "--chip-modes="+a.ChipModes)
 	}

@@ -350,6 +350,12 @@ func (c *Cluster) RealNode() string { return c.State.RealNode }
 // CDIDir is where the real node's agent writes CDI specs.
 func (c *Cluster) CDIDir() string { return c.State.CDIDir }
 
+// PodResourcesDir is the real node's kubelet PodResources directory (its
+// kubelet.sock), under the relocated kubelet root.
+func (c *Cluster) PodResourcesDir() string {
+	return filepath.Join(c.State.KubeletRoot, "pod-resources")
+}
+
 // Kubeconfig is the admin kubeconfig file.
 func (c *Cluster) Kubeconfig() string { return c.State.Kubeconfig }
 

@@ -35,6 +35,9 @@ const (
 	// EnvRoot names a root under which the mock creates and removes the
 	// instances' /dev/cambricon-caps/cap_devN_miK files.
 	EnvRoot = "ACCEL_DRA_CNDEV_MOCK_ROOT"
+	// EnvTelemetry names the file of the chips' utilization, temperature
+	// and power the mock's telemetry calls report (format in mock_cndev.c).
+	EnvTelemetry = "ACCEL_DRA_CNDEV_MOCK_TELEMETRY"
 )
 
 // Dir is testdata/cndev: the header, the mock, the layout program and the

@@ -220,4 +220,17 @@ int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_
                         struct dcmi_create_vdev_out *out);
 int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid);
 
+/*
+ * Telemetry (the chip metrics of the node agent): the prototypes of
+ * dcmi_interface_api.h in Ascend/mind-cluster (commit 22bb3d98,
+ * component/ascend-common/devmanager/dcmi/dcmi_interface_api.h lines 604,
+ * 611 and 626). input_type 2 is the AI core (mind-cluster
+ * devmanager/common/constants.go: AICore = DeviceType{Code: 2}); power is
+ * in 0.1 W (dcmi.go DcGetDevicePowerInfo multiplies by ReduceTenth).
+ */
+#define DCMI_UTILIZATION_AICORE 2
+int dcmi_get_device_power_info(int card_id, int device_id, int *power);
+int dcmi_get_device_temperature(int card_id, int device_id, int *temperature);
+int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type, unsigned int *utilization_rate);
+
 #endif

@@ -526,3 +526,105 @@ int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
     }
     return DCMI_ERR_DEVICE_NOT_EXIST;
 }
+
+/* ------------------------------------------------------------------------
+ * Telemetry: utilization, temperature and power, read by the node agent's
+ * chip metrics (pkg/vendors/ascend/telemetry.go). Their values come from a
+ * second fixture, the file named in ACCEL_DRA_DCMI_TELEMETRY (format in
+ * README.md), re-read at every call so a test can change a chip's load
+ * between two reads. A chip it does not list is idle: 0% AI core, 40 °C,
+ * 70 W. Memory in use is dcmi_get_device_hbm_info's above.
+ * ------------------------------------------------------------------------ */
+
+struct telemetry {
+    unsigned int util;  /* AI core %, 0..100 */
+    int temp;           /* °C */
+    int power;          /* 0.1 W, as dcmi_get_device_power_info reports */
+    char fail_fn[64];   /* a call that fails on this chip only */
+    int fail_code;
+};
+
+/* read_telemetry fills t for chip c from the telemetry fixture; it returns
+ * non-zero when a line cannot be read, so a broken fixture shows. */
+static int read_telemetry(const struct chip *c, struct telemetry *t) {
+    memset(t, 0, sizeof(*t));
+    t->temp = 40;
+    t->power = 700;
+    const char *path = getenv("ACCEL_DRA_DCMI_TELEMETRY");
+    if (path == NULL || *path == '\0') {
+        return 0;
+    }
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char line[256];
+    int rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+        char *hash = strchr(line, '#');
+        if (hash != NULL) {
+            *hash = '\0';
+        }
+        char kind[16] = "";
+        if (sscanf(line, "%15s", kind) != 1) {
+            continue;
+        }
+        int logic, code;
+        unsigned int util;
+        int temp, power;
+        char fn[64];
+        if (strcmp(kind, "load") == 0 && sscanf(line, "load %d %u %d %d", &logic, &util, &temp, &power) == 4) {
+            if (logic == c->logic) {
+                t->util = util, t->temp = temp, t->power = power;
+            }
+        } else if (strcmp(kind, "fail") == 0 && sscanf(line, "fail %d %63s %d", &logic, fn, &code) == 3) {
+            if (logic == c->logic) {
+                snprintf(t->fail_fn, sizeof(t->fail_fn), "%s", fn);
+                t->fail_code = code;
+            }
+        } else {
+            rc = DCMI_ERR_INVALID_PARAMETER;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+#define TELEMETRY_OR_FAIL(t, c)                                       \
+    struct telemetry t;                                               \
+    do {                                                              \
+        int rc_ = read_telemetry(c, &t);                              \
+        if (rc_ != 0) {                                               \
+            return rc_;                                               \
+        }                                                             \
+        if (t.fail_code != 0 && strcmp(t.fail_fn, __func__) == 0) {   \
+            return t.fail_code;                                       \
+        }                                                             \
+    } while (0)
+
+int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type, unsigned int *utilization_rate) {
+    FAIL_IF_ASKED();
+    CHIP_OR_FAIL(c, card_id, device_id);
+    TELEMETRY_OR_FAIL(t, c);
+    if (input_type != DCMI_UTILIZATION_AICORE) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
+    *utilization_rate = t.util;
+    return DCMI_OK;
+}
+
+int dcmi_get_device_temperature(int card_id, int device_id, int *temperature) {
+    FAIL_IF_ASKED();
+    CHIP_OR_FAIL(c, card_id, device_id);
+    TELEMETRY_OR_FAIL(t, c);
+    *temperature = t.temp;
+    return DCMI_OK;
+}
+
+int dcmi_get_device_power_info(int card_id, int device_id, int *power) {
+    FAIL_IF_ASKED();
+    CHIP_OR_FAIL(c, card_id, device_id);
+    TELEMETRY_OR_FAIL(t, c);
+    *power = t.power;
+    return DCMI_OK;
+}

@@ -203,4 +203,45 @@ cndevRet_t cndevCreateSMluInstanceByProfileId(cndevMluInstance_t *miHandle, uint
 cndevRet_t cndevGetAllSMluInstanceInfo(int32_t *count, cndevSMluInfo_t *miInfo, cndevDevice_t device);
 cndevRet_t cndevDestroySMluInstanceByInstanceName(cndevDevice_t device, char *instanceName);
 
+/*
+ * Telemetry (the node agent's chip metrics): field for field the structs
+ * of the same public cndev.h (mlu-exporter@934abae pkg/cndev/include/cndev.h
+ * lines 373-381 cndevDevicePowerInfo_t, 383-407 cndevTemperatureInfo_t,
+ * 419-426 cndevUtilizationInfo_t) and its prototypes (lines 2132, 4215,
+ * 4498), which mlu-exporter calls in pkg/cndev/cndev.go GetDevicePower
+ * (line 1158), GetDeviceTemperature (1495) and GetDeviceUtil (1578).
+ */
+typedef struct {
+	int32_t usage;    /* W */
+	int32_t cap;
+	int32_t machine;
+	int32_t tdp;
+	int32_t maxPower;
+	int32_t reserved[16];
+} cndevDevicePowerInfo_t;
+
+typedef struct {
+	int32_t version;
+	int32_t board;    /* °C, the board's maximum */
+	int32_t cluster[20];
+	int32_t memoryDie[8];
+	int32_t chip;
+	int32_t airInlet;
+	int32_t airOutlet;
+	int32_t memory;
+	int32_t videoInput;
+	int32_t cpu;
+	int32_t isp;
+} cndevTemperatureInfo_t;
+
+typedef struct {
+	int32_t version;
+	int32_t averageCoreUtilization; /* % */
+	int32_t coreUtilization[80];
+} cndevUtilizationInfo_t;
+
+cndevRet_t cndevGetDevicePowerInfo(cndevDevicePowerInfo_t *powerInfo, cndevDevice_t device);
+cndevRet_t cndevGetTemperatureInfo(cndevTemperatureInfo_t *tempInfo, cndevDevice_t device);
+cndevRet_t cndevGetDeviceUtilizationInfo(cndevUtilizationInfo_t *utilInfo, cndevDevice_t device);
+
 #endif

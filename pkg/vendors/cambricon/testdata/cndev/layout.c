@@ -51,5 +51,11 @@ int main(void) {
 	S(cndevSMluProfileInfo_t); F(cndevSMluProfileInfo_t, version); F(cndevSMluProfileInfo_t, profileId);
 	F(cndevSMluProfileInfo_t, name); F(cndevSMluProfileInfo_t, totalCapacity); F(cndevSMluProfileInfo_t, remainCapacity);
 	F(cndevSMluProfileInfo_t, mluQuota); F(cndevSMluProfileInfo_t, memorySize);
+	/* telemetry */
+	S(cndevDevicePowerInfo_t); F(cndevDevicePowerInfo_t, usage); F(cndevDevicePowerInfo_t, reserved);
+	S(cndevTemperatureInfo_t); F(cndevTemperatureInfo_t, version); F(cndevTemperatureInfo_t, board);
+	F(cndevTemperatureInfo_t, chip); F(cndevTemperatureInfo_t, isp);
+	S(cndevUtilizationInfo_t); F(cndevUtilizationInfo_t, version); F(cndevUtilizationInfo_t, averageCoreUtilization);
+	F(cndevUtilizationInfo_t, coreUtilization);
 	return 0;
 }

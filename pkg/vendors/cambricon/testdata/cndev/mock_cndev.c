@@ -430,3 +430,82 @@ cndevRet_t cndevDestroySMluInstanceByInstanceName(cndevDevice_t h, char *name) {
 	}
 	return CNDEV_ERROR_NOT_FOUND;
 }
+
+/* ------------------------------------------------------------------------
+ * Telemetry: utilization, temperature and power, read by the node agent's
+ * chip metrics (pkg/vendors/cambricon/telemetry.go). The values come from
+ * the file named in ACCEL_DRA_CNDEV_MOCK_TELEMETRY, re-read at every call
+ * so a test can change a chip's load between reads:
+ *   load dev=<index> util=<%> temp=<°C> power=<W>
+ *   fail dev=<index> fn=<cndev function> code=<cndevRet_t>
+ * A device it does not list is idle: 0%, 35 °C, 30 W.
+ * ------------------------------------------------------------------------ */
+
+struct telemetry {
+	int util, temp, power;
+	char fail_fn[64];
+	int fail_code;
+};
+
+static void read_telemetry(int dev, struct telemetry *t) {
+	memset(t, 0, sizeof *t);
+	t->temp = 35;
+	t->power = 30;
+	const char *p = env("ACCEL_DRA_CNDEV_MOCK_TELEMETRY");
+	FILE *f = p ? fopen(p, "r") : NULL;
+	if (!f)
+		return;
+	char line[256], v[64];
+	while (fgets(line, sizeof line, f)) {
+		if (!value(line, "dev", v, sizeof v) || atoi(v) != dev)
+			continue;
+		if (!strncmp(line, "load ", 5)) {
+			t->util = value(line, "util", v, sizeof v) ? atoi(v) : 0;
+			t->temp = value(line, "temp", v, sizeof v) ? atoi(v) : 35;
+			t->power = value(line, "power", v, sizeof v) ? atoi(v) : 30;
+		} else if (!strncmp(line, "fail ", 5)) {
+			snprintf(t->fail_fn, sizeof t->fail_fn, "%s", value(line, "fn", v, sizeof v) ? v : "");
+			t->fail_code = value(line, "code", v, sizeof v) ? atoi(v) : CNDEV_ERROR_UNKNOWN;
+		}
+	}
+	fclose(f);
+}
+
+#define TELEMETRY(t, h)                                                 \
+	struct telemetry t;                                             \
+	read_telemetry(h, &t);                                          \
+	if (t.fail_code != 0 && !strcmp(t.fail_fn, __func__))           \
+		return t.fail_code
+
+cndevRet_t cndevGetDeviceUtilizationInfo(cndevUtilizationInfo_t *u, cndevDevice_t h) {
+	DEV(h);
+	TELEMETRY(t, h);
+	if (u->version != CNDEV_VERSION_6)
+		return CNDEV_ERROR_INVALID_ARGUMENT;
+	u->averageCoreUtilization = t.util;
+	for (int i = 0; i < 80; i++)
+		u->coreUtilization[i] = i < d->cores ? t.util : 0;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetTemperatureInfo(cndevTemperatureInfo_t *tp, cndevDevice_t h) {
+	DEV(h);
+	(void)d;
+	TELEMETRY(t, h);
+	if (tp->version != CNDEV_VERSION_6)
+		return CNDEV_ERROR_INVALID_ARGUMENT;
+	tp->board = t.temp;
+	tp->chip = t.temp - 2;
+	tp->cluster[0] = t.temp - 2;
+	return CNDEV_SUCCESS;
+}
+
+cndevRet_t cndevGetDevicePowerInfo(cndevDevicePowerInfo_t *pw, cndevDevice_t h) {
+	DEV(h);
+	(void)d;
+	TELEMETRY(t, h);
+	memset(pw, 0, sizeof *pw);
+	pw->usage = t.power;
+	pw->tdp = 250;
+	return CNDEV_SUCCESS;
+}

@@ -1,0 +1,359 @@
+// Copyright The accel-dra Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package ascend
+
+// Telemetry: each chip's AI core utilization, memory, temperature, power
+// and health through DCMI, with the calls and units of Huawei's own NPU
+// exporter (Ascend/mind-cluster@22bb3d98,
+// component/ascend-common/devmanager/dcmi/dcmi.go: DcGetDevicePowerInfo
+// line 1409, DcGetDeviceUtilizationRate line 1594, DcGetDeviceTemperature
+// line 1670; prototypes in dcmi_interface_api.h lines 604, 611, 621-627).
+// Without libdcmi.so the same quantities come from the `npu-smi info`
+// table (AICore(%), HBM- or Memory-Usage(MB), Temp(C), Power(W)).
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+)
+
+// dcmiUtilizationAICore is dcmi_get_device_utilization_rate's input_type
+// of the AI cores (mind-cluster devmanager/common/constants.go: AICore =
+// DeviceType{Code: 2}), what npu-smi's AICore(%) column shows.
+const dcmiUtilizationAICore = 2
+
+// dcmiMiB is one MiB: DCMI reports memory in MB (MiB).
+const dcmiMiB = 1 << 20
+
+// NewTelemetry implements vendors.Vendor.
+func (Ascend) NewTelemetry(cfg vendors.BackendConfig) vendors.Telemetry {
+	return &Telemetry{b: New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})}
+}
+
+// Telemetry reads Ascend chips through DCMI (vendors.Telemetry).
+type Telemetry struct {
+	b *Backend
+
+	bindOnce sync.Once
+	// The telemetry calls, nil where the library lacks one.
+	utilization func(card, dev, inputType int32, rate *uint32) int32
+	temperature func(card, dev int32, celsius *int32) int32
+	power       func(card, dev int32, deciWatts *int32) int32
+
+	mu sync.Mutex
+	// where maps a logic id to the chip's card and device id (DCMI),
+	// toolIDs to its NPU and chip id (npu-smi).
+	where   map[int][2]int32
+	toolIDs map[int][2]int
+}
+
+var _ vendors.Telemetry = (*Telemetry)(nil)
+
+// Read implements vendors.Telemetry.
+func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
+	lib := t.b.library(ctx)
+	if lib == nil {
+		return t.readNpuSmi(ctx, chips)
+	}
+	t.bindOnce.Do(func() { t.bind(ctx, lib) })
+	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
+		logic := c.Index
+		if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
+			logic = int(*v.Int)
+		}
+		addr, err := t.address(lib, logic)
+		if err != nil {
+			s.Fail("dcmi_get_device_logic_id", err)
+			return
+		}
+		t.readChip(lib, addr[0], addr[1], s)
+	}), nil
+}
+
+// bind looks up the telemetry calls in the loaded library; older
+// libraries may lack one, whose quantity is then absent.
+func (t *Telemetry) bind(ctx context.Context, lib *dcmiLib) {
+	h, err := dlopen(lib.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	if err != nil {
+		klog.FromContext(ctx).Info("Cannot bind DCMI's telemetry calls, Ascend chips report no utilization, temperature or power", "path", lib.path, "err", err)
+		return
+	}
+	for _, f := range []struct {
+		name string
+		fn   any
+	}{
+		{"dcmi_get_device_utilization_rate", &t.utilization},
+		{"dcmi_get_device_temperature", &t.temperature},
+		{"dcmi_get_device_power_info", &t.power},
+	} {
+		if _, err := purego.Dlsym(h, f.name); err == nil {
+			purego.RegisterLibFunc(f.fn, h, f.name)
+		}
+	}
+}
+
+// address returns the card and device id of the chip with logic id,
+// listing the cards again when it is not known yet (a chip added since).
+func (t *Telemetry) address(lib *dcmiLib, logic int) ([2]int32, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a, ok := t.where[logic]; ok {
+		return a, nil
+	}
+	var n int32
+	cards := make([]int32, dcmiMaxCards)
+	if err := lib.call("dcmi_get_card_list", func() int32 { return lib.getCardList(&n, &cards[0], int32(len(cards))) }); err != nil {
+		return [2]int32{}, err
+	}
+	if n < 0 || int(n) > len(cards) {
+		return [2]int32{}, fmt.Errorf("dcmi_get_card_list counts %d cards", n)
+	}
+	t.where = map[int][2]int32{}
+	for _, card := range cards[:n] {
+		var devs int32
+		if err := lib.call("dcmi_get_device_num_in_card", func() int32 { return lib.getDeviceNumInCard(card, &devs) }); err != nil {
+			return [2]int32{}, fmt.Errorf("card %d: %w", card, err)
+		}
+		for dev := int32(0); dev < devs; dev++ {
+			var l int32
+			if err := lib.call("dcmi_get_device_logic_id", func() int32 { return lib.getDeviceLogicID(&l, card, dev) }); err != nil {
+				return [2]int32{}, fmt.Errorf("card %d device %d: %w", card, dev, err)
+			}
+			t.where[int(l)] = [2]int32{card, dev}
+		}
+	}
+	if a, ok := t.where[logic]; ok {
+		return a, nil
+	}
+	return [2]int32{}, fmt.Errorf("no chip with logic id %d on the node", logic)
+}
+
+// readChip fills s with what DCMI says of the chip at card, dev; a failing
+// call leaves its quantity unset and is recorded in s.Errors.
+func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSample) {
+	if t.utilization != nil {
+		var rate uint32
+		if err := lib.call("dcmi_get_device_utilization_rate", func() int32 {
+			return t.utilization(card, dev, dcmiUtilizationAICore, &rate)
+		}); err != nil {
+			s.Fail("dcmi_get_device_utilization_rate", err)
+		} else if rate > 100 {
+			// mind-cluster's IsValidUtilizationRate refuses these too.
+			s.Fail("dcmi_get_device_utilization_rate", fmt.Errorf("utilization %d%% is out of range", rate))
+		} else {
+			s.UtilizationRatio = vendors.Value(float64(rate) / 100)
+		}
+	}
+	var hbm dcmiHBMInfo
+	err := lib.call("dcmi_get_device_hbm_info", func() int32 { return lib.getHBMInfo(card, dev, &hbm) })
+	switch {
+	case err == nil && hbm.MemorySize > 0:
+		s.MemoryTotalBytes = vendors.Value(float64(hbm.MemorySize) * dcmiMiB)
+		s.MemoryUsedBytes = vendors.Value(float64(hbm.MemoryUsage) * dcmiMiB)
+	case err == nil || notSupported(err):
+		// No HBM (310P): its DDR is the device memory, as in discovery.
+		var mem dcmiMemoryInfo
+		if err := lib.call("dcmi_get_device_memory_info_v3", func() int32 { return lib.getMemoryInfoV3(card, dev, &mem) }); err != nil {
+			s.Fail("dcmi_get_device_memory_info_v3", err)
+		} else if mem.MemoryAvailable <= mem.MemorySize {
+			s.MemoryTotalBytes = vendors.Value(float64(mem.MemorySize) * dcmiMiB)
+			s.MemoryUsedBytes = vendors.Value(float64(mem.MemorySize-mem.MemoryAvailable) * dcmiMiB)
+		}
+	default:
+		s.Fail("dcmi_get_device_hbm_info", err)
+	}
+	if t.temperature != nil {
+		var c int32
+		if err := lib.call("dcmi_get_device_temperature", func() int32 { return t.temperature(card, dev, &c) }); err != nil {
+			s.Fail("dcmi_get_device_temperature", err)
+		} else {
+			s.TemperatureCelsius = vendors.Value(float64(c))
+		}
+	}
+	if t.power != nil {
+		var p int32
+		if err := lib.call("dcmi_get_device_power_info", func() int32 { return t.power(card, dev, &p) }); err != nil {
+			s.Fail("dcmi_get_device_power_info", err)
+		} else if p >= 0 {
+			s.PowerWatts = vendors.Value(float64(p) / 10)
+		}
+	}
+	var health uint32
+	if err := lib.call("dcmi_get_device_health", func() int32 { return lib.getHealth(card, dev, &health) }); err != nil {
+		s.Fail("dcmi_get_device_health", err)
+	} else {
+		ok := health == 0
+		s.Healthy = &ok
+	}
+	t.readVNPUs(lib, card, dev, s)
+}
+
+// readVNPUs adds the chip's vNPUs with their AI core utilization and
+// memory (dcmi_vdev_query_info.computing, as mind-cluster's
+// GetVDevActivityInfo reads vdev_aicore_utilization, dcmi.go line 1267).
+func (t *Telemetry) readVNPUs(lib *dcmiLib, card, dev int32, s *vendors.ChipSample) {
+	if lib.getDeviceInfo == nil {
+		return
+	}
+	var total dcmiSocTotalResource
+	size := uint32(unsafe.Sizeof(total))
+	err := lib.call("dcmi_get_device_info", func() int32 {
+		return lib.getDeviceInfo(card, dev, dcmiMainCmdVDevMng, dcmiSubCmdTotalRes, unsafe.Pointer(&total), &size)
+	})
+	if err != nil || total.VDevNum == 0 {
+		// Most chips have no vNPUs, and 910 chips in VM mode cannot answer.
+		return
+	}
+	if total.VDevNum > dcmiSocSplitMax {
+		s.Fail("dcmi_get_device_info", fmt.Errorf("counts %d vNPUs, at most %d fit", total.VDevNum, dcmiSocSplitMax))
+		return
+	}
+	for _, id := range total.VDevID[:total.VDevNum] {
+		q := dcmiVDevQueryStru{VDevID: id}
+		size := uint32(unsafe.Sizeof(q))
+		if err := lib.call("dcmi_get_device_info", func() int32 {
+			return lib.getDeviceInfo(card, dev, dcmiMainCmdVDevMng, dcmiSubCmdVDevRes, unsafe.Pointer(&q), &size)
+		}); err != nil {
+			s.Fail("dcmi_get_device_info", fmt.Errorf("vNPU %d: %w", id, err))
+			continue
+		}
+		in := vendors.InstanceSample{ID: int(id)}
+		comp := q.QueryInfo.Computing
+		if comp.VDevAICoreUtilization <= 100 {
+			in.UtilizationRatio = vendors.Value(float64(comp.VDevAICoreUtilization) / 100)
+		}
+		if comp.VDevMemoryTotal > 0 && comp.VDevMemoryFree <= comp.VDevMemoryTotal {
+			in.MemoryTotalBytes = vendors.Value(float64(comp.VDevMemoryTotal) * dcmiMiB)
+			in.MemoryUsedBytes = vendors.Value(float64(comp.VDevMemoryTotal-comp.VDevMemoryFree) * dcmiMiB)
+		}
+		s.Instances = append(s.Instances, in)
+	}
+}
+
+// ChipUsage is what the `npu-smi info` table says a chip uses now; a nil
+// field is one npu-smi prints as NA, or not at all.
+type ChipUsage struct {
+	// PowerW and TempC are the NPU row's Power(W) and Temp(C).
+	PowerW, TempC *float64
+	// AICorePercent is the chip row's AICore(%).
+	AICorePercent *float64
+	// MemoryUsedMB, MemoryTotalMB are HBM-Usage(MB) where the table has it
+	// and its total is not zero, else Memory-Usage(MB).
+	MemoryUsedMB, MemoryTotalMB *float64
+	// Healthy is the NPU row's Health: OK or not.
+	Healthy bool
+}
+
+// ParseInfoUsage parses `npu-smi info` (as ParseInfo, which it runs) and
+// returns each chip's usage by NPU and chip id. A usage cell it cannot
+// read leaves that value nil rather than failing the table.
+func ParseInfoUsage(source string, data []byte) (map[[2]int]ChipUsage, error) {
+	out := map[[2]int]ChipUsage{}
+	_, err := parseInfo(source, data, func(c ChipInfo, l infoLayout, npuCells, chipCells []string) {
+		u := ChipUsage{Healthy: c.Healthy()}
+		// "101.8  43  0 / 0": Power(W) Temp(C) Hugepages-Usage(page).
+		if f := strings.Fields(npuCells[2]); len(f) >= 2 {
+			u.PowerW, u.TempC = number(f[0]), number(f[1])
+		}
+		// "0  0 / 0  3318 / 65536": AICore(%) Memory-Usage(MB) [HBM-Usage(MB)].
+		if f := strings.Fields(chipCells[2]); len(f) > 0 {
+			u.AICorePercent = number(f[0])
+			pairs := usagePair.FindAllStringSubmatch(chipCells[2][len(f[0]):], -1)
+			pick := 0
+			if l.hasHBM && len(pairs) == 2 {
+				if total := number(pairs[1][2]); total != nil && *total > 0 {
+					pick = 1
+				}
+			}
+			if pick < len(pairs) {
+				u.MemoryUsedMB, u.MemoryTotalMB = number(pairs[pick][1]), number(pairs[pick][2])
+			}
+		}
+		out[[2]int{c.NPU, c.Chip}] = u
+	})
+	return out, err
+}
+
+// number is a non-negative decimal, nil for NA and anything else.
+func number(s string) *float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// readNpuSmi reads the chips with `npu-smi info` (and, once, their logic
+// ids with `npu-smi info -m`) where DCMI cannot be loaded: utilization,
+// memory, temperature and power as the table prints them; no vNPUs.
+func (t *Telemetry) readNpuSmi(ctx context.Context, chips []inventory.Chip) ([]vendors.ChipSample, error) {
+	t.mu.Lock()
+	if t.toolIDs == nil {
+		maps, err := t.b.mapping(ctx)
+		if err != nil {
+			t.mu.Unlock()
+			return nil, fmt.Errorf("without libdcmi.so: %w", err)
+		}
+		t.toolIDs = map[int][2]int{}
+		for _, m := range maps {
+			t.toolIDs[m.LogicID] = [2]int{m.NPU, m.Chip}
+		}
+	}
+	ids := t.toolIDs
+	t.mu.Unlock()
+	usage, err := discovery.Query(ctx, t.b.runner, "reading Ascend chip usage", ParseInfoUsage, t.b.npuSmi, "info")
+	if err != nil {
+		return nil, fmt.Errorf("without libdcmi.so: %w", err)
+	}
+	const call = "npu-smi info"
+	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
+		logic := c.Index
+		if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
+			logic = int(*v.Int)
+		}
+		id, ok := ids[logic]
+		u, listed := usage[id]
+		if !ok || !listed {
+			s.Fail(call, fmt.Errorf("npu-smi lists no chip with logic id %d", logic))
+			return
+		}
+		scale := func(v *float64, by float64) *float64 {
+			if v == nil {
+				return nil
+			}
+			return vendors.Value(*v * by)
+		}
+		if u.AICorePercent != nil && *u.AICorePercent <= 100 {
+			s.UtilizationRatio = scale(u.AICorePercent, 0.01)
+		}
+		s.MemoryUsedBytes, s.MemoryTotalBytes = scale(u.MemoryUsedMB, dcmiMiB), scale(u.MemoryTotalMB, dcmiMiB)
+		s.TemperatureCelsius, s.PowerWatts = u.TempC, u.PowerW
+		s.Healthy = &u.Healthy
+		if u.PowerW == nil || u.TempC == nil || u.AICorePercent == nil || u.MemoryUsedMB == nil {
+			s.Fail(call, fmt.Errorf("NPU %d chip %d: some values are NA", id[0], id[1]))
+		}
+	}), nil
+}

@@ -1,0 +1,143 @@
+// Copyright The accel-dra Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package ascend
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+)
+
+func chipsWithLogicIDs(ids ...int) []inventory.Chip {
+	var out []inventory.Chip
+	for _, id := range ids {
+		out = append(out, inventory.Chip{Vendor: Vendor, Index: id, UUID: "uuid-" + string(rune('0'+id)),
+			Extra: map[string]inventory.Value{ExtraLogicID: inventory.IntValue(int64(id))}})
+	}
+	return out
+}
+
+// TestTelemetryReadsEachChipThroughDCMI reads a busy, an idle and a chip
+// whose temperature call fails through the mock libdcmi.so: the failing
+// call leaves only that chip's temperature out, and says which call.
+func TestTelemetryReadsEachChipThroughDCMI(t *testing.T) {
+	lib := buildMockDCMI(t, "atlas-800t-a2", "vdev 3 148 vir04")
+	t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", filepath.Join("testdata", "dcmi", "telemetry-busy-idle.txt"))
+	tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+	samples, err := tel.Read(t.Context(), chipsWithLogicIDs(0, 1, 2, 3))
+	require.NoError(t, err)
+	require.Len(t, samples, 4)
+	hbm := float64(65536) * dcmiMiB
+	used := float64(65536/20) * dcmiMiB // the mock's dcmi_get_device_hbm_info
+	healthy := true
+	want := []vendors.ChipSample{
+		{Index: 0, UUID: "uuid-0", UtilizationRatio: vendors.Value(0.87), MemoryUsedBytes: &used, MemoryTotalBytes: &hbm,
+			TemperatureCelsius: vendors.Value(61), PowerWatts: vendors.Value(231.5), Healthy: &healthy},
+		{Index: 1, UUID: "uuid-1", UtilizationRatio: vendors.Value(0), MemoryUsedBytes: &used, MemoryTotalBytes: &hbm,
+			TemperatureCelsius: vendors.Value(38), PowerWatts: vendors.Value(70.2), Healthy: &healthy},
+		{Index: 2, UUID: "uuid-2", UtilizationRatio: vendors.Value(0.45), MemoryUsedBytes: &used, MemoryTotalBytes: &hbm,
+			PowerWatts: vendors.Value(150), Healthy: &healthy},
+		{Index: 3, UUID: "uuid-3", UtilizationRatio: vendors.Value(0), MemoryUsedBytes: &used, MemoryTotalBytes: &hbm,
+			TemperatureCelsius: vendors.Value(40), PowerWatts: vendors.Value(70), Healthy: &healthy,
+			// The mock reports a vNPU's utilization and memory as zero.
+			Instances: []vendors.InstanceSample{{ID: 148, UtilizationRatio: vendors.Value(0)}}},
+	}
+	require.Len(t, samples[2].Errors, 1)
+	assert.Equal(t, "dcmi_get_device_temperature", samples[2].Errors[0].Call)
+	assert.ErrorContains(t, samples[2].Errors[0], "dcmi_get_device_temperature returned -8020")
+	samples[2].Errors = nil
+	assert.Equal(t, want, samples)
+}
+
+func TestTelemetryFollowsTheChipsLoad(t *testing.T) {
+	lib := buildMockDCMI(t, "atlas-800t-a2")
+	path := filepath.Join(t.TempDir(), "telemetry.txt")
+	t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", path)
+	tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+	for _, util := range []string{"10", "95", "0"} {
+		require.NoError(t, os.WriteFile(path, []byte("load 5 "+util+" 50 1000\n"), 0o644))
+		samples, err := tel.Read(t.Context(), chipsWithLogicIDs(5))
+		require.NoError(t, err)
+		require.Empty(t, samples[0].Errors)
+		assert.Equal(t, map[string]float64{"10": 0.1, "95": 0.95, "0": 0}[util], *samples[0].UtilizationRatio)
+	}
+}
+
+// TestTelemetryWithoutDCMIReadsTheNpuSmiTable reads the recorded nodes
+// without a library: the values npu-smi info prints, chip by chip, with
+// the 310P's NA power left out and said so.
+func TestTelemetryWithoutDCMIReadsTheNpuSmiTable(t *testing.T) {
+	for _, tc := range []struct {
+		node string
+		// want are the first chip's utilization, memory used and total in
+		// MiB, temperature and power (-1: absent).
+		want [5]float64
+		na   bool
+	}{
+		{node: "atlas-800t-a2", want: [5]float64{0, 3318, 65536, 43, 101.8}},
+		{node: "atlas-300i-duo", want: [5]float64{0, 1529, 44280, 48, -1}, na: true},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			root, runner := fixture(tc.node)
+			cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: vendors.LibraryNone}
+			inv, err := Ascend{}.NewBackend(cfg).Discover(t.Context())
+			require.NoError(t, err)
+			samples, err := Ascend{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+			require.NoError(t, err)
+			require.Len(t, samples, len(inv.Chips))
+			s := samples[0]
+			got := [5]float64{*s.UtilizationRatio, *s.MemoryUsedBytes / dcmiMiB, *s.MemoryTotalBytes / dcmiMiB, *s.TemperatureCelsius, -1}
+			if s.PowerWatts != nil {
+				got[4] = *s.PowerWatts
+			}
+			assert.Equal(t, tc.want, got)
+			require.NotNil(t, s.Healthy)
+			assert.True(t, *s.Healthy, "npu-smi says OK")
+			if tc.na {
+				require.Len(t, s.Errors, 1)
+				assert.ErrorContains(t, s.Errors[0], "some values are NA")
+			} else {
+				assert.Empty(t, s.Errors)
+			}
+			for i, s := range samples {
+				assert.Equal(t, inv.Chips[i].MemoryBytes, int64(*s.MemoryTotalBytes), "chip %d: the table's total is discovery's", i)
+			}
+		})
+	}
+}
+
+func TestTelemetryWithoutDCMIOrNpuSmiFails(t *testing.T) {
+	tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Runner: discovery.RecordedRunner{Dir: t.TempDir()}, Library: vendors.LibraryNone})
+	_, err := tel.Read(t.Context(), chipsWithLogicIDs(0))
+	require.ErrorContains(t, err, "without libdcmi.so")
+}
+
+func TestTelemetryOfAChipDCMIDoesNotKnow(t *testing.T) {
+	lib := buildMockDCMI(t, "atlas-800t-a2")
+	tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+	samples, err := tel.Read(t.Context(), chipsWithLogicIDs(0, 42))
+	require.NoError(t, err)
+	assert.Empty(t, samples[0].Errors)
+	require.Len(t, samples[1].Errors, 1)
+	assert.ErrorContains(t, samples[1].Errors[0], "no chip with logic id 42")
+	assert.Nil(t, samples[1].UtilizationRatio)
+}
