@@ -13,6 +13,8 @@ CHART := $(CURDIR)/deployments/helm/accel-dra
 # loads the packages it reads from the current directory, so it is built
 # into _output/tools and run here rather than with go -C hack/tools run.
 DEEPCOPY_GEN := $(CURDIR)/_output/tools/deepcopy-gen
+# govulncheck, from its own module hack/vuln (hack/govulncheck.sh runs it).
+GOVULNCHECK := $(CURDIR)/_output/tools/govulncheck
 # The packages with generated deep copies (+k8s:deepcopy-gen tags).
 DEEPCOPY_PKGS := ./api/accel-dra.dev/v1alpha1
 
@@ -83,12 +85,15 @@ $(GOLANGCI_LINT): hack/lint/go.mod hack/lint/go.sum
 $(LOGCHECK): hack/lint/go.mod hack/lint/go.sum
 	$(GO) -C hack/lint build -o $@ sigs.k8s.io/logtools/logcheck
 
+$(GOVULNCHECK): hack/vuln/go.mod hack/vuln/go.sum
+	$(GO) -C hack/vuln build -o $@ golang.org/x/vuln/cmd/govulncheck
+
 # Adds the Apache-2.0 header (hack/license/boilerplate.go.txt) to every
 # source file that lacks it; make lint checks them.
 license:
 	$(GO) run ./hack/license -fix
 
-lint: verify-generate $(GOLANGCI_LINT) $(LOGCHECK)
+lint: verify-generate $(GOLANGCI_LINT) $(LOGCHECK) $(GOVULNCHECK)
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run ./hack/license
 	$(GO) vet ./...
@@ -99,6 +104,7 @@ lint: verify-generate $(GOLANGCI_LINT) $(LOGCHECK)
 	$(GOLANGCI_LINT) run --allow-serial-runners --build-tags e2e ./test/e2e/...
 	$(LOGCHECK) -check-contextual -check-logger-constructor -tags failpoint ./...
 	$(HELM) lint --strict $(CHART)
+	GOVULNCHECK=$(GOVULNCHECK) bash hack/govulncheck.sh
 
 # Renders the chart with its defaults and in simulation; test/chart checks
 # the renderings in detail.
@@ -182,8 +188,11 @@ demo: build
 # The image the chart's DaemonSet (accel-dra-kubeletplugin) and webhook
 # Deployment (accel-dra-webhook) both run, for linux/amd64 and linux/arm64,
 # built without a container engine (docs/image.md): static binaries in
-# bin/linux_<arch>/, a base layer of Debian 12 packages (downloaded once
-# into _output/image/debs; REFRESH_DEBS=1 downloads their latest versions),
+# bin/linux_<arch>/, a base layer of Debian 12 packages at the versions and
+# .deb checksums of hack/image/debs.lock (downloaded once into
+# _output/image/debs and verified; REFRESH_DEBS=1 downloads their latest
+# versions and rewrites the lock), an SPDX SBOM of the Go modules and
+# Debian packages next to the archive ($(IMAGE_ARCHIVE:.tar=.spdx.json)),
 # written as the OCI layout _output/image/oci and the archive
 # $(IMAGE_ARCHIVE) for `ctr -n k8s.io images import` or `docker load`.
 image:
@@ -194,7 +203,8 @@ image:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(IMAGE_TOOL) build --name $(IMAGE) --version $(VERSION) \
 	  --platforms $(IMAGE_PLATFORMS) --bin-dir $(CURDIR)/$(BIN) --binaries $(subst $(space),$(comma),$(IMAGE_BINARIES)) \
 	  --entrypoint /usr/bin/$(firstword $(IMAGE_BINARIES)) --cache $(IMAGE_OUT) --layout $(IMAGE_OUT)/oci \
-	  --archive $(IMAGE_ARCHIVE) $(if $(REFRESH_DEBS),--refresh-debs)
+	  --archive $(IMAGE_ARCHIVE) $(if $(REFRESH_DEBS),--refresh-debs) \
+	  --lock $(CURDIR)/hack/image/debs.lock --sbom $(IMAGE_ARCHIVE:.tar=.spdx.json)
 
 # Pushes the image (the index and both platforms' images) to
 # $(REGISTRY)/accel-dra:$(VERSION), e.g. REGISTRY=registry.example.com:5000/accel-dra,

@@ -47,6 +47,16 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The binary is also the CDI hook it installs in --state-dir: the
+	// container runtime runs it with the container's state on stdin
+	// (pkg/cdi ldcache.go).
+	if len(os.Args) > 1 && os.Args[1] == cdi.HookSubcommand {
+		if err := cdi.RunHook(ctx, os.Args[2:], os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, cdi.HookFile+":", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := newCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "accel-dra-kubeletplugin:", err)
 		os.Exit(1)
@@ -96,6 +106,9 @@ Every flag can also be set by the environment variable in brackets.`,
 				return fmt.Errorf("creating Kubernetes client: %w", err)
 			}
 			o.PodUID = types.UID(podUID)
+			if o.CDIHook, err = os.Executable(); err != nil {
+				return fmt.Errorf("finding the agent's binary to install as the CDI hook: %w", err)
+			}
 			return nodeagent.Run(ctx, o)
 		},
 	}

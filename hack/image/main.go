@@ -79,6 +79,8 @@ func build(ctx context.Context, args []string) error {
 	refresh := fs.Bool("refresh-debs", false, "download the Debian packages anew (their latest Debian 12 versions)")
 	layoutDir := fs.String("layout", "_output/image/oci", "OCI image layout directory to write")
 	archive := fs.String("archive", "", "tar archive to write (ctr images import, docker load); none if empty")
+	lockFile := fs.String("lock", "", "lock file of the base layer's Debian packages (versions and .deb SHA-256) to verify, or with --refresh-debs to rewrite; none if empty")
+	sbomFile := fs.String("sbom", "", "SPDX JSON SBOM of the image's Go modules and Debian packages to write; none if empty")
 	_ = fs.Parse(args)
 	if *name == "" || *version == "" {
 		return fmt.Errorf("build needs --name and --version")
@@ -113,9 +115,23 @@ func build(ctx context.Context, args []string) error {
 
 	start := time.Now()
 	apt := ociimage.Apt{Dir: *cache, Sources: ociimage.DebianSources(*mirror), Log: os.Stderr}
+	var lock []ociimage.LockEntry
+	if *lockFile != "" {
+		if lock, err = ociimage.ReadLock(*lockFile); err != nil && !*refresh {
+			return err
+		}
+		if !*refresh {
+			apt.Pins = ociimage.Pins(lock)
+		}
+	}
 	pkgs, err := apt.Packages(ctx, debArches, ociimage.BasePackages, *refresh)
 	if err != nil {
 		return fmt.Errorf("getting the base layer's Debian packages: %w", err)
+	}
+	if *lockFile != "" {
+		if pkgs, err = lockPackages(ctx, apt, *lockFile, lock, pkgs, debArches, *refresh); err != nil {
+			return err
+		}
 	}
 	for i := range specs {
 		specs[i].Packages = pkgs[ociimage.Arches[specs[i].Platform.Architecture].Debian]
@@ -159,7 +175,52 @@ func build(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if *sbomFile != "" {
+		in := ociimage.SBOMInput{Name: tag.String(), Version: *version, Packages: pkgs, Created: created}
+		for _, ps := range specs {
+			in.Binaries = append(in.Binaries, ps.Binaries...)
+		}
+		doc, err := ociimage.SBOM(in)
+		if err != nil {
+			return err
+		}
+		if err := ociimage.WriteSBOM(*sbomFile, doc); err != nil {
+			return err
+		}
+		fmt.Printf("SBOM %s: %d packages\n", *sbomFile, len(doc.Packages)-1)
+	}
 	return summary(written, tag.String(), *layoutDir, *archive, time.Since(start))
+}
+
+// lockPackages checks pkgs against the lock file, or with refresh
+// rewrites it (keeping the entries of architectures not built). A cache
+// of other versions than the lock's is replaced by the locked ones once.
+func lockPackages(ctx context.Context, apt ociimage.Apt, path string, lock []ociimage.LockEntry, pkgs map[string][]ociimage.Package, arches []string, refresh bool) (map[string][]ociimage.Package, error) {
+	if refresh {
+		entries, err := ociimage.LockOf(pkgs)
+		if err != nil {
+			return nil, err
+		}
+		built := map[string]bool{"all": true}
+		for _, a := range arches {
+			built[a] = true
+		}
+		for _, e := range lock {
+			if !built[e.Architecture] {
+				entries = append(entries, e)
+			}
+		}
+		return pkgs, ociimage.WriteLock(path, entries)
+	}
+	if err := ociimage.VerifyLock(lock, pkgs); err == nil {
+		return pkgs, nil
+	}
+	fmt.Fprintf(os.Stderr, "the package cache in %s is not what %s locks: downloading the locked versions\n", apt.Dir, path)
+	pkgs, err := apt.Packages(ctx, arches, ociimage.BasePackages, true)
+	if err != nil {
+		return nil, fmt.Errorf("getting the locked Debian packages of %s: %w", path, err)
+	}
+	return pkgs, ociimage.VerifyLock(lock, pkgs)
 }
 
 // sourceDateEpoch is $SOURCE_DATE_EPOCH (the Makefile sets the last

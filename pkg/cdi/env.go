@@ -38,9 +38,9 @@ const (
 	// it sees chips other claims use, and must not use them for work.
 	// Mixed claims have DRA_DEVICE_<NAME>_ADMIN_ACCESS per device instead.
 	EnvAdminAccess = "DRA_ADMIN_ACCESS"
-	// envReservedPrefix covers every variable above: user configuration may
-	// set none of them, now or when more are added.
-	envReservedPrefix = vendors.ReservedEnvPrefix
+	// Every variable above starts with vendors.ReservedEnvPrefix: user
+	// configuration may set none of them, now or when more are added
+	// (vendors.Registry.ValidateEnv).
 
 	// Suffixes of the per-device variables DRA_DEVICE_<NAME>_<SUFFIX> the
 	// driver sets for partitions, shares and admin access (never for a whole

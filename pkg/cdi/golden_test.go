@@ -83,8 +83,9 @@ func TestClaimSpecsMatchTheGoldenFiles(t *testing.T) {
 			}
 			d.DriverEnv = map[string]string{"PARTITION": "25p.5827mb", "MEMORY": "6110052352", "CORES": "4"}
 		}},
-		// A node that still has the Ascend runtime: auto leaves
-		// ASCEND_VISIBLE_DEVICES out; omit does so for Cambricon too.
+		// A node that still has the Ascend runtime: auto sets
+		// ASCEND_VISIBLE_DEVICES to the runtime's neutral empty value;
+		// omit does so too, and leaves Cambricon's variable out.
 		{golden: "ascend-910b-1-chip-ascend-runtime", profile: "atlas-800t-a2", vendor: ascend.Vendor, indices: []int{3}, ascendRuntime: true},
 		{golden: "ascend-310p-vnpu-omit", profile: "atlas-300i-duo", vendor: ascend.Vendor, indices: []int{1}, visibleEnv: cdi.VisibleDevicesOmit, mutate: func(c *cdi.Claim) {
 			d := &c.Devices[0]

@@ -102,10 +102,15 @@ func (n node) writer(t *testing.T) (*cdi.Writer, string) {
 func (n node) writerWith(t *testing.T, visibleDevicesEnv string) (*cdi.Writer, string) {
 	t.Helper()
 	specDir := t.TempDir()
-	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: specDir, HostRoot: n.root, VisibleDevicesEnv: visibleDevicesEnv})
+	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: specDir, HostRoot: n.root, VisibleDevicesEnv: visibleDevicesEnv,
+		LDCacheHook: testHook})
 	require.NoError(t, err)
 	return w, specDir
 }
+
+// testHook is the writers' LDCacheHook: where the agent installs it with
+// the chart's --state-dir.
+const testHook = "/var/lib/accel-dra/" + cdi.HookFile
 
 // installAscendRuntime puts the file that marks ascend-docker-runtime as
 // installed on the node (the installer's default path) under its root.
@@ -158,7 +163,13 @@ func requireValidSpecs(t *testing.T, dir string) *cdiapi.Cache {
 // from the spec directory into an OCI spec of a container.
 func inject(t *testing.T, dir string, ids ...string) *oci.Spec {
 	t.Helper()
-	spec := &oci.Spec{Process: &oci.Process{Env: []string{"PATH=/usr/bin:/bin"}}, Linux: &oci.Linux{}}
+	return injectWithEnv(t, dir, nil, ids...)
+}
+
+// injectWithEnv is inject into a container whose pod sets env itself.
+func injectWithEnv(t *testing.T, dir string, env []string, ids ...string) *oci.Spec {
+	t.Helper()
+	spec := &oci.Spec{Process: &oci.Process{Env: append([]string{"PATH=/usr/bin:/bin"}, env...)}, Linux: &oci.Linux{}}
 	unresolved, err := requireValidSpecs(t, dir).InjectDevices(spec, ids...)
 	require.NoError(t, err)
 	require.Empty(t, unresolved)

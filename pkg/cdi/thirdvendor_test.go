@@ -103,7 +103,7 @@ func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 
 	claim.Devices[0].Env = map[string]string{vendortest.EnvVisibleDevices: "7"}
 	_, err = w.Write(ctx, claim)
-	require.ErrorContains(t, err, "environment variable ACME_VISIBLE_DEVICES is set by the driver", "the vendor's visible-devices variable is reserved")
+	require.ErrorContains(t, err, "env[ACME_VISIBLE_DEVICES]: Forbidden: ACME_VISIBLE_DEVICES and DRA_* are set by the driver", "the vendor's visible-devices variable is reserved")
 
 	back, err := w.ReadClaim(vendortest.Acme{}, uid)
 	require.NoError(t, err)
@@ -165,5 +165,5 @@ chips:
 	require.Equal(t, "serve only these vendors' chips: acme (comma list); default: every vendor found", source.VendorsHelp(acme))
 	require.Contains(t, cdi.VisibleDevicesEnvHelp(acme), "whether CDI specs set ACME_VISIBLE_DEVICES, which the vendors' container runtimes react to by injecting the chips again: auto sets them; set; omit")
 	require.EqualError(t, source.NoChipsError(acme, nil, "/host"), "no acme chips found under /host: nothing to serve")
-	require.Contains(t, cdi.VisibleDevicesEnvHelp(registry), "auto leaves ASCEND_VISIBLE_DEVICES out where ascend-docker-runtime is installed")
+	require.Contains(t, cdi.VisibleDevicesEnvHelp(registry), `auto sets ASCEND_VISIBLE_DEVICES="" where ascend-docker-runtime is installed`)
 }

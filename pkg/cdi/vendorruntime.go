@@ -31,17 +31,21 @@ import (
 // Values of Config.VisibleDevicesEnv, the node agent's
 // --visible-devices-env flag.
 const (
-	// VisibleDevicesAuto leaves a vendor's visible-devices variable
-	// (ASCEND_VISIBLE_DEVICES) out of the specs where the vendor's
+	// VisibleDevicesAuto does not list the chips in a vendor's
+	// visible-devices variable (ASCEND_VISIBLE_DEVICES) where the vendor's
 	// container runtime (ascend-docker-runtime) is found on the node (see
-	// RuntimeFound) and sets it otherwise; a vendor without a detectable
-	// runtime (Cambricon) always gets it.
+	// RuntimeFound), and lists them otherwise; a vendor without a
+	// detectable runtime (Cambricon) always gets the list. Not listed, the
+	// variable is set to the runtime's neutral value
+	// (vendors.Runtime.Neutral), so a value the pod sets itself is
+	// replaced.
 	VisibleDevicesAuto = "auto"
 	// VisibleDevicesSet sets every vendor's variable in every claim's spec.
 	VisibleDevicesSet = "set"
-	// VisibleDevicesOmit sets neither: the vendor runtimes then leave the
-	// containers alone, and the facts stay in the DRA_DEVICE_* variables
-	// and the device metadata file.
+	// VisibleDevicesOmit lists the chips for no vendor: a vendor with a
+	// known runtime gets its neutral value, another vendor's variable is
+	// left out. The facts stay in the DRA_DEVICE_* variables and the
+	// device metadata file.
 	VisibleDevicesOmit = "omit"
 )
 
@@ -57,17 +61,17 @@ func VisibleDevicesEnvHelp(reg vendors.Registry) string {
 		e := v.CDI()
 		vars = append(vars, e.VisibleEnv)
 		if e.Runtime != nil {
-			auto = append(auto, e.VisibleEnv+" out where "+e.Runtime.Name)
+			auto = append(auto, fmt.Sprintf("%s=%q where %s", e.VisibleEnv, e.Runtime.Neutral, e.Runtime.Name))
 		}
 	}
 	help := "whether CDI specs set " + strings.Join(vars, " and ") +
 		", which the vendors' container runtimes react to by injecting the chips again: auto "
 	if len(auto) > 0 {
-		help += "leaves " + strings.Join(auto, " and ") + " is installed or configured on the node and sets them otherwise"
+		help += "sets " + strings.Join(auto, " and ") + " is installed or configured on the node (it injects nothing for that value) and lists the chips otherwise"
 	} else {
 		help += "sets them"
 	}
-	return help + "; set; omit (the chips' facts stay in the DRA_DEVICE_* variables and the device metadata file)"
+	return help + "; set; omit (lists no chips; the chips' facts stay in the DRA_DEVICE_* variables and the device metadata file)"
 }
 
 // RuntimeFound reports whether vendor v's container runtime
@@ -104,16 +108,23 @@ func omittedVisibleEnv(ctx context.Context, reg vendors.Registry, mode, root str
 	omit := map[inventory.Vendor]bool{}
 	for _, x := range reg.All() {
 		n, edits := x.Names(), x.CDI()
+		found, marker := RuntimeFound(x, root)
+		if found {
+			// A warning, in every mode: the runtime injects whatever chips
+			// a container's variable names, so it stays a way around DRA
+			// for any container our specs do not reach (a pod without a
+			// claim of ours). Removing its device injection is a
+			// prerequisite of the driver (docs/install.md).
+			klog.FromContext(ctx).Info("Warning: "+edits.Runtime.Name+" is installed on this node and injects every chip a container's "+
+				edits.VisibleEnv+" names, claimed or not; remove its device injection from the node (docs/install.md). "+
+				"Claimed containers get "+edits.VisibleEnv+"=\""+edits.Runtime.Neutral+"\" unless the mode is set, so their own value is replaced",
+				"found", marker, "mode", mode)
+		}
 		switch mode {
 		case "", VisibleDevicesAuto:
-			found, marker := RuntimeFound(x, root)
-			if !found {
-				continue
+			if found {
+				omit[n.Vendor] = true
 			}
-			klog.FromContext(ctx).Info(edits.Runtime.Name+" is installed on this node: CDI specs leave out "+edits.VisibleEnv+
-				" so it does not inject the claimed chips a second time; DRA_DEVICE_* variables and the device metadata file carry the facts",
-				"found", marker, "override", "--visible-devices-env=set")
-			omit[n.Vendor] = true
 		case VisibleDevicesOmit:
 			omit[n.Vendor] = true
 		}

@@ -44,6 +44,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
@@ -92,6 +93,11 @@ type Config struct {
 	// Registry has the vendors the node serves: the visible-devices
 	// variables of all of them are reserved in every claim.
 	Registry vendors.Registry
+	// LDCacheHook is the host path of the hook executable (InstallHook)
+	// that adds a vendor's LibraryDirs to a container's ld.so cache; empty,
+	// specs get no hook and the libraries are found only where the image
+	// or the claim's config says.
+	LDCacheHook string
 }
 
 // Writer writes and removes the CDI specs of claims. It is safe for
@@ -103,9 +109,6 @@ type Writer struct {
 	// omitVisible are the vendors whose visible-devices variable the
 	// specs leave out.
 	omitVisible map[inventory.Vendor]bool
-	// reserved are the variables configuration may not set besides the
-	// DRA_ ones (vendors.Registry.ReservedEnv).
-	reserved []string
 }
 
 // NewWriter returns a Writer for cfg and creates the spec directory,
@@ -144,7 +147,7 @@ func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", omit)
-	return &Writer{cfg: cfg, cache: cache, omitVisible: omit, reserved: cfg.Registry.ReservedEnv()}, nil
+	return &Writer{cfg: cfg, cache: cache, omitVisible: omit}, nil
 }
 
 // SpecDir is the directory the specs are written to.
@@ -381,10 +384,20 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		EnvClaimUID + "=" + string(c.UID),
 		EnvClaim + "=" + c.Namespace + "/" + c.Name,
 	}
-	// The variable is what a vendor runtime reacts to; left out, the
-	// runtime passes the container through (vendorruntime.go).
-	if !w.omitVisible[c.Vendor.Names().Vendor] {
-		env = append(env, v.VisibleEnv+"="+joinIndices(indices))
+	// The variable is what a vendor runtime reacts to (vendorruntime.go).
+	// Where the specs do not list a vendor's chips, its runtime's neutral
+	// value replaces any the pod sets itself (CDI env edits replace), so
+	// the runtime cannot inject chips the claim does not hold — in the
+	// containers of the other vendor's claims too. Every spec then carries
+	// the same neutral value, so specs of two claims never disagree on it.
+	for _, x := range w.cfg.Registry.All() {
+		e := x.CDI()
+		switch {
+		case x.Names().Vendor == c.Vendor.Names().Vendor && !w.omitVisible[x.Names().Vendor]:
+			env = append(env, e.VisibleEnv+"="+joinIndices(indices))
+		case e.Runtime != nil && w.omitVisible[x.Names().Vendor]:
+			env = append(env, e.VisibleEnv+"="+e.Runtime.Neutral)
+		}
 	}
 	claimEnv := maps.Clone(v.Env)
 	if claimEnv == nil {
@@ -401,6 +414,7 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		Env:         env,
 		DeviceNodes: shared,
 		Mounts:      w.mounts(v),
+		Hooks:       w.hooks(v),
 	}
 	// The oldest spec version that has every field used, so older
 	// runtimes read the spec too.
@@ -432,7 +446,7 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	if err != nil {
 		return cdispec.Device{}, err
 	}
-	env, err := deviceEnv(c, d, v.driver, w.reserved)
+	env, err := deviceEnv(c, d, v.driver, w.cfg.Registry, v.VisibleEnv)
 	if err != nil {
 		return cdispec.Device{}, err
 	}
@@ -499,12 +513,37 @@ func (w *Writer) deviceNodes(paths []string, v vendorEdits) ([]*cdispec.DeviceNo
 func (w *Writer) mounts(v vendorEdits) []*cdispec.Mount {
 	var mounts []*cdispec.Mount
 	for _, p := range v.Mounts {
-		if _, err := os.Stat(filepath.Join(w.cfg.VisibleRoot, p)); err != nil {
+		seen := p
+		if with, ok := v.MountedWith[p]; ok {
+			seen = with
+		}
+		if _, err := os.Stat(filepath.Join(w.cfg.VisibleRoot, seen)); err != nil {
 			continue
 		}
 		mounts = append(mounts, &cdispec.Mount{HostPath: w.hostPath(p), ContainerPath: p, Options: mountOptions})
 	}
 	return mounts
+}
+
+// hooks is the createContainer hook that adds the vendor's library
+// directories present on the host to the container's ld.so cache
+// (ldcache.go), if the writer has a hook.
+func (w *Writer) hooks(v vendorEdits) []*cdispec.Hook {
+	if w.cfg.LDCacheHook == "" {
+		return nil
+	}
+	var dirs []string
+	for _, d := range v.LibraryDirs {
+		if st, err := os.Stat(filepath.Join(w.cfg.VisibleRoot, d)); err == nil && st.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	timeout := int(hookTimeout / time.Second)
+	return []*cdispec.Hook{{HookName: cdiapi.CreateContainerHook, Path: w.cfg.LDCacheHook,
+		Args: ldcacheHookArgs(w.cfg.LDCacheHook, dirs), Timeout: &timeout}}
 }
 
 func (w *Writer) hostPath(p string) string {
@@ -516,7 +555,7 @@ func (w *Writer) hostPath(p string) string {
 // variables sorted by name. User variables that would override the
 // driver's own are an error naming the variable, not silently dropped: a
 // workload that depends on them would otherwise run with a surprise.
-func deviceEnv(c Claim, d Device, driver string, reserved []string) ([]string, error) {
+func deviceEnv(c Claim, d Device, driver string, reg vendors.Registry, own string) ([]string, error) {
 	key := DeviceEnvKey(d.Name)
 	// The claim-wide DRA_DRIVER and DRA_CLAIM_UID hold one value per
 	// container, the last spec's, when a container gets devices of two
@@ -533,35 +572,18 @@ func deviceEnv(c Claim, d Device, driver string, reserved []string) ([]string, e
 		env = append(env, key+"_"+suffix+"="+d.DriverEnv[suffix])
 	}
 
-	userKeys := make([]string, 0, len(d.Env))
-	for k := range d.Env {
-		userKeys = append(userKeys, k)
+	// The API's validation, which the webhook ran at apply; again here
+	// for configs applied before it, or without it.
+	if errs := reg.ValidateEnv(own, d.Env); len(errs) > 0 {
+		return nil, fmt.Errorf("configuration: %w", errs.ToAggregate())
 	}
-	sort.Strings(userKeys)
-	for _, k := range userKeys {
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			return nil, fmt.Errorf("environment variable name %q is not valid: it must be non-empty without '=' or NUL", k)
-		case strings.HasPrefix(k, envReservedPrefix) || slices.Contains(reserved, k):
-			return nil, fmt.Errorf("environment variable %s is set by the driver; configuration may not set it (nor any %s* variable, %s)",
-				k, envReservedPrefix, orList(reserved))
-		case strings.ContainsRune(d.Env[k], 0):
-			return nil, fmt.Errorf("environment variable %s: value contains NUL", k)
-		}
+	for _, k := range sortedKeys(d.Env) {
 		env = append(env, k+"="+d.Env[k])
 	}
 	return env, nil
 }
 
 var nonAlphanumeric = regexp.MustCompile(`[^A-Za-z0-9]+`)
-
-// orList joins words as "a, b or c".
-func orList(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
-}
 
 // DeviceEnvKey is the stem of a device's variables: DRA_DEVICE_ and the
 // device name upper-cased with runs of other characters as "_".

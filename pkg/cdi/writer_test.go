@@ -15,7 +15,9 @@
 package cdi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,8 +29,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
+	v1alpha1 "github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
@@ -77,7 +82,6 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 					"DRA_CLAIM_UID=" + string(uid),
 					"DRA_CLAIM=default/claim-9d6c1b2a",
 					"ASCEND_VISIBLE_DEVICES=1,3",
-					"LD_LIBRARY_PATH=" + ascend.LibraryPath,
 					"DRA_DEVICE_NPU_3_DRIVER=ascend.accel-dra.dev",
 					"DRA_DEVICE_NPU_3_CLAIM_UID=" + string(uid),
 					"DRA_DEVICE_NPU_3_UUID=" + chips[3].UUID,
@@ -352,6 +356,16 @@ func TestDriverFilesAreMountedOnlyWhereTheyExistOnTheHost(t *testing.T) {
 			},
 		},
 		{
+			// The chart mounts nothing of the host's /etc: the file comes
+			// with the driver's lib64, which the agent sees.
+			name: "ascend_install.info the agent does not see is mounted with the driver", profile: "atlas-800t-a2", vendor: ascend.Vendor,
+			remove: []string{"/etc/ascend_install.info"},
+			wantMounts: []string{
+				"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/include", "/usr/local/dcmi",
+				"/usr/local/bin/npu-smi", "/usr/local/Ascend/driver/version.info", "/etc/ascend_install.info",
+			},
+		},
+		{
 			name: "an Ascend host without any driver files", profile: "atlas-800-910a", vendor: ascend.Vendor,
 			remove: []string{"/usr/local/Ascend", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/ascend_install.info"},
 		},
@@ -438,28 +452,32 @@ func TestUserEnvironmentIsSetPerDeviceButCannotOverrideTheDriversVariables(t *te
 		},
 		{
 			name: "the claim variable is refused", vendor: ascend.Vendor, env: map[string]string{"DRA_CLAIM": "other/claim"},
-			wantErr: `building CDI spec of claim default/claim-9d6c1b2a (` + string(uid) + `): device "npu-0": environment variable DRA_CLAIM is set by the driver; ` +
-				`configuration may not set it (nor any DRA_* variable, ASCEND_VISIBLE_DEVICES or CAMBRICON_VISIBLE_DEVICES)`,
+			wantErr: `building CDI spec of claim default/claim-9d6c1b2a (` + string(uid) + `): device "npu-0": configuration: env[DRA_CLAIM]: Forbidden: ` +
+				`ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver to the allocated devices`,
 		},
 		{
 			name: "any DRA_ variable is refused", vendor: cambricon.Vendor, env: map[string]string{"DRA_DEVICE_MLU_0_UUID": "x"},
-			wantErr: `environment variable DRA_DEVICE_MLU_0_UUID is set by the driver`,
+			wantErr: `env[DRA_DEVICE_MLU_0_UUID]: Forbidden: CAMBRICON_VISIBLE_DEVICES and DRA_* are set by the driver`,
 		},
 		{
 			name: "the vendor's visible devices are refused", vendor: ascend.Vendor, env: map[string]string{"ASCEND_VISIBLE_DEVICES": "0-7"},
-			wantErr: `environment variable ASCEND_VISIBLE_DEVICES is set by the driver`,
+			wantErr: `env[ASCEND_VISIBLE_DEVICES]: Forbidden: ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver`,
 		},
 		{
 			name: "the other vendor's visible devices are refused too", vendor: ascend.Vendor, env: map[string]string{"CAMBRICON_VISIBLE_DEVICES": "0"},
-			wantErr: `environment variable CAMBRICON_VISIBLE_DEVICES is set by the driver`,
+			wantErr: `env[CAMBRICON_VISIBLE_DEVICES]: Forbidden: CAMBRICON_VISIBLE_DEVICES is set by its vendor's driver`,
 		},
 		{
 			name: "a name with '=' is refused", vendor: cambricon.Vendor, env: map[string]string{"A=B": "c"},
-			wantErr: `environment variable name "A=B" is not valid`,
+			wantErr: `env[A=B]: Invalid value: "A=B": a valid environment variable name`,
 		},
 		{
 			name: "an empty name is refused", vendor: cambricon.Vendor, env: map[string]string{"": "c"},
-			wantErr: `environment variable name "" is not valid`,
+			wantErr: `env[]: Invalid value: "": a valid environment variable name`,
+		},
+		{
+			name: "a NUL byte in a value is refused", vendor: ascend.Vendor, env: map[string]string{"HCCL_IF_IP": "10.0.0.1\x00rm"},
+			wantErr: `env[HCCL_IF_IP]: Invalid value: "10.0.0.1\x00rm": must not contain a NUL byte`,
 		},
 	}
 	n := newNode(t, "mixed-910b-mlu370", nil)
@@ -673,21 +691,26 @@ func remount(t *testing.T, dir string, flags uintptr) {
 
 // Which visible-devices variable a claim's spec sets, by mode and by
 // whether ascend-docker-runtime is on the node: the vendor runtimes inject
-// chips for any container whose spec carries it (vendorruntime.go).
+// chips for any container whose spec carries it (vendorruntime.go). The
+// pod sets both variables itself to every chip of the node; where the
+// spec does not list the claim's chips, Ascend's runtime must still see
+// its neutral value, not the pod's list.
 func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
+	const absent = "<absent>"
 	tests := []struct {
 		name          string
 		mode          string
 		ascendRuntime bool
-		wantAscend    bool
-		wantCambricon bool
+		wantAscend    string
+		wantCambricon string
 	}{
-		{name: "auto without a vendor runtime sets both", mode: cdi.VisibleDevicesAuto, wantAscend: true, wantCambricon: true},
-		{name: "the default is auto", mode: "", wantAscend: true, wantCambricon: true},
-		{name: "auto with the Ascend runtime installed leaves the Ascend variable out", mode: cdi.VisibleDevicesAuto, ascendRuntime: true, wantCambricon: true},
-		{name: "set sets both even with the Ascend runtime", mode: cdi.VisibleDevicesSet, ascendRuntime: true, wantAscend: true, wantCambricon: true},
-		{name: "omit sets neither", mode: cdi.VisibleDevicesOmit},
+		{name: "auto without a vendor runtime lists both", mode: cdi.VisibleDevicesAuto, wantAscend: "0,1", wantCambricon: "0,1"},
+		{name: "the default is auto", mode: "", wantAscend: "0,1", wantCambricon: "0,1"},
+		{name: "auto with the Ascend runtime installed sets the Ascend variable to the neutral empty value", mode: cdi.VisibleDevicesAuto, ascendRuntime: true, wantAscend: "", wantCambricon: "0,1"},
+		{name: "set lists both even with the Ascend runtime", mode: cdi.VisibleDevicesSet, ascendRuntime: true, wantAscend: "0,1", wantCambricon: "0,1"},
+		{name: "omit lists neither: Ascend's is neutral, Cambricon's (no known runtime) left as the pod set it", mode: cdi.VisibleDevicesOmit, wantAscend: "", wantCambricon: absent},
 	}
+	podEnv := []string{ascend.EnvVisibleDevices + "=0-7", cambricon.EnvVisibleDevices + "=0,1,2,3,4,5,6,7"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := newNode(t, "mixed-910b-mlu370", nil)
@@ -696,28 +719,48 @@ func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
 			}
 			w, dir := n.writerWith(t, tt.mode)
 			uid := types.UID("0a1b2c3d-0000-4000-8000-000000000002")
-			got := map[string]string{}
+			var ids []string
 			for _, v := range []inventory.Vendor{ascend.Vendor, cambricon.Vendor} {
 				c := n.claim(uid, v, 0, 1)
-				ids, err := w.Write(context.Background(), c)
+				got, err := w.Write(context.Background(), c)
 				require.NoError(t, err)
-				spec := inject(t, dir, flatten(c, ids)...)
-				for _, e := range spec.Process.Env {
-					k, val, _ := strings.Cut(e, "=")
-					got[k] = val
-				}
-				// The per-device facts are there in every mode.
-				require.Contains(t, got, cdi.DeviceEnvKey(c.Devices[1].Name)+"_UUID")
+				ids = append(ids, flatten(c, got)...)
 			}
-			requireVar := func(name string, want bool) {
-				if want {
-					require.Equal(t, "0,1", got[name], name)
-				} else {
-					require.NotContains(t, got, name)
+			spec := injectWithEnv(t, dir, podEnv, ids...)
+			got := map[string][]string{}
+			for _, e := range spec.Process.Env {
+				k, val, _ := strings.Cut(e, "=")
+				got[k] = append(got[k], val)
+			}
+			// The per-device facts are there in every mode.
+			require.Contains(t, got, "DRA_DEVICE_NPU_1_UUID")
+			require.Contains(t, got, "DRA_DEVICE_MLU_1_UUID")
+			requireVar := func(name, want string) {
+				if want == absent {
+					require.Equal(t, []string{podEnv[1][len(name)+1:]}, got[name], "%s is the pod's own", name)
+					return
 				}
+				require.Equal(t, []string{want}, got[name], "%s once, the spec's value", name)
 			}
 			requireVar(ascend.EnvVisibleDevices, tt.wantAscend)
 			requireVar(cambricon.EnvVisibleDevices, tt.wantCambricon)
+
+			// A container with only the Cambricon claim: where Ascend's
+			// chips are not listed, its runtime gets the neutral value
+			// here too, so the pod cannot name Ascend chips either.
+			cOnly := n.claim(uid, cambricon.Vendor, 0, 1)
+			got2, err := w.Write(context.Background(), cOnly)
+			require.NoError(t, err)
+			only := map[string][]string{}
+			for _, e := range injectWithEnv(t, dir, podEnv, flatten(cOnly, got2)...).Process.Env {
+				k, val, _ := strings.Cut(e, "=")
+				only[k] = append(only[k], val)
+			}
+			if tt.wantAscend == "" {
+				require.Equal(t, []string{""}, only[ascend.EnvVisibleDevices], "the Ascend runtime's neutral value in a Cambricon-only container")
+			} else {
+				require.Equal(t, []string{"0-7"}, only[ascend.EnvVisibleDevices], "no runtime to neutralize: the pod's own value")
+			}
 		})
 	}
 }
@@ -761,4 +804,58 @@ func TestAnUnknownVisibleDevicesEnvModeIsAnError(t *testing.T) {
 func TestAWriterWithoutVendorsIsAnError(t *testing.T) {
 	_, err := cdi.NewWriter(context.Background(), cdi.Config{SpecDir: t.TempDir(), HostRoot: t.TempDir()})
 	require.EqualError(t, err, "creating the CDI writer: Config.Registry has no vendors (main builds it from pkg/vendors/all)")
+}
+
+// The API's config validation (which the admission webhook runs at
+// apply) and the writer (at prepare) refuse the same env, so a config the
+// agent would refuse never gets past apply: both call
+// vendors.Registry.ValidateEnv.
+func TestTheAPIAndTheWriterRefuseTheSameEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		refused bool
+	}{
+		{name: "ordinary", env: map[string]string{"HCCL_CONNECT_TIMEOUT": "1200"}},
+		{name: "a NUL byte in a value", env: map[string]string{"HCCL_IF_IP": "10.0.0.1\x00"}, refused: true},
+		{name: "its own visible-devices variable", env: map[string]string{ascend.EnvVisibleDevices: "0-7"}, refused: true},
+		{name: "another vendor's visible-devices variable", env: map[string]string{cambricon.EnvVisibleDevices: "0"}, refused: true},
+		{name: "a DRA_ variable", env: map[string]string{"DRA_DEVICE_NPU_0_UUID": "x"}, refused: true},
+		{name: "a bad name", env: map[string]string{"1X": "y"}, refused: true},
+	}
+	n := newNode(t, "mixed-910b-mlu370", nil)
+	uid := types.UID("0a1b2c3d-0000-4000-8000-000000000004")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion, "kind": v1alpha1.AscendConfigKind, "env": tt.env})
+			require.NoError(t, err)
+			_, apiErr := v1alpha1.DecodeConfig(raw, v1alpha1.AscendConfigKind)
+			w, _ := n.writer(t)
+			c := n.claim(uid, ascend.Vendor, 0)
+			c.Devices[0].Env = tt.env
+			_, writeErr := w.Write(context.Background(), c)
+			require.Equal(t, tt.refused, apiErr != nil, "refused at apply: %v", apiErr)
+			require.Equal(t, tt.refused, writeErr != nil, "refused at prepare: %v", writeErr)
+		})
+	}
+}
+
+// Where ascend-docker-runtime is found the agent warns, in every mode: the
+// runtime is a way around DRA for containers the specs do not reach.
+func TestTheAgentWarnsWhereTheAscendRuntimeIsInstalled(t *testing.T) {
+	for _, mode := range []string{cdi.VisibleDevicesAuto, cdi.VisibleDevicesSet, cdi.VisibleDevicesOmit} {
+		t.Run(mode, func(t *testing.T) {
+			var buf bytes.Buffer
+			ctx := klog.NewContext(context.Background(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&buf))))
+			n := newNode(t, "atlas-800t-a2", nil)
+			_, err := cdi.NewWriter(ctx, cdi.Config{Registry: registry, SpecDir: t.TempDir(), HostRoot: n.root, VisibleDevicesEnv: mode})
+			require.NoError(t, err)
+			require.NotContains(t, buf.String(), "Warning:", "no runtime, no warning")
+			n.installAscendRuntime(t)
+			_, err = cdi.NewWriter(ctx, cdi.Config{Registry: registry, SpecDir: t.TempDir(), HostRoot: n.root, VisibleDevicesEnv: mode})
+			require.NoError(t, err)
+			require.Contains(t, buf.String(), "Warning: ascend-docker-runtime is installed on this node and injects every chip a container's ASCEND_VISIBLE_DEVICES names, claimed or not; remove its device injection from the node")
+			require.Contains(t, buf.String(), `found="/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"`)
+		})
+	}
 }

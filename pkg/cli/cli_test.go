@@ -18,6 +18,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/accel-dra/accel-dra/pkg/cli"
+	"github.com/accel-dra/accel-dra/pkg/inputfile"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 )
 
@@ -267,6 +270,39 @@ func TestInvalidInputFailsNamingTheFileAndObject(t *testing.T) {
 		{"why with -n",
 			[]string{"why", "pod/p", "--kubeconfig", "testdata/unreachable-kubeconfig.yaml", "-n", "team-b"},
 			"(to get pod team-b/p)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run(t, tt.args...)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// Input the CLI cannot sensibly read is a clear error naming the flag or
+// the file, not a node without chips or a process that runs out of memory.
+func TestTheCLIRefusesMissingRootsHugeFilesAndAbsurdCounts(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.yaml")
+	require.NoError(t, os.WriteFile(huge, make([]byte, inputfile.MaxBytes+1), 0o644))
+	absurd := filepath.Join(dir, "absurd.yaml")
+	require.NoError(t, os.WriteFile(absurd, []byte("apiVersion: accel-dra.dev/v1alpha1\nkind: SimulatedCluster\nnodes:\n- name: n\n  profile: mlu370-x8\n  count: 1000000000\n"), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "discover --root that does not exist", args: []string{"discover", "--root", filepath.Join(dir, "nope")},
+			want: "--root " + filepath.Join(dir, "nope") + ": stat " + filepath.Join(dir, "nope") + ": no such file or directory"},
+		{name: "discover --root that is a file", args: []string{"discover", "--root", huge}, want: "--root " + huge + ": not a directory"},
+		{name: "a huge cluster file", args: []string{"simulate", "--cluster", huge, "-f", "../../deployments/helm/accel-dra/deviceclasses"},
+			want: "reading cluster file " + huge + ": larger than 8 MiB, the limit of an input file: is it the right file?"},
+		{name: "a huge claims file", args: []string{"simulate", "--cluster", "../../demo/cluster.yaml", "-f", huge},
+			want: "reading input " + huge + ": larger than 8 MiB"},
+		{name: "a huge profile file", args: []string{"discover", "--profile", huge},
+			want: "reading hardware profile " + huge + ": larger than 8 MiB"},
+		{name: "an absurd node count", args: []string{"simulate", "--cluster", absurd, "-f", "../../deployments/helm/accel-dra/deviceclasses"},
+			want: "nodes[0].count: 1000000000 is more than the 10000 nodes a simulated cluster may have"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

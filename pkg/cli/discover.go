@@ -82,6 +82,15 @@ what read it (libdcmi.so and the call, an npu-smi command, sysfs, a file).`,
 			if err != nil {
 				return fmt.Errorf("--chip-modes: %w", err)
 			}
+			if profileName == "" {
+				// A mistyped --root would otherwise read as a node without
+				// chips.
+				if st, err := os.Stat(rootDir); err != nil {
+					return fmt.Errorf("--root %s: %w", rootDir, err)
+				} else if !st.IsDir() {
+					return fmt.Errorf("--root %s: not a directory", rootDir)
+				}
+			}
 			inv, err := source.Discover(cmd.Context(), source.Options{Registry: reg, Root: rootDir, Profile: profileName, NodeName: nodeName, ToolOutput: toolOutput, Libraries: libraries})
 			if err != nil {
 				return err

@@ -17,13 +17,13 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/inputfile"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
@@ -71,9 +71,9 @@ object or node.`,
 			if err != nil {
 				return fmt.Errorf("--chip-modes: %w", err)
 			}
-			data, err := os.ReadFile(clusterFile)
+			data, err := inputfile.Read("cluster file", clusterFile)
 			if err != nil {
-				return fmt.Errorf("reading cluster file: %w", err)
+				return err
 			}
 			c, err := v1alpha1.ParseSimulatedCluster(clusterFile, data)
 			if err != nil {

@@ -20,6 +20,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -57,7 +58,10 @@ type requestConfig struct {
 // requestConfigs decodes the opaque configs for our driver that apply to
 // each allocated request: class configs first, then claim configs, later
 // ones win (the order the allocation lists them in); env variables merge,
-// the last sharing.strategy set wins. Errors name the config.
+// the last sharing.strategy set wins. A class config with enforced set is
+// final: a claim config that sets one of its variables to another value
+// fails the claim, and its Exclusive sharing stays. Errors name the
+// config.
 func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []resourceapi.DeviceRequestAllocationResult) (map[string]requestConfig, error) {
 	configs := claim.Status.Allocation.Devices.Config
 	// Class configs first, then the claim's, keeping their order.
@@ -79,7 +83,8 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 			continue
 		}
 		// The webhook words the same errors for kubectl apply.
-		cfg, _, err := v1alpha1.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(allocationConfigs, i), c.Opaque.Driver, c.Opaque.Parameters.Raw)
+		path := v1alpha1.OpaqueParametersPath(allocationConfigs, i)
+		cfg, _, err := v1alpha1.DecodeOpaqueConfig(path, c.Opaque.Driver, c.Opaque.Parameters.Raw)
 		if err != nil {
 			var oe *v1alpha1.OpaqueConfigError
 			if errors.As(err, &oe) {
@@ -90,20 +95,41 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 			}
 			return nil, err
 		}
+		if cfg.IsEnforced() && c.Source != resourceapi.AllocationConfigSourceClass {
+			return nil, fmt.Errorf("%s (from the claim): %w", path, v1alpha1.ErrEnforcedInClaim)
+		}
 		decoded[i] = cfg
 	}
 	out := map[string]requestConfig{}
 	for _, r := range results {
 		rc := requestConfig{env: map[string]string{}, strategy: v1alpha1.SharingShared}
+		// enforced maps each variable an enforced class config sets to
+		// that config's index; exclusive says one enforces Exclusive.
+		enforced := map[string]int{}
+		exclusive := false
 		for _, i := range order {
 			cfg, ok := decoded[i]
 			if !ok || !appliesTo(configs[i].Requests, r.Request) {
 				continue
 			}
-			for k, v := range cfg.EnvVars() {
+			for _, k := range sortedKeys(cfg.EnvVars()) {
+				v := cfg.EnvVars()[k]
+				if j, ok := enforced[k]; ok && rc.env[k] != v {
+					return nil, fmt.Errorf("%s (from the claim): env[%s]: %q may not override %q, which the DeviceClass config %s enforces",
+						v1alpha1.OpaqueParametersPath(allocationConfigs, i), k, v, rc.env[k], v1alpha1.OpaqueParametersPath(allocationConfigs, j))
+				}
 				rc.env[k] = v
+				if cfg.IsEnforced() {
+					enforced[k] = i
+				}
 			}
 			rc.strategy = cfg.SharingStrategy()
+			if cfg.IsEnforced() && rc.strategy == v1alpha1.SharingExclusive {
+				exclusive = true
+			}
+		}
+		if exclusive {
+			rc.strategy = v1alpha1.SharingExclusive
 		}
 		if len(rc.env) == 0 {
 			rc.env = nil
@@ -111,6 +137,15 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 		out[r.Request] = rc
 	}
 	return out, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // appliesTo reports whether a config listing requests covers request

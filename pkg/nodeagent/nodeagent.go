@@ -73,6 +73,10 @@ type Options struct {
 	VisibleDevicesEnv string
 	// StateDir holds one directory per driver with its checkpoint.
 	StateDir string
+	// CDIHook, if set, is the agent's binary, installed in StateDir as
+	// the CDI hook that adds the driver libraries to a container's ld.so
+	// cache (cdi.InstallHook); the host must see StateDir at the same path.
+	CDIHook string
 	// PodUID enables rolling updates (see driver.Config.PodUID).
 	PodUID types.UID
 	// HealthAddr, when set, serves /livez, /readyz and /metrics over HTTP there.
@@ -155,8 +159,14 @@ func Run(ctx context.Context, o Options) error {
 	if cdiHostRoot == "" {
 		cdiHostRoot = hostRoot
 	}
+	var hook string
+	if o.CDIHook != "" {
+		if hook, err = cdi.InstallHook(o.CDIHook, o.StateDir); err != nil {
+			return err
+		}
+	}
 	writer, err := cdi.NewWriter(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot, Registry: o.Discovery.Registry,
-		VisibleDevicesEnv: o.VisibleDevicesEnv})
+		VisibleDevicesEnv: o.VisibleDevicesEnv, LDCacheHook: hook})
 	if err != nil {
 		return err
 	}

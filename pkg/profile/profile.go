@@ -26,6 +26,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/demo/profiles"
+	"github.com/accel-dra/accel-dra/pkg/inputfile"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -47,9 +48,9 @@ func Names() []string {
 // those of reg.
 func Load(reg vendors.Registry, ref string) (*v1alpha1.HardwareProfile, error) {
 	if strings.ContainsRune(ref, os.PathSeparator) || strings.HasSuffix(ref, ".yaml") || strings.HasSuffix(ref, ".yml") {
-		data, err := os.ReadFile(ref)
+		data, err := inputfile.Read("hardware profile", ref)
 		if err != nil {
-			return nil, fmt.Errorf("reading hardware profile: %w", err)
+			return nil, err
 		}
 		return v1alpha1.ParseHardwareProfile(ref, data, reg)
 	}

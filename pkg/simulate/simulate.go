@@ -37,6 +37,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/inputfile"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
@@ -190,9 +191,9 @@ func Load(paths []string) (*Inputs, error) {
 }
 
 func (in *Inputs) loadFile(path string) error {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read("input", path)
 	if err != nil {
-		return fmt.Errorf("reading input: %w", err)
+		return err
 	}
 	reader := utilyaml.NewYAMLReader(bufioReader(data))
 	for doc := 1; ; doc++ {

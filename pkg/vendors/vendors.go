@@ -113,12 +113,23 @@ type CDIEdits struct {
 	// Mounts are host driver files, bind-mounted read-only at the same
 	// path where they exist on the host.
 	Mounts []string
+	// MountedWith maps a mount the agent does not see (its DaemonSet does
+	// not mount that host path, e.g. a file in the host's /etc) to a file it
+	// sees that the same driver install writes: the mount is made where
+	// that file exists.
+	MountedWith map[string]string
 	// VirtualEnv is set claim-wide in a claim whose devices are all
 	// virtual partitions (cdi.Claim.Virtual).
 	VirtualEnv map[string]string
 	// Env is set in every claim's containers, as the vendor's runtime
-	// sets it (Ascend's LD_LIBRARY_PATH); a claim's own variables win.
+	// sets it; a claim's own variables win. It replaces an image's value,
+	// so library paths go in LibraryDirs instead.
 	Env map[string]string
+	// LibraryDirs are the directories (inside Mounts) of the driver's
+	// user-space libraries. Where one exists, the claim's spec gets a
+	// createContainer hook that adds them to the container's ld.so cache
+	// (pkg/cdi ldcache.go), which leaves the image's LD_LIBRARY_PATH alone.
+	LibraryDirs []string
 	// Runtime, when set, is the vendor's container runtime, which acts on
 	// VisibleEnv where it is installed.
 	Runtime *Runtime
@@ -132,6 +143,12 @@ type Runtime struct {
 	// Markers are files whose presence on the node means the runtime is
 	// installed, in the order they are checked.
 	Markers []Marker
+	// Neutral is the value of CDIEdits.VisibleEnv for which the runtime
+	// injects nothing. Specs that do not list the chips set it instead of
+	// leaving the variable out: a pod can set the variable itself, and the
+	// runtime would inject the chips it names, claimed or not. For
+	// ascend-docker-runtime it is the empty string.
+	Neutral string
 }
 
 // Marker is a file that shows a runtime is installed.

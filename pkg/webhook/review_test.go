@@ -161,6 +161,12 @@ func TestTheWebhookAllowsGoodConfigsAndDeniesBadOnesWithThePluginsMessages(t *te
 			causes:  []cause{{"spec.devices.config[0].opaque.parameters", "AscendConfig: env[ASCEND_VISIBLE_DEVICES]: Forbidden: ASCEND_VISIBLE_DEVICES and DRA_* are set by the driver to the allocated devices"}},
 		},
 		{
+			name:    "a NUL byte in a value, which the node agent refuses at prepare, is denied at apply",
+			object:  claim("resource.k8s.io/v1", cfg(ascend, "[npus]", "AscendConfig", "env:\n  HCCL_IF_IP: \"10.0.0.1\\0\"")),
+			message: `ResourceClaim.resource.k8s.io "train" is invalid: spec.devices.config[0].opaque.parameters: AscendConfig: env[HCCL_IF_IP]: Invalid value: "10.0.0.1\x00": must not contain a NUL byte`,
+			causes:  []cause{{"spec.devices.config[0].opaque.parameters", `AscendConfig: env[HCCL_IF_IP]: Invalid value: "10.0.0.1\x00": must not contain a NUL byte`}},
+		},
+		{
 			name:    "a bad variable name is denied",
 			object:  claim("resource.k8s.io/v1", cfg(cambricon, "[mlus]", "CambriconConfig", "env:\n  1X: x")),
 			message: `ResourceClaim.resource.k8s.io "train" is invalid: spec.devices.config[0].opaque.parameters: CambriconConfig: env[1X]: Invalid value: "1X": ` + envNameMsg,
@@ -236,6 +242,16 @@ func TestTheWebhookAllowsGoodConfigsAndDeniesBadOnesWithThePluginsMessages(t *te
 		{
 			name:   "a DeviceClass with a good config is allowed",
 			object: class(cfg(ascend, "", "AscendConfig", envHCCL)),
+		},
+		{
+			name:   "a DeviceClass's config may be enforced",
+			object: class(cfg(ascend, "", "AscendConfig", "enforced: true\n"+envHCCL)),
+		},
+		{
+			name:    "a claim's config may not be enforced",
+			object:  claim("resource.k8s.io/v1", cfg(ascend, "[npus]", "AscendConfig", "enforced: true")),
+			message: `ResourceClaim.resource.k8s.io "train" is invalid: spec.devices.config[0].opaque.parameters: enforced: Forbidden: only a DeviceClass's config can be enforced, not a claim's`,
+			causes:  []cause{{"spec.devices.config[0].opaque.parameters", "enforced: Forbidden: only a DeviceClass's config can be enforced, not a claim's"}},
 		},
 		{
 			name:    "a DeviceClass with a bad config is denied",

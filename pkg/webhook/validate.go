@@ -77,8 +77,13 @@ func (d devices) validate(configsPath *field.Path, isClass bool) []error {
 				}
 			}
 		}
-		if _, _, err := v1alpha1.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(configsPath, i), c.driver, c.parameters); err != nil {
+		path := v1alpha1.OpaqueParametersPath(configsPath, i)
+		cfg, _, err := v1alpha1.DecodeOpaqueConfig(path, c.driver, c.parameters)
+		switch {
+		case err != nil:
 			errs = append(errs, err)
+		case !isClass && cfg.IsEnforced():
+			errs = append(errs, &v1alpha1.OpaqueConfigError{Field: path.String(), Err: v1alpha1.ErrEnforcedInClaim})
 		}
 	}
 	return errs

@@ -25,8 +25,11 @@
 package chart_test
 
 import (
+	"os"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +132,6 @@ var (
 	// checkpoint, written by the agent in every mode.
 	kubeletMounts = map[string]hostMount{
 		"/var/lib/kubelet/plugins_registry": {"/var/lib/kubelet/plugins_registry", corev1.HostPathDirectory, false},
-		"/var/lib/kubelet/plugins":          {"/var/lib/kubelet/plugins", corev1.HostPathDirectory, false},
 		"/var/run/cdi":                      {"/var/run/cdi", corev1.HostPathDirectoryOrCreate, false},
 		"/var/lib/accel-dra":                {"/var/lib/accel-dra", corev1.HostPathDirectoryOrCreate, false},
 		// Read: the pods' DRA devices for the chip metrics' pod labels.
@@ -140,13 +142,22 @@ var (
 		"/host/dev": {"/dev", corev1.HostPathDirectory, true},
 		"/host/sys": {"/sys", corev1.HostPathDirectory, true},
 	}
-	ascendMounts = map[string]hostMount{
-		"/host/usr/local":               {"/usr/local", corev1.HostPathDirectory, true},
-		"/host/etc/ascend_install.info": {"/etc/ascend_install.info", corev1.HostPathFileOrCreate, true},
+	// ascendPlugin and cambriconPlugin: each served driver's own
+	// directory under the kubelet's plugins directory, and no other.
+	ascendPlugin = map[string]hostMount{
+		"/var/lib/kubelet/plugins/ascend.accel-dra.dev": {"/var/lib/kubelet/plugins/ascend.accel-dra.dev", corev1.HostPathDirectoryOrCreate, false},
 	}
-	cambriconMounts = map[string]hostMount{
+	cambriconPlugin = map[string]hostMount{
+		"/var/lib/kubelet/plugins/cambricon.accel-dra.dev": {"/var/lib/kubelet/plugins/cambricon.accel-dra.dev", corev1.HostPathDirectoryOrCreate, false},
+	}
+	// ascendMounts: no file of the host's /etc (no FileOrCreate of
+	// /etc/ascend_install.info on Cambricon-only nodes).
+	ascendMounts = mounts(ascendPlugin, map[string]hostMount{
+		"/host/usr/local": {"/usr/local", corev1.HostPathDirectory, true},
+	})
+	cambriconMounts = mounts(cambriconPlugin, map[string]hostMount{
 		"/host/usr/bin": {"/usr/bin", corev1.HostPathDirectory, true},
-	}
+	})
 )
 
 // commonArgs come first in every mode.
@@ -230,7 +241,7 @@ vendors:
 simulation: {profile: mixed-910b-mlu370, fakeDevices: true}
 `,
 		deviceClasses: allClasses,
-		hostMounts: mounts(kubeletMounts, map[string]hostMount{
+		hostMounts: mounts(kubeletMounts, ascendPlugin, cambriconPlugin, map[string]hostMount{
 			"/var/lib/accel-dra/fake-root": {"/var/lib/accel-dra/fake-root", corev1.HostPathDirectoryOrCreate, false},
 		}),
 		affinity:        []map[string]string{ascendTerm, cambriconTerm},
@@ -247,7 +258,7 @@ vendors:
   cambricon: {enabled: false}
 `,
 		deviceClasses: withModels([]string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"}, "ascend"),
-		hostMounts: mounts(kubeletMounts, map[string]hostMount{
+		hostMounts: mounts(kubeletMounts, ascendPlugin, map[string]hostMount{
 			"/srv/accel-dra-sim": {"/srv/accel-dra-sim", corev1.HostPathDirectoryOrCreate, true},
 		}),
 		affinity:        []map[string]string{ascendTerm},
@@ -503,6 +514,8 @@ func TestTheDaemonSetMountsExactlyTheExpectedHostPaths(t *testing.T) {
 					// filesystem is read-only.
 					require.Equal(t, "/tmp", m.MountPath)
 					require.NotNil(t, v.EmptyDir)
+					require.NotNil(t, v.EmptyDir.SizeLimit, "/tmp is bounded")
+					require.Equal(t, "64Mi", v.EmptyDir.SizeLimit.String())
 					continue
 				}
 				require.NotNil(t, v.HostPath.Type, "hostPath %s has an explicit type", v.HostPath.Path)
@@ -568,7 +581,7 @@ func TestTheAgentRunsWithTheArgumentsAndPrivilegesOfItsMode(t *testing.T) {
 
 			require.Equal(t, c.securityContext, ctr.SecurityContext)
 			require.Equal(t, corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{"cpu": mustQuantity(t, "50m"), "memory": mustQuantity(t, "64Mi")},
+				Requests: corev1.ResourceList{"cpu": mustQuantity(t, "50m"), "memory": mustQuantity(t, "72Mi")},
 				Limits:   corev1.ResourceList{"memory": mustQuantity(t, "256Mi")},
 			}, ctr.Resources)
 
@@ -697,4 +710,41 @@ func TestTheChartPassesHelmLintStrict(t *testing.T) {
 func admissionPolicyFor(t *testing.T, c valuesCase) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	r := render(t, c)
 	return r.policy(t), r.policyBinding(t)
+}
+
+// The agent's memory request is its measured RSS: at least the largest
+// RSS docs/benchmarks.md reports for the node agent (its "Node agent RSS"
+// rows, peaks included), and not more than a quarter above it, so the
+// scheduler reserves what the agent uses and no more.
+func TestTheAgentsMemoryRequestIsItsMeasuredRSS(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/benchmarks.md")
+	require.NoError(t, err)
+	mib := regexp.MustCompile(`(\d+(?:\.\d+)?) MiB|peak (\d+(?:\.\d+)?)`)
+	largest := 0.0
+	for _, line := range strings.Split(string(doc), "\n") {
+		if !strings.HasPrefix(line, "| Node agent RSS") {
+			continue
+		}
+		for _, m := range mib.FindAllStringSubmatch(line, -1) {
+			v, err := strconv.ParseFloat(m[1]+m[2], 64)
+			require.NoError(t, err)
+			largest = max(largest, v)
+		}
+	}
+	require.Greater(t, largest, 0.0, "docs/benchmarks.md reports the node agent's RSS")
+	req := agentContainer(t, render(t, cases[0]).daemonSet(t)).Resources.Requests["memory"]
+	got := float64(req.Value()) / (1 << 20)
+	require.GreaterOrEqual(t, got, largest, "the memory request %s covers the measured RSS %.1f MiB", req.String(), largest)
+	require.LessOrEqual(t, got, largest*1.25, "the memory request %s is near the measured RSS %.1f MiB", req.String(), largest)
+}
+
+// Before Kubernetes 1.36 the API server does not authorize each driver's
+// entries of a claim's status, so the agent's resourceclaims/status patch
+// would reach every claim of the cluster: the chart refuses to install
+// there.
+func TestTheChartNeedsKubernetes136ForGranularClaimStatusAuthorization(t *testing.T) {
+	_, err := helmTemplate(t, "", "--kube-version", "1.35.4")
+	require.ErrorContains(t, err, "kubeVersion")
+	_, err = helmTemplate(t, "", "--kube-version", "1.36.0")
+	require.NoError(t, err)
 }

@@ -179,6 +179,12 @@ func slice(node string) *resourcev1.ResourceSlice {
 	return s
 }
 
+// of sets a slice's driver and pool.
+func of(s *resourcev1.ResourceSlice, driver, pool string) *resourcev1.ResourceSlice {
+	s.Spec.Driver, s.Spec.Pool.Name = driver, pool
+	return s
+}
+
 func TestTheAdmissionPolicyKeepsTheAgentToItsOwnNodesSlices(t *testing.T) {
 	policy, binding := admissionPolicyFor(t, cases[0])
 	sa := render(t, cases[0]).serviceAccount(t)
@@ -224,6 +230,30 @@ func TestTheAdmissionPolicyKeepsTheAgentToItsOwnNodesSlices(t *testing.T) {
 		{"the agent may not create a slice for all nodes",
 			request{agentOn("node-a"), admission.Create, slice(""), nil}, true,
 			[]string{"the accel-dra node agent on node node-a may only write ResourceSlices of its own node, not slices without spec.nodeName"}},
+		{"the agent may write a Cambricon slice of its own node",
+			request{agentOn("node-a"), admission.Update, of(slice("node-a"), "cambricon.accel-dra.dev", "node-a"), of(slice("node-a"), "cambricon.accel-dra.dev", "node-a")}, true, nil},
+		{"the agent may not create a slice of another driver",
+			request{agentOn("node-a"), admission.Create, of(slice("node-a"), "gpu.example.com", "node-a"), nil}, true,
+			[]string{"the accel-dra node agent may only write ResourceSlices of its drivers ascend.accel-dra.dev and cambricon.accel-dra.dev, not of gpu.example.com"}},
+		{"the agent may not turn another driver's slice into its own",
+			request{agentOn("node-a"), admission.Update, slice("node-a"), of(slice("node-a"), "gpu.example.com", "node-a")}, true,
+			[]string{"the accel-dra node agent may only write ResourceSlices of its drivers ascend.accel-dra.dev and cambricon.accel-dra.dev, not of gpu.example.com"}},
+		{"the agent may not delete another driver's slice of its node",
+			request{agentOn("node-a"), admission.Delete, nil, of(slice("node-a"), "gpu.example.com", "node-a")}, true,
+			[]string{"the accel-dra node agent may only write ResourceSlices of its drivers ascend.accel-dra.dev and cambricon.accel-dra.dev, not of gpu.example.com"}},
+		{"the agent may not create a slice of another pool",
+			request{agentOn("node-a"), admission.Create, of(slice("node-a"), "ascend.accel-dra.dev", "node-b"), nil}, true,
+			[]string{"the accel-dra node agent on node node-a may only write ResourceSlices of pool node-a, not of pool node-b"}},
+		{"the agent may not move its slice into another pool",
+			request{agentOn("node-a"), admission.Update, of(slice("node-a"), "ascend.accel-dra.dev", "node-b"), slice("node-a")}, true,
+			[]string{"the accel-dra node agent on node node-a may only write ResourceSlices of pool node-a, not of pool node-b"}},
+		{"the agent may not delete a slice of another pool on its node",
+			request{agentOn("node-a"), admission.Delete, nil, of(slice("node-a"), "ascend.accel-dra.dev", "shared")}, true,
+			[]string{"the accel-dra node agent on node node-a may only write ResourceSlices of pool node-a, not of pool shared"}},
+		{"the agent may not take over another node's slice",
+			request{agentOn("node-a"), admission.Update, slice("node-a"), slice("node-b")}, true,
+			[]string{"the accel-dra node agent on node node-a may not take over a ResourceSlice of node node-b",
+				"the accel-dra node agent on node node-a may only write ResourceSlices of pool node-a, not of pool node-b"}},
 		{"the agent's account without a node-bound token may write nothing",
 			request{&user.DefaultInfo{Name: agentName}, admission.Create, slice("node-a"), nil}, true,
 			[]string{

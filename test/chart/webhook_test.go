@@ -1129,3 +1129,24 @@ func TestTheMatchConditionsSendExactlyTheObjectsWithOurConfigs(t *testing.T) {
 		}
 	})
 }
+
+// The Dockerfile's images are pinned by digest: every FROM names an image
+// with @sha256:<digest>, directly or through an ARG whose default does.
+func TestTheDockerfilesBaseImagesArePinnedByDigest(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "deployments", "container", "Dockerfile"))
+	require.NoError(t, err)
+	args := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^ARG ([A-Z_]+)=(\S+)$`).FindAllStringSubmatch(string(data), -1) {
+		args[m[1]] = m[2]
+	}
+	pinned := regexp.MustCompile(`^[a-z0-9./-]+(:[A-Za-z0-9._-]+)?@sha256:[0-9a-f]{64}$`)
+	froms := regexp.MustCompile(`(?m)^FROM (?:--platform=\S+ )?(\S+)`).FindAllStringSubmatch(string(data), -1)
+	require.NotEmpty(t, froms)
+	for _, m := range froms {
+		ref := m[1]
+		if name, ok := strings.CutPrefix(ref, "${"); ok {
+			ref = args[strings.TrimSuffix(name, "}")]
+		}
+		require.Regexp(t, pinned, ref, "FROM %s is pinned by digest", m[1])
+	}
+}

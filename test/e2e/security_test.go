@@ -38,7 +38,8 @@ import (
 )
 
 // probeDriver is a driver no agent serves, so no ResourceSlice controller
-// deletes the probe slices as obsolete while the test looks at them.
+// deletes the probe slices as obsolete while the test looks at them; the
+// chart's policy refuses it to the agent.
 const probeDriver = "e2e-probe.accel-dra.dev"
 
 func probeSlice(name, node string) *resourceapi.ResourceSlice {
@@ -95,13 +96,45 @@ func TestTheNodeAgentTokenOnlyWritesItsOwnNodesSlicesAndNothingElse(t *testing.T
 	slices := agent.ResourceV1().ResourceSlices()
 
 	t.Run("it writes a ResourceSlice of its own node", func(t *testing.T) {
+		// Its own drivers' pools on its node are the only slices it may
+		// write, and its agent's ResourceSlice controller owns them: the
+		// probe changes a label of one, which the controller leaves alone.
 		ctx := t.Context()
-		s, err := slices.Create(ctx, probeSlice("e2e-probe-own", own), metav1.CreateOptions{})
+		list, err := cluster.Admin.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + own})
 		require.NoError(t, err)
-		s.Labels = map[string]string{"updated": "true"}
+		require.NotEmpty(t, list.Items, "the agent of %s published its slices", own)
+		s := list.Items[0].DeepCopy()
+		if s.Labels == nil {
+			s.Labels = map[string]string{}
+		}
+		s.Labels["e2e-probe"] = "true"
 		s, err = slices.Update(ctx, s, metav1.UpdateOptions{})
 		require.NoError(t, err)
-		require.NoError(t, slices.Delete(ctx, s.Name, metav1.DeleteOptions{}))
+		delete(s.Labels, "e2e-probe")
+		_, err = slices.Update(ctx, s, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	})
+
+	t.Run("the policy refuses a ResourceSlice of another driver on its own node", func(t *testing.T) {
+		requireRefusedByPolicy(t, "may only write ResourceSlices of its drivers ascend.accel-dra.dev and cambricon.accel-dra.dev, not of "+probeDriver, func(ctx context.Context) error {
+			s, err := slices.Create(ctx, probeSlice("e2e-probe-driver", own), metav1.CreateOptions{})
+			if err == nil {
+				_ = cluster.Admin.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{})
+			}
+			return err
+		})
+	})
+
+	t.Run("the policy refuses a ResourceSlice of its driver in another pool", func(t *testing.T) {
+		requireRefusedByPolicy(t, "may only write ResourceSlices of pool "+own+", not of pool probe-e2e-probe-pool", func(ctx context.Context) error {
+			p := probeSlice("e2e-probe-pool", own)
+			p.Spec.Driver = ascend.Driver
+			s, err := slices.Create(ctx, p, metav1.CreateOptions{})
+			if err == nil {
+				_ = cluster.Admin.ResourceV1().ResourceSlices().Delete(ctx, s.Name, metav1.DeleteOptions{})
+			}
+			return err
+		})
 	})
 
 	t.Run("the policy refuses a ResourceSlice of another node", func(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -42,10 +43,12 @@ import (
 // RuntimeClass ascend: it appends /dev/davinciN for every id of
 // ASCEND_VISIBLE_DEVICES to the container's spec, as the real runtime
 // does) on a node where the runtime is installed. With the default
-// --visible-devices-env=auto the agent leaves the variable out of its CDI
-// specs, so the runtime adds nothing and the spec lists each chip once;
-// with set, the runtime lists them a second time, which is what auto
-// avoids.
+// --visible-devices-env=auto the agent sets the variable to the runtime's
+// neutral empty value in its CDI specs, so the runtime adds nothing and
+// the spec lists each chip once, even in a pod that sets the variable
+// itself to every chip of the node (CDI env edits replace the pod's
+// value); with set, the runtime lists them a second time, which is what
+// auto avoids.
 func TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce(t *testing.T) {
 	real := cluster.RealNode()
 	agent := cluster.RealAgent()
@@ -78,10 +81,11 @@ func TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce(t *testing.T) {
 	ns := newNamespace(t)
 	createTemplate(t, template(ns, "two-npus", exactly("npus", "ascend.accel-dra.dev", 2)))
 
-	run := func(name string) (logs string, davinci map[string]int, devs []device) {
+	run := func(name string, env ...corev1.EnvVar) (logs string, davinci map[string]int, devs []device) {
 		t.Helper()
 		pod := realNodePod(ns, name, "two-npus")
 		pod.Spec.RuntimeClassName = ptr.To("ascend")
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, env...)
 		pod = waitForPodRunning(t, ns, createPod(t, pod).Name)
 		devs = allocated(t, podClaims(t, pod)[0])
 		logs = podLogs(t, pod)
@@ -102,23 +106,38 @@ func TestAClaimedContainerUnderTheAscendRuntimeGetsEachChipOnce(t *testing.T) {
 		return logs, davinci, devs
 	}
 
-	logs, spec, devs := run("auto")
+	// The pod names every Ascend chip of the node itself.
+	var every []string
+	for _, c := range realInventory(t).ChipsOf(ascend.Vendor) {
+		every = append(every, strconv.Itoa(c.Index))
+	}
+	require.Greater(t, len(every), 2, "the real node has Ascend chips the claim does not get")
+	own := corev1.EnvVar{Name: ascend.EnvVisibleDevices, Value: strings.Join(every, ",")}
+	logs, spec, devs := run("auto", own)
 	v, _ := envOf(logs, "ASCEND_DOCKER_RUNTIME")
 	assert.Equal(t, "True", v, "the runtime stand-in ran")
-	_, set := envOf(logs, "ASCEND_VISIBLE_DEVICES")
-	assert.False(t, set, "auto leaves ASCEND_VISIBLE_DEVICES out where the runtime is installed")
-	assert.Equal(t, expectedDevNodes(t, devs), extraDev(logs))
+	got, set := envOf(logs, ascend.EnvVisibleDevices)
+	assert.True(t, set, "auto sets ASCEND_VISIBLE_DEVICES where the runtime is installed")
+	assert.Empty(t, got, "to the runtime's neutral value, over the pod's own %q", own.Value)
+	assert.Equal(t, expectedDevNodes(t, devs), extraDev(logs), "the container has the claimed chips' nodes and no other")
+	claimed := map[int]bool{}
 	for _, d := range devs {
 		c := realChip(t, d)
+		claimed[c.Index] = true
 		assert.Equal(t, 1, spec["/dev/davinci"+strconv.Itoa(c.Index)], "%s is in the container's spec once: %v", framework.Registry.ChipDeviceName(c), spec)
 		u, _ := envOf(logs, cdi.DeviceEnvKey(framework.Registry.ChipDeviceName(c))+"_UUID")
 		assert.Equal(t, c.UUID, u, "the chip's facts are in the DRA_DEVICE_* variables")
+	}
+	for _, c := range realInventory(t).ChipsOf(ascend.Vendor) {
+		if !claimed[c.Index] {
+			assert.Zero(t, spec["/dev/davinci"+strconv.Itoa(c.Index)], "the runtime injected unclaimed %s named by the pod's own variable: %v", framework.Registry.ChipDeviceName(c), spec)
+		}
 	}
 	deletePod(t, ns, "auto")
 
 	restart("--visible-devices-env=set")
 	logs, spec, devs = run("set")
-	got, _ := envOf(logs, "ASCEND_VISIBLE_DEVICES")
+	got, _ = envOf(logs, ascend.EnvVisibleDevices)
 	assert.ElementsMatch(t, indicesOf(devs, ascend.Driver), strings.Split(got, ","))
 	for _, d := range devs {
 		c := realChip(t, d)

@@ -84,7 +84,6 @@ func TestPrepareGivesTheContainerExactlyTheClaimedChips(t *testing.T) {
 				"/usr/local/dcmi <- /usr/local/dcmi " + ro,
 			},
 			visible: "ASCEND_VISIBLE_DEVICES",
-			env:     map[string]string{"LD_LIBRARY_PATH": ascend.LibraryPath},
 		},
 		{
 			profile: "mlu370-x8", vendor: cambricon.Vendor, prefix: "mlu",
@@ -328,4 +327,36 @@ func TestPublishedSlicesAreTheFoundationCodesSlices(t *testing.T) {
 			require.Equal(t, want, got)
 		})
 	}
+}
+
+// A DeviceClass config with enforced set is final: a claim's config may
+// repeat its variables but not change them, may not loosen its Exclusive
+// sharing, and may not be enforced itself.
+func TestAnEnforcedDeviceClassConfigCannotBeOverriddenByTheClaim(t *testing.T) {
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared"})
+	class := func() resourceapi.DeviceAllocationConfiguration {
+		return n.opaque(resourceapi.AllocationConfigSourceClass, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","enforced":true,"env":{"HCCL_IF_IP":"10.0.0.1"},"sharing":{"strategy":"Exclusive"}}`)
+	}
+	same := n.claim("same", []string{"npu-1"}, class(),
+		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"HCCL_IF_IP":"10.0.0.1","MODEL":"qwen"}}`))
+	other := n.claim("other", []string{"npu-2"}, class(),
+		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"HCCL_IF_IP":"192.168.0.9"}}`))
+	selfEnforced := n.claim("self-enforced", []string{"npu-3"},
+		n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","enforced":true}`))
+	// The claim asks for Shared on a share of npu-0: the class's enforced
+	// Exclusive stays, so the share is refused.
+	looser := n.claimWithResults("looser", []resourceapi.DeviceRequestAllocationResult{n.share("npu-0", "55555555-5555-5555-5555-555555555555", gi(8))},
+		class(), n.opaque(resourceapi.AllocationConfigSourceClaim, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","sharing":{"strategy":"Shared"}}`))
+
+	resp := n.prepare(same, other, selfEnforced, looser)
+	require.Empty(t, resp[string(same.UID)].Error)
+	env := envMap(n.container(resp[string(same.UID)].Devices[0].CdiDeviceIds))
+	require.Equal(t, "10.0.0.1", env["HCCL_IF_IP"])
+	require.Equal(t, "qwen", env["MODEL"], "the claim adds what the class does not set")
+	require.Equal(t, `claim default/other (`+string(other.UID)+`): status.allocation.devices.config[1].opaque.parameters (from the claim): env[HCCL_IF_IP]: "192.168.0.9" may not override "10.0.0.1", which the DeviceClass config status.allocation.devices.config[0].opaque.parameters enforces`,
+		resp[string(other.UID)].Error)
+	require.Equal(t, `claim default/self-enforced (`+string(selfEnforced.UID)+`): status.allocation.devices.config[0].opaque.parameters (from the claim): enforced: Forbidden: only a DeviceClass's config can be enforced, not a claim's`,
+		resp[string(selfEnforced.UID)].Error)
+	require.Contains(t, resp[string(looser.UID)].Error, `device npu-0 is a share (8Gi of 64Gi memory) of a shared chip, but the config of request "accel" says sharing.strategy: Exclusive`)
+	require.Equal(t, []types.UID{same.UID}, n.driver.PreparedClaims())
 }

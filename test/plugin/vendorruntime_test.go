@@ -41,18 +41,21 @@ func TestVisibleDevicesEnvOnNodesWithAndWithoutTheVendorRuntime(t *testing.T) {
 		vendor        inventory.Vendor
 		mode          string
 		ascendRuntime bool
-		// visible is the variable and, if wantVisible, its value.
+		// visible is the variable and, if wantVisible, its value; if
+		// neutral, it is set to "" (ascend-docker-runtime injects nothing
+		// for it), else it is left out.
 		visible     string
 		wantVisible bool
+		neutral     bool
 	}{
 		{name: "ascend, auto, no vendor runtime: set", profile: "atlas-800t-a2", vendor: ascend.Vendor,
 			mode: cdi.VisibleDevicesAuto, visible: ascend.EnvVisibleDevices, wantVisible: true},
-		{name: "ascend, auto, ascend-docker-runtime installed: left out", profile: "atlas-800t-a2", vendor: ascend.Vendor,
-			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: ascend.EnvVisibleDevices},
+		{name: "ascend, auto, ascend-docker-runtime installed: neutral", profile: "atlas-800t-a2", vendor: ascend.Vendor,
+			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: ascend.EnvVisibleDevices, neutral: true},
 		{name: "ascend, set, ascend-docker-runtime installed: set", profile: "atlas-800t-a2", vendor: ascend.Vendor,
 			mode: cdi.VisibleDevicesSet, ascendRuntime: true, visible: ascend.EnvVisibleDevices, wantVisible: true},
-		{name: "ascend, omit: left out", profile: "atlas-800t-a2", vendor: ascend.Vendor,
-			mode: cdi.VisibleDevicesOmit, visible: ascend.EnvVisibleDevices},
+		{name: "ascend, omit: neutral", profile: "atlas-800t-a2", vendor: ascend.Vendor,
+			mode: cdi.VisibleDevicesOmit, visible: ascend.EnvVisibleDevices, neutral: true},
 		{name: "cambricon, auto: set", profile: "mlu370-x8", vendor: cambricon.Vendor,
 			mode: cdi.VisibleDevicesAuto, ascendRuntime: true, visible: cambricon.EnvVisibleDevices, wantVisible: true},
 		{name: "cambricon, omit: left out", profile: "mlu370-x8", vendor: cambricon.Vendor,
@@ -83,9 +86,14 @@ func TestVisibleDevicesEnvOnNodesWithAndWithoutTheVendorRuntime(t *testing.T) {
 			}
 			require.True(t, sort.StringsAreSorted(paths))
 			env := envMap(ctr)
-			if tt.wantVisible {
+			switch {
+			case tt.wantVisible:
 				require.Equal(t, "0,1", env[tt.visible])
-			} else {
+			case tt.neutral:
+				v, ok := env[tt.visible]
+				require.True(t, ok, "%s is set", tt.visible)
+				require.Empty(t, v)
+			default:
 				require.NotContains(t, env, tt.visible)
 			}
 			for i := 0; i < 2; i++ {

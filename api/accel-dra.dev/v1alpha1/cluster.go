@@ -73,6 +73,11 @@ func ParseSimulatedCluster(source string, data []byte) (*SimulatedCluster, error
 	return &c, nil
 }
 
+// MaxSimulatedNodes bounds a SimulatedCluster: ten times the 1000 nodes
+// the benchmarks simulate (docs/benchmarks.md), far below what would
+// exhaust memory.
+const MaxSimulatedNodes = 10000
+
 // Validate checks the fields; errors name the field path.
 func (c *SimulatedCluster) Validate() error {
 	if c.APIVersion != GroupVersion || c.Kind != SimulatedClusterKind {
@@ -82,6 +87,7 @@ func (c *SimulatedCluster) Validate() error {
 		return fmt.Errorf("nodes: at least one node is required")
 	}
 	seen := map[string]string{}
+	total := 0
 	for i, n := range c.Nodes {
 		field := fmt.Sprintf("nodes[%d]", i)
 		if n.Profile == "" {
@@ -89,6 +95,14 @@ func (c *SimulatedCluster) Validate() error {
 		}
 		if n.Count < 0 {
 			return fmt.Errorf("%s.count: must not be negative, got %d", field, n.Count)
+		}
+		// Checked before the names are made: an absurd count would
+		// allocate them all.
+		if n.Count > MaxSimulatedNodes {
+			return fmt.Errorf("%s.count: %d is more than the %d nodes a simulated cluster may have", field, n.Count, MaxSimulatedNodes)
+		}
+		if total += max(n.Count, 1); total > MaxSimulatedNodes {
+			return fmt.Errorf("%s.count: the cluster has %d nodes with this entry, more than the %d a simulated cluster may have", field, total, MaxSimulatedNodes)
 		}
 		for _, name := range n.NodeNames() {
 			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {

@@ -16,18 +16,13 @@ package v1alpha1
 
 import (
 	"fmt"
-	"slices"
-	"sort"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
@@ -63,6 +58,13 @@ type AscendConfig struct {
 	// Sharing says whether the devices may be shares of a chip that other
 	// claims use at the same time. Default: strategy Shared.
 	Sharing *Sharing `json:"sharing,omitempty"`
+	// Enforced, in a DeviceClass's config, makes what it sets final for
+	// every claim of the class: a claim's config may not set one of its
+	// env variables to another value (preparing the claim fails, naming
+	// the variable), and sharing.strategy Exclusive stays Exclusive
+	// whatever a claim's config says (a claim may always ask for
+	// Exclusive). A claim's own config cannot be enforced.
+	Enforced bool `json:"enforced,omitempty"`
 }
 
 // CambriconConfig is the opaque config of the cambricon.accel-dra.dev
@@ -79,6 +81,13 @@ type CambriconConfig struct {
 	// Sharing says whether the devices may be shares of a chip that other
 	// claims use at the same time. Default: strategy Shared.
 	Sharing *Sharing `json:"sharing,omitempty"`
+	// Enforced, in a DeviceClass's config, makes what it sets final for
+	// every claim of the class: a claim's config may not set one of its
+	// env variables to another value (preparing the claim fails, naming
+	// the variable), and sharing.strategy Exclusive stays Exclusive
+	// whatever a claim's config says (a claim may always ask for
+	// Exclusive). A claim's own config cannot be enforced.
+	Enforced bool `json:"enforced,omitempty"`
 }
 
 // SharingStrategy is the value of sharing.strategy.
@@ -124,7 +133,16 @@ type DeviceConfig interface {
 	Default()
 	// SharingStrategy is sharing.strategy, after defaulting.
 	SharingStrategy() SharingStrategy
+	// IsEnforced is the enforced field: what the config sets is final
+	// for claims (a DeviceClass's config only).
+	IsEnforced() bool
 }
+
+// IsEnforced implements DeviceConfig.
+func (c *AscendConfig) IsEnforced() bool { return c.Enforced }
+
+// IsEnforced implements DeviceConfig.
+func (c *CambriconConfig) IsEnforced() bool { return c.Enforced }
 
 // EnvVars implements DeviceConfig.
 func (c *AscendConfig) EnvVars() map[string]string { return c.Env }
@@ -200,7 +218,6 @@ func validateSharing(s *Sharing) field.ErrorList {
 var configVendors = all.Registry()
 
 func validateEnv(kind string, env map[string]string) field.ErrorList {
-	reserved := configVendors.ReservedEnv()
 	// own is the visible-devices variable of the kind's vendor.
 	own := ""
 	for _, v := range configVendors.All() {
@@ -208,28 +225,7 @@ func validateEnv(kind string, env map[string]string) field.ErrorList {
 			own = v.CDI().VisibleEnv
 		}
 	}
-	var errs field.ErrorList
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p := field.NewPath("env").Key(k)
-		for _, msg := range validation.IsEnvVarName(k) {
-			errs = append(errs, field.Invalid(p, k, msg))
-		}
-		// The driver sets them (vendors.Registry.ReservedEnv, the CDI writer's
-		// list too); a config must not change them, or a container could
-		// claim to see chips it was not given.
-		switch {
-		case k == own || strings.HasPrefix(k, vendors.ReservedEnvPrefix):
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s and %s* are set by the driver to the allocated devices", own, vendors.ReservedEnvPrefix)))
-		case slices.Contains(reserved, k):
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s is set by its vendor's driver to the allocated devices of a container that has any", k)))
-		}
-	}
-	return errs
+	return configVendors.ValidateEnv(own, env)
 }
 
 var (

@@ -20,8 +20,15 @@ package v1alpha1
 // prepare say the same thing.
 
 import (
+	"errors"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// ErrEnforcedInClaim is a claim's (or claim template's) config with
+// enforced set: only an admin's DeviceClass config can make what it sets
+// final. The webhook refuses it at apply, the plugin at prepare.
+var ErrEnforcedInClaim = errors.New("enforced: Forbidden: only a DeviceClass's config can be enforced, not a claim's")
 
 // configKinds maps each driver of ours to the config kind it accepts. The
 // driver names are the contract's (docs/architecture.md), the same as

@@ -18,9 +18,10 @@
 // before handing over to runc, as the real one does
 // (Ascend/mind-cluster component/ascend-docker-runtime, runtime/process/
 // process.go DoProcess → modifySpecFile → processDevicesAndHooks):
-//   - always: LD_LIBRARY_PATH gains the driver's library directories and
-//     ASCEND_DOCKER_RUNTIME=True is set (addAscendLibraryPath,
-//     addAscendDockerEnv), whatever the container carries;
+//   - always: ASCEND_DOCKER_RUNTIME=True is set (addAscendDockerEnv),
+//     whatever the container carries (the real one also prepends the
+//     driver's library directories to LD_LIBRARY_PATH,
+//     addAscendLibraryPath: not reproduced);
 //   - if ASCEND_VISIBLE_DEVICES (the last one in the env) is set and not
 //     "void" (checkVisibleDevice): /dev/davinciN for each id, and the
 //     manager devices /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc,

@@ -150,6 +150,9 @@ type Apt struct {
 	Sources string
 	// Log receives apt-get's output; nil discards it.
 	Log io.Writer
+	// Pins are the versions to download, by "<name>:<architecture>"
+	// (Pins of the lock file); a package without one gets the latest.
+	Pins map[string]string
 }
 
 // Packages returns the packages of pkgs for each architecture (Debian's
@@ -231,13 +234,19 @@ func (a Apt) download(ctx context.Context, arches []string, pkgs []BasePackage) 
 		return fmt.Errorf("creating %s: %w", tmp, err)
 	}
 	var names []string
+	pinned := func(name, arch string) string {
+		if v, ok := a.Pins[name+":"+arch]; ok {
+			return "=" + v
+		}
+		return ""
+	}
 	for _, p := range pkgs {
 		if p.ArchIndependent {
-			names = append(names, p.Name)
+			names = append(names, p.Name+pinned(p.Name, "all"))
 			continue
 		}
 		for _, arch := range arches {
-			names = append(names, p.Name+":"+arch)
+			names = append(names, p.Name+":"+arch+pinned(p.Name, arch))
 		}
 	}
 	if err := a.run(ctx, tmp, "download", append(opts, names...)...); err != nil {

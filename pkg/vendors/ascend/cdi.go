@@ -23,12 +23,14 @@ const (
 	EnvVisibleDevices = "ASCEND_VISIBLE_DEVICES"
 	// EnvRuntimeOptions is "VIRTUAL" in a claim of vNPUs.
 	EnvRuntimeOptions = "ASCEND_RUNTIME_OPTIONS"
-	// EnvLibraryPath is how CANN finds the driver's user-space libraries;
-	// CDI cannot append to an image's value, so a claim's own wins.
-	EnvLibraryPath = "LD_LIBRARY_PATH"
-	// LibraryPath is its value: the three driver directories.
-	LibraryPath = "/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:/usr/local/Ascend/driver/lib64/driver"
 )
+
+// LibraryDirs are the driver's user-space library directories, which
+// Huawei's container recipes put on LD_LIBRARY_PATH (docs/hardware.md,
+// "What a container gets"). The specs add them to the container's ld.so
+// cache instead: CDI cannot append to an image's LD_LIBRARY_PATH, only
+// replace it.
+var LibraryDirs = []string{"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/lib64/common", "/usr/local/Ascend/driver/lib64/driver"}
 
 // CDI implements vendors.Vendor.
 func (Ascend) CDI() vendors.CDIEdits {
@@ -48,8 +50,12 @@ func (Ascend) CDI() vendors.CDIEdits {
 			"/usr/local/Ascend/driver/version.info",
 			"/etc/ascend_install.info",
 		},
-		VirtualEnv: map[string]string{EnvRuntimeOptions: "VIRTUAL"},
-		Env:        map[string]string{EnvLibraryPath: LibraryPath},
+		// The driver installer writes both; the chart mounts nothing of
+		// the host's /etc into the agent (a hostPath cannot be optional,
+		// and FileOrCreate would create the file on Cambricon-only nodes).
+		MountedWith: map[string]string{"/etc/ascend_install.info": "/usr/local/Ascend/driver/lib64"},
+		VirtualEnv:  map[string]string{EnvRuntimeOptions: "VIRTUAL"},
+		LibraryDirs: LibraryDirs,
 		Runtime: &vendors.Runtime{
 			Name: "ascend-docker-runtime",
 			// Files that show ascend-docker-runtime is installed (its
@@ -61,6 +67,16 @@ func (Ascend) CDI() vendors.CDIEdits {
 				{Path: "/etc/containerd/config.toml", Contains: "ascend-docker-runtime"},
 				{Path: "/etc/docker/daemon.json", Contains: "ascend-docker-runtime"},
 			},
+			// The one value every release passes through: an empty
+			// variable. Ascend/mind-cluster@22bb3d98
+			// component/ascend-docker-runtime/runtime/process/process.go:732
+			// (checkVisibleDevice: "" or "void" → no devices, and :971
+			// adds the hook and devices only for a non-empty list) and
+			// hook/process/process.go:452 (the hook returns on ""); the
+			// older Ascend/ascend-docker-runtime@c451124d runtime/main.go:523
+			// and hook/main.go:328 know only "" ("void" fails its
+			// parseDevices, so the container would not start).
+			Neutral: "",
 		},
 	}
 }

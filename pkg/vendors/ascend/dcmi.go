@@ -43,7 +43,7 @@ import (
 // package puts it and what ascend-docker-runtime mounts into containers
 // (its base.list); the driver's lib64/driver and lib64 are the driver
 // library directories every Ascend container recipe puts on
-// LD_LIBRARY_PATH (cdi.go EnvLibraryPath), where older driver packages
+// LD_LIBRARY_PATH (cdi.go LibraryDirs), where older driver packages
 // keep their libraries.
 var DefaultDCMILibraries = []string{
 	"/usr/local/dcmi/libdcmi.so",

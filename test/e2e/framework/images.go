@@ -57,6 +57,7 @@ type image struct {
 	files      []imageFile
 	entrypoint []string
 	cmd        []string
+	env        []string // besides PATH
 }
 
 // busyboxImage is /bin/busybox from Debian's busybox-static with a
@@ -132,7 +133,7 @@ func writeDockerArchive(path string, img image) error {
 		"os":           "linux",
 		"created":      mtime.UTC().Format(time.RFC3339),
 		"config": map[string]any{
-			"Env":        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+			"Env":        append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, img.env...),
 			"Entrypoint": img.entrypoint,
 			"Cmd":        img.cmd,
 		},
