@@ -280,6 +280,17 @@ func firstChipOf(t *testing.T, inv inventory.Inventory, v inventory.Vendor) inve
 // agent's flags back when the test ends.
 func publishShared(t *testing.T, node, device string) {
 	t.Helper()
+	setChipModes(t, node, device+"=Shared", []string{ascend.Driver + "/" + device}, func(d resourceapi.Device) bool {
+		return ptr.Deref(d.AllowMultipleAllocations, false)
+	})
+}
+
+// setChipModes restarts node's agent with --chip-modes=modes, waits until
+// its slices publish each of devices (driver/device) and published says
+// it is in its new mode, and puts the agent's flags back when the test
+// ends.
+func setChipModes(t *testing.T, node, modes string, devices []string, published func(resourceapi.Device) bool) {
+	t.Helper()
 	orig := cluster.AgentArgs(node)
 	args := slices.DeleteFunc(append([]string(nil), orig...), func(a string) bool { return strings.HasPrefix(a, "--chip-modes=") })
 	restart := func(args []string) error {
@@ -291,7 +302,7 @@ func publishShared(t *testing.T, node, device string) {
 		defer cancel()
 		return cluster.RestartAgent(ctx, node)
 	}
-	require.NoError(t, restart(append(args, "--chip-modes="+device+"=Shared")), "log %s", cluster.AgentLog(node))
+	require.NoError(t, restart(append(args, "--chip-modes="+modes)), "log %s", cluster.AgentLog(node))
 	t.Cleanup(func() {
 		if err := restart(orig); err != nil {
 			t.Errorf("restarting the agent of %s with its flags: %v", node, err)
@@ -303,16 +314,17 @@ func publishShared(t *testing.T, node, device string) {
 		if sl == nil {
 			return false, nil
 		}
+		var ok int
 		for _, s := range sl.Items {
 			for _, d := range s.Spec.Devices {
-				if s.Spec.Driver == ascend.Driver && d.Name == device {
-					return ptr.Deref(d.AllowMultipleAllocations, false), nil
+				if slices.Contains(devices, s.Spec.Driver+"/"+d.Name) && published(d) {
+					ok++
 				}
 			}
 		}
-		return false, nil
+		return ok == len(devices), nil
 	})
-	require.NoError(t, err, "%s of %s is published Shared", device, node)
+	require.NoError(t, err, "%v of %s are published with --chip-modes=%s", devices, node, modes)
 }
 
 // createClaim creates a claim with one request.

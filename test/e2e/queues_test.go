@@ -40,6 +40,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
@@ -50,8 +51,12 @@ var workloadsGVR = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version:
 
 // Quota resources of demo/queues/kueue/kueue-config.yaml.
 const (
-	quota910B3  = "accel-dra.dev/ascend910b3"
-	quotaMLU370 = "accel-dra.dev/mlu370-x8"
+	quota910B3      = "accel-dra.dev/ascend910b3"
+	quotaMLU370     = "accel-dra.dev/mlu370-x8"
+	quotaVNPUMemory = "accel-dra.dev/vnpu-memory"
+	quotaVNPUCores  = "accel-dra.dev/vnpu-cores"
+	quotaSMLUMemory = "accel-dra.dev/smlu-memory"
+	quotaSMLUCores  = "accel-dra.dev/smlu-cores"
 )
 
 // TestKueueQueuesJobsOverDRAClaims runs Kueue v0.19.2 (built from the Go
@@ -94,6 +99,9 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	t.Run("across vendors", q.testAcrossVendors)
 	t.Run("a claim Kueue cannot count", q.testRefused)
 	t.Run("unchanged device-plugin jobs", q.testLegacy)
+	// Last: it restarts the real node's agent with its chips Partitioned
+	// and back.
+	t.Run("partitions by chip memory and cores", q.testPartitions)
 }
 
 // testQuota: the queue allows 4 × 910B3 and 2 × MLU370-X8 while the node
@@ -260,6 +268,54 @@ func (q *kueueQueue) testLegacy(t *testing.T) {
 	q.waitHeldForQuota(second, "huawei.com/Ascend910")
 	q.deleteJob(first, firstPods)
 	require.Len(t, q.waitRunning(second, 1)[0].devs, 2)
+	q.deleteAll()
+}
+
+// testPartitions: with the real node's chips Partitioned, the partitions
+// queue charges a vNPU claim 16Gi and 5 cores and an sMLU claim 5827Mi and
+// 4 cores, the counters the partition devices consume. Its 32Gi of vNPU
+// memory runs two vir05_1c_16g jobs and holds a third although the node
+// has 14 vNPU slots free; its 4 sMLU cores run one sMLU job and hold a
+// second. When a job ends and its partition is released, the held one is
+// admitted and runs on a partition.
+func (q *kueueQueue) testPartitions(t *testing.T) {
+	q.t = t
+	setChipModes(t, cluster.RealNode(), "Partitioned",
+		[]string{ascend.Driver + "/npu-3-vir05-1c-16g-3", cambricon.Driver + "/mlu-3-smlu-25p-3"},
+		func(d resourceapi.Device) bool { return len(d.ConsumesCounters) > 0 })
+	objs := readDemoObjects(t, "kueue/partitions.yaml", q.ns)
+	_, err := cluster.Apply(t.Context(), framework.FieldManager, objs...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cluster.Delete(context.Background(), objs...) })
+	q.waitClusterQueueActive("partitions")
+
+	vnpu1, vnpu1Pods := q.submitRunning("vnpu-infer", 1)
+	require.Equal(t, map[string]string{quotaVNPUMemory: "16Gi", quotaVNPUCores: "5"}, q.admittedUsage(vnpu1), "Kueue charges the vir05_1c_16g counters")
+	q.submitRunning("vnpu-infer", 1)
+	vnpu3 := q.submit("vnpu-infer")
+	q.waitHeldForQuota(vnpu3, quotaVNPUMemory)
+	vnpus := 0
+	for _, d := range q.realNodeDevicesInUse() {
+		if strings.Contains(d, "-vir05-1c-16g-") {
+			vnpus++
+		}
+	}
+	require.Equal(t, 2, vnpus, "two vNPUs allocated, of 16 slots: the quota, not the node, holds %s", vnpu3)
+
+	smlu1, smlu1Pods := q.submitRunning("smlu-infer", 1)
+	require.Equal(t, map[string]string{quotaSMLUMemory: "5827Mi", quotaSMLUCores: "4"}, q.admittedUsage(smlu1), "Kueue charges the 1/4 sMLU counters")
+	smlu2 := q.submit("smlu-infer")
+	q.waitHeldForQuota(smlu2, quotaSMLUCores)
+
+	for name, pods := range map[string][]podDevices{vnpu1: vnpu1Pods, smlu1: smlu1Pods} {
+		for _, d := range deviceNames(pods) {
+			require.Regexp(t, `/(npu-\d-vir05-1c-16g|mlu-\d-smlu-25p)-\d$`, d, "job %s got a partition", name)
+		}
+	}
+	q.deleteJob(vnpu1, vnpu1Pods)
+	require.Regexp(t, `-vir05-1c-16g-\d$`, deviceNames(q.waitRunning(vnpu3, 1))[0], "the held job runs on a vNPU once one is released")
+	q.deleteJob(smlu1, smlu1Pods)
+	require.Regexp(t, `-smlu-25p-\d$`, deviceNames(q.waitRunning(smlu2, 1))[0], "the held job runs on an sMLU once one is released")
 	q.deleteAll()
 }
 
