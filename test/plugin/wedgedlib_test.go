@@ -44,45 +44,10 @@ import (
 // then restarts the agent: a new process, with the hang gone, publishes
 // the chips and serves both drivers again.
 func TestAHungVendorLibraryFailsLivenessAndARestartRecovers(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
 	dir := t.TempDir()
-	// One root with both nodes' device files and PCI functions.
-	root := filepath.Join(dir, "root")
-	require.NoError(t, os.MkdirAll(root, 0o755))
-	for _, src := range []string{dcmiTestdata + "/atlas-800t-a2/root", cambriconTestdata + "/mlu370-x8/root"} {
-		out, err := exec.Command("cp", "-a", src+"/.", root).CombinedOutput()
-		require.NoError(t, err, "copying %s: %s", src, out)
-	}
-
-	// The mock DCMI hangs in dcmi_get_device_health while the hang file
-	// exists (mock_dcmi.c's hang line).
 	hang := filepath.Join(dir, "hang")
-	dcmiLib := filepath.Join(dir, "libdcmi.so")
-	out, err := exec.Command("gcc", "-shared", "-fPIC", "-I", dcmiTestdata+"/dcmi", "-o", dcmiLib, dcmiTestdata+"/dcmi/mock_dcmi.c").CombinedOutput()
-	require.NoError(t, err, "building the mock libdcmi.so: %s", out)
-	fixture, err := os.ReadFile(filepath.Join(dcmiTestdata, "dcmi", "atlas-800t-a2.txt"))
-	require.NoError(t, err)
-	dcmiFixture := filepath.Join(dir, "dcmi.txt")
-	require.NoError(t, os.WriteFile(dcmiFixture, append(fixture, []byte("hang dcmi_get_device_health "+hang+"\n")...), 0o644))
-	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", dcmiFixture)
-	t.Setenv("ACCEL_DRA_DCMI_STATE", filepath.Join(dir, "dcmi.state"))
-	cndevLib := cndevtest.Build(t)
-	t.Setenv(cndevtest.EnvFixture, cndevtest.Fixture("mlu370-x8"))
-	t.Setenv(cndevtest.EnvState, filepath.Join(dir, "cndev.state"))
-	t.Setenv(cndevtest.EnvRoot, root)
-	// The tools answer only what the libraries have no call for.
-	tool := filepath.Join(dir, "tool")
-	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
-
-	cfg := agentConfig{Root: root,
-		Libraries:          map[string]string{ascend.Option: dcmiLib, cambricon.Option: cndevLib},
-		Tools:              map[string]string{ascend.NpuSmi: tool, cambricon.Cnmon: tool},
-		LibraryCallTimeout: 200 * time.Millisecond, LibraryHangLimit: 2 * time.Second,
-		HealthInterval: 100 * time.Millisecond, HealthAddrFile: filepath.Join(dir, "healthz-addr")}
-	inv, err := source.Discover(ctx, cfg.discovery())
-	require.NoError(t, err)
-	require.ElementsMatch(t, []inventory.Vendor{ascend.Vendor, cambricon.Vendor}, inv.Vendors(), "both vendors' chips")
-	a := newAgentOf(t, inv, cfg)
+	a, dcmiLib := twoLibraryNode(t, dir, "hang dcmi_get_device_health "+hang)
+	cfg := a.cfg
 
 	livez := func() (int, string) {
 		addr, err := os.ReadFile(cfg.HealthAddrFile)
@@ -147,4 +112,65 @@ func TestAHungVendorLibraryFailsLivenessAndARestartRecovers(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, body)
 	serves("after")
 	a.stop()
+}
+
+// twoLibraryNode prepares an agent on a node with Ascend and Cambricon
+// chips, each read through its mock library, the mock DCMI's fixture
+// with these lines added; it returns the agent and the DCMI library.
+func twoLibraryNode(t *testing.T, dir, dcmiLines string) (*agent, string) {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	// One root with both nodes' device files and PCI functions.
+	root := filepath.Join(dir, "root")
+	require.NoError(t, os.MkdirAll(root, 0o755))
+	for _, src := range []string{dcmiTestdata + "/atlas-800t-a2/root", cambriconTestdata + "/mlu370-x8/root"} {
+		out, err := exec.Command("cp", "-a", src+"/.", root).CombinedOutput()
+		require.NoError(t, err, "copying %s: %s", src, out)
+	}
+
+	// mock_dcmi.c's fixture lines: hang <fn> <file>, count <fn> <n>.
+	dcmiLib := filepath.Join(dir, "libdcmi.so")
+	out, err := exec.Command("gcc", "-shared", "-fPIC", "-I", dcmiTestdata+"/dcmi", "-o", dcmiLib, dcmiTestdata+"/dcmi/mock_dcmi.c").CombinedOutput()
+	require.NoError(t, err, "building the mock libdcmi.so: %s", out)
+	fixture, err := os.ReadFile(filepath.Join(dcmiTestdata, "dcmi", "atlas-800t-a2.txt"))
+	require.NoError(t, err)
+	dcmiFixture := filepath.Join(dir, "dcmi.txt")
+	require.NoError(t, os.WriteFile(dcmiFixture, append(fixture, []byte(dcmiLines+"\n")...), 0o644))
+	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", dcmiFixture)
+	t.Setenv("ACCEL_DRA_DCMI_STATE", filepath.Join(dir, "dcmi.state"))
+	cndevLib := cndevtest.Build(t)
+	t.Setenv(cndevtest.EnvFixture, cndevtest.Fixture("mlu370-x8"))
+	t.Setenv(cndevtest.EnvState, filepath.Join(dir, "cndev.state"))
+	t.Setenv(cndevtest.EnvRoot, root)
+	// The tools answer only what the libraries have no call for.
+	tool := filepath.Join(dir, "tool")
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+
+	cfg := agentConfig{Root: root,
+		Libraries:          map[string]string{ascend.Option: dcmiLib, cambricon.Option: cndevLib},
+		Tools:              map[string]string{ascend.NpuSmi: tool, cambricon.Cnmon: tool},
+		LibraryCallTimeout: 200 * time.Millisecond, LibraryHangLimit: 2 * time.Second,
+		HealthInterval: 100 * time.Millisecond, HealthAddrFile: filepath.Join(dir, "healthz-addr")}
+	// The node's chips, read through the libraries without the lines.
+	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", filepath.Join(dcmiTestdata, "dcmi", "atlas-800t-a2.txt"))
+	inv, err := source.Discover(ctx, cfg.discovery())
+	require.NoError(t, err)
+	require.ElementsMatch(t, []inventory.Vendor{ascend.Vendor, cambricon.Vendor}, inv.Vendors(), "both vendors' chips")
+	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", dcmiFixture)
+	return newAgentOf(t, inv, cfg), dcmiLib
+}
+
+// TestABogusLibraryCountStopsTheAgentNamingTheCall: a DCMI that reports
+// more cards than a node can have fails the agent's start with the call
+// named, instead of sizing a slice or loop by the count; the kubelet
+// restarts the pod, and `kubectl logs` says why.
+func TestABogusLibraryCountStopsTheAgentNamingTheCall(t *testing.T) {
+	a, dcmiLib := twoLibraryNode(t, t.TempDir(), "count dcmi_get_card_list 100000")
+	a.launch("")
+	var exit *exec.ExitError
+	require.ErrorAs(t, a.wait(), &exit, "the agent stops")
+	require.Equal(t, 1, exit.ExitCode())
+	log, err := os.ReadFile(a.log.Name())
+	require.NoError(t, err)
+	require.Contains(t, string(log), "listing Ascend chips through "+dcmiLib+": dcmi_get_card_list reports 100000 cards, not within 0..64")
 }
