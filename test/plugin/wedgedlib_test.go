@@ -142,9 +142,7 @@ func twoLibraryNode(t *testing.T, dir, dcmiLines string) (*agent, string) {
 	t.Setenv(cndevtest.EnvFixture, cndevtest.Fixture("mlu370-x8"))
 	t.Setenv(cndevtest.EnvState, filepath.Join(dir, "cndev.state"))
 	t.Setenv(cndevtest.EnvRoot, root)
-	// The tools answer only what the libraries have no call for.
-	tool := filepath.Join(dir, "tool")
-	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+	tool := libraryOnlyTool(t, dir)
 
 	cfg := agentConfig{Root: root,
 		Libraries:          map[string]string{ascend.Option: dcmiLib, cambricon.Option: cndevLib},
