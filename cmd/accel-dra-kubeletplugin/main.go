@@ -41,6 +41,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/source"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
@@ -97,6 +98,12 @@ Every flag can also be set by the environment variable in brackets.`,
 			if o.Discovery.ToolTimeout <= 0 {
 				return fmt.Errorf("--tool-timeout %s: want a positive duration such as 30s", o.Discovery.ToolTimeout)
 			}
+			if o.Discovery.LibraryCallTimeout <= 0 {
+				return fmt.Errorf("--library-call-timeout %s: want a positive duration such as 10s", o.Discovery.LibraryCallTimeout)
+			}
+			if o.LibraryHangLimit < o.Discovery.LibraryCallTimeout {
+				return fmt.Errorf("--library-hang-limit %s: want at least --library-call-timeout (%s): a call is hung only after its deadline", o.LibraryHangLimit, o.Discovery.LibraryCallTimeout)
+			}
 			cfg, err := clientConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -129,6 +136,8 @@ Every flag can also be set by the environment variable in brackets.`,
 	o.Discovery.Libraries = map[string]string{}
 	source.AddLibraryFlags(f, reg, o.Discovery.Libraries, true, "")
 	f.DurationVar(&o.Discovery.ToolTimeout, "tool-timeout", discovery.DefaultToolTimeout, "longest one run of npu-smi or cnmon may take before it is killed and its query fails (a tool hung in the driver must not hang the agent) [ACCEL_DRA_TOOL_TIMEOUT]")
+	f.DurationVar(&o.Discovery.LibraryCallTimeout, "library-call-timeout", vendors.DefaultLibraryCallTimeout, "longest one call into libdcmi.so or libcndev may take; a call without an answer by then fails, and the library's later calls fail at once until it returns [ACCEL_DRA_LIBRARY_CALL_TIMEOUT]")
+	f.DurationVar(&o.LibraryHangLimit, "library-hang-limit", nodeagent.DefaultLibraryHangLimit, "how long a call into libdcmi.so or libcndev may stay without an answer before /livez fails, so the kubelet restarts the agent and the new process loads the library afresh (a native call cannot be interrupted) [ACCEL_DRA_LIBRARY_HANG_LIMIT]")
 	f.StringVar(&podUID, "pod-uid", "", "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
 	f.DurationVar(&o.HealthInterval, "health-interval", devicemonitor.DefaultInterval, "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
 	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", "NoSchedule", "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")

@@ -69,6 +69,10 @@ func TestDurationFlags(t *testing.T) {
 			want: `--tool-timeout 0s: want a positive duration such as 30s`},
 		{name: "a negative tool timeout", env: map[string]string{"ACCEL_DRA_TOOL_TIMEOUT": "-5s"},
 			want: `--tool-timeout -5s: want a positive duration such as 30s`},
+		{name: "no library call timeout", args: []string{"--library-call-timeout=0s"},
+			want: `--library-call-timeout 0s: want a positive duration such as 10s`},
+		{name: "a hang limit shorter than the call timeout", env: map[string]string{"ACCEL_DRA_LIBRARY_HANG_LIMIT": "5s"},
+			want: `--library-hang-limit 5s: want at least --library-call-timeout (10s): a call is hung only after its deadline`},
 		{name: "a bad logging format, from the environment", env: map[string]string{"ACCEL_DRA_LOGGING_FORMAT": "xml"},
 			want: `logging flags: format: Invalid value: "xml": Unsupported log format`},
 	} {

@@ -71,6 +71,7 @@ func telemetry(o Options, v vendors.Vendor) vendors.Telemetry {
 		return nil
 	}
 	return v.NewTelemetry(vendors.BackendConfig{Root: rootOf(o),
-		Runner:  discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
-		Library: o.Discovery.Libraries[v.Names().Option]})
+		Runner:             discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
+		Library:            o.Discovery.Libraries[v.Names().Option],
+		LibraryCallTimeout: o.Discovery.LibraryCallTimeout})
 }

@@ -84,6 +84,10 @@ type Options struct {
 	// LivenessTimeout bounds /livez's check of each driver (zero:
 	// LiveTimeout).
 	LivenessTimeout time.Duration
+	// LibraryHangLimit is how long a call into a vendor library may stay
+	// hung before /livez fails (zero: DefaultLibraryHangLimit). The
+	// binary's --library-hang-limit.
+	LibraryHangLimit time.Duration
 	// OnHealthServing, if set, is told the probe server's address (tests
 	// listen on port 0).
 	OnHealthServing func(net.Addr)
@@ -176,7 +180,11 @@ func Run(ctx context.Context, o Options) error {
 	stopped := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	probeServer := &probes{want: len(found), metrics: metrics.New(), separateMetrics: o.MetricsAddr != "", liveTimeout: o.LivenessTimeout}
+	probeServer := &probes{want: len(found), metrics: metrics.New(), separateMetrics: o.MetricsAddr != "", liveTimeout: o.LivenessTimeout,
+		hangLimit: o.LibraryHangLimit}
+	if probeServer.libraries, err = libraryWatches(o.Discovery); err != nil {
+		return err
+	}
 	if o.MetricsAddr != "" {
 		addr, err := serveMetrics(ctx, o.MetricsAddr, probeServer.metrics)
 		if err != nil {

@@ -31,11 +31,14 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/metrics"
+	"github.com/accel-dra/accel-dra/pkg/source"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // probes serves the DaemonSet's probes: /livez answers when every driver
 // started so far answers the kubelet's calls (driver.Live: GetInfo and an
-// empty NodePrepareResources on its sockets) within LiveTimeout, so an
+// empty NodePrepareResources on its sockets) within LiveTimeout and no
+// vendor library call has been hung for longer than the hang limit, so an
 // agent whose calls are stuck is restarted; /readyz only when every driver has started and the
 // kubelet has confirmed its registration, so a rolling update waits for
 // the new pod to really serve before stopping the old one. The same server
@@ -51,6 +54,61 @@ type probes struct {
 	separateMetrics bool
 	// liveTimeout bounds each liveness check (zero: LiveTimeout).
 	liveTimeout time.Duration
+	// libraries are the vendor libraries whose hung calls fail liveness
+	// once hung for hangLimit (zero: DefaultLibraryHangLimit).
+	libraries []libraryWatch
+	hangLimit time.Duration
+}
+
+// libraryWatch is one vendor backend that calls a management library.
+type libraryWatch struct {
+	vendor string
+	watch  vendors.LibraryWatch
+}
+
+// DefaultLibraryHangLimit is how long a vendor library call may stay hung
+// before /livez fails: six times vendors.DefaultLibraryCallTimeout, so a
+// call that is only slow (and returns, unwedging the library) does not
+// restart the agent, while one stuck in the driver does. A native call
+// cannot be interrupted; only a new process gets the library back.
+const DefaultLibraryHangLimit = 6 * vendors.DefaultLibraryCallTimeout
+
+// libraryWatches are the discovery backends of o that call a vendor
+// library. They load nothing: they look at the library the agent's
+// discovery, health monitor and partition tool loaded.
+func libraryWatches(o source.Options) ([]libraryWatch, error) {
+	backends, err := source.Backends(o)
+	if err != nil {
+		return nil, err
+	}
+	var out []libraryWatch
+	for _, b := range backends {
+		if w, ok := b.(vendors.LibraryWatch); ok {
+			out = append(out, libraryWatch{vendor: b.Name(), watch: w})
+		}
+	}
+	return out, nil
+}
+
+// hungLibraries fails for each vendor library with a call hung for longer
+// than the limit, naming the call.
+func (p *probes) hungLibraries(now time.Time) error {
+	limit := p.hangLimit
+	if limit <= 0 {
+		limit = DefaultLibraryHangLimit
+	}
+	var errs []error
+	for _, l := range p.libraries {
+		h := l.watch.HungLibraryCall()
+		if h == nil {
+			continue
+		}
+		if hung := now.Sub(h.Since); hung > limit {
+			errs = append(errs, fmt.Errorf("%s: %s: %s has not returned for %s (longer than --library-hang-limit %s); a restart loads the library afresh",
+				l.vendor, h.Library, h.Call, hung.Round(time.Second), limit))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (p *probes) add(d *driver.Driver) {
@@ -95,6 +153,9 @@ func (p *probes) live(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var errs []error
+	if err := p.hungLibraries(time.Now()); err != nil {
+		errs = append(errs, err)
+	}
 	for _, d := range drivers {
 		if err := d.Live(ctx); err != nil {
 			errs = append(errs, err)

@@ -62,6 +62,9 @@ type Options struct {
 	// /usr/local/dcmi/libdcmi.so); a vendor without an entry uses its
 	// default paths.
 	Libraries map[string]string
+	// LibraryCallTimeout bounds each call into a management library
+	// (vendors.BackendConfig.LibraryCallTimeout; zero: the default).
+	LibraryCallTimeout time.Duration
 }
 
 // Backends returns the backends for o. With a root, every vendor's
@@ -96,7 +99,7 @@ func Backends(o Options) ([]discovery.Backend, error) {
 				// machine's library would mix in its chips.
 				library = vendors.LibraryNone
 			}
-			backends = append(backends, v.NewBackend(vendors.BackendConfig{Root: root, Runner: runner, Library: library}))
+			backends = append(backends, v.NewBackend(vendors.BackendConfig{Root: root, Runner: runner, Library: library, LibraryCallTimeout: o.LibraryCallTimeout}))
 		}
 	}
 	return backends, nil

@@ -45,16 +45,45 @@ type LibraryCalls struct {
 	Timeout time.Duration
 
 	sem    atomic.Pointer[chan struct{}]
-	wedged atomic.Pointer[string]
+	wedged atomic.Pointer[HungCall]
+}
+
+// HungCall is a library call that has not returned since its deadline.
+type HungCall struct {
+	// Library is the library's path, Call the function.
+	Library, Call string
+	// Since is when the call was made.
+	Since time.Time
 }
 
 // Wedged names the call that has not returned since its deadline; ""
 // while the library answers.
 func (c *LibraryCalls) Wedged() string {
 	if w := c.wedged.Load(); w != nil {
-		return *w
+		return w.Call
 	}
 	return ""
+}
+
+// Hung returns the call that has not returned since its deadline, nil
+// while the library answers.
+func (c *LibraryCalls) Hung() *HungCall {
+	if w := c.wedged.Load(); w != nil {
+		h := *w
+		return &h
+	}
+	return nil
+}
+
+// LibraryWatch is implemented by a discovery backend that reads the chips
+// through a vendor library: the agent's liveness asks it whether a call
+// is hung (a native call cannot be interrupted: only a new process gets
+// the library back).
+type LibraryWatch interface {
+	// HungLibraryCall returns the call into the backend's library that
+	// has not returned since its deadline; nil when none is, or when the
+	// library is not loaded.
+	HungLibraryCall() *HungCall
 }
 
 func (c *LibraryCalls) slot() chan struct{} {
@@ -83,7 +112,7 @@ func (c *LibraryCalls) Do(name string, f func() int32) (int32, error) {
 	case <-timer.C:
 		return 0, fmt.Errorf("%s: %s: %w: waited %s for an earlier call to return", c.Library, name, ErrLibraryWedged, timeout)
 	}
-	token := &name
+	token := &HungCall{Library: c.Library, Call: name, Since: time.Now()}
 	done := make(chan int32, 1)
 	go func() {
 		defer func() { <-sem }()

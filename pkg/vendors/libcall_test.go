@@ -35,11 +35,19 @@ func TestAHungLibraryCallTimesOutAndLaterCallsFailFast(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int32(7), rc)
 
+	require.Nil(t, c.Hung())
+
 	release := make(chan struct{})
+	start := time.Now()
 	_, err = c.Do("hangs", func() int32 { <-release; return 0 })
 	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
 	require.EqualError(t, err, "libtest.so: hangs: vendor library wedged: no answer after 50ms")
 	require.Equal(t, "hangs", c.Wedged())
+	hung := c.Hung()
+	require.NotNil(t, hung)
+	require.Equal(t, "libtest.so", hung.Library)
+	require.Equal(t, "hangs", hung.Call)
+	require.WithinRange(t, hung.Since, start, start.Add(50*time.Millisecond), "since the call was made, not its deadline")
 
 	ran := false
 	_, err = c.Do("after", func() int32 { ran = true; return 0 })
@@ -49,6 +57,7 @@ func TestAHungLibraryCallTimesOutAndLaterCallsFailFast(t *testing.T) {
 
 	close(release)
 	require.Eventually(t, func() bool { return c.Wedged() == "" }, time.Minute, time.Millisecond, "the hung call returned")
+	require.Nil(t, c.Hung())
 	rc, err = c.Do("answers", func() int32 { return 3 })
 	require.NoError(t, err)
 	require.Equal(t, int32(3), rc)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"time"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -62,6 +63,10 @@ type BackendConfig struct {
 	// libcndev.so), loaded at run time; empty means the vendor's default
 	// paths, LibraryNone means the tool only.
 	Library string
+	// LibraryCallTimeout bounds each call into the library (zero:
+	// DefaultLibraryCallTimeout). A library is loaded once per process:
+	// the first backend to load it sets its deadline.
+	LibraryCallTimeout time.Duration
 }
 
 // LibraryNone as BackendConfig.Library makes a backend use the vendor's

@@ -122,6 +122,23 @@ type agentConfig struct {
 	PodUID types.UID
 	// DeviceMetadata is nodeagent.Options.DeviceMetadata.
 	DeviceMetadata bool
+	// Without a Profile the agent discovers the chips under Root through
+	// these vendor libraries and tools (source.Options), re-reading them
+	// every HealthInterval.
+	Libraries, Tools   map[string]string
+	LibraryCallTimeout time.Duration
+	HealthInterval     time.Duration
+	// LibraryHangLimit is nodeagent.Options.LibraryHangLimit.
+	LibraryHangLimit time.Duration
+	// HealthAddrFile, when set, serves /livez and /readyz on a loopback
+	// port whose address the child writes to that file.
+	HealthAddrFile string
+}
+
+// discovery is the child's source.Options.
+func (cfg agentConfig) discovery() source.Options {
+	return source.Options{Registry: registry, Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root,
+		Libraries: cfg.Libraries, Tools: cfg.Tools, LibraryCallTimeout: cfg.LibraryCallTimeout}
 }
 
 func claimFile(dir, namespace, name string) string {
@@ -158,8 +175,9 @@ func childAgent(raw string) int {
 		go reportPublished(ctx, cfg, client)
 	}
 	err := nodeagent.Run(klog.NewContext(ctx, klog.Background()), nodeagent.Options{
-		Discovery:      source.Options{Registry: registry, Profile: cfg.Profile, NodeName: nodeName, Root: cfg.Root},
-		FakeDevices:    true,
+		Discovery:      cfg.discovery(),
+		FakeDevices:    cfg.Profile != "",
+		HealthInterval: cfg.HealthInterval,
 		ChipModes:      cfg.ChipModes,
 		RegistrarDir:   cfg.RegistrarDir,
 		PluginDir:      cfg.PluginDir,
@@ -177,6 +195,13 @@ func childAgent(raw string) int {
 				fmt.Fprintln(os.Stderr, "child agent:", err)
 			}
 		},
+		HealthAddr:       healthAddr(cfg),
+		LibraryHangLimit: cfg.LibraryHangLimit,
+		OnHealthServing: func(a net.Addr) {
+			if err := os.WriteFile(cfg.HealthAddrFile, []byte(a.String()), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "child agent:", err)
+			}
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child agent:", err)
@@ -189,6 +214,15 @@ func childAgent(raw string) int {
 // the parent wants to scrape it.
 func metricsAddr(cfg agentConfig) string {
 	if cfg.MetricsAddrFile == "" {
+		return ""
+	}
+	return "127.0.0.1:0"
+}
+
+// healthAddr is the child's --healthz-addr: a free loopback port when
+// the parent probes it.
+func healthAddr(cfg agentConfig) string {
+	if cfg.HealthAddrFile == "" {
 		return ""
 	}
 	return "127.0.0.1:0"
@@ -224,15 +258,25 @@ func reportPublished(ctx context.Context, cfg agentConfig, client *fake.Clientse
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "child agent: waiting for the slices to be published:", err)
 	}
-	p, err := profile.Load(registry, cfg.Profile)
-	if err != nil {
-		fail(err)
-		return
-	}
-	inv, err := profilenode.New(registry, nodeName, p).Discover(ctx)
-	if err != nil {
-		fail(err)
-		return
+	var inv inventory.Inventory
+	if cfg.Profile != "" {
+		p, err := profile.Load(registry, cfg.Profile)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if inv, err = profilenode.New(registry, nodeName, p).Discover(ctx); err != nil {
+			fail(err)
+			return
+		}
+	} else {
+		// The node's chips as the agent reads them (the same libraries,
+		// loaded once per process).
+		var err error
+		if inv, err = source.Discover(ctx, cfg.discovery()); err != nil {
+			fail(err)
+			return
+		}
 	}
 	policy, err := partitions.ParsePolicy(registry, cfg.ChipModes)
 	if err != nil {
@@ -282,17 +326,24 @@ type agent struct {
 // runs the agent.
 func newAgent(t testing.TB, profileName, chipModes string) *agent {
 	t.Helper()
-	inv := simulatedNode(t, profileName)
+	return newAgentOf(t, simulatedNode(t, profileName), agentConfig{Profile: profileName, ChipModes: chipModes})
+}
+
+// newAgentOf prepares the directories of an agent serving inv as cfg
+// says; a Root left empty is a new directory.
+func newAgentOf(t testing.TB, inv inventory.Inventory, cfg agentConfig) *agent {
+	t.Helper()
 	sockets, err := os.MkdirTemp("", "adra-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(sockets) })
 	dir := t.TempDir()
-	a := &agent{t: t, inv: inv, vendors: inv.Vendors(), cfg: agentConfig{
-		Profile: profileName, ChipModes: chipModes,
-		Root: filepath.Join(dir, "root"), CDIDir: filepath.Join(dir, "cdi"), StateDir: filepath.Join(dir, "state"),
-		ClaimsDir: filepath.Join(dir, "claims"), RegistrarDir: filepath.Join(sockets, "reg"), PluginDir: filepath.Join(sockets, "plugins"),
-		PublishedFile: filepath.Join(dir, "published"),
-	}}
+	if cfg.Root == "" {
+		cfg.Root = filepath.Join(dir, "root")
+	}
+	cfg.CDIDir, cfg.StateDir, cfg.ClaimsDir = filepath.Join(dir, "cdi"), filepath.Join(dir, "state"), filepath.Join(dir, "claims")
+	cfg.RegistrarDir, cfg.PluginDir = filepath.Join(sockets, "reg"), filepath.Join(sockets, "plugins")
+	cfg.PublishedFile = filepath.Join(dir, "published")
+	a := &agent{t: t, inv: inv, vendors: inv.Vendors(), cfg: cfg}
 	require.NoError(t, os.MkdirAll(a.cfg.ClaimsDir, 0o755))
 	a.log, err = os.Create(filepath.Join(dir, "agent.log"))
 	require.NoError(t, err)

@@ -219,10 +219,7 @@ func TestTheNodeAgentServesEveryProfileThroughTheMockLibraries(t *testing.T) {
 				t.Setenv(cndevtest.EnvState, state)
 				t.Setenv(cndevtest.EnvRoot, root)
 			}
-			// The tools answer only what the libraries have no call for
-			// (npu-smi's vNPU mode); anything else fails discovery.
-			tool := filepath.Join(dir, "tool")
-			require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+			tool := libraryOnlyTool(t, dir)
 			disc := source.Options{Registry: registry, Root: root, NodeName: nodeName, Vendors: []string{p.option},
 				Tools: map[string]string{ascend.NpuSmi: tool, cambricon.Cnmon: tool}, Libraries: map[string]string{p.option: lib}}
 
@@ -347,6 +344,16 @@ func TestTheNodeAgentServesEveryProfileThroughTheMockLibraries(t *testing.T) {
 			require.NoError(t, <-done)
 		})
 	}
+}
+
+// libraryOnlyTool writes a vendor tool into dir that answers only what
+// the libraries have no call for (npu-smi's vNPU mode); anything else
+// fails, so discovery must read the chips through the libraries.
+func libraryOnlyTool(t *testing.T, dir string) string {
+	t.Helper()
+	tool := filepath.Join(dir, "tool")
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+	return tool
 }
 
 func prefixOf(p nativeProfile) string {

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -258,22 +259,21 @@ type dcmiLib struct {
 	destroyVDevice func(card, dev int32, id uint32) int32
 }
 
-// dcmiCallTimeout bounds each DCMI call; a variable for the tests of a
-// hung call.
-var dcmiCallTimeout = vendors.DefaultLibraryCallTimeout
-
 // dlopen is purego.Dlopen, a variable for the tests of the fallback.
 var dlopen = purego.Dlopen
 
 // loadDCMI opens the library at path and binds its functions; it fails
 // when the file is not a loadable library or lacks a function discovery
 // needs.
-func loadDCMI(path string) (*dcmiLib, error) {
+func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
+	if timeout <= 0 {
+		timeout = vendors.DefaultLibraryCallTimeout
+	}
 	h, err := dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	l := &dcmiLib{path: path, calls: vendors.LibraryCalls{Library: path, Timeout: dcmiCallTimeout}}
+	l := &dcmiLib{path: path, calls: vendors.LibraryCalls{Library: path, Timeout: timeout}}
 	for _, f := range []struct {
 		name     string
 		fn       any

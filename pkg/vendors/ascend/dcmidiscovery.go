@@ -54,7 +54,7 @@ func (b *Backend) library(ctx context.Context) *dcmiLib {
 				"lookedIn", prefixAll(b.root, DefaultDCMILibraries))
 			return
 		}
-		lib, err := openDCMI(path)
+		lib, err := openDCMI(path, b.callTimeout)
 		if err != nil {
 			logger.Info("Cannot use libdcmi.so, reading Ascend chips with npu-smi", "path", path, "err", err)
 			return

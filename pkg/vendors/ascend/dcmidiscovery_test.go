@@ -274,15 +274,23 @@ func TestAHungDCMICallFailsFastAndTheLibraryRecovers(t *testing.T) {
 	hang := filepath.Join(t.TempDir(), "hang")
 	require.NoError(t, os.WriteFile(hang, nil, 0o644))
 	lib := buildMockDCMI(t, "atlas-800t-a2", "hang dcmi_get_device_health "+hang)
-	was := dcmiCallTimeout
-	dcmiCallTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { dcmiCallTimeout = was })
 	root, runner := fixture("atlas-800t-a2")
-	b := New(Config{Root: root, Runner: runner, Library: lib})
+	cfg := Config{Root: root, Runner: runner, Library: lib, LibraryCallTimeout: 200 * time.Millisecond}
+	b := New(cfg)
+	require.Nil(t, b.HungLibraryCall(), "not loaded yet")
 
+	start := time.Now()
 	_, err := b.Discover(ctx)
 	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
 	require.ErrorContains(t, err, "card 0 device 0: "+lib+": dcmi_get_device_health: vendor library wedged: no answer after 200ms")
+	// Another backend of the process (the agent's liveness makes one)
+	// sees the hung call of the library discovery loaded.
+	hung := New(cfg).HungLibraryCall()
+	require.NotNil(t, hung)
+	require.Equal(t, lib, hung.Library)
+	require.Equal(t, "dcmi_get_device_health", hung.Call)
+	require.WithinRange(t, hung.Since, start, time.Now())
+	require.Nil(t, New(Config{Root: root, Runner: runner, Library: vendors.LibraryNone}).HungLibraryCall(), "a backend without DCMI has no library call")
 	_, err = b.Discover(ctx)
 	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
 	require.ErrorContains(t, err, "dcmi_get_card_list: vendor library wedged: dcmi_get_device_health has not returned", "fails at once, without calling the library")
@@ -292,6 +300,7 @@ func TestAHungDCMICallFailsFastAndTheLibraryRecovers(t *testing.T) {
 		_, err := b.Discover(ctx)
 		return err == nil
 	}, time.Minute, 10*time.Millisecond, "the library answers again once the hung call returned")
+	require.Nil(t, b.HungLibraryCall())
 }
 
 // TestABogusDCMICountIsAnErrorNamingTheCall: a library that reports more

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -38,14 +39,15 @@ var (
 	opened = map[string]*dcmiLib{}
 )
 
-// openDCMI loads the library at path once per process.
-func openDCMI(path string) (*dcmiLib, error) {
+// openDCMI loads the library at path once per process; timeout bounds
+// each of its calls (zero: vendors.DefaultLibraryCallTimeout).
+func openDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 	openMu.Lock()
 	defer openMu.Unlock()
 	if l, ok := opened[path]; ok {
 		return l, nil
 	}
-	l, err := loadDCMI(path)
+	l, err := loadDCMI(path, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +65,8 @@ func (VNPUs) NewTool(runner discovery.CommandRunner, root, library string) vendo
 	if path := findDCMI(root, library); path != "" {
 		// A library that does not load is logged by discovery, which
 		// loads it first; the tool then uses npu-smi like discovery.
-		t.dcmi, _ = openDCMI(path)
+		// Discovery loaded it first, with the configured call deadline.
+		t.dcmi, _ = openDCMI(path, 0)
 	}
 	return t
 }
@@ -116,4 +119,22 @@ func (a *PartitionTool) createDCMI(ctx context.Context, lib *dcmiLib, c inventor
 		return vendors.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI: asked for vNPU id %d, got %d", t.Name, c.Index, id, got)
 	}
 	return vendors.ConfirmCreated(ctx, a, c, id, t.Name, vendors.Created{Tool: "DCMI", Kind: "vNPU", Template: "template"})
+}
+
+var _ vendors.LibraryWatch = (*Backend)(nil)
+
+// HungLibraryCall implements vendors.LibraryWatch: the hung call of the
+// backend's libdcmi.so, loaded by any backend or tool of the process.
+func (b *Backend) HungLibraryCall() *vendors.HungCall {
+	if b.libraryPath == vendors.LibraryNone {
+		return nil
+	}
+	path := findDCMI(b.root, b.libraryPath)
+	openMu.Lock()
+	l := opened[path]
+	openMu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.calls.Hung()
 }

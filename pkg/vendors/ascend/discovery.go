@@ -41,6 +41,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -87,6 +88,9 @@ type Config struct {
 	// Library is the path of libdcmi.so: "" looks in DefaultDCMILibraries
 	// under Root, vendors.LibraryNone uses npu-smi only.
 	Library string
+	// LibraryCallTimeout bounds each DCMI call (zero: the default,
+	// vendors.DefaultLibraryCallTimeout).
+	LibraryCallTimeout time.Duration
 }
 
 // Backend discovers Ascend chips. It implements discovery.Backend.
@@ -99,6 +103,7 @@ type Backend struct {
 	logged map[string]bool
 
 	libraryPath string
+	callTimeout time.Duration
 	libOnce     sync.Once
 	lib         *dcmiLib
 }
@@ -107,7 +112,7 @@ var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi, libraryPath: cfg.Library}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi, libraryPath: cfg.Library, callTimeout: cfg.LibraryCallTimeout}
 	if b.root == "" {
 		b.root = "/"
 	}

@@ -61,7 +61,7 @@ func (Ascend) Names() vendors.Names {
 
 // NewBackend implements vendors.Vendor.
 func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
-	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})
+	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, LibraryCallTimeout: cfg.LibraryCallTimeout})
 }
 
 // ProfileNode implements vendors.Vendor.

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ebitengine/purego"
 
@@ -211,10 +212,6 @@ type CNDev struct {
 	destroy     func(int32, *byte) int32
 }
 
-// cndevCallTimeout bounds each CNDev call; a variable for the tests of a
-// hung call.
-var cndevCallTimeout = vendors.DefaultLibraryCallTimeout
-
 var (
 	cndevMu     sync.Mutex
 	cndevLoaded = map[string]*CNDev{}
@@ -224,16 +221,31 @@ var (
 // DefaultCNDevPaths that exists under root, and initializes it. A library
 // is loaded once per process and path.
 func OpenCNDev(root, path string) (*CNDev, error) {
-	if path == "" {
-		for _, p := range DefaultCNDevPaths {
-			if _, err := os.Stat(filepath.Join(root, p)); err == nil {
-				path = filepath.Join(root, p)
-				break
-			}
+	return openCNDev(root, path, 0)
+}
+
+// findCNDev returns the library to load: path, or the first of
+// DefaultCNDevPaths that exists under root; "" when there is none.
+func findCNDev(root, path string) string {
+	if path != "" {
+		return path
+	}
+	for _, p := range DefaultCNDevPaths {
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			return filepath.Join(root, p)
 		}
-		if path == "" {
-			return nil, fmt.Errorf("looking for %s: none of %s exists under %s", CNDevLibrary, strings.Join(DefaultCNDevPaths, ", "), root)
-		}
+	}
+	return ""
+}
+
+// openCNDev is OpenCNDev with a deadline for each call (zero:
+// vendors.DefaultLibraryCallTimeout), set by the first load of the path.
+func openCNDev(root, path string, timeout time.Duration) (*CNDev, error) {
+	if path = findCNDev(root, path); path == "" {
+		return nil, fmt.Errorf("looking for %s: none of %s exists under %s", CNDevLibrary, strings.Join(DefaultCNDevPaths, ", "), root)
+	}
+	if timeout <= 0 {
+		timeout = vendors.DefaultLibraryCallTimeout
 	}
 	cndevMu.Lock()
 	defer cndevMu.Unlock()
@@ -244,7 +256,7 @@ func OpenCNDev(root, path string) (*CNDev, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
-	l := &CNDev{Path: path, calls: vendors.LibraryCalls{Library: path, Timeout: cndevCallTimeout}}
+	l := &CNDev{Path: path, calls: vendors.LibraryCalls{Library: path, Timeout: timeout}}
 	var init func(int32) int32
 	var missing []string
 	need := func(fn any, name string) {
@@ -340,4 +352,22 @@ func (l *CNDev) call(what, fn string, f func() int32) error {
 		return fmt.Errorf("%s: %s %s: %w", what, CNDevLibrary, fn, err)
 	}
 	return nil
+}
+
+var _ vendors.LibraryWatch = (*Backend)(nil)
+
+// HungLibraryCall implements vendors.LibraryWatch: the hung call of the
+// backend's libcndev, loaded by any backend or tool of the process.
+func (b *Backend) HungLibraryCall() *vendors.HungCall {
+	if b.library == vendors.LibraryNone {
+		return nil
+	}
+	path := findCNDev(b.root, b.library)
+	cndevMu.Lock()
+	l := cndevLoaded[path]
+	cndevMu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.calls.Hung()
 }

@@ -290,15 +290,21 @@ func TestAHungCNDevCallFailsFastAndTheLibraryRecovers(t *testing.T) {
 	hang := filepath.Join(t.TempDir(), "hang")
 	require.NoError(t, os.WriteFile(hang, nil, 0o644))
 	lib := mockNodeWith(t, "mlu370-x8", "hang fn=cndevGetCardHealthState while="+hang)
-	was := cndevCallTimeout
-	cndevCallTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { cndevCallTimeout = was })
 	root, _ := fixture("mlu370-x8")
-	b := New(Config{Root: root, Runner: failingRunner{t}, Library: lib})
+	cfg := Config{Root: root, Runner: failingRunner{t}, Library: lib, LibraryCallTimeout: 200 * time.Millisecond}
+	b := New(cfg)
+	require.Nil(t, b.HungLibraryCall(), "not loaded yet")
 
+	start := time.Now()
 	_, err := b.Discover(ctx)
 	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
 	require.ErrorContains(t, err, "reading MLU card 0: "+lib+": cndevGetCardHealthState: vendor library wedged: no answer after 200ms")
+	// Another backend of the process sees the hung call.
+	hung := New(cfg).HungLibraryCall()
+	require.NotNil(t, hung)
+	require.Equal(t, lib, hung.Library)
+	require.Equal(t, "cndevGetCardHealthState", hung.Call)
+	require.WithinRange(t, hung.Since, start, time.Now())
 	_, err = b.Discover(ctx)
 	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
 	require.ErrorContains(t, err, "cndevGetDeviceCount: vendor library wedged: cndevGetCardHealthState has not returned", "fails at once")
@@ -308,6 +314,7 @@ func TestAHungCNDevCallFailsFastAndTheLibraryRecovers(t *testing.T) {
 		_, err := b.Discover(ctx)
 		return err == nil
 	}, time.Minute, 10*time.Millisecond, "the library answers again once the hung call returned")
+	require.Nil(t, b.HungLibraryCall())
 }
 
 // TestABogusCNDevCountIsAnErrorNamingTheCall: absurd card or MLU-Link

@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -71,6 +72,9 @@ type Config struct {
 	// Library is the path of libcndev.so: "" looks in DefaultCNDevPaths
 	// under Root, vendors.LibraryNone reads everything through cnmon.
 	Library string
+	// LibraryCallTimeout bounds each CNDev call (zero: the default,
+	// vendors.DefaultLibraryCallTimeout).
+	LibraryCallTimeout time.Duration
 }
 
 // Backend discovers Cambricon chips. It implements discovery.Backend.
@@ -79,6 +83,8 @@ type Backend struct {
 	runner  discovery.CommandRunner
 	cnmon   string
 	library string
+	// callTimeout is Config.LibraryCallTimeout.
+	callTimeout time.Duration
 
 	// once loads the library at the first discovery; lib is nil when it
 	// could not be loaded (logged once) or was not wanted.
@@ -90,7 +96,7 @@ var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon, library: cfg.Library}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, cnmon: cfg.Cnmon, library: cfg.Library, callTimeout: cfg.LibraryCallTimeout}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -348,7 +354,7 @@ func (b *Backend) loadLibrary(ctx context.Context) *CNDev {
 			logger.V(2).Info("Reading Cambricon chips through cnmon only, as configured", "library", b.library)
 			return
 		}
-		l, err := OpenCNDev(b.root, b.library)
+		l, err := openCNDev(b.root, b.library, b.callTimeout)
 		if err != nil {
 			logger.Info("CNDev library not loaded, reading Cambricon chips through cnmon instead", "err", err)
 			return
