@@ -129,7 +129,7 @@ func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []Chi
 // without the call, or chips that do not support it, fall back to
 // `npu-smi info -t topo`.
 func (b *Backend) dcmiTopo(ctx context.Context, lib *dcmiLib, chips []dcmiChip) (Topology, error) {
-	t := Topology{Supported: true, Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{},
+	t := Topology{Supported: true, ByLogicID: true, Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{},
 		Source: b.libName() + " dcmi_get_topo_info_by_device_id"}
 	for _, a := range chips {
 		t.IDs = append(t.IDs, a.Logic)

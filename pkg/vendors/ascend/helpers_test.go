@@ -17,7 +17,11 @@ package ascend
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
@@ -95,4 +99,34 @@ func templateOf(c inventory.Chip, name string) (vendors.Template, bool) {
 		return vendors.Template{}, false
 	}
 	return m.Template(name)
+}
+
+// readFile returns a file under the package directory.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
+}
+
+// dropLines removes the lines of s that start with one of prefixes, and
+// fails when a prefix starts no line.
+func dropLines(t *testing.T, s string, prefixes ...string) string {
+	t.Helper()
+	var kept []string
+	used := map[string]bool{}
+lines:
+	for _, l := range strings.Split(s, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				used[p] = true
+				continue lines
+			}
+		}
+		kept = append(kept, l)
+	}
+	for _, p := range prefixes {
+		require.True(t, used[p], "no line starts with %q", p)
+	}
+	return strings.Join(kept, "\n")
 }
