@@ -113,7 +113,7 @@ func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []Chi
 		if int(c.Health) < len(dcmiHealth) {
 			health = dcmiHealth[c.Health]
 		}
-		infos = append(infos, ChipInfo{NPU: c.Card, Chip: c.Device, PhysicalID: c.Phy, Name: c.Name, Health: health,
+		infos = append(infos, ChipInfo{NPU: c.Card, Chip: c.Device, PhysicalID: c.Phy, LogicID: c.Logic, Name: c.Name, Health: health,
 			BusID: c.BusID, MemoryMB: c.MemoryMB, HBM: c.HBM, AICores: c.AICores})
 		mappings = append(mappings, ChipMapping{NPU: c.Card, Chip: c.Device, LogicID: c.Logic, PhysicalID: c.Phy,
 			Name: modelName(c.Name)})

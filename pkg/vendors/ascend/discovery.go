@@ -98,6 +98,11 @@ type Backend struct {
 
 	mu     sync.Mutex
 	logged map[string]bool
+	// phyIDs caches the chip behind each device file (nil: the tool
+	// cannot tell) for the device files in phyIDsFor, so a poll of an
+	// unchanged node asks npu-smi no more than before.
+	phyIDs    map[[2]int]int
+	phyIDsFor string
 
 	libraryPath string
 	libOnce     sync.Once
@@ -159,7 +164,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	if lib := b.library(ctx); lib != nil {
 		infos, mappings, topo, byLogic, err = b.readDCMI(ctx, lib)
 	} else {
-		infos, mappings, topo, err = b.readTool(ctx)
+		infos, mappings, topo, err = b.readTool(ctx, devs)
 	}
 	if err != nil {
 		return inventory.Inventory{}, err
@@ -243,6 +248,10 @@ func (b *Backend) combine(infos []ChipInfo, mappings []ChipMapping) ([]found, er
 				infoSrc, mapSrc, c.NPU, c.Chip, c.Line)
 		}
 		f := found{info: c, mapping: m, index: m.LogicID}
+		if c.LogicID >= 0 && c.LogicID != m.LogicID {
+			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d has logic id %d in one and %d in the other",
+				infoSrc, mapSrc, c.NPU, c.Chip, c.LogicID, m.LogicID)
+		}
 		switch {
 		case c.PhysicalID >= 0 && m.PhysicalID >= 0 && c.PhysicalID != m.PhysicalID:
 			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d has physical id %d in one and %d in the other",
@@ -462,13 +471,16 @@ func (b *Backend) healthMessage(ctx context.Context, c found) (string, error) {
 }
 
 // readTool reads the chips from npu-smi's three queries.
-func (b *Backend) readTool(ctx context.Context) ([]ChipInfo, []ChipMapping, Topology, error) {
+func (b *Backend) readTool(ctx context.Context, devs []int) ([]ChipInfo, []ChipMapping, Topology, error) {
 	infos, err := b.info(ctx)
 	if err != nil {
 		return nil, nil, Topology{}, err
 	}
 	mappings, err := b.mapping(ctx)
 	if err != nil {
+		return nil, nil, Topology{}, err
+	}
+	if err := b.physicalIDs(ctx, devs, infos, mappings); err != nil {
 		return nil, nil, Topology{}, err
 	}
 	topo, err := b.topo(ctx)

@@ -221,7 +221,8 @@ func TestDiscoverAsksNpuSmiForTheErrorCodesOfUnhealthyChipsOnly(t *testing.T) {
 	root, recorded := fixture("atlas-800t-a2")
 	noDev1 := discoverytest.CopyTree(t, root)
 	require.NoError(t, os.Remove(filepath.Join(noDev1, "dev", "davinci1")))
-	base := []string{cmdInfo, cmdMap, cmdTopo, cmdVNPUMode}
+	base := append(append([]string{cmdInfo, cmdMap}, cmdRemap(0, 1, 2, 3, 4, 5, 6, 7)...), cmdTopo, cmdVNPUMode)
+	noDev1Base := append(append([]string{cmdInfo, cmdMap}, cmdRemap(0, 2, 3, 4, 5, 6, 7)...), cmdTopo, cmdVNPUMode)
 	for _, tc := range []struct {
 		name   string
 		root   string
@@ -231,9 +232,9 @@ func TestDiscoverAsksNpuSmiForTheErrorCodesOfUnhealthyChipsOnly(t *testing.T) {
 	}{
 		{name: "a healthy node runs the four queries of every poll", root: root, runner: recorded, want: base},
 		{name: "one alarming chip adds one query, for that chip", root: root, runner: alarmOn(t, "atlas-800t-a2", "Alarm"),
-			want: []string{cmdInfo, cmdMap, cmdTopo, cmdHealth(1, 0), cmdVNPUMode}, reason: "HealthAlarm"},
+			want: append(append([]string{cmdInfo, cmdMap}, cmdRemap(0, 1, 2, 3, 4, 5, 6, 7)...), cmdTopo, cmdHealth(1, 0), cmdVNPUMode), reason: "HealthAlarm"},
 		{name: "an alarming chip without device file is reported for that, without asking", root: noDev1,
-			runner: alarmOn(t, "atlas-800t-a2", "Alarm"), want: base, reason: inventory.ReasonDeviceFileMissing},
+			runner: alarmOn(t, "atlas-800t-a2", "Alarm"), want: noDev1Base, reason: inventory.ReasonDeviceFileMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -478,22 +479,23 @@ func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
 			message: "combining npu-smi info and npu-smi info -m: NPU 7 chip 0 (line 28) has no logic id in the mapping",
 		},
 		{
-			name: "two chips on one device file",
+			// The "Device" column is the logic id (npu_info_print.c:272-283).
+			name: "logic ids that contradict each other",
 			node: "atlas-300i-duo", cmd: cmdInfo,
 			edit: func(t *testing.T, s string) string {
 				return discoverytest.ReplaceOnce(t, s, "| 1       1                     |", "| 1       0                     |")
 			},
-			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 and NPU 1 chip 1 both map to /dev/davinci0",
+			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 1 has logic id 0 in one and 1 in the other",
 		},
 		{
-			name: "physical ids that contradict each other",
+			name: "two chips on one device file",
 			node: "atlas-300i-duo", cmd: cmdMap,
 			edit: func(t *testing.T, s string) string {
 				s = discoverytest.ReplaceOnce(t, s, "Chip Name", "Chip Phy-ID    Chip Name")
 				s = strings.ReplaceAll(s, "Ascend 310P3", "7    Ascend 310P3")
 				return strings.ReplaceAll(s, "Mcu", "-    Mcu")
 			},
-			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 has physical id 0 in one and 7 in the other",
+			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 and NPU 1 chip 1 both map to /dev/davinci7",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -520,7 +522,7 @@ func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", n), nil, 0o644))
 	}
 	runner := recordings(t, "atlas-300i-duo")
-	info := runner[cmdInfo]
+	info := discoverytest.ReplaceOnce(t, runner[cmdInfo], "| Chip    Device                |", "| Chip    Phy-ID                |")
 	for chip, phy := range map[string]string{"0       0 ": "0       7 ", "1       1 ": "1       6 ", "0       2 ": "0       5 ", "1       3 ": "1       4 "} {
 		info = discoverytest.ReplaceOnce(t, info, chip, phy)
 	}
@@ -538,6 +540,64 @@ func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
 	require.Equal(t, [][3]int64{{4, 3, 1}, {5, 2, 1}, {6, 1, 1}, {7, 0, 1}}, got, "index, logic id, device nodes")
 	require.Equal(t, "0000:81:00.0", inv.Chips[0].PCIBusID, "physical id 4 is NPU 2 chip 1")
 	require.Equal(t, "ascend-0000:81:00.0-chip1", inv.Chips[0].UUID, "physical id 4 is NPU 2 chip 1")
+}
+
+func TestDiscoverMapsDeviceFilesByThePhysicalIDNpuSmiRemaps(t *testing.T) {
+	// One Atlas 300I Duo whose chips are /dev/davinci2 and 3 while npu-smi
+	// counts their logic ids 0 and 1: the table's "Device" column is the
+	// logic id (npu_info_print.c:272-283), and only
+	// `npu-smi info -t phyid-remap` names the chip behind a device file.
+	src, _ := fixture("atlas-300i-duo")
+	root := discoverytest.CopyTree(t, src)
+	for _, n := range []string{"davinci0", "davinci1"} {
+		require.NoError(t, os.Remove(filepath.Join(root, "dev", n)))
+	}
+	runner := recordings(t, "atlas-300i-duo")
+	info := dropLines(t, runner[cmdInfo], "| 1       310P3", "| 0       0 ", "| 1       1 ")
+	info = discoverytest.ReplaceOnce(t, info, "| 0       2 ", "| 0       0 ")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, info, "| 1       3 ", "| 1       1 ")
+	runner[cmdMap] = "\tNPU ID   Chip ID   Chip Logic ID   Chip Name\n" +
+		"\t2        0         0               Ascend 310P3\n" +
+		"\t2        1         1               Ascend 310P3\n" +
+		"\t2        2         -               Mcu\n"
+	runner[cmdTopo] = readFile(t, "testdata/topo/300i-duo-one-card-npu2.txt")
+	for phy, remap := range map[int][3]int{2: {0, 2, 0}, 3: {1, 2, 1}} {
+		runner[cmdRemap(phy)[0]] = fmt.Sprintf("\t%-30s:%d\n\t%-30s:%d\n\t%-30s:%d\n\t%-30s:%d\n",
+			"Chip Physical ID", phy, "Chip Logic ID", remap[0], "NPU ID", remap[1], "Chip ID", remap[2])
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(discoverytest.MapRunner)
+		want [][2]int64
+		log  string
+	}{
+		{name: "npu-smi remaps the physical ids", edit: func(discoverytest.MapRunner) {},
+			want: [][2]int64{{2, 0}, {3, 1}}},
+		{name: "an npu-smi without the remap query leaves the logic ids standing in",
+			edit: func(r discoverytest.MapRunner) { delete(r, cmdRemap(2)[0]) },
+			want: [][2]int64{{0, 0}, {1, 1}}, log: "npu-smi cannot map device files to chips"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			r := discoverytest.MapRunner{}
+			for k, v := range runner {
+				r[k] = v
+			}
+			tc.edit(r)
+			inv, err := New(Config{Root: root, Runner: r}).Discover(ctx)
+			require.NoError(t, err)
+			var got [][2]int64
+			for _, c := range inv.Chips {
+				got = append(got, [2]int64{int64(c.Index), *c.Extra[ExtraLogicID].Int})
+				require.Equal(t, tc.log == "", c.Healthy, "the device file of index %d exists", c.Index)
+			}
+			require.Equal(t, tc.want, got, "index, logic id")
+			if tc.log != "" {
+				require.Contains(t, logs(), tc.log)
+			}
+		})
+	}
 }
 
 func TestDiscoverTakesThePhysicalIDFromTheMappingWhenTheTableHasNone(t *testing.T) {

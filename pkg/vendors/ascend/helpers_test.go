@@ -18,6 +18,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,12 +56,31 @@ const (
 // so a test can break one of them.
 func recordings(t *testing.T, node string) discoverytest.MapRunner {
 	t.Helper()
-	return discoverytest.MapRunner{
+	r := discoverytest.MapRunner{
 		cmdInfo:     readRecording(t, node, "info"),
 		cmdMap:      readRecording(t, node, "info", "-m"),
 		cmdTopo:     readRecording(t, node, "info", "-t", "topo"),
 		cmdVNPUMode: readRecording(t, node, "info", "-t", "vnpu-mode"),
 	}
+	// One phyid-remap recording per device file, where the node has them.
+	for phy := 0; ; phy++ {
+		path := filepath.Join("testdata", node, "npu-smi", fmt.Sprintf("npu-smi_info_-t_phyid-remap_-p_%d.txt", phy))
+		if _, err := os.Stat(path); err != nil {
+			break
+		}
+		r[cmdRemap(phy)[0]] = readRecording(t, node, "info", "-t", "phyid-remap", "-p", strconv.Itoa(phy))
+	}
+	return r
+}
+
+// cmdRemap are the command lines asking npu-smi for the chip behind each
+// of the physical ids.
+func cmdRemap(phys ...int) []string {
+	var out []string
+	for _, p := range phys {
+		out = append(out, fmt.Sprintf("npu-smi info -t phyid-remap -p %d", p))
+	}
+	return out
 }
 
 // cmdHealth is the command line asking npu-smi for one chip's health and
