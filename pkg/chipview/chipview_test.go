@@ -132,7 +132,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 	}{{
 		name: "nothing allocated: every chip is free, partitioned and shared chips have everything left",
 		want: map[[2]string]row{
-			{"a2-0", "npu-0"}: {state: chipview.Free, mode: chipview.Partitioned, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi", "aicpu": "7"}},
+			{"a2-0", "npu-0"}: {state: chipview.Free, mode: chipview.Partitioned, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi", "aicpu": "6"}},
 			{"a2-0", "npu-1"}: {state: chipview.Free, mode: chipview.Shared, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi"}},
 			{"a2-0", "npu-7"}: {state: chipview.Free, mode: chipview.Whole, healthy: false},
 		},
@@ -171,7 +171,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 		},
 		want: map[[2]string]row{
 			{"a2-0", "npu-0"}: {state: chipview.Allocated, mode: chipview.Partitioned, healthy: true, holders: []string{"ml/small-a", "ml/small-b"},
-				left: map[string]string{"cores": "10", "memory": "32Gi", "aicpu": "5"}},
+				left: map[string]string{"cores": "10", "memory": "32Gi", "aicpu": "4"}},
 		},
 	}, {
 		name: "the whole of a partitioned chip leaves nothing",

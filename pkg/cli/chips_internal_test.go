@@ -123,7 +123,7 @@ func TestChipsPrintsEachChipWithItsHoldersOneListPerKindAndNoWrites(t *testing.T
 	out, _, err := runCLI(t, "chips")
 	require.NoError(t, err)
 	require.Equal(t, `NODE      DEVICE  MODEL        MEMORY  LINK GROUP  HEALTH                                  STATE      HOLDERS            ADMIN ACCESS                     IN USE / LEFT
-a2-0      npu-0   Ascend910B3  64Gi    hccs-0      ok                                      allocated  ml/vnpu(vnpu-0)    -                                vir05_1c_16g×1, left aicpu=6 cores=15 memory=48Gi
+a2-0      npu-0   Ascend910B3  64Gi    hccs-0      ok                                      allocated  ml/vnpu(vnpu-0)    -                                vir05_1c_16g×1, left aicpu=5 cores=15 memory=48Gi
 a2-0      npu-1   Ascend910B3  64Gi    hccs-0      ok                                      prepared   ml/infer(infer-0)  -                                1 share, left cores=18 memory=48Gi
 a2-0      npu-2   Ascend910B3  64Gi    hccs-0      ok                                      free       -                  -                                -
 a2-0      npu-3   Ascend910B3  64Gi    hccs-0      ok                                      free       -                  -                                -

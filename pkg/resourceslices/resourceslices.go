@@ -81,6 +81,13 @@ func device(reg vendors.Registry, c inventory.Chip) resourceapi.Device {
 	}
 	if c.NUMANode != nil {
 		attrs[names.AttrNUMANode] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(*c.NUMANode))}
+		// The standard key (KEP-6072) lets one matchAttribute place a chip
+		// with another driver's device (a dranet NIC) on one NUMA node. The
+		// scalar form needs no feature gate; the helper refuses what it
+		// must not publish (no affinity, a node beyond the kernel's limit).
+		if a, err := deviceattribute.GetNUMANodeAttribute(*c.NUMANode, deviceattribute.ScalarAttribute); err == nil {
+			attrs[a.Name] = a.Value
+		}
 	}
 	if c.DriverVersion != "" {
 		attrs[names.AttrDriverVersion] = resourceapi.DeviceAttribute{VersionValue: ptr.To(c.DriverVersion)}

@@ -109,6 +109,10 @@ func TestEveryDeviceHasTheSharedAttributesAndStaysWithinAPILimits(t *testing.T) 
 						require.Contains(t, d.Attributes, k, "device %s", d.Name)
 					}
 					require.Contains(t, d.Attributes, resourceapi.QualifiedName("resource.kubernetes.io/pcieRoot"))
+					// KEP-6072's standard key, next to ours, so one
+					// matchAttribute can join another driver's device.
+					require.Equal(t, d.Attributes[names.AttrNUMANode], d.Attributes[resourceapi.QualifiedName("resource.kubernetes.io/numaNode")],
+						"device %s", d.Name)
 					require.Contains(t, d.Capacity, names.CapMemory)
 					require.Contains(t, d.Capacity, names.CapCores)
 					require.LessOrEqual(t, len(d.Attributes)+len(d.Capacity), resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice)
@@ -312,4 +316,21 @@ func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {
 func wholeDevice(c inventory.Chip) resourceapi.Device {
 	devices, _ := resourceslices.DevicesFor(registry, inventory.Inventory{Chips: []inventory.Chip{c}}, c.Vendor, resourceslices.Options{})
 	return devices[0]
+}
+
+func TestAChipWithoutNUMAAffinityPublishesNeitherNUMAKey(t *testing.T) {
+	// sysfs numa_node -1: a published -1 would match every other device
+	// without affinity under matchAttribute.
+	inv := inventoryOf(t, "node-0", "atlas-800t-a2")
+	inv.Chips[0].NUMANode = nil
+	for _, s := range resourceslices.SlicesFor(registry, "node-0", inv, resourceslices.Options{}) {
+		for _, d := range s.Spec.Devices {
+			if d.Name != "npu-0" {
+				require.Contains(t, d.Attributes, resourceapi.QualifiedName("resource.kubernetes.io/numaNode"), d.Name)
+				continue
+			}
+			require.NotContains(t, d.Attributes, names.AttrNUMANode)
+			require.NotContains(t, d.Attributes, resourceapi.QualifiedName("resource.kubernetes.io/numaNode"))
+		}
+	}
 }

@@ -80,7 +80,12 @@ func loadClasses(t *testing.T) classes {
 }
 
 func loadTemplateClaim(t *testing.T, file string) *resourceapi.ResourceClaim {
-	data, err := os.ReadFile(filepath.Join("../../demo/workloads", file))
+	return loadTemplateClaimFile(t, filepath.Join("../../demo/workloads", file))
+}
+
+// loadTemplateClaimFile is loadTemplateClaim for a file anywhere.
+func loadTemplateClaimFile(t *testing.T, file string) *resourceapi.ResourceClaim {
+	data, err := os.ReadFile(file)
 	require.NoError(t, err)
 	obj, _, err := decoder.Decode(data, nil, nil)
 	require.NoError(t, err, file)

@@ -92,11 +92,16 @@ func Read(root, busID string) (Device, error) {
 	if d.DeviceID, err = readHex16(filepath.Join(dir, "device")); err != nil {
 		return Device{}, err
 	}
-	numa, err := readNUMA(filepath.Join(dir, "numa_node"))
-	if err != nil {
+	// The upstream helper reads numa_node as the standard numaNode
+	// attribute is meant; it refuses a device without affinity (-1) or a
+	// missing file, which readNUMA tells from an unreadable one.
+	if attr, err := deviceattribute.GetNUMANodeAttributeByPCIBusID(id, deviceattribute.ScalarAttribute,
+		deviceattribute.WithFSFromRoot(sys)); err == nil && attr.Value.IntValue != nil {
+		n := int(*attr.Value.IntValue)
+		d.NUMANode = &n
+	} else if d.NUMANode, err = readNUMA(filepath.Join(dir, "numa_node")); err != nil {
 		return Device{}, err
 	}
-	d.NUMANode = numa
 	attr, err := deviceattribute.GetPCIeRootAttributeByPCIBusID(id, deviceattribute.WithFSFromRoot(sys))
 	if err == nil && attr.Value.StringValue != nil {
 		d.PCIeRoot = *attr.Value.StringValue

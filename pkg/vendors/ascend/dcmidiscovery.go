@@ -113,7 +113,7 @@ func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []Chi
 		if int(c.Health) < len(dcmiHealth) {
 			health = dcmiHealth[c.Health]
 		}
-		infos = append(infos, ChipInfo{NPU: c.Card, Chip: c.Device, PhysicalID: c.Phy, Name: c.Name, Health: health,
+		infos = append(infos, ChipInfo{NPU: c.Card, Chip: c.Device, PhysicalID: c.Phy, LogicID: c.Logic, Name: c.Name, Health: health,
 			BusID: c.BusID, MemoryMB: c.MemoryMB, HBM: c.HBM, AICores: c.AICores})
 		mappings = append(mappings, ChipMapping{NPU: c.Card, Chip: c.Device, LogicID: c.Logic, PhysicalID: c.Phy,
 			Name: modelName(c.Name)})
@@ -129,7 +129,7 @@ func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []Chi
 // without the call, or chips that do not support it, fall back to
 // `npu-smi info -t topo`.
 func (b *Backend) dcmiTopo(ctx context.Context, lib *dcmiLib, chips []dcmiChip) (Topology, error) {
-	t := Topology{Supported: true, Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{},
+	t := Topology{Supported: true, ByLogicID: true, Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{},
 		Source: b.libName() + " dcmi_get_topo_info_by_device_id"}
 	for _, a := range chips {
 		t.IDs = append(t.IDs, a.Logic)

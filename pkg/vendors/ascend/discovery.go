@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,6 +102,11 @@ type Backend struct {
 
 	mu     sync.Mutex
 	logged map[string]bool
+	// phyIDs caches the chip behind each device file (nil: the tool
+	// cannot tell) for the device files in phyIDsFor, so a poll of an
+	// unchanged node asks npu-smi no more than before.
+	phyIDs    map[[2]int]int
+	phyIDsFor string
 
 	libraryPath string
 	callTimeout time.Duration
@@ -163,7 +169,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	if lib := b.library(ctx); lib != nil {
 		infos, mappings, topo, byLogic, err = b.readDCMI(ctx, lib)
 	} else {
-		infos, mappings, topo, err = b.readTool(ctx)
+		infos, mappings, topo, err = b.readTool(ctx, devs)
 	}
 	if err != nil {
 		return inventory.Inventory{}, err
@@ -173,10 +179,11 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		return inventory.Inventory{}, err
 	}
 
-	chips, err := b.combine(infos, mappings, topo)
+	chips, err := b.combine(infos, mappings)
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
+	topo = b.matchTopo(ctx, chips, topo)
 	for i := range chips {
 		chips[i].dcmi = byLogic[chips[i].mapping.LogicID]
 	}
@@ -218,10 +225,10 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	return inv, nil
 }
 
-// combine joins the three npu-smi outputs per chip, sorted by index, and
-// checks that they describe the same chips.
-func (b *Backend) combine(infos []ChipInfo, mappings []ChipMapping, topo Topology) ([]found, error) {
-	infoSrc, mapSrc, topoSrc := b.command("info"), b.command("info", "-m"), b.command("info", "-t", "topo")
+// combine joins the chip table and the mapping per chip, sorted by index,
+// and checks that they describe the same chips.
+func (b *Backend) combine(infos []ChipInfo, mappings []ChipMapping) ([]found, error) {
+	infoSrc, mapSrc := b.command("info"), b.command("info", "-m")
 	byChip := map[[2]int]ChipMapping{}
 	for _, m := range mappings {
 		byChip[[2]int{m.NPU, m.Chip}] = m
@@ -246,6 +253,10 @@ func (b *Backend) combine(infos []ChipInfo, mappings []ChipMapping, topo Topolog
 				infoSrc, mapSrc, c.NPU, c.Chip, c.Line)
 		}
 		f := found{info: c, mapping: m, index: m.LogicID}
+		if c.LogicID >= 0 && c.LogicID != m.LogicID {
+			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d has logic id %d in one and %d in the other",
+				infoSrc, mapSrc, c.NPU, c.Chip, c.LogicID, m.LogicID)
+		}
 		switch {
 		case c.PhysicalID >= 0 && m.PhysicalID >= 0 && c.PhysicalID != m.PhysicalID:
 			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d has physical id %d in one and %d in the other",
@@ -260,29 +271,54 @@ func (b *Backend) combine(infos []ChipInfo, mappings []ChipMapping, topo Topolog
 				infoSrc, mapSrc, other.info.NPU, other.info.Chip, c.NPU, c.Chip, devPath(f.index))
 		}
 		byIndex[f.index] = f
-		if topo.Supported && topo.Codes[f.topoID(topo)] == nil {
-			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d (%s) has no row in the topology matrix",
-				infoSrc, topoSrc, c.NPU, c.Chip, f.topoLabel(topo))
-		}
 		out = append(out, f)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
 	return out, nil
 }
 
-// topoID is the id the topology matrix names this chip by.
-func (f found) topoID(t Topology) int {
-	if t.ByPhysicalID {
-		return f.index
+// matchTopo checks that the matrix and the chip list name the same cards
+// (or chips). The matrix only groups chips into HCCS link groups, so a
+// mismatch (a card without a row, a row without a chip) costs the links,
+// not the node: every chip is then published PCIe-only, with a log line.
+func (b *Backend) matchTopo(ctx context.Context, chips []found, topo Topology) Topology {
+	if !topo.Supported {
+		return topo
 	}
-	return f.mapping.LogicID
+	var mismatch []string
+	named := map[int]bool{}
+	for _, c := range chips {
+		id := c.topoID(topo)
+		named[id] = true
+		if topo.Codes[id] == nil {
+			mismatch = append(mismatch, fmt.Sprintf("NPU %d chip %d has no row %s", c.info.NPU, c.info.Chip, topo.label(id)))
+		}
+	}
+	for _, id := range topo.IDs {
+		if !named[id] {
+			mismatch = append(mismatch, fmt.Sprintf("row %s names no listed chip", topo.label(id)))
+		}
+	}
+	if len(mismatch) == 0 {
+		return topo
+	}
+	b.logOnce(ctx, "topo-mismatch:"+strings.Join(mismatch, ";"),
+		"The topology matrix and the chip list disagree, treating every chip as PCIe-only",
+		"matrix", topo.Source, "mismatch", mismatch)
+	return Topology{Source: topo.Source}
 }
 
-func (f found) topoLabel(t Topology) string {
-	if t.ByPhysicalID {
-		return fmt.Sprintf("Phy-ID%d", f.index)
+// topoID is the id the topology matrix names this chip by: its card id
+// (the NPU ID), its physical id on a 910_93, its logic id in a matrix read
+// through DCMI.
+func (f found) topoID(t Topology) int {
+	switch {
+	case t.ByPhysicalID:
+		return f.index
+	case t.ByLogicID:
+		return f.mapping.LogicID
 	}
-	return fmt.Sprintf("NPU%d", f.mapping.LogicID)
+	return f.info.NPU
 }
 
 func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, version, topoSource string, sharedBus bool) (inventory.Chip, error) {
@@ -440,13 +476,16 @@ func (b *Backend) healthMessage(ctx context.Context, c found) (string, error) {
 }
 
 // readTool reads the chips from npu-smi's three queries.
-func (b *Backend) readTool(ctx context.Context) ([]ChipInfo, []ChipMapping, Topology, error) {
+func (b *Backend) readTool(ctx context.Context, devs []int) ([]ChipInfo, []ChipMapping, Topology, error) {
 	infos, err := b.info(ctx)
 	if err != nil {
 		return nil, nil, Topology{}, err
 	}
 	mappings, err := b.mapping(ctx)
 	if err != nil {
+		return nil, nil, Topology{}, err
+	}
+	if err := b.physicalIDs(ctx, devs, infos, mappings); err != nil {
 		return nil, nil, Topology{}, err
 	}
 	topo, err := b.topo(ctx)

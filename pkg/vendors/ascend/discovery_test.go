@@ -221,7 +221,8 @@ func TestDiscoverAsksNpuSmiForTheErrorCodesOfUnhealthyChipsOnly(t *testing.T) {
 	root, recorded := fixture("atlas-800t-a2")
 	noDev1 := discoverytest.CopyTree(t, root)
 	require.NoError(t, os.Remove(filepath.Join(noDev1, "dev", "davinci1")))
-	base := []string{cmdInfo, cmdMap, cmdTopo, cmdVNPUMode}
+	base := append(append([]string{cmdInfo, cmdMap}, cmdRemap(0, 1, 2, 3, 4, 5, 6, 7)...), cmdTopo, cmdVNPUMode)
+	noDev1Base := append(append([]string{cmdInfo, cmdMap}, cmdRemap(0, 2, 3, 4, 5, 6, 7)...), cmdTopo, cmdVNPUMode)
 	for _, tc := range []struct {
 		name   string
 		root   string
@@ -231,9 +232,9 @@ func TestDiscoverAsksNpuSmiForTheErrorCodesOfUnhealthyChipsOnly(t *testing.T) {
 	}{
 		{name: "a healthy node runs the four queries of every poll", root: root, runner: recorded, want: base},
 		{name: "one alarming chip adds one query, for that chip", root: root, runner: alarmOn(t, "atlas-800t-a2", "Alarm"),
-			want: []string{cmdInfo, cmdMap, cmdTopo, cmdHealth(1, 0), cmdVNPUMode}, reason: "HealthAlarm"},
+			want: append(append([]string{cmdInfo, cmdMap}, cmdRemap(0, 1, 2, 3, 4, 5, 6, 7)...), cmdTopo, cmdHealth(1, 0), cmdVNPUMode), reason: "HealthAlarm"},
 		{name: "an alarming chip without device file is reported for that, without asking", root: noDev1,
-			runner: alarmOn(t, "atlas-800t-a2", "Alarm"), want: base, reason: inventory.ReasonDeviceFileMissing},
+			runner: alarmOn(t, "atlas-800t-a2", "Alarm"), want: noDev1Base, reason: inventory.ReasonDeviceFileMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -478,44 +479,23 @@ func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
 			message: "combining npu-smi info and npu-smi info -m: NPU 7 chip 0 (line 28) has no logic id in the mapping",
 		},
 		{
-			name: "a chip without a row in the topology matrix",
-			node: "atlas-300i-duo", cmd: cmdTopo,
-			edit: func(*testing.T, string) string {
-				return "\t   NPU0       NPU1       NPU2       CPU Affinity\n" +
-					"NPU0       X          PIX        SYS        0-31\n" +
-					"NPU1       PIX        X          SYS        0-31\n" +
-					"NPU2       SYS        SYS        X          64-95\n"
-			},
-			message: "combining npu-smi info and npu-smi info -t topo: NPU 2 chip 1 (NPU3) has no row in the topology matrix",
-		},
-		{
-			name: "a chip without a row in a matrix labelled by physical id",
-			node: "atlas-300i-duo", cmd: cmdTopo,
-			edit: func(*testing.T, string) string {
-				return "           Phy-ID0    Phy-ID1    Phy-ID2\n" +
-					"Phy-ID0    X          SIO        SYS\n" +
-					"Phy-ID1    SIO        X          SYS\n" +
-					"Phy-ID2    SYS        SYS        X\n"
-			},
-			message: "combining npu-smi info and npu-smi info -t topo: NPU 2 chip 1 (Phy-ID3) has no row in the topology matrix",
-		},
-		{
-			name: "two chips on one device file",
+			// The "Device" column is the logic id (npu_info_print.c:272-283).
+			name: "logic ids that contradict each other",
 			node: "atlas-300i-duo", cmd: cmdInfo,
 			edit: func(t *testing.T, s string) string {
 				return discoverytest.ReplaceOnce(t, s, "| 1       1                     |", "| 1       0                     |")
 			},
-			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 and NPU 1 chip 1 both map to /dev/davinci0",
+			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 1 has logic id 0 in one and 1 in the other",
 		},
 		{
-			name: "physical ids that contradict each other",
+			name: "two chips on one device file",
 			node: "atlas-300i-duo", cmd: cmdMap,
 			edit: func(t *testing.T, s string) string {
 				s = discoverytest.ReplaceOnce(t, s, "Chip Name", "Chip Phy-ID    Chip Name")
 				s = strings.ReplaceAll(s, "Ascend 310P3", "7    Ascend 310P3")
 				return strings.ReplaceAll(s, "Mcu", "-    Mcu")
 			},
-			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 has physical id 0 in one and 7 in the other",
+			message: "combining npu-smi info and npu-smi info -m: NPU 1 chip 0 and NPU 1 chip 1 both map to /dev/davinci7",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -542,7 +522,7 @@ func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", n), nil, 0o644))
 	}
 	runner := recordings(t, "atlas-300i-duo")
-	info := runner[cmdInfo]
+	info := discoverytest.ReplaceOnce(t, runner[cmdInfo], "| Chip    Device                |", "| Chip    Phy-ID                |")
 	for chip, phy := range map[string]string{"0       0 ": "0       7 ", "1       1 ": "1       6 ", "0       2 ": "0       5 ", "1       3 ": "1       4 "} {
 		info = discoverytest.ReplaceOnce(t, info, chip, phy)
 	}
@@ -560,6 +540,64 @@ func TestDiscoverIndexesChipsByThePhysicalIDNpuSmiPrints(t *testing.T) {
 	require.Equal(t, [][3]int64{{4, 3, 1}, {5, 2, 1}, {6, 1, 1}, {7, 0, 1}}, got, "index, logic id, device nodes")
 	require.Equal(t, "0000:81:00.0", inv.Chips[0].PCIBusID, "physical id 4 is NPU 2 chip 1")
 	require.Equal(t, "ascend-0000:81:00.0-chip1", inv.Chips[0].UUID, "physical id 4 is NPU 2 chip 1")
+}
+
+func TestDiscoverMapsDeviceFilesByThePhysicalIDNpuSmiRemaps(t *testing.T) {
+	// One Atlas 300I Duo whose chips are /dev/davinci2 and 3 while npu-smi
+	// counts their logic ids 0 and 1: the table's "Device" column is the
+	// logic id (npu_info_print.c:272-283), and only
+	// `npu-smi info -t phyid-remap` names the chip behind a device file.
+	src, _ := fixture("atlas-300i-duo")
+	root := discoverytest.CopyTree(t, src)
+	for _, n := range []string{"davinci0", "davinci1"} {
+		require.NoError(t, os.Remove(filepath.Join(root, "dev", n)))
+	}
+	runner := recordings(t, "atlas-300i-duo")
+	info := dropLines(t, runner[cmdInfo], "| 1       310P3", "| 0       0 ", "| 1       1 ")
+	info = discoverytest.ReplaceOnce(t, info, "| 0       2 ", "| 0       0 ")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, info, "| 1       3 ", "| 1       1 ")
+	runner[cmdMap] = "\tNPU ID   Chip ID   Chip Logic ID   Chip Name\n" +
+		"\t2        0         0               Ascend 310P3\n" +
+		"\t2        1         1               Ascend 310P3\n" +
+		"\t2        2         -               Mcu\n"
+	runner[cmdTopo] = readFile(t, "testdata/topo/300i-duo-one-card-npu2.txt")
+	for phy, remap := range map[int][3]int{2: {0, 2, 0}, 3: {1, 2, 1}} {
+		runner[cmdRemap(phy)[0]] = fmt.Sprintf("\t%-30s:%d\n\t%-30s:%d\n\t%-30s:%d\n\t%-30s:%d\n",
+			"Chip Physical ID", phy, "Chip Logic ID", remap[0], "NPU ID", remap[1], "Chip ID", remap[2])
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(discoverytest.MapRunner)
+		want [][2]int64
+		log  string
+	}{
+		{name: "npu-smi remaps the physical ids", edit: func(discoverytest.MapRunner) {},
+			want: [][2]int64{{2, 0}, {3, 1}}},
+		{name: "an npu-smi without the remap query leaves the logic ids standing in",
+			edit: func(r discoverytest.MapRunner) { delete(r, cmdRemap(2)[0]) },
+			want: [][2]int64{{0, 0}, {1, 1}}, log: "npu-smi cannot map device files to chips"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			r := discoverytest.MapRunner{}
+			for k, v := range runner {
+				r[k] = v
+			}
+			tc.edit(r)
+			inv, err := New(Config{Root: root, Runner: r}).Discover(ctx)
+			require.NoError(t, err)
+			var got [][2]int64
+			for _, c := range inv.Chips {
+				got = append(got, [2]int64{int64(c.Index), *c.Extra[ExtraLogicID].Int})
+				require.Equal(t, tc.log == "", c.Healthy, "the device file of index %d exists", c.Index)
+			}
+			require.Equal(t, tc.want, got, "index, logic id")
+			if tc.log != "" {
+				require.Contains(t, logs(), tc.log)
+			}
+		})
+	}
 }
 
 func TestDiscoverTakesThePhysicalIDFromTheMappingWhenTheTableHasNone(t *testing.T) {
@@ -624,23 +662,134 @@ func TestDiscoverTreatsEveryChipAsPCIeOnlyWhenNpuSmiCannotReportTopology(t *test
 }
 
 func TestDiscoverNumbersHCCSGroupsByTheirLowestChip(t *testing.T) {
-	// Chips 1 and 3 share HCCS, chips 0 and 2 do not: the group of chip 1
-	// is hccs-0 and chips 0 and 2 stay on PCIe.
+	// Cards 1 and 3 share HCCS, the others do not: the group of chip 1 is
+	// hccs-0 and the other chips stay on PCIe.
 	_, ctx := ktesting.NewTestContext(t)
-	root, _ := fixture("atlas-300i-duo")
-	runner := recordings(t, "atlas-300i-duo")
-	runner[cmdTopo] = "\t   NPU0       NPU1       NPU2       NPU3       CPU Affinity\n" +
-		"NPU0       X          PIX        SYS        SYS        0-31\n" +
-		"NPU1       PIX        X          SYS        HCCS       0-31\n" +
-		"NPU2       SYS        SYS        X          PIX        64-95\n" +
-		"NPU3       SYS        HCCS       PIX        X          64-95\n"
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	runner[cmdTopo] = cardMatrix(8, func(a, b int) string {
+		if a+b == 4 && a != b && a%2 == 1 {
+			return "HCCS"
+		}
+		return "SYS"
+	})
 	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 	require.NoError(t, err)
 	var groups []string
 	for _, c := range inv.Chips {
 		groups = append(groups, string(c.LinkType)+"/"+c.LinkGroup)
 	}
-	require.Equal(t, []string{"pcie/pcie-0", "hccs/hccs-0", "pcie/pcie-2", "hccs/hccs-0"}, groups)
+	require.Equal(t, []string{"pcie/pcie-0", "hccs/hccs-0", "pcie/pcie-2", "hccs/hccs-0",
+		"pcie/pcie-4", "pcie/pcie-5", "pcie/pcie-6", "pcie/pcie-7"}, groups)
+}
+
+// cardMatrix writes an `npu-smi info -t topo` matrix of cards 0…n-1 whose
+// off-diagonal codes are code(a, b).
+func cardMatrix(n int, code func(a, b int) string) string {
+	var sb strings.Builder
+	sb.WriteString("\t   ")
+	for a := 0; a < n; a++ {
+		fmt.Fprintf(&sb, "NPU%-8d", a)
+	}
+	sb.WriteString("CPU Affinity\n")
+	for a := 0; a < n; a++ {
+		fmt.Fprintf(&sb, "NPU%-8d", a)
+		for b := 0; b < n; b++ {
+			c := "X"
+			if a != b {
+				c = code(a, b)
+			}
+			fmt.Fprintf(&sb, "%-11s", c)
+		}
+		sb.WriteString("0-23\n")
+	}
+	return sb.String()
+}
+
+func TestDiscoverReadsTheMatrixByCard(t *testing.T) {
+	// npu-smi prints one row per card, labelled by the card id
+	// (npu_info.c:1739-1753 lists cards; npu_info_print_ext.c:175-183
+	// prints them): both chips of a Duo card share its row.
+	for _, tc := range []struct {
+		name string
+		edit func(t *testing.T, root string, runner discoverytest.MapRunner)
+		want []string
+	}{
+		{
+			name: "two Atlas 300I Duo cards print NPU1 and NPU2",
+			edit: func(*testing.T, string, discoverytest.MapRunner) {},
+			want: []string{"0/pcie/pcie-0", "1/pcie/pcie-1", "2/pcie/pcie-2", "3/pcie/pcie-3"},
+		},
+		{
+			name: "one Atlas 300I Duo card prints NPU2 alone, with NIC columns",
+			edit: func(t *testing.T, root string, runner discoverytest.MapRunner) {
+				runner[cmdTopo] = readFile(t, "testdata/topo/300i-duo-one-card-npu2.txt")
+				runner[cmdInfo] = dropLines(t, runner[cmdInfo], "| 1       310P3", "| 0       0 ", "| 1       1 ")
+				runner[cmdMap] = dropLines(t, runner[cmdMap], "\t1 ")
+				require.NoError(t, os.Remove(filepath.Join(root, "dev", "davinci0")))
+				require.NoError(t, os.Remove(filepath.Join(root, "dev", "davinci1")))
+			},
+			want: []string{"2/pcie/pcie-2", "3/pcie/pcie-3"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			src, _ := fixture("atlas-300i-duo")
+			root := discoverytest.CopyTree(t, src)
+			runner := recordings(t, "atlas-300i-duo")
+			tc.edit(t, root, runner)
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			var got []string
+			for _, c := range inv.Chips {
+				require.True(t, c.Healthy, c.HealthMessage)
+				got = append(got, fmt.Sprintf("%d/%s/%s", c.Index, c.LinkType, c.LinkGroup))
+			}
+			require.Equal(t, tc.want, got)
+			require.NotContains(t, logs(), "disagree")
+		})
+	}
+}
+
+func TestDiscoverTreatsEveryChipAsPCIeOnlyWhenTheMatrixAndTheChipsDisagree(t *testing.T) {
+	for _, tc := range []struct {
+		name, matrix, mismatch string
+	}{
+		{
+			name:     "a card without a row",
+			matrix:   cardMatrix(7, func(int, int) string { return "HCCS" }),
+			mismatch: "NPU 7 chip 0 has no row NPU7",
+		},
+		{
+			name:     "a row without a card",
+			matrix:   cardMatrix(9, func(int, int) string { return "HCCS" }),
+			mismatch: "row NPU8 names no listed chip",
+		},
+		{
+			name: "a matrix by physical id missing a chip",
+			matrix: "           Phy-ID0    Phy-ID1\n" +
+				"Phy-ID0    X          HCCS\n" +
+				"Phy-ID1    HCCS       X\n",
+			mismatch: "NPU 2 chip 0 has no row Phy-ID2",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture("atlas-800t-a2")
+			runner := recordings(t, "atlas-800t-a2")
+			runner[cmdTopo] = tc.matrix
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.Len(t, inv.Chips, 8)
+			for _, c := range inv.Chips {
+				require.True(t, c.Healthy)
+				require.Equal(t, inventory.LinkPCIe, c.LinkType)
+				require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup)
+			}
+			require.Contains(t, logs(), "The topology matrix and the chip list disagree")
+			require.Contains(t, logs(), tc.mismatch)
+		})
+	}
 }
 
 func TestDiscoverGivesChipsThatShareABusIDDistinctUUIDs(t *testing.T) {

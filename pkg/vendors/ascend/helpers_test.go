@@ -17,7 +17,13 @@ package ascend
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
@@ -50,12 +56,31 @@ const (
 // so a test can break one of them.
 func recordings(t *testing.T, node string) discoverytest.MapRunner {
 	t.Helper()
-	return discoverytest.MapRunner{
+	r := discoverytest.MapRunner{
 		cmdInfo:     readRecording(t, node, "info"),
 		cmdMap:      readRecording(t, node, "info", "-m"),
 		cmdTopo:     readRecording(t, node, "info", "-t", "topo"),
 		cmdVNPUMode: readRecording(t, node, "info", "-t", "vnpu-mode"),
 	}
+	// One phyid-remap recording per device file, where the node has them.
+	for phy := 0; ; phy++ {
+		path := filepath.Join("testdata", node, "npu-smi", fmt.Sprintf("npu-smi_info_-t_phyid-remap_-p_%d.txt", phy))
+		if _, err := os.Stat(path); err != nil {
+			break
+		}
+		r[cmdRemap(phy)[0]] = readRecording(t, node, "info", "-t", "phyid-remap", "-p", strconv.Itoa(phy))
+	}
+	return r
+}
+
+// cmdRemap are the command lines asking npu-smi for the chip behind each
+// of the physical ids.
+func cmdRemap(phys ...int) []string {
+	var out []string
+	for _, p := range phys {
+		out = append(out, fmt.Sprintf("npu-smi info -t phyid-remap -p %d", p))
+	}
+	return out
 }
 
 // cmdHealth is the command line asking npu-smi for one chip's health and
@@ -95,4 +120,34 @@ func templateOf(c inventory.Chip, name string) (vendors.Template, bool) {
 		return vendors.Template{}, false
 	}
 	return m.Template(name)
+}
+
+// readFile returns a file under the package directory.
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
+}
+
+// dropLines removes the lines of s that start with one of prefixes, and
+// fails when a prefix starts no line.
+func dropLines(t *testing.T, s string, prefixes ...string) string {
+	t.Helper()
+	var kept []string
+	used := map[string]bool{}
+lines:
+	for _, l := range strings.Split(s, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				used[p] = true
+				continue lines
+			}
+		}
+		kept = append(kept, l)
+	}
+	for _, p := range prefixes {
+		require.True(t, used[p], "no line starts with %q", p)
+	}
+	return strings.Join(kept, "\n")
 }

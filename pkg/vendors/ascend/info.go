@@ -26,7 +26,11 @@ package ascend
 // "Chip | Bus-Id | …"), npu-smi 25.x ("Chip  Phy-ID", two-die NPUs) and
 // Atlas inference cards ("Chip  Device", no HBM column; SoC boards print
 // Bus-Id "NA"), each from a published recording that testdata/README.md
-// cites. Health is OK, Warning, Alarm, Critical or UNKNOWN (the same
+// cites. "Device" is the chip's logic id (npu-smi prints
+// dcmi_get_device_logic_id there: npu_info_print.c:272-283, header line
+// 368, driver source GitHub verylucky01/driver e29d066,
+// src/custom/dev_prod/user/npucli/src); only the 910_93's "Chip Phy-ID"
+// (line 602) is a physical id. Health is OK, Warning, Alarm, Critical or UNKNOWN (the same
 // README cites Huawei's field table).
 
 import (
@@ -46,9 +50,10 @@ type ChipInfo struct {
 	// commands); Chip is the chip id on that NPU (the -c).
 	NPU  int
 	Chip int
-	// PhysicalID is the "Phy-ID" or "Device" column, -1 when the table has
-	// neither.
+	// PhysicalID is the "Phy-ID" column, -1 when the table has none.
 	PhysicalID int
+	// LogicID is the "Device" column, -1 when the table has none.
+	LogicID int
 	// Name is the chip name as printed, e.g. 910B3, 310P3.
 	Name string
 	// Health is OK, Warning, Alarm, Critical or UNKNOWN.
@@ -274,7 +279,7 @@ func parseNPURow(cells []string) (ChipInfo, error) {
 	if cells[2] == "" {
 		return ChipInfo{}, fmt.Errorf("NPU %d: the Power/Temp/Hugepages column is empty", npu)
 	}
-	return ChipInfo{NPU: npu, Name: f[1], Health: health, PhysicalID: -1}, nil
+	return ChipInfo{NPU: npu, Name: f[1], Health: health, PhysicalID: -1, LogicID: -1}, nil
 }
 
 func parseChipRow(cells []string, l infoLayout, c ChipInfo) (ChipInfo, error) {
@@ -302,7 +307,11 @@ func parseChipRow(cells []string, l infoLayout, c ChipInfo) (ChipInfo, error) {
 		if err != nil || phy < 0 {
 			return ChipInfo{}, fmt.Errorf("NPU %d chip %d: %s %q is not a non-negative integer", c.NPU, chip, l.idColumn, ids[1])
 		}
-		c.PhysicalID = phy
+		if l.idColumn == "Device" {
+			c.LogicID = phy
+		} else {
+			c.PhysicalID = phy
+		}
 	}
 	if !strings.EqualFold(cells[1], "NA") {
 		bus, err := pci.NormalizeBusID(cells[1])

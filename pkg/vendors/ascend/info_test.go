@@ -29,7 +29,7 @@ func TestParseInfoReadsEveryChipOfATrainingServerTable(t *testing.T) {
 	buses := []string{"0000:61:00.0", "0000:db:00.0", "0000:b2:00.0", "0000:3e:00.0", "0000:60:00.0", "0000:da:00.0", "0000:b1:00.0", "0000:3d:00.0"}
 	var want []ChipInfo
 	for i, bus := range buses {
-		want = append(want, ChipInfo{NPU: i, Chip: 0, PhysicalID: -1, Name: "910A", Health: HealthOK, BusID: bus, MemoryMB: 32768, HBM: true, Line: 7 + 3*i})
+		want = append(want, ChipInfo{NPU: i, Chip: 0, PhysicalID: -1, LogicID: -1, Name: "910A", Health: HealthOK, BusID: bus, MemoryMB: 32768, HBM: true, Line: 7 + 3*i})
 	}
 	require.Equal(t, want, chips)
 }
@@ -40,10 +40,10 @@ func TestParseInfoReadsTheInferenceCardLayoutWithDeviceColumnAndNoHBM(t *testing
 	require.Equal(t, []ChipInfo{
 		// Both chips of a card at the card's bus id, 44280 and 43693 MB:
 		// nvtop issue #421 (one Atlas 300I Duo, npu-smi 25.2.0).
-		{NPU: 1, Chip: 0, PhysicalID: 0, Name: "310P3", Health: HealthOK, BusID: "0000:01:00.0", MemoryMB: 44280, Line: 7},
-		{NPU: 1, Chip: 1, PhysicalID: 1, Name: "310P3", Health: HealthOK, BusID: "0000:01:00.0", MemoryMB: 43693, Line: 10},
-		{NPU: 2, Chip: 0, PhysicalID: 2, Name: "310P3", Health: HealthOK, BusID: "0000:81:00.0", MemoryMB: 44280, Line: 13},
-		{NPU: 2, Chip: 1, PhysicalID: 3, Name: "310P3", Health: HealthOK, BusID: "0000:81:00.0", MemoryMB: 43693, Line: 16},
+		{NPU: 1, Chip: 0, PhysicalID: -1, LogicID: 0, Name: "310P3", Health: HealthOK, BusID: "0000:01:00.0", MemoryMB: 44280, Line: 7},
+		{NPU: 1, Chip: 1, PhysicalID: -1, LogicID: 1, Name: "310P3", Health: HealthOK, BusID: "0000:01:00.0", MemoryMB: 43693, Line: 10},
+		{NPU: 2, Chip: 0, PhysicalID: -1, LogicID: 2, Name: "310P3", Health: HealthOK, BusID: "0000:81:00.0", MemoryMB: 44280, Line: 13},
+		{NPU: 2, Chip: 1, PhysicalID: -1, LogicID: 3, Name: "310P3", Health: HealthOK, BusID: "0000:81:00.0", MemoryMB: 43693, Line: 16},
 	}, chips)
 }
 
@@ -77,8 +77,8 @@ func TestParseInfoAcceptsTheLayoutVariantsNpuSmiPrints(t *testing.T) {
 				"| 0       0                 | 139667        | python                   | 30780                   |\n" +
 				"+===========================+===============+====================================================+\n",
 			want: []ChipInfo{
-				{NPU: 0, Chip: 0, PhysicalID: 0, Name: "Ascend910", Health: HealthOK, BusID: "0000:9d:00.0", MemoryMB: 65536, HBM: true, Line: 7},
-				{NPU: 0, Chip: 1, PhysicalID: 1, Name: "Ascend910", Health: HealthOK, BusID: "0000:9f:00.0", MemoryMB: 65536, HBM: true, Line: 10},
+				{NPU: 0, Chip: 0, PhysicalID: 0, LogicID: -1, Name: "Ascend910", Health: HealthOK, BusID: "0000:9d:00.0", MemoryMB: 65536, HBM: true, Line: 7},
+				{NPU: 0, Chip: 1, PhysicalID: 1, LogicID: -1, Name: "Ascend910", Health: HealthOK, BusID: "0000:9f:00.0", MemoryMB: 65536, HBM: true, Line: 10},
 			},
 		},
 		{
@@ -93,7 +93,7 @@ func TestParseInfoAcceptsTheLayoutVariantsNpuSmiPrints(t *testing.T) {
 				"| 0                         | 0000:C1:00.0  | 0           0    / 0          26838/ 32768         |\r\n" +
 				"+===========================+===============+====================================================+\r\n",
 			want: []ChipInfo{
-				{NPU: 0, Chip: 0, PhysicalID: -1, Name: "910B4", Health: HealthWarning, BusID: "0000:c1:00.0", MemoryMB: 32768, HBM: true, Line: 4},
+				{NPU: 0, Chip: 0, PhysicalID: -1, LogicID: -1, Name: "910B4", Health: HealthWarning, BusID: "0000:c1:00.0", MemoryMB: 32768, HBM: true, Line: 4},
 			},
 		},
 		{
@@ -108,7 +108,7 @@ func TestParseInfoAcceptsTheLayoutVariantsNpuSmiPrints(t *testing.T) {
 				"| 0       0                     | NA              | 0            3628 / 15609                            |\n" +
 				"+===============================+=================+======================================================+\n",
 			want: []ChipInfo{
-				{NPU: 0, Chip: 0, PhysicalID: 0, Name: "310B4", Health: HealthAlarm, MemoryMB: 15609, Line: 4},
+				{NPU: 0, Chip: 0, PhysicalID: -1, LogicID: 0, Name: "310B4", Health: HealthAlarm, MemoryMB: 15609, Line: 4},
 			},
 		},
 		{
@@ -120,7 +120,7 @@ func TestParseInfoAcceptsTheLayoutVariantsNpuSmiPrints(t *testing.T) {
 				"| 0     310P3          | Critical      | 12.8        73                0    / 0             |\n" +
 				"| 0                    | 0000:89:00.0  | 0           2703 / 8192       0    / 0             |\n",
 			want: []ChipInfo{
-				{NPU: 0, Chip: 0, PhysicalID: -1, Name: "310P3", Health: HealthCritical, BusID: "0000:89:00.0", MemoryMB: 8192, Line: 4},
+				{NPU: 0, Chip: 0, PhysicalID: -1, LogicID: -1, Name: "310P3", Health: HealthCritical, BusID: "0000:89:00.0", MemoryMB: 8192, Line: 4},
 			},
 		},
 	} {

@@ -42,10 +42,13 @@ var vnpuModels = map[string]vendors.PartitionModel{
 	"Ascend910B2": {AICPUs: 6, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir03_1c_8g", 3, 8192, 1), vnpu("vir06_1c_16g", 6, 16384, 1), vnpu("vir12_3c_32g", 12, 32768, 3),
 	}},
-	"Ascend910B3": {AICPUs: 7, MaxInstances: 16, Templates: []vendors.Template{
+	// 910B3/910B4: 6 AI CPUs, Huawei's own figure (Ascend/mind-cluster
+	// component/ascend-for-volcano/plugin/vnode.go:71-80, initTemplate:
+	// ChipTypeB3 and ChipTypeB4 AICPU util.CpuNum6), not HAMi's 7.
+	"Ascend910B3": {AICPUs: 6, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir05_1c_16g", 5, 16384, 1), vnpu("vir10_3c_32g", 10, 32768, 3),
 	}},
-	"Ascend910B4": {AICPUs: 7, MaxInstances: 16, Templates: []vendors.Template{
+	"Ascend910B4": {AICPUs: 6, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir05_1c_8g", 5, 8192, 1), vnpu("vir10_3c_16g", 10, 16384, 3),
 	}},
 	"Ascend310P3": {AICPUs: 7, MaxInstances: 8, Templates: []vendors.Template{

@@ -17,8 +17,19 @@ package ascend
 // Parser for `npu-smi info -t topo`, the connection matrix between the chips
 // of a node: a header row "NPU0 NPU1 … CPU Affinity", one row per chip with
 // one code per column (X, SYS, PHB, PIX, PXB, HCCS, SIO, HCCS_SW, NA) and
-// the chip's CPU affinity, then a legend. NPU<k> labels are logic ids,
-// Phy-ID<k> labels physical ids. The tool grows (NIC rows and columns, new
+// the chip's CPU affinity, then a legend.
+//
+// The rows and columns are cards, not chips: npu-smi fills the list from
+// dcmi_get_card_num_list, the card list (npu_info.c:1739-1753,
+// topo_get_device_list; dcmi_basic_info_intf.c:1826), and prints
+// "NPU%-8d" of each card id (npu_info_print_ext.c:175-183, 258-262), the
+// NPU ID column of `npu-smi info`. Only the 910_93 lists its chips, by
+// physical id, as "Phy-ID%-5d" (npu_info.c:1697-1736,
+// topo_get_910_93_device_list). All of these are the driver source at
+// GitHub verylucky01/driver commit e29d066,
+// src/custom/dev_prod/user/npucli/src and .../user/dcmi/dcmi_interface/src.
+// So two Atlas 300I Duo cards print NPU1 and NPU2, each the row of both its
+// chips. The tool grows (NIC rows and columns, new
 // codes), so what the parser does not know is skipped and listed in
 // Topology.Skipped, never a failed discovery; only a broken chip matrix is
 // an error. Codes and sources: docs/hardware.md#npu-smi-topology.
@@ -38,13 +49,17 @@ type Topology struct {
 	// Supported is false when npu-smi answers that the device does not
 	// support the query; then nothing is known about links.
 	Supported bool
-	// ByPhysicalID tells that the labels are Phy-ID<k> (physical ids);
-	// otherwise they are NPU<k> (logic ids).
+	// ByPhysicalID tells that the labels are Phy-ID<k> (physical ids of
+	// the 910_93's chips); otherwise they are NPU<k> (card ids), or logic
+	// ids when ByLogicID.
 	ByPhysicalID bool
-	// IDs are the chip ids of the columns, sorted.
+	// ByLogicID tells that the ids are logic ids: set where the matrix is
+	// read through DCMI chip by chip, never by the npu-smi parser.
+	ByLogicID bool
+	// IDs are the card (or chip) ids of the columns, sorted.
 	IDs []int
-	// Codes[a][b] is the connection code between chips a and b (X on the
-	// diagonal).
+	// Codes[a][b] is the connection code between cards (or chips) a and b
+	// (X on the diagonal).
 	Codes map[int]map[int]string
 	// CPUAffinity is the CPU list printed at the end of a chip's row.
 	CPUAffinity map[int]string
@@ -63,6 +78,17 @@ var (
 		"PIX": true, "PXB": true, "PHB": true, "SYS": true, "NA": true, "UB": true,
 	}
 )
+
+// label is how the matrix names id.
+func (t Topology) label(id int) string {
+	switch {
+	case t.ByPhysicalID:
+		return fmt.Sprintf("Phy-ID%d", id)
+	case t.ByLogicID:
+		return fmt.Sprintf("logic id %d", id)
+	}
+	return fmt.Sprintf("NPU%d", id)
+}
 
 // HCCS tells whether chips a and b talk over HCCS without PCIe: directly
 // (HCCS), through an HCCS switch (HCCS_SW) or as the two dies of one card
