@@ -20,7 +20,8 @@ package driver
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -112,7 +113,7 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 			if !ok || !appliesTo(configs[i].Requests, r.Request) {
 				continue
 			}
-			for _, k := range sortedKeys(cfg.EnvVars()) {
+			for _, k := range slices.Sorted(maps.Keys(cfg.EnvVars())) {
 				v := cfg.EnvVars()[k]
 				if j, ok := enforced[k]; ok && rc.env[k] != v {
 					return nil, fmt.Errorf("%s (from the claim): env[%s]: %q may not override %q, which the DeviceClass config %s enforces",
@@ -137,15 +138,6 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 		out[r.Request] = rc
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // appliesTo reports whether a config listing requests covers request
