@@ -43,13 +43,12 @@ func (l *CNDev) handle(what string, card int) (int32, error) {
 	return h, err
 }
 
-// listSMLU lists the sMLU instances of a card.
-func (l *CNDev) listSMLU(card int) ([]smluWithName, error) {
-	what := fmt.Sprintf("listing the sMLU instances of chip %d", card)
-	h, err := l.handle(what, card)
-	if err != nil {
-		return nil, err
-	}
+// smluInfos lists the sMLU instances of the card behind handle h, with
+// a buffer grown as cndevGetAllSMluInstanceInfo asks. A return code
+// other than success comes back as r with no instances, for the caller
+// to judge (telemetry reads "not supported" as no sMLU); err is a call
+// that failed under the library's deadline or a count out of bounds.
+func (l *CNDev) smluInfos(h int32) (infos []cndevSMluInfo, r int32, err error) {
 	count := int32(16)
 	for {
 		buf := make([]cndevSMluInfo, count)
@@ -59,31 +58,48 @@ func (l *CNDev) listSMLU(card int) ([]smluWithName, error) {
 		n := count
 		r, err := l.calls.Do("cndevGetAllSMluInstanceInfo", func() int32 { return l.instances(&n, &buf[0], h) })
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", what, err)
+			return nil, 0, err
 		}
 		if r == cndevInsufficientSpace && n > count && n <= 4096 {
 			count = n
 			continue
 		}
-		if err := l.call(what, "cndevGetAllSMluInstanceInfo", func() int32 { return r }); err != nil {
-			return nil, err
+		if r != cndevSuccess {
+			return nil, r, nil
 		}
 		if n < 0 || n > count {
-			return nil, fmt.Errorf("%s: %s cndevGetAllSMluInstanceInfo reports %d instances for room for %d", what, CNDevLibrary, n, count)
+			return nil, r, fmt.Errorf("%s cndevGetAllSMluInstanceInfo reports %d instances for room for %d", CNDevLibrary, n, count)
 		}
-		out := make([]smluWithName, 0, n)
-		for _, in := range buf[:n] {
-			node := cstring(in.DevNodeName[:])
-			m := smluNode.FindStringSubmatch(node)
-			if m == nil {
-				return nil, fmt.Errorf("%s: %s lists instance %d with device node %q, not /dev/cambricon-caps/cap_dev<N>_mi<K>", what, CNDevLibrary, in.InstanceID, node)
-			}
-			nodeCard, _ := strconv.Atoi(m[1])
-			out = append(out, smluWithName{SMLU: SMLU{Card: nodeCard, InstanceID: int(in.InstanceID), ProfileName: cstring(in.ProfileName[:]),
-				UUID: "MLU-" + cstring(in.UUID[:]), DeviceNode: node}, name: cstring(in.InstanceName[:])})
-		}
-		return out, nil
+		return buf[:n], r, nil
 	}
+}
+
+// listSMLU lists the sMLU instances of a card.
+func (l *CNDev) listSMLU(card int) ([]smluWithName, error) {
+	what := fmt.Sprintf("listing the sMLU instances of chip %d", card)
+	h, err := l.handle(what, card)
+	if err != nil {
+		return nil, err
+	}
+	infos, r, err := l.smluInfos(h)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := l.err(r); err != nil {
+		return nil, fmt.Errorf("%s: %s cndevGetAllSMluInstanceInfo: %w", what, CNDevLibrary, err)
+	}
+	out := make([]smluWithName, 0, len(infos))
+	for _, in := range infos {
+		node := cstring(in.DevNodeName[:])
+		m := smluNode.FindStringSubmatch(node)
+		if m == nil {
+			return nil, fmt.Errorf("%s: %s lists instance %d with device node %q, not /dev/cambricon-caps/cap_dev<N>_mi<K>", what, CNDevLibrary, in.InstanceID, node)
+		}
+		nodeCard, _ := strconv.Atoi(m[1])
+		out = append(out, smluWithName{SMLU: SMLU{Card: nodeCard, InstanceID: int(in.InstanceID), ProfileName: cstring(in.ProfileName[:]),
+			UUID: "MLU-" + cstring(in.UUID[:]), DeviceNode: node}, name: cstring(in.InstanceName[:])})
+	}
+	return out, nil
 }
 
 func (t *PartitionTool) libList(l *CNDev, c inventory.Chip) ([]vendors.Instance, []smluWithName, error) {

@@ -185,42 +185,25 @@ func readSMLU(l *CNDev, h int32, s *vendors.ChipSample) {
 	if l.instances == nil {
 		return
 	}
-	count := int32(16)
-	for {
-		buf := make([]cndevSMluInfo, count)
-		for i := range buf {
-			buf[i].Version = cndevVersion6
-		}
-		n := count
-		r, err := l.calls.Do("cndevGetAllSMluInstanceInfo", func() int32 { return l.instances(&n, &buf[0], h) })
-		if err != nil {
-			s.Fail("cndevGetAllSMluInstanceInfo", err)
-			return
-		}
-		if r == cndevInsufficientSpace && n > count && n <= 4096 {
-			count = n
-			continue
-		}
-		if r == cndevNotSupported {
-			return // sMLU mode off, or a chip without sMLU
-		}
-		if err := l.err(r); err != nil {
-			s.Fail("cndevGetAllSMluInstanceInfo", err)
-			return
-		}
-		if n < 0 || n > count {
-			s.Fail("cndevGetAllSMluInstanceInfo", fmt.Errorf("reports %d instances for room for %d", n, count))
-			return
-		}
-		for _, in := range buf[:n] {
-			smlu := vendors.InstanceSample{ID: int(in.InstanceID), MemoryUsedBytes: vendors.Value(float64(in.MemorySize[cndevSMLUUsage])),
-				MemoryTotalBytes: vendors.Value(float64(in.MemorySize[cndevSMLUMax]))}
-			if u := in.MluQuota[cndevSMLUUsage]; u <= 100 {
-				smlu.UtilizationRatio = vendors.Value(float64(u) / 100)
-			}
-			s.Instances = append(s.Instances, smlu)
-		}
+	infos, r, err := l.smluInfos(h)
+	if err != nil {
+		s.Fail("cndevGetAllSMluInstanceInfo", err)
 		return
+	}
+	if r == cndevNotSupported {
+		return // sMLU mode off, or a chip without sMLU
+	}
+	if err := l.err(r); err != nil {
+		s.Fail("cndevGetAllSMluInstanceInfo", err)
+		return
+	}
+	for _, in := range infos {
+		smlu := vendors.InstanceSample{ID: int(in.InstanceID), MemoryUsedBytes: vendors.Value(float64(in.MemorySize[cndevSMLUUsage])),
+			MemoryTotalBytes: vendors.Value(float64(in.MemorySize[cndevSMLUMax]))}
+		if u := in.MluQuota[cndevSMLUUsage]; u <= 100 {
+			smlu.UtilizationRatio = vendors.Value(float64(u) / 100)
+		}
+		s.Instances = append(s.Instances, smlu)
 	}
 }
 
