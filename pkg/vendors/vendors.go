@@ -67,7 +67,24 @@ type BackendConfig struct {
 	// DefaultLibraryCallTimeout). A library is loaded once per process:
 	// the first backend to load it sets its deadline.
 	LibraryCallTimeout time.Duration
+	// PartitionMode is the partition mode the cluster admin declares for
+	// the node (PartitionModeAuto, PartitionModeOn, PartitionModeOff).
+	// Inside a container the vendor's mode query may be refused, so a
+	// declared mode wins and the query is only a cross-check where it
+	// answers.
+	PartitionMode string
 }
+
+// The partition modes an admin can declare for a node (BackendConfig.PartitionMode).
+const (
+	// PartitionModeAuto (or empty) reads the mode from the node.
+	PartitionModeAuto = "auto"
+	// PartitionModeOn declares the node in the vendor's partition mode
+	// (Ascend vNPU docker mode, Cambricon sMLU mode).
+	PartitionModeOn = "on"
+	// PartitionModeOff never offers the node's chips as partitions.
+	PartitionModeOff = "off"
+)
 
 // LibraryNone as BackendConfig.Library makes a backend use the vendor's
 // tool only, never its management library.
