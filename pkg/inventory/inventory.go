@@ -112,6 +112,9 @@ const (
 	ReasonDeviceFileMissing = "DeviceFileMissing"
 	// ReasonDriverNotRunning: cnmon says the MLU driver is not running.
 	ReasonDriverNotRunning = "DriverNotRunning"
+	// ReasonLibraryError: a call into the vendor's management library (or
+	// its tool) failed for this chip alone; the node's other chips publish.
+	ReasonLibraryError = "LibraryError"
 	// ReasonSimulated: a simulated profile lists the chip as unhealthy.
 	ReasonSimulated = "SimulatedUnhealthy"
 )
