@@ -46,6 +46,7 @@ package resourceslices
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -144,6 +145,17 @@ type Options struct {
 	// UnhealthyTaintEffect is the effect of the taint on unhealthy chips
 	// (see Taints); empty means NoSchedule.
 	UnhealthyTaintEffect resourceapi.DeviceTaintEffect
+	// Templates, when not empty, are the only partition templates a
+	// Partitioned chip offers (vendor names: vir10_3c_32g, 50p.11654mb);
+	// a chip whose model has none of them is published Whole. Each slot
+	// is a device every claim's selectors are evaluated on, so a node
+	// that offers only the shapes its workloads use costs the scheduler
+	// less (docs/benchmarks.md).
+	Templates []string
+	// OmitAttributes are attribute keys left out of every device: each
+	// attribute is a map entry the scheduler's CEL evaluation builds per
+	// device and selector (docs/benchmarks.md measures a leaner set).
+	OmitAttributes []resourceapi.QualifiedName
 }
 
 // sharedMemoryMin is the smallest memory share of a shared chip: a claim
@@ -162,7 +174,7 @@ var sharedMemoryMin = resource.MustParse("1Gi")
 //     to 0 (a share without a cores request reserves none, the cores are
 //     time-shared) in steps of one.
 //   - Whole: the whole chip only.
-func chipDevices(reg vendors.Registry, c inventory.Chip, mode partitions.Mode) ([]resourceapi.Device, *resourceapi.CounterSet) {
+func chipDevices(reg vendors.Registry, c inventory.Chip, mode partitions.Mode, templates []string) ([]resourceapi.Device, *resourceapi.CounterSet) {
 	chip := device(reg, c)
 	switch mode {
 	case partitions.ModeShared:
@@ -185,7 +197,7 @@ func chipDevices(reg vendors.Registry, c inventory.Chip, mode partitions.Mode) (
 		chip.Capacity[names.CapCores] = cores
 		return []resourceapi.Device{chip}, nil
 	case partitions.ModePartitioned:
-		slots := partitions.Slots(reg, c)
+		slots := offered(partitions.Slots(reg, c), templates)
 		if len(slots) == 0 {
 			return []resourceapi.Device{chip}, nil
 		}
@@ -200,6 +212,20 @@ func chipDevices(reg vendors.Registry, c inventory.Chip, mode partitions.Mode) (
 		return devices, set
 	}
 	return []resourceapi.Device{chip}, nil
+}
+
+// offered are the slots of the templates named, all slots when none is.
+func offered(slots []vendors.Slot, templates []string) []vendors.Slot {
+	if len(templates) == 0 {
+		return slots
+	}
+	var out []vendors.Slot
+	for _, s := range slots {
+		if slices.Contains(templates, s.Template.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // counters is a counter map; an AI CPU count of 0 is left out.
@@ -256,8 +282,13 @@ func DevicesFor(reg vendors.Registry, inv inventory.Inventory, v inventory.Vendo
 	devices := make([]resourceapi.Device, 0, len(chips))
 	var sets []resourceapi.CounterSet
 	for _, c := range chips {
-		devs, set := chipDevices(reg, c, opts.Policy.ModeOf(c))
+		devs, set := chipDevices(reg, c, opts.Policy.ModeOf(c), opts.Templates)
 		setHealth(devs, c, opts)
+		for _, d := range devs {
+			for _, k := range opts.OmitAttributes {
+				delete(d.Attributes, k)
+			}
+		}
 		devices = append(devices, devs...)
 		if set != nil {
 			sets = append(sets, *set)

@@ -50,8 +50,9 @@ func (w Workload) Apply(ctx context.Context, client kubernetes.Interface, ns str
 }
 
 // Pod is templates/pod-with-claim-template.yaml of scheduler_perf: one
-// pause container using one claim from template.
-func Pod(ns, name, template string) *corev1.Pod {
+// pause container using one claim from template, on nodes matching
+// nodeSelector (nil: any).
+func Pod(ns, name, template string, nodeSelector map[string]string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.PodSpec{
@@ -60,6 +61,7 @@ func Pod(ns, name, template string) *corev1.Pod {
 				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "resource"}}},
 			}},
 			ResourceClaims: []corev1.PodResourceClaim{{Name: "resource", ResourceClaimTemplateName: &template}},
+			NodeSelector:   nodeSelector,
 		},
 	}
 }
@@ -125,7 +127,7 @@ func (w Workload) Schedule(ctx context.Context, client kubernetes.Interface, ns 
 	start := time.Now()
 	err := parallel(ctx, names, func(ctx context.Context, i int) error {
 		t := w.Templates[i%len(w.Templates)].Name
-		if _, err := client.CoreV1().Pods(ns).Create(ctx, Pod(ns, fmt.Sprintf("pod-%05d", i), t), metav1.CreateOptions{}); err != nil {
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, Pod(ns, fmt.Sprintf("pod-%05d", i), t, w.NodeSelectors[t]), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating pod %d in %s: %w", i, ns, err)
 		}
 		return nil

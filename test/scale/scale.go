@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 
+	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
 	"github.com/accel-dra/accel-dra/pkg/profilenode"
@@ -55,11 +56,47 @@ var OurProfiles = []string{"atlas-800t-a2", "mlu370-x8"}
 // NodeName is the name of the benchmark's i-th node.
 func NodeName(i int) string { return fmt.Sprintf("scale-%04d", i) }
 
+// VendorLabel is the node label the device-plugin setups and our chart's
+// DaemonSets select on, and its value per OurProfiles entry: a pod's
+// nodeSelector on it lets the scheduler's NodeAffinity filter drop the
+// other vendor's nodes before the DRA filter evaluates their devices.
+const VendorLabel = "accelerator"
+
+// OurVendorLabels are VendorLabel's values of the OurProfiles nodes.
+var OurVendorLabels = []string{"huawei-ascend", "cambricon-mlu"}
+
+// Slices says how our side's chips are published: the node agent's
+// settings a lever of the benchmark varies.
+type Slices struct {
+	// Modes are the chip modes (the agent's --chip-modes syntax).
+	Modes string
+	// Templates are the partition templates offered, all when empty
+	// (resourceslices.Options.Templates).
+	Templates []string
+	// Omit are attribute keys left out of every device
+	// (resourceslices.Options.OmitAttributes).
+	Omit []resourceapi.QualifiedName
+}
+
+// LeanOmit are the attributes the scheduler cost lever leaves out
+// (docs/benchmarks.md): healthy (the device taint says it), family (the
+// driver name implies it), Ascend's chipName (model repeats it) and
+// logicId (an internal id), and driverVersion (a version, parsed on every
+// evaluation).
+var LeanOmit = []resourceapi.QualifiedName{names.AttrHealthy, names.AttrFamily, "chipName", "logicId", names.AttrDriverVersion}
+
+// UnusedOmit are those of LeanOmit no documented claim selects on.
+var UnusedOmit = []resourceapi.QualifiedName{names.AttrHealthy, "logicId"}
+
+// HalfChipTemplates are the largest partition template of each
+// OurProfiles model (910B3, MLU370-X8): two slots per chip instead of the
+// six of every template.
+var HalfChipTemplates = []string{"vir10_3c_32g", "50p.11654mb"}
+
 // OurResources is what the node agent of node name publishes, by driver,
-// for profile OurProfiles[i % len] with the chips in chip modes modes
-// (the agent's --chip-modes syntax).
-func OurResources(ctx context.Context, name string, i int, modes string) (map[string]resourceslice.DriverResources, error) {
-	return ResourcesFor(ctx, name, OurProfiles[i%len(OurProfiles)], modes)
+// for profile OurProfiles[i % len] with its settings s.
+func OurResources(ctx context.Context, name string, i int, s Slices) (map[string]resourceslice.DriverResources, error) {
+	return resourcesFor(ctx, name, OurProfiles[i%len(OurProfiles)], s)
 }
 
 // registry is the vendors the node agent serves, as its main builds it.
@@ -68,9 +105,13 @@ var registry = all.Registry()
 // ResourcesFor is what the node agent of node name publishes, by driver,
 // for hardware profile ref (a bundled name or a file) in chip modes modes.
 func ResourcesFor(ctx context.Context, name, ref, modes string) (map[string]resourceslice.DriverResources, error) {
-	policy, err := partitions.ParsePolicy(registry, modes)
+	return resourcesFor(ctx, name, ref, Slices{Modes: modes})
+}
+
+func resourcesFor(ctx context.Context, name, ref string, s Slices) (map[string]resourceslice.DriverResources, error) {
+	policy, err := partitions.ParsePolicy(registry, s.Modes)
 	if err != nil {
-		return nil, fmt.Errorf("parsing chip modes %q: %w", modes, err)
+		return nil, fmt.Errorf("parsing chip modes %q: %w", s.Modes, err)
 	}
 	p, err := profile.Load(registry, ref)
 	if err != nil {
@@ -80,7 +121,8 @@ func ResourcesFor(ctx context.Context, name, ref, modes string) (map[string]reso
 	if err != nil {
 		return nil, fmt.Errorf("discovering the simulated chips of node %s: %w", name, err)
 	}
-	return resourceslices.DriverResourcesFor(registry, name, inv, resourceslices.Options{Policy: policy}), nil
+	return resourceslices.DriverResourcesFor(registry, name, inv, resourceslices.Options{
+		Policy: policy, Templates: s.Templates, OmitAttributes: s.Omit}), nil
 }
 
 // Publisher runs one upstream resourceslice controller per node and
@@ -96,9 +138,9 @@ type Publisher struct {
 }
 
 // Publish starts the controllers for nodes (which must exist: their UIDs
-// own the slices) in chip modes modes and returns when every slice is in
+// own the slices) with settings and returns when every slice is in
 // the API server, or with the first controller error.
-func Publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, modes string, timeout time.Duration) (*Publisher, error) {
+func Publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, settings Slices, timeout time.Duration) (*Publisher, error) {
 	p := &Publisher{errs: make(chan error, 16)}
 	type start struct {
 		owner  resourceslice.Owner
@@ -108,7 +150,7 @@ func Publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.No
 	var starts []start
 	drivers := map[string]bool{}
 	for i, n := range nodes {
-		res, err := OurResources(ctx, n.Name, i, modes)
+		res, err := OurResources(ctx, n.Name, i, settings)
 		if err != nil {
 			return nil, err
 		}
@@ -264,6 +306,9 @@ loop:
 type Workload struct {
 	Classes   []*resourceapi.DeviceClass
 	Templates []*resourceapi.ResourceClaimTemplate
+	// NodeSelectors are the nodeSelector of the pods using a template,
+	// by template name; none when absent.
+	NodeSelectors map[string]map[string]string
 }
 
 // OurTemplates are the claims of the allocation benchmark
@@ -271,12 +316,27 @@ type Workload struct {
 // model, four chips in one link group, firstAvailable.
 var OurTemplates = []string{"a-one-by-model", "b-four-in-a-link-group", "c-first-available"}
 
+// PerModelTemplates are the same shapes naming the chart's per-model
+// classes without selectors (testdata/levers.yaml), DriverOnlyTemplates
+// the same shapes as OurTemplates with driver-only generic classes.
+var (
+	PerModelTemplates   = []string{"a-one-by-model-class", "b-four-in-a-link-group-class", "c-first-available-class"}
+	DriverOnlyTemplates = []string{"a-one-by-model-driver-only", "b-four-in-a-link-group-driver-only", "c-first-available-driver-only"}
+)
+
 // OurWorkload reads the chart's DeviceClasses and the OurTemplates claims
 // from the repository at repo.
 func OurWorkload(repo string) (Workload, error) {
+	return LoadWorkload(repo, "test/bench/testdata/claims.yaml", OurTemplates)
+}
+
+// LoadWorkload reads the chart's DeviceClasses, the classes of claims (a
+// file under repo) and its claims named templates, as templates in that
+// order.
+func LoadWorkload(repo, claims string, templates []string) (Workload, error) {
 	in, err := simulate.Load([]string{
 		filepath.Join(repo, "deployments/helm/accel-dra/deviceclasses"),
-		filepath.Join(repo, "test/bench/testdata/claims.yaml"),
+		filepath.Join(repo, claims),
 	})
 	if err != nil {
 		return Workload{}, err
@@ -288,7 +348,7 @@ func OurWorkload(repo string) (Workload, error) {
 			w.Classes = append(w.Classes, c)
 		}
 	}
-	for _, name := range OurTemplates {
+	for _, name := range templates {
 		var found bool
 		for _, c := range in.Claims {
 			if c.Name == name {
@@ -300,8 +360,20 @@ func OurWorkload(repo string) (Workload, error) {
 			}
 		}
 		if !found {
-			return Workload{}, fmt.Errorf("test/bench/testdata/claims.yaml has no claim %s", name)
+			return Workload{}, fmt.Errorf("%s has no claim %s", claims, name)
 		}
 	}
 	return w, nil
+}
+
+// WithNodeSelector returns w with the pods of template selecting nodes by
+// selector.
+func (w Workload) WithNodeSelector(template string, selector map[string]string) Workload {
+	sel := make(map[string]map[string]string, len(w.NodeSelectors)+1)
+	for k, v := range w.NodeSelectors {
+		sel[k] = v
+	}
+	sel[template] = selector
+	w.NodeSelectors = sel
+	return w
 }

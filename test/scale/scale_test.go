@@ -61,7 +61,7 @@ func TestPublish(t *testing.T) {
 			client := fakeapi.NewClient(objs...)
 			want := 0
 			for i, n := range nodes {
-				res, err := OurResources(ctx, n.Name, i, string(tc.modes))
+				res, err := OurResources(ctx, n.Name, i, Slices{Modes: string(tc.modes)})
 				require.NoError(t, err)
 				for _, r := range res {
 					want += len(r.Pools[n.Name].Slices)
@@ -72,7 +72,7 @@ func TestPublish(t *testing.T) {
 			} else {
 				require.Greater(t, want, 4, "partitions publish counter sets in slices of their own")
 			}
-			p, err := Publish(ctx, client, nodes, string(tc.modes), time.Minute)
+			p, err := Publish(ctx, client, nodes, Slices{Modes: string(tc.modes)}, time.Minute)
 			require.NoError(t, err)
 			defer p.Stop()
 			require.Equal(t, want, p.Slices)
@@ -93,6 +93,48 @@ func TestPublish(t *testing.T) {
 			require.NoError(t, err)
 			require.Zero(t, n)
 		})
+	}
+}
+
+// TestLeverSlices checks the settings the levers publish with: the
+// omitted attributes are gone from every device and only those, and the
+// offered templates leave two slots per chip.
+func TestLeverSlices(t *testing.T) {
+	ctx := context.Background()
+	devices := func(i int, s Slices) []resourceapi.Device {
+		res, err := OurResources(ctx, NodeName(i), i, s)
+		require.NoError(t, err)
+		var out []resourceapi.Device
+		for _, r := range res {
+			for _, p := range r.Pools {
+				for _, sl := range p.Slices {
+					out = append(out, sl.Devices...)
+				}
+			}
+		}
+		return out
+	}
+	for i := range OurProfiles {
+		full := devices(i, Slices{Modes: "Whole"})
+		lean := devices(i, Slices{Modes: "Whole", Omit: LeanOmit})
+		require.Len(t, lean, len(full))
+		for j, d := range lean {
+			for _, k := range LeanOmit {
+				require.NotContains(t, d.Attributes, k, d.Name)
+			}
+			gone := 0
+			for k := range full[j].Attributes {
+				if _, ok := d.Attributes[k]; !ok {
+					gone++
+					require.Contains(t, LeanOmit, k, d.Name)
+				}
+			}
+			require.GreaterOrEqual(t, gone, 3, "%s: healthy, family and driverVersion at least", d.Name)
+		}
+		all := devices(i, Slices{Modes: "Partitioned"})
+		halves := devices(i, Slices{Modes: "Partitioned", Templates: HalfChipTemplates})
+		require.Len(t, all, 7*len(full), "chip + 6 slots")
+		require.Len(t, halves, 3*len(full), "chip + 2 slots of %v", HalfChipTemplates)
 	}
 }
 
@@ -121,12 +163,18 @@ func TestBaselineSlice(t *testing.T) {
 func TestWorkloads(t *testing.T) {
 	ours, err := OurWorkload("../..")
 	require.NoError(t, err)
+	perModel, err := LoadWorkload("../..", "test/scale/testdata/levers.yaml", PerModelTemplates)
+	require.NoError(t, err)
+	driverOnly, err := LoadWorkload("../..", "test/scale/testdata/levers.yaml", DriverOnlyTemplates)
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name      string
 		w         Workload
 		templates []string
 	}{
 		{"ours", ours, OurTemplates},
+		{"per-model", perModel, PerModelTemplates},
+		{"driver-only", driverOnly, DriverOnlyTemplates},
 		{"baseline", BaselineWorkload(), []string{BaselineTemplate}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,10 +19,14 @@
 // control plane of the e2e tier (test/e2e/framework, no kubelet, no
 // agents), the nodes' ResourceSlices are published by this process
 // (test/scale), then pods with claim templates are created and timed
-// until bound. Three sides in one run, one after the other on the same
-// nodes: the scheduler_perf test driver's shape (baseline), our slices
-// with every chip Whole (the default) and Partitioned. It prints one
-// markdown row per side and the ratios ours/baseline.
+// until bound. The sides run one after the other on the same nodes: the
+// scheduler_perf test driver's shape (baseline); our slices with every
+// chip Whole (the default) and the demo's claims as written today; then
+// one side per lever of what our slices cost the scheduler (per-model
+// classes, classes without the type clause, a nodeSelector on the vendor
+// label, fewer attributes, all of them together), and Partitioned with
+// every template and with fewer. It prints one markdown row per side,
+// the ratio ours/baseline and the ratio to the side the lever changes.
 //
 //	go run -tags e2e ./test/e2e/cmd/bench-scale [-nodes 1000] [-pods 500]
 package main
@@ -55,7 +59,7 @@ func main() {
 	nodes := flag.Int("nodes", 1000, "kwok nodes")
 	pods := flag.Int("pods", 300, "pods per side")
 	partitionedPods := flag.Int("partitioned-pods", 100, "pods of the side with partitions, the slowest")
-	timeout := flag.Duration("timeout", 14*time.Minute, "bound of the whole run, teardown included")
+	timeout := flag.Duration("timeout", 30*time.Minute, "bound of the whole run, teardown included")
 	profileDir := flag.String("profile-dir", "", "where to write a CPU profile of kube-scheduler taken while each side's pods are scheduled (go tool pprof)")
 	agentBin := flag.String("agent-bin", "", "the accel-dra-kubeletplugin binary whose memory to measure after the sides (make bench-scale: built as the image builds it); empty skips it")
 	agentProfiles := flag.String("agent-profiles", "test/plugin/testdata/16-npu-910b3.yaml,test/plugin/testdata/16-mlu370.yaml", "hardware profiles of the measured agents, comma list")
@@ -88,6 +92,9 @@ type config struct {
 type side struct {
 	name string
 	pods int
+	// ref is the index of the side this one changes one lever of; 0
+	// when it is compared with the baseline only.
+	ref int
 	// publish puts the side's slices in place and returns their number
 	// and what removes them again.
 	publish  func(context.Context, []corev1.Node) (int, func(context.Context) error, error)
@@ -99,6 +106,7 @@ type side struct {
 
 type result struct {
 	side                    string
+	ref                     int
 	slices                  int
 	publish                 time.Duration
 	sched                   scale.Scheduled
@@ -141,12 +149,17 @@ func run(cfg config) error {
 	if err != nil {
 		return fmt.Errorf("creating the benchmark's client: %w", err)
 	}
-	names := make([]string, cfg.nodes)
-	for i := range names {
-		names[i] = scale.NodeName(i)
+	// Node i gets OurProfiles[i % len]'s chips, so it carries that
+	// vendor's label, as the device-plugin setups and our chart label
+	// nodes.
+	names := make([][]string, len(scale.OurVendorLabels))
+	for i := range cfg.nodes {
+		names[i%len(names)] = append(names[i%len(names)], scale.NodeName(i))
 	}
-	if err := c.CreateKwokNodes(ctx, names, nil); err != nil {
-		return err
+	for i, label := range scale.OurVendorLabels {
+		if err := c.CreateKwokNodes(ctx, names[i], map[string]string{scale.VendorLabel: label}); err != nil {
+			return err
+		}
 	}
 	list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: framework.NodeTypeLabel + "=kwok"})
 	if err != nil {
@@ -159,6 +172,24 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	perModel, err := scale.LoadWorkload(opts.RepoRoot, "test/scale/testdata/levers.yaml", scale.PerModelTemplates)
+	if err != nil {
+		return err
+	}
+	driverOnly, err := scale.LoadWorkload(opts.RepoRoot, "test/scale/testdata/levers.yaml", scale.DriverOnlyTemplates)
+	if err != nil {
+		return err
+	}
+	// (c) may end on either vendor: only the one-vendor shapes get the
+	// vendor's label as nodeSelector.
+	ascend := map[string]string{scale.VendorLabel: scale.OurVendorLabels[0]}
+	perModelLabelled := perModel.WithNodeSelector(scale.PerModelTemplates[0], ascend).WithNodeSelector(scale.PerModelTemplates[1], ascend)
+	whole := scale.Slices{Modes: string(partitions.ModeWhole)}
+	lean := scale.Slices{Modes: whole.Modes, Omit: scale.LeanOmit}
+	unused := scale.Slices{Modes: whole.Modes, Omit: scale.UnusedOmit}
+	partitioned := scale.Slices{Modes: string(partitions.ModePartitioned)}
+	halves := scale.Slices{Modes: partitioned.Modes, Templates: scale.HalfChipTemplates}
+	const today, part = 1, 8
 	sides := []side{
 		{name: "baseline (scheduler_perf test driver)", workload: scale.BaselineWorkload(), pods: cfg.pods,
 			publish: func(ctx context.Context, nodes []corev1.Node) (int, func(context.Context) error, error) {
@@ -169,8 +200,15 @@ func run(cfg config) error {
 					return scale.DeleteSlices(ctx, client, 2*time.Minute, scale.BaselineDriver)
 				}, nil
 			}},
-		oursSide(client, ours, partitions.ModeWhole, cfg.pods),
-		oursSide(client, ours, partitions.ModePartitioned, cfg.partitionedPods),
+		oursSide(client, "ours, chips Whole: generic class + model selector (the demo's claims)", ours, whole, cfg.pods, 0),
+		oursSide(client, "lever 1: per-model class, no selector", perModel, whole, cfg.pods, today),
+		oursSide(client, "lever 1: generic class without type == \"chip\" + model selector", driverOnly, whole, cfg.pods, today),
+		oursSide(client, "lever 3: per-model class + nodeSelector "+scale.VendorLabel+" (a, b)", perModelLabelled, whole, cfg.pods, 2),
+		oursSide(client, "lever 2: without "+omitted(lean), ours, lean, cfg.pods, today),
+		oursSide(client, "lever 2: without "+omitted(unused), ours, unused, cfg.pods, today),
+		oursSide(client, "levers 1+2+3: per-model class, nodeSelector, without "+omitted(unused), perModelLabelled, unused, cfg.pods, today),
+		oursSide(client, "ours, chips Partitioned (chip + 6 slots), the demo's claims", ours, partitioned, cfg.partitionedPods, 0),
+		oursSide(client, "lever 4: Partitioned offering "+strings.Join(halves.Templates, ", ")+" only (chip + 2 slots)", ours, halves, cfg.partitionedPods, part),
 	}
 	var viewResults []viewResult
 	viewSlices := 0
@@ -218,10 +256,22 @@ func run(cfg config) error {
 	return nil
 }
 
-func oursSide(client kubernetes.Interface, w scale.Workload, mode partitions.Mode, pods int) side {
-	return side{name: "ours, chips " + string(mode), workload: w, pods: pods,
+// omitted names the attributes settings leave out.
+func omitted(settings scale.Slices) string {
+	var out []string
+	for _, k := range settings.Omit {
+		out = append(out, string(k))
+	}
+	return strings.Join(out, ", ")
+}
+
+// oursSide publishes our slices with settings and schedules w's pods; ref
+// is the index of the side it is compared with (0: none but the
+// baseline).
+func oursSide(client kubernetes.Interface, name string, w scale.Workload, settings scale.Slices, pods, ref int) side {
+	return side{name: name, workload: w, pods: pods, ref: ref,
 		publish: func(ctx context.Context, nodes []corev1.Node) (int, func(context.Context) error, error) {
-			p, err := scale.Publish(ctx, client, nodes, string(mode), 5*time.Minute)
+			p, err := scale.Publish(ctx, client, nodes, settings, 5*time.Minute)
 			if err != nil {
 				return 0, nil, err
 			}
@@ -263,7 +313,7 @@ func take(ctx context.Context, c *framework.Cluster) (snapshot, error) {
 var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"}
 
 func measure(ctx context.Context, c *framework.Cluster, client kubernetes.Interface, s side, nodes []corev1.Node, ns, profile string) (result, error) {
-	r := result{side: s.name}
+	r := result{side: s.name, ref: s.ref}
 	t0 := time.Now()
 	slices, unpublish, err := s.publish(ctx, nodes)
 	if err != nil {
@@ -349,8 +399,8 @@ func writeProfile(ctx context.Context, c *framework.Cluster, path string) error 
 
 func printResults(rs []result) {
 	fmt.Println()
-	fmt.Println("| side | slices | publish s | pods bound | pods/s | ratio | scheduler CPU ms/pod | nodes evaluated/pod | scheduler CPU µs/evaluated node | attempt ms/pod | failed attempts | API writes/pod (pods, claims; all) | apiserver CPU ms/pod |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| # | side | slices | publish s | pods bound | pods/s | ratio | vs side | scheduler CPU ms/pod | nodes evaluated/pod | scheduler CPU µs/evaluated node | attempt ms/pod | failed attempts | API writes/pod (pods, claims; all) | apiserver CPU ms/pod |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	base := rs[0].sched.PodsPerSecond()
 	for i, r := range rs {
 		b := float64(max(r.sched.Bound, 1))
@@ -358,12 +408,17 @@ func printResults(rs []result) {
 		if base > 0 && i > 0 {
 			ratio = fmt.Sprintf("**%.2f**", r.sched.PodsPerSecond()/base)
 		}
+		vs := "—"
+		if r.ref > 0 && rs[r.ref].sched.PodsPerSecond() > 0 {
+			vs = fmt.Sprintf("%.2f× #%d (CPU/pod %.2f×)", r.sched.PodsPerSecond()/rs[r.ref].sched.PodsPerSecond(), r.ref,
+				float64(r.schedCPU)/b/(float64(rs[r.ref].schedCPU)/float64(max(rs[r.ref].sched.Bound, 1))))
+		}
 		perNode := 0.0
 		if r.evaluated > 0 {
 			perNode = float64(r.schedCPU.Microseconds()) / b / r.evaluated
 		}
-		fmt.Printf("| %s | %d | %.1f | %d/%d | %.1f | %s | %.1f | %.0f | %.0f | %.1f | %.0f | %.1f; %.1f | %.1f |\n",
-			r.side, r.slices, r.publish.Seconds(), r.sched.Bound, r.sched.Pods, r.sched.PodsPerSecond(), ratio,
+		fmt.Printf("| %d | %s | %d | %.1f | %d/%d | %.1f | %s | %s | %.1f | %.0f | %.0f | %.1f | %.0f | %.1f; %.1f | %.1f |\n",
+			i, r.side, r.slices, r.publish.Seconds(), r.sched.Bound, r.sched.Pods, r.sched.PodsPerSecond(), ratio, vs,
 			float64(r.schedCPU.Microseconds())/1000/b, r.evaluated, perNode, r.attemptSeconds*1000/b, r.unschedulable,
 			r.writesPods/b, r.writesAll/b, float64(r.apiCPU.Microseconds())/1000/b)
 	}

@@ -126,7 +126,7 @@ func createWaitingPod(ctx context.Context, client kubernetes.Interface, ns strin
 	if _, err := client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tpl, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the waiting pod's claim template: %w", err)
 	}
-	if _, err := client.CoreV1().Pods(ns).Create(ctx, scale.Pod(ns, waitingPod, waitingPod), metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, scale.Pod(ns, waitingPod, waitingPod, nil), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the waiting pod: %w", err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
