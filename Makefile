@@ -165,7 +165,8 @@ bench-prepare:
 # flags (-nodes, -pods, -profile-dir; go run ./test/e2e/cmd/bench-scale -h).
 bench-scale: static
 	bash hack/e2e/build.sh >/dev/null
-	$(GO) run -tags e2e ./test/e2e/cmd/bench-scale -agent-bin $(BIN)/accel-dra-kubeletplugin $(BENCH_SCALE_FLAGS)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/accel-dra-kubeletplugin.symbols ./cmd/accel-dra-kubeletplugin
+	$(GO) run -tags e2e ./test/e2e/cmd/bench-scale -agent-bin $(BIN)/accel-dra-kubeletplugin -agent-symbols $(BIN)/accel-dra-kubeletplugin.symbols $(BENCH_SCALE_FLAGS)
 
 # Tier 4: a real local cluster (etcd, kube-apiserver, scheduler,
 # controller-manager, a real kubelet with containerd, kwok nodes), built

@@ -91,6 +91,9 @@ type Config struct {
 	// UnhealthyTaintEffect is the effect of the device taint on unhealthy
 	// chips: NoSchedule (default) or NoExecute (see resourceslices.Taints).
 	UnhealthyTaintEffect resourceapi.DeviceTaintEffect
+	// PartitionTemplates, when set, are the only partition templates
+	// Partitioned chips offer (resourceslices.Options.Templates).
+	PartitionTemplates []string
 	// DeviceMetadata has the kubelet plugin helper write the device
 	// metadata file of KEP-5304 (beta in 1.37) for each prepared request
 	// and mount it into the containers through a CDI spec of its own in
@@ -143,6 +146,8 @@ type Driver struct {
 	// Config.HealthCheckTimeout.
 	taintEffect   resourceapi.DeviceTaintEffect
 	healthTimeout time.Duration
+	// templates is Config.PartitionTemplates.
+	templates []string
 	// health is what WatchHealthStatus and healthReport send, replaced
 	// whole by Update; healthWake is closed when it changes.
 	health     atomic.Pointer[healthState]
@@ -201,6 +206,7 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		metadata: cfg.DeviceMetadata,
 
 		taintEffect:   cfg.UnhealthyTaintEffect,
+		templates:     cfg.PartitionTemplates,
 		healthTimeout: cfg.HealthCheckTimeout,
 		healthWake:    make(chan struct{}),
 	}
@@ -321,7 +327,7 @@ func (d *Driver) index(chips []inventory.Chip) {
 // resources are the ResourceSlices of inv's chips of this driver.
 func (d *Driver) resources(inv inventory.Inventory) resourceslice.DriverResources {
 	own := vendors.MustRegistry(d.vendor)
-	return resourceslices.DriverResourcesFor(own, d.node, inv, resourceslices.Options{Policy: d.policy, UnhealthyTaintEffect: d.taintEffect})[d.name]
+	return resourceslices.DriverResourcesFor(own, d.node, inv, resourceslices.Options{Policy: d.policy, UnhealthyTaintEffect: d.taintEffect, Templates: d.templates})[d.name]
 }
 
 // Vendor is the vendor whose chips the driver serves.

@@ -98,6 +98,11 @@ type Options struct {
 	// "npu-0=Shared,mlu-*=Partitioned", … The binary's --chip-modes flag
 	// [ACCEL_DRA_CHIP_MODES].
 	ChipModes string
+	// PartitionTemplates, when set, are the only partition templates a
+	// Partitioned chip offers, by slug (vir10-3c-32g, smlu-50p): fewer
+	// devices for the scheduler to evaluate (docs/benchmarks.md). The
+	// binary's --partition-templates flag.
+	PartitionTemplates []string
 	// HealthInterval is how often the device monitor (pkg/devicemonitor)
 	// re-reads the chips for health and hot add/remove; zero or less:
 	// health is only read at start.
@@ -143,6 +148,9 @@ func Run(ctx context.Context, o Options) error {
 	effect, err := resourceslices.ParseTaintEffect(o.UnhealthyTaintEffect)
 	if err != nil {
 		return fmt.Errorf("--unhealthy-taint-effect: %w", err)
+	}
+	if err := resourceslices.CheckTemplates(o.Discovery.Registry, o.PartitionTemplates); err != nil {
+		return fmt.Errorf("--partition-templates: %w", err)
 	}
 	inv, err := source.Discover(ctx, o.Discovery)
 	if err != nil {
@@ -246,6 +254,7 @@ func Run(ctx context.Context, o Options) error {
 			DeviceMetadata: o.DeviceMetadata,
 
 			UnhealthyTaintEffect: effect,
+			PartitionTemplates:   o.PartitionTemplates,
 			HealthCheckTimeout:   devicemonitor.CheckTimeout(o.HealthInterval),
 			BootIDFile:           bootIDFile(hostRoot),
 		}

@@ -46,8 +46,10 @@ package resourceslices
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -146,8 +148,9 @@ type Options struct {
 	// (see Taints); empty means NoSchedule.
 	UnhealthyTaintEffect resourceapi.DeviceTaintEffect
 	// Templates, when not empty, are the only partition templates a
-	// Partitioned chip offers (vendor names: vir10_3c_32g, 50p.11654mb);
-	// a chip whose model has none of them is published Whole. Each slot
+	// Partitioned chip offers, by slug (vendors.Template.Slug, as in
+	// device and class names: vir10-3c-32g, smlu-50p); a chip whose model
+	// has none of them is published Whole. Each slot
 	// is a device every claim's selectors are evaluated on, so a node
 	// that offers only the shapes its workloads use costs the scheduler
 	// less (docs/benchmarks.md).
@@ -214,14 +217,34 @@ func chipDevices(reg vendors.Registry, c inventory.Chip, mode partitions.Mode, t
 	return []resourceapi.Device{chip}, nil
 }
 
-// offered are the slots of the templates named, all slots when none is.
+// CheckTemplates says which of slugs is the slug of no partition template
+// of a model reg's vendors know, naming the known ones.
+func CheckTemplates(reg vendors.Registry, slugs []string) error {
+	known := map[string]bool{}
+	for _, v := range reg.All() {
+		for _, m := range v.Models() {
+			for _, sh := range m.Shapes {
+				known[sh.Slug] = true
+			}
+		}
+	}
+	for _, s := range slugs {
+		if !known[s] {
+			return fmt.Errorf("%q is the slug of no partition template (known: %s)", s, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+	}
+	return nil
+}
+
+// offered are the slots of the templates named by slug, all slots when
+// none is.
 func offered(slots []vendors.Slot, templates []string) []vendors.Slot {
 	if len(templates) == 0 {
 		return slots
 	}
 	var out []vendors.Slot
 	for _, s := range slots {
-		if slices.Contains(templates, s.Template.Name) {
+		if slices.Contains(templates, s.Template.Slug) {
 			out = append(out, s)
 		}
 	}

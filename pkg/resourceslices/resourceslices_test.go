@@ -334,3 +334,51 @@ func TestAChipWithoutNUMAAffinityPublishesNeitherNUMAKey(t *testing.T) {
 		}
 	}
 }
+
+func TestOfferedTemplatesAndOmittedAttributesLeaveTheRestAsItWas(t *testing.T) {
+	inv := inventoryOf(t, "node-0", "atlas-800t-a2")
+	policy, err := partitions.ParsePolicy(registry, "Partitioned")
+	require.NoError(t, err)
+	all, allSets := resourceslices.DevicesFor(registry, inv, ascend.Vendor, resourceslices.Options{Policy: policy})
+	var chips, halves []string
+	for i := range inv.ChipsOf(ascend.Vendor) {
+		chips = append(chips, fmt.Sprintf("npu-%d", i))
+		halves = append(halves, fmt.Sprintf("npu-%d", i), fmt.Sprintf("npu-%d-vir10-3c-32g-0", i), fmt.Sprintf("npu-%d-vir10-3c-32g-1", i))
+	}
+	for _, tc := range []struct {
+		name      string
+		opts      resourceslices.Options
+		wantNames []string
+	}{
+		{"one template", resourceslices.Options{Policy: policy, Templates: []string{"vir10-3c-32g"}}, halves},
+		{"another vendor's template only: chips Whole", resourceslices.Options{Policy: policy, Templates: []string{"smlu-50p"}}, chips},
+		{"omitted attributes", resourceslices.Options{Policy: policy, OmitAttributes: []resourceapi.QualifiedName{names.AttrHealthy, "logicId"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			devices, sets := resourceslices.DevicesFor(registry, inv, ascend.Vendor, tc.opts)
+			if tc.wantNames == nil {
+				require.Len(t, devices, len(all))
+				require.Equal(t, allSets, sets)
+				for i, d := range devices {
+					want := all[i].DeepCopy()
+					for _, k := range tc.opts.OmitAttributes {
+						require.Contains(t, want.Attributes, k, "the full device %s has %s", d.Name, k)
+						delete(want.Attributes, k)
+					}
+					require.Equal(t, *want, d)
+				}
+				return
+			}
+			var got []string
+			for _, d := range devices {
+				got = append(got, d.Name)
+			}
+			require.Equal(t, tc.wantNames, got)
+			if len(got) == len(chips) {
+				require.Empty(t, sets, "no slot, no counter set")
+			}
+		})
+	}
+	require.NoError(t, resourceslices.CheckTemplates(registry, []string{"vir10-3c-32g", "smlu-25p"}))
+	require.ErrorContains(t, resourceslices.CheckTemplates(registry, []string{"vir10_3c_32g"}), `"vir10_3c_32g" is the slug of no partition template (known: `)
+}

@@ -91,7 +91,7 @@ var UnusedOmit = []resourceapi.QualifiedName{names.AttrHealthy, "logicId"}
 // HalfChipTemplates are the largest partition template of each
 // OurProfiles model (910B3, MLU370-X8): two slots per chip instead of the
 // six of every template.
-var HalfChipTemplates = []string{"vir10_3c_32g", "50p.11654mb"}
+var HalfChipTemplates = []string{"vir10-3c-32g", "smlu-50p"}
 
 // OurResources is what the node agent of node name publishes, by driver,
 // for profile OurProfiles[i % len] with its settings s.

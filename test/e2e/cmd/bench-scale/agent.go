@@ -40,6 +40,10 @@ type agentMemory struct {
 	slices                int
 	rss, anon, file, peak float64
 	afterSettle           time.Duration
+	// shares and resident: its resident pages of the binary by package
+	// and in all, when symbols were given.
+	shares   []residentShare
+	resident float64
 }
 
 // measureAgent runs bin (the accel-dra-kubeletplugin binary) for node
@@ -47,7 +51,7 @@ type agentMemory struct {
 // published and it has settled for settle, and reads its /proc status.
 // No kubelet registers it: the memory the 16 prepared claims add is
 // measured by BenchmarkAgentMemory (test/plugin), under 1 MiB.
-func measureAgent(ctx context.Context, client kubernetes.Interface, kubeconfig, bin, profile, modes string, node corev1.Node, settle time.Duration) (agentMemory, error) {
+func measureAgent(ctx context.Context, client kubernetes.Interface, kubeconfig, bin, symbols, profile, modes string, node corev1.Node, settle time.Duration) (agentMemory, error) {
 	m := agentMemory{profile: profile, modes: modes, afterSettle: settle}
 	res, err := scale.ResourcesFor(ctx, node.Name, profile, modes)
 	if err != nil {
@@ -114,6 +118,11 @@ func measureAgent(ctx context.Context, client kubernetes.Interface, kubeconfig, 
 		into *float64
 	}{{"VmRSS", &m.rss}, {"RssAnon", &m.anon}, {"RssFile", &m.file}, {"VmHWM", &m.peak}} {
 		if *f.into, err = scale.ProcStatusMiB(pid, f.name); err != nil {
+			return m, err
+		}
+	}
+	if symbols != "" {
+		if m.shares, m.resident, err = residentByPackage(pid, bin, symbols); err != nil {
 			return m, err
 		}
 	}

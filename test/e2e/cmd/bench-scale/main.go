@@ -39,6 +39,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -64,12 +65,14 @@ func main() {
 	agentBin := flag.String("agent-bin", "", "the accel-dra-kubeletplugin binary whose memory to measure after the sides (make bench-scale: built as the image builds it); empty skips it")
 	agentProfiles := flag.String("agent-profiles", "test/plugin/testdata/16-npu-910b3.yaml,test/plugin/testdata/16-mlu370.yaml", "hardware profiles of the measured agents, comma list")
 	agentModes := flag.String("agent-chip-modes", "Partitioned", "the measured agents' --chip-modes")
+	agentSymbols := flag.String("agent-symbols", "", "an unstripped build of -agent-bin with the same layout (make bench-scale builds one): attribute the agent's resident file-backed pages to packages")
+	runSides := flag.Bool("sides", true, "measure the scheduler sides; false measures only the node agent")
 	views := flag.Bool("views", true, "also time the CLI's cluster views (accel-dra chips, why) next to kubectl get resourceslices -o json, over the side with Whole chips while its pods hold their chips")
 	flag.Parse()
 	// The many resourceslice controllers log their watches ending when
 	// they stop; the benchmark reports its errors itself.
 	klog.SetLogger(logr.Discard())
-	if err := run(config{*nodes, *pods, *partitionedPods, *timeout, *profileDir, *agentBin, *agentProfiles, *agentModes, *views}); err != nil {
+	if err := run(config{*nodes, *pods, *partitionedPods, *timeout, *profileDir, *agentBin, *agentProfiles, *agentModes, *agentSymbols, *views, *runSides}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
 	}
@@ -85,8 +88,8 @@ type config struct {
 	timeout                      time.Duration
 	profileDir                   string
 	agentBin, agentProfiles      string
-	agentModes                   string
-	views                        bool
+	agentModes, agentSymbols     string
+	views, sides                 bool
 }
 
 type side struct {
@@ -223,6 +226,9 @@ func run(cfg config) error {
 			return err
 		}
 	}
+	if !cfg.sides {
+		sides = nil
+	}
 	var results []result
 	for i, s := range sides {
 		profile := ""
@@ -236,7 +242,9 @@ func run(cfg config) error {
 		results = append(results, r)
 		opts.Logf("%s: %d/%d pods bound in %s, %.1f pods/s", s.name, r.sched.Bound, r.sched.Pods, r.sched.Wall.Round(time.Millisecond), r.sched.PodsPerSecond())
 	}
-	printResults(results)
+	if results != nil {
+		printResults(results)
+	}
 	if viewResults != nil {
 		printViews(viewResults, len(nodes), viewSlices)
 	}
@@ -244,16 +252,53 @@ func run(cfg config) error {
 		return nil
 	}
 	fmt.Println()
+	if st, err := os.Stat(cfg.agentBin); err == nil {
+		fmt.Printf("node agent binary %s: %.1f MiB\n\n", cfg.agentBin, float64(st.Size())/(1<<20))
+	}
 	fmt.Println("| node agent (real binary) | chip modes | slices | RSS MiB | anon MiB | file MiB | peak MiB |")
 	fmt.Println("|---|---|---|---|---|---|---|")
+	var shares [][]residentShare
 	for i, p := range strings.Split(cfg.agentProfiles, ",") {
-		m, err := measureAgent(ctx, client, c.Kubeconfig(), cfg.agentBin, filepath.Join(opts.RepoRoot, p), cfg.agentModes, nodes[i], 10*time.Second)
+		m, err := measureAgent(ctx, client, c.Kubeconfig(), cfg.agentBin, cfg.agentSymbols, filepath.Join(opts.RepoRoot, p), cfg.agentModes, nodes[i], 10*time.Second)
 		if err != nil {
 			return fmt.Errorf("measuring the node agent of %s: %w", p, err)
 		}
 		fmt.Printf("| %s | %s | %d | %.1f | %.1f | %.1f | %.1f |\n", p, m.modes, m.slices, m.rss, m.anon, m.file, m.peak)
+		if m.shares != nil {
+			shares = append(shares, m.shares)
+			fmt.Printf("\nits file-backed pages of the binary: %.1f MiB\n", m.resident/(1<<20))
+		}
+	}
+	if len(shares) > 0 {
+		printShares(shares[0])
 	}
 	return nil
+}
+
+// printShares prints what the first agent's resident pages of its binary
+// hold: by package group, then the largest packages.
+func printShares(shares []residentShare) {
+	groups := map[string]float64{}
+	for _, s := range shares {
+		groups[packageGroup(s.name)] += s.bytes
+	}
+	var gs []residentShare
+	for n, b := range groups {
+		gs = append(gs, residentShare{n, b})
+	}
+	sort.Slice(gs, func(i, j int) bool { return gs[i].bytes > gs[j].bytes })
+	fmt.Println()
+	fmt.Println("| resident pages of the agent binary, by package group | MiB |")
+	fmt.Println("|---|---|")
+	for _, g := range gs[:min(len(gs), 25)] {
+		fmt.Printf("| %s | %.2f |\n", g.name, g.bytes/(1<<20))
+	}
+	fmt.Println()
+	fmt.Println("| largest packages | MiB |")
+	fmt.Println("|---|---|")
+	for _, s := range shares[:min(len(shares), 25)] {
+		fmt.Printf("| %s | %.2f |\n", s.name, s.bytes/(1<<20))
+	}
 }
 
 // omitted names the attributes settings leave out.
