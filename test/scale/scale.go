@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -135,6 +136,7 @@ type Publisher struct {
 	// Drivers are the driver names published.
 	Drivers []string
 	errs    chan error
+	lastErr atomic.Value // error
 }
 
 // Publish starts the controllers for nodes (which must exist: their UIDs
@@ -175,11 +177,11 @@ func Publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.No
 			defer wg.Done()
 			ctrl, err := resourceslice.StartController(ctx, resourceslice.Options{
 				DriverName: s.driver, KubeClient: client, Owner: &s.owner, Resources: &s.res,
+				// The controller retries what failed (an API server
+				// that times out under load): keep the last error for
+				// the message if the slices never all arrive.
 				ErrorHandler: func(_ context.Context, err error, msg string) {
-					select {
-					case p.errs <- fmt.Errorf("publishing the slices of node %s, driver %s: %s: %w", s.owner.Name, s.driver, msg, err):
-					default:
-					}
+					p.lastErr.Store(fmt.Errorf("publishing the slices of node %s, driver %s: %s: %w", s.owner.Name, s.driver, msg, err))
 				},
 			})
 			if err != nil {
@@ -199,10 +201,20 @@ func Publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.No
 		default:
 		}
 		n, err := CountSlices(ctx, client, p.Drivers...)
-		return n >= p.Slices, err
+		if err != nil {
+			p.lastErr.Store(err)
+		}
+		return err == nil && n >= p.Slices, nil
 	})
 	if err != nil {
 		p.Stop()
+		// What did arrive must not stay for the next side to see.
+		if derr := DeleteSlices(context.WithoutCancel(ctx), client, 2*time.Minute, p.Drivers...); derr != nil {
+			err = fmt.Errorf("%w (and removing the slices published: %w)", err, derr)
+		}
+		if last, ok := p.lastErr.Load().(error); ok {
+			err = fmt.Errorf("%w (last error: %w)", err, last)
+		}
 		return nil, fmt.Errorf("waiting for %d ResourceSlices of %d nodes: %w", p.Slices, len(nodes), err)
 	}
 	return p, nil
