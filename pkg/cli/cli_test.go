@@ -189,7 +189,7 @@ func TestSimulateTheDemoAllocatesEveryClaim(t *testing.T) {
 
 	out, err = run(t, "simulate", "--cluster", "../../demo/cluster.yaml", "-f", "../../deployments/helm/accel-dra/deviceclasses", "-f", "../../demo/workloads/03-same-ring-4.yaml", "--explain")
 	require.NoError(t, err)
-	require.Contains(t, out, `candidates: request "npus" needs 4: class ascend.accel-dra.dev matches`)
+	require.Contains(t, out, `candidates: request "npus" needs 4: class ascend910a.accel-dra.dev matches`)
 }
 
 func TestSimulatePartitionClaimsNeedPartitionedChips(t *testing.T) {

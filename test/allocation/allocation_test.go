@@ -67,8 +67,13 @@ func loadClasses(t *testing.T) classes {
 	files, err := filepath.Glob("../../deployments/helm/accel-dra/deviceclasses/*.yaml")
 	require.NoError(t, err)
 	require.Len(t, files, 8)
+	// The per-model and per-shape classes the chart installs too, which
+	// the demo's claims name.
+	models, err := filepath.Glob("../../deployments/helm/accel-dra/deviceclasses/models/*/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, models)
 	out := classes{}
-	for _, f := range files {
+	for _, f := range append(files, models...) {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
 		obj, _, err := decoder.Decode(data, nil, nil)
