@@ -67,24 +67,34 @@ const (
 // old hook or the new one, never half a file.
 func InstallHook(src, dir string) (string, error) {
 	dst := filepath.Join(dir, HookFile)
-	data, err := os.ReadFile(src)
+	// Streamed, never read whole: src is the agent's own binary (about
+	// 50 MiB), and a buffer that size stays in the agent's resident memory
+	// for minutes after it is freed (the Go runtime hands freed heap back
+	// to the kernel slowly): it was most of the agent's RSS
+	// (docs/benchmarks.md).
+	want, err := fileSHA256(src)
 	if err != nil {
 		return "", fmt.Errorf("installing the CDI hook: reading %s: %w", src, err)
 	}
-	if old, err := os.ReadFile(dst); err == nil && sha256.Sum256(old) == sha256.Sum256(data) {
+	if have, err := fileSHA256(dst); err == nil && have == want {
 		return dst, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("installing the CDI hook: %w", err)
 	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", fmt.Errorf("installing the CDI hook: reading %s: %w", src, err)
+	}
+	defer in.Close()
 	tmp, err := os.CreateTemp(dir, "."+HookFile+"-*")
 	if err != nil {
 		return "", fmt.Errorf("installing the CDI hook: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
+	if _, err := io.Copy(tmp, in); err != nil {
 		tmp.Close()
-		return "", fmt.Errorf("installing the CDI hook: writing %s: %w", tmp.Name(), err)
+		return "", fmt.Errorf("installing the CDI hook: copying %s to %s: %w", src, tmp.Name(), err)
 	}
 	if err := tmp.Chmod(0o755); err != nil {
 		tmp.Close()
@@ -97,6 +107,22 @@ func InstallHook(src, dir string) (string, error) {
 		return "", fmt.Errorf("installing the CDI hook: %w", err)
 	}
 	return dst, nil
+}
+
+// fileSHA256 is the SHA-256 of the file at path, read in small pieces.
+func fileSHA256(path string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	f, err := os.Open(path)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
 }
 
 // ldcacheHookArgs are the hook's arguments (args[0] included) for the
