@@ -160,8 +160,10 @@ bench-prepare:
 # The scheduler's throughput over 1000 kwok nodes (docs/benchmarks.md):
 # the e2e tier's control plane (binaries from hack/e2e/build.sh, cached),
 # our slices and the scheduler_perf test driver's, the real kube-scheduler;
-# then the memory of the node agent binary as the image builds it. About
-# 10 minutes on the 2-core machine; needs root. BENCH_SCALE_FLAGS passes
+# one side per lever of what our slices cost it; then the memory of the
+# node agent binary as the image builds it, its resident pages split by
+# package (an unstripped build of the same layout). About 15 minutes on
+# the 2-core machine; needs root. BENCH_SCALE_FLAGS passes
 # flags (-nodes, -pods, -profile-dir; go run ./test/e2e/cmd/bench-scale -h).
 bench-scale: static
 	bash hack/e2e/build.sh >/dev/null
