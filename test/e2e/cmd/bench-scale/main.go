@@ -204,7 +204,7 @@ func run(cfg config) error {
 					return scale.DeleteSlices(ctx, client, 2*time.Minute, scale.BaselineDriver)
 				}, nil
 			}},
-		oursSide(client, "ours, chips Whole: generic class + model selector (the demo's claims)", ours, whole, cfg.pods, 0),
+		oursSide(client, "ours, chips Whole: generic class + model selector (test/bench's claims)", ours, whole, cfg.pods, 0),
 		oursSide(client, "lever 1: per-model class, no selector", perModel, whole, cfg.pods, today),
 		oursSide(client, "lever 1: generic class without type == \"chip\" + model selector", driverOnly, whole, cfg.pods, today),
 		oursSide(client, "lever 3: per-model class + nodeSelector "+scale.VendorLabel+" (a, b)", perModelLabelled, whole, cfg.pods, 2),
@@ -213,8 +213,8 @@ func run(cfg config) error {
 		oursSide(client, "levers 1+2+3: per-model class, nodeSelector, without "+omitted(unused), perModelLabelled, unused, cfg.pods, today),
 		// The machine's load moves during a run: the first Whole side
 		// again says how far.
-		oursSide(client, "ours, chips Whole, the demo's claims again (drift since #1)", ours, whole, cfg.pods, today),
-		oursSide(client, "ours, chips Partitioned (chip + 6 slots), the demo's claims", ours, partitioned, cfg.partitionedPods, 0),
+		oursSide(client, "ours, chips Whole, side 1 again (drift since #1)", ours, whole, cfg.pods, today),
+		oursSide(client, "ours, chips Partitioned (chip + 6 slots), test/bench's claims", ours, partitioned, cfg.partitionedPods, 0),
 		oursSide(client, "lever 4: Partitioned offering "+strings.Join(halves.Templates, ", ")+" only (chip + 2 slots)", ours, halves, cfg.partitionedPods, part),
 	}
 	var viewResults []viewResult
