@@ -231,6 +231,34 @@ func TestScheduleAndDeletePods(t *testing.T) {
 	require.Empty(t, pods.Items)
 }
 
+// TestNodeSelectorsGoOnTheirTemplatesPodsOnly checks lever 3's pods: the
+// vendor label on the pods of the one-vendor template, none on the others.
+func TestNodeSelectorsGoOnTheirTemplatesPodsOnly(t *testing.T) {
+	ctx := context.Background()
+	client := fakeapi.NewClient()
+	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		action.(k8stesting.CreateAction).GetObject().(*corev1.Pod).Spec.NodeName = "scale-0000"
+		return false, nil, nil
+	})
+	w, err := LoadWorkload("../..", "test/scale/testdata/levers.yaml", PerModelTemplates)
+	require.NoError(t, err)
+	sel := map[string]string{VendorLabel: OurVendorLabels[0]}
+	w = w.WithNodeSelector(PerModelTemplates[0], sel)
+	require.NoError(t, w.Apply(ctx, client, "bench-2"))
+	_, err = w.Schedule(ctx, client, "bench-2", 6, time.Minute)
+	require.NoError(t, err)
+	pods, err := client.CoreV1().Pods("bench-2").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 6)
+	for _, p := range pods.Items {
+		if *p.Spec.ResourceClaims[0].ResourceClaimTemplateName == PerModelTemplates[0] {
+			require.Equal(t, sel, p.Spec.NodeSelector, p.Name)
+		} else {
+			require.Empty(t, p.Spec.NodeSelector, p.Name)
+		}
+	}
+}
+
 func TestParseMetrics(t *testing.T) {
 	data, err := os.ReadFile("testdata/metrics.txt")
 	require.NoError(t, err)
