@@ -123,8 +123,8 @@ func packageGroup(pkg string) string {
 	return pkg
 }
 
-// packageOf is the import path of a Go symbol name: type:*k8s.io/api/core/v1.Pod,
-// go:itab.*k8s.io/…, k8s.io/api/core/v1.(*Pod).Reset.
+// packageOf is the import path of a Go symbol name, e.g. of
+// type:*k8s.io/api/core/v1.Pod, an itab's or k8s.io/api/core/v1.(*Pod).Reset.
 func packageOf(name string) string {
 	for _, prefix := range []string{"type:", "go:itab.", "go:info.", "*"} {
 		name = strings.TrimPrefix(name, prefix)
