@@ -120,6 +120,18 @@ FAILPOINT_AGENT := $(CURDIR)/_output/failpoint/plugin.test
 failpoint-agent:
 	$(GO) test -c -tags failpoint -o $(FAILPOINT_AGENT) ./test/plugin
 
+# The native backends (purego bindings to libdcmi.so and libcndev.so, the C
+# mock libraries, the struct layout tests) again for linux/arm64, the
+# Kunpeng servers most Ascend training nodes are: cross-built with Debian's
+# aarch64 gcc and run under qemu-user with the arm64 C runtime as root of
+# the dynamic loader. ARM64_EXEC is go test's -exec; the tests run the C
+# programs they build the same way (ACCEL_DRA_TEST_EXEC).
+ARM64_CC := aarch64-linux-gnu-gcc
+ARM64_SYSROOT := /usr/aarch64-linux-gnu
+ARM64_EXEC := qemu-aarch64-static -L $(ARM64_SYSROOT)
+ARM64_DEBS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libc6-arm64-cross qemu-user-static
+ARM64_PKGS := ./pkg/vendors/ascend/ ./pkg/vendors/cambricon/
+
 # hack/image's tests build the image from fixtures, push it to an
 # in-process registry, and run a C++ program on the real Debian packages'
 # C runtime (downloaded once into _output/image, as make image does).
@@ -137,6 +149,7 @@ test: lint chart testdeps failpoint-agent
 testdeps:
 	@command -v g++ >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing g++ (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; } || { echo "make test needs g++: apt-get install g++"; exit 1; }
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing prometheus for promtool (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || { echo "make test needs promtool: apt-get install prometheus"; exit 1; }
+	@command -v $(ARM64_CC) >/dev/null && command -v qemu-aarch64-static >/dev/null && [ -e $(ARM64_SYSROOT)/lib/ld-linux-aarch64.so.1 ] && [ -e $(ARM64_SYSROOT)/include/stdio.h ] || { [ "$$(id -u)" = 0 ] && echo "installing $(ARM64_DEBS) (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(ARM64_DEBS) >/dev/null; } || { echo "make test needs an arm64 C compiler and emulator: apt-get install $(ARM64_DEBS)"; exit 1; }
 
 # Benchmarks (docs/benchmarks.md): prepare latency next to the floor of
 # its file writes, slice publication and allocation over 1000 nodes, the
