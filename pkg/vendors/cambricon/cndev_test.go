@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/nativetest"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon/cndevtest"
 )
@@ -44,7 +44,7 @@ import (
 func TestCNDevStructLayoutMatchesTheHeader(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "layout")
 	cndevtest.Compile(t, "-o", bin, "layout.c")
-	out, err := exec.Command(bin).Output()
+	out, err := nativetest.Command(t, bin).Output()
 	require.NoError(t, err)
 
 	mirrors := map[string]any{
