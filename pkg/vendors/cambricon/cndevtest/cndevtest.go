@@ -52,10 +52,9 @@ func Dir() string {
 // Fixture is the path of the fixture of a node (mlu270, mlu370-x8, mlu590).
 func Fixture(node string) string { return filepath.Join(Dir(), node+".txt") }
 
-// Build compiles the mock, for the test binary's architecture, into a
-// temporary directory and returns the library's path. It fails the test
-// when the compiler is missing: the native backend is tested through it or
-// not at all.
+// Build compiles the mock into a temporary directory and returns the
+// library's path. It fails the test when gcc is missing: the native
+// backend is tested through it or not at all.
 func Build(t testing.TB) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "libcndev.so")
