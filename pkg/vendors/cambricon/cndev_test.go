@@ -333,3 +333,55 @@ func TestABogusCNDevCountIsAnErrorNamingTheCall(t *testing.T) {
 		})
 	}
 }
+
+// TestOneCardsFailingCNDevCallNeverHidesTheNode: a call that returns an
+// error code for one card makes that card unhealthy (or, where the card
+// cannot be identified, leaves it out) with a log line naming the call
+// and the code; the node's other cards publish healthy.
+func TestOneCardsFailingCNDevCallNeverHidesTheNode(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		card    int
+		leftOut bool
+		message string
+	}{
+		{line: "fail dev=2 fn=cndevGetCardHealthState code=7", card: 2, message: "libcndev.so cndevGetCardHealthState returned 7 (unknown error)"},
+		{line: "fail dev=3 fn=cndevGetMemoryUsageV2 code=7", card: 3, message: "libcndev.so cndevGetMemoryUsageV2 returned 7 (unknown error)"},
+		{line: "fail dev=5 fn=cndevGetUUID code=6", card: 5, message: "libcndev.so cndevGetUUID returned 6 (invalid device id)"},
+		{line: "fail dev=6 fn=cndevGetVersionInfo code=7", card: 6, message: "libcndev.so cndevGetVersionInfo returned 7 (unknown error)"},
+		{line: "fail dev=0 fn=cndevGetMLULinkStatusV2 code=7", card: 0, message: "libcndev.so cndevGetMLULinkStatusV2 returned 7 (unknown error)"},
+		{line: "fail dev=7 fn=cndevGetMLULinkRemoteInfo code=7", card: 7, message: "libcndev.so cndevGetMLULinkRemoteInfo returned 7 (unknown error)"},
+		{line: "fail dev=1 fn=cndevGetPCIeInfoV2 code=7", card: 1, leftOut: true},
+		{line: "fail dev=4 fn=cndevGetDeviceHandleByIndex code=6", card: 4, leftOut: true},
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			lib := mockNodeWith(t, "mlu370-x8", tc.line)
+			root, _ := fixture("mlu370-x8")
+			inv, err := New(Config{Root: root, Runner: failingRunner{t}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.NoError(t, inv.Validate())
+			fn := strings.Fields(tc.line)[2][len("fn="):]
+			require.Contains(t, logs(), `call="`+fn+`"`)
+			require.Contains(t, logs(), "code="+strings.Fields(tc.line)[3][len("code="):])
+			var indices []int
+			for _, c := range inv.Chips {
+				indices = append(indices, c.Index)
+				if c.Index != tc.card {
+					require.True(t, c.Healthy, "chip %d: %s", c.Index, c.HealthMessage)
+					continue
+				}
+				require.False(t, c.Healthy)
+				require.Equal(t, inventory.ReasonLibraryError, c.HealthReason)
+				require.Equal(t, tc.message, c.HealthMessage)
+			}
+			if tc.leftOut {
+				require.Len(t, inv.Chips, 7)
+				require.NotContains(t, indices, tc.card)
+				require.Contains(t, logs(), "leaving the card out")
+			} else {
+				require.Len(t, inv.Chips, 8)
+			}
+		})
+	}
+}

@@ -65,18 +65,32 @@ struct dev {
 static struct dev devs[MAX_DEV];
 static int ndev = -1;
 
-/* A fixture's hang or count line: what one function does instead. */
+/* A fixture's hang, count or fail line: what one function does instead. */
 #define MAX_QUIRKS 8
 static struct quirk {
 	char fn[64], file[256]; /* hang: the call blocks while file exists */
 	int count, is_count;    /* count: the count the function reports */
+	int is_fail, dev, code; /* fail: the code the function returns for dev */
 } quirks[MAX_QUIRKS];
 static int nquirks;
+
+/* failing is the code a fail line makes fn return for device h, else
+ * CNDEV_SUCCESS: one card's call failing while the others answer, as the
+ * library does for a card in trouble (Cambricon's device plugin reads a
+ * failed cndevGetCardHealthState as that card unhealthy,
+ * cambricon-k8s-device-plugin@3c9ed24 device-plugin/pkg/mlu/cambricon.go
+ * lines 224-227). */
+static int failing(const char *fn, int h) {
+	for (int i = 0; i < nquirks; i++)
+		if (quirks[i].is_fail && quirks[i].dev == h && !strcmp(quirks[i].fn, fn))
+			return quirks[i].code;
+	return CNDEV_SUCCESS;
+}
 
 /* hanging blocks while a hang line's file exists: a wedged driver call. */
 static void hanging(const char *fn) {
 	for (int i = 0; i < nquirks; i++)
-		if (!quirks[i].is_count && !strcmp(quirks[i].fn, fn))
+		if (!quirks[i].is_count && !quirks[i].is_fail && !strcmp(quirks[i].fn, fn))
 			while (access(quirks[i].file, F_OK) == 0)
 				usleep(10000);
 }
@@ -152,9 +166,12 @@ cndevRet_t cndevInit(int32_t reserved) {
 	nquirks = 0;
 	char line[512], v[128];
 	while (fgets(line, sizeof line, f)) {
-		if ((!strncmp(line, "hang ", 5) || !strncmp(line, "count ", 6)) && nquirks < MAX_QUIRKS) {
+		if ((!strncmp(line, "hang ", 5) || !strncmp(line, "count ", 6) || !strncmp(line, "fail ", 5)) && nquirks < MAX_QUIRKS) {
 			struct quirk *q = &quirks[nquirks++];
 			q->is_count = line[0] == 'c';
+			q->is_fail = line[0] == 'f';
+			q->dev = value(line, "dev", v, sizeof v) ? atoi(v) : -1;
+			q->code = value(line, "code", v, sizeof v) ? atoi(v) : CNDEV_ERROR_UNKNOWN;
 			snprintf(q->fn, sizeof q->fn, "%s", value(line, "fn", v, sizeof v) ? v : "");
 			if (value(line, "while", v, sizeof v))
 				snprintf(q->file, sizeof q->file, "%s", v);
@@ -213,6 +230,8 @@ const char *cndevGetErrorString(cndevRet_t e) {
 		return CNDEV_ERROR_UNINITIALIZED; \
 	if ((h) < 0 || (h) >= ndev)              \
 		return CNDEV_ERROR_INVALID_DEVICE_ID; \
+	if (failing(__func__, h))                \
+		return failing(__func__, h);     \
 	struct dev *d = &devs[h]
 
 cndevRet_t cndevGetDeviceCount(cndevCardInfo_t *c) {
