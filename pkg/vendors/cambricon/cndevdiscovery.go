@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/klog/v2"
 
@@ -55,6 +56,9 @@ func (b *Backend) readLibrary(ctx context.Context, l *CNDev) (reader, error) {
 			"driverVersion": fn("cndevGetVersionInfo"), "pciBusID": fn("cndevGetPCIeInfoV2"),
 			"health": fn("cndevGetCardHealthState") + ", device files",
 		}}
+	if l.healthV2 != nil {
+		r.sources["health"] = fn("cndevGetCardHealthStateV2") + ", device files"
+	}
 	cards, err := vendors.CheckCount(CNDevLibrary+" cndevGetDeviceCount", "MLU cards", int64(count.Number), cndevMaxCards)
 	if err != nil {
 		return reader{}, fmt.Errorf("counting MLU cards: %w", err)
@@ -124,17 +128,8 @@ func (b *Backend) readLibrary(ctx context.Context, l *CNDev) (reader, error) {
 		} else if ok {
 			c.DriverVersion = fmt.Sprintf("%d.%d.%d", v.DriverMajorVersion, v.DriverMinorVersion, v.DriverBuildVersion)
 		}
-		hs := cndevCardHealthState{Version: cndevVersion6}
-		if ok, err := cardCall(i, what, "cndevGetCardHealthState", false, func() int32 { return l.health(&hs, h) }); err != nil {
+		if err := readHealth(l, &c, h, func(name string, f func() int32) (bool, error) { return cardCall(i, what, name, false, f) }); err != nil {
 			return reader{}, err
-		} else if ok {
-			c.DeviceHealth, c.DriverState = HealthGood, DriverRunning
-			if hs.DeviceState != cndevDeviceGood {
-				c.DeviceHealth = "In problem"
-			}
-			if hs.DriverState != cndevDriverRunning {
-				c.DriverState = fmt.Sprintf("state %d", hs.DriverState)
-			}
 		}
 		c.Cores, c.CoresFrom = mluCoresPerChip[c.ProductName], modelTable
 		if l.coreCount != nil {
@@ -219,4 +214,51 @@ func (b *Backend) readLibrary(ctx context.Context, l *CNDev) (reader, error) {
 		}
 	}
 	return r, nil
+}
+
+// readHealth reads card c's health through call (readLibrary's cardCall):
+// with cndevGetCardHealthStateV2 where the library has it, as
+// mlu-exporter does (pkg/cndev/cndev.go GetDeviceHealth), else with
+// cndevGetCardHealthState, the device plugin's call. The device and
+// driver states are the same in both; V2 adds an overall grade whose
+// warning level (CNDEV_HEALTH_RESULT_WARN) becomes the Warning health
+// (a taint that informs) and failure level the Fail health, each with the
+// incidents the library reports.
+func readHealth(l *CNDev, c *CardInfo, h int32, call func(name string, f func() int32) (bool, error)) error {
+	var device, driver, overall int32
+	var incidents []string
+	if l.healthV2 != nil {
+		var hs cndevCardHealthStateV2
+		ok, err := call("cndevGetCardHealthStateV2", func() int32 { return l.healthV2(&hs, h) })
+		if err != nil || !ok {
+			return err
+		}
+		device, driver, overall = hs.DeviceState, hs.DriverState, hs.OverallHealth
+		for _, in := range hs.Incidents[:min(int(hs.IncidentCount), len(hs.Incidents))] {
+			incidents = append(incidents, fmt.Sprintf("incident %d: %s", in.Error.Code, cstring(in.Error.Msg[:])))
+		}
+	} else {
+		hs := cndevCardHealthState{Version: cndevVersion6}
+		ok, err := call("cndevGetCardHealthState", func() int32 { return l.health(&hs, h) })
+		if err != nil || !ok {
+			return err
+		}
+		device, driver = hs.DeviceState, hs.DriverState
+	}
+	c.DeviceHealth, c.DriverState = HealthGood, DriverRunning
+	switch {
+	case device != cndevDeviceGood:
+		c.DeviceHealth = HealthInProblem
+	case overall == cndevHealthFail:
+		c.DeviceHealth = HealthFail
+	case overall == cndevHealthWarn:
+		c.DeviceHealth = HealthWarning
+	}
+	if c.DeviceHealth != HealthGood && len(incidents) > 0 {
+		c.HealthDetail = strings.Join(incidents, "; ")
+	}
+	if driver != cndevDriverRunning {
+		c.DriverState = fmt.Sprintf("state %d", driver)
+	}
+	return nil
 }

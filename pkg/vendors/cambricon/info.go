@@ -54,6 +54,9 @@ type CardInfo struct {
 	// no Health State section (CNMON v4).
 	DeviceHealth string
 	DriverState  string
+	// HealthDetail says what is behind a DeviceHealth other than Good
+	// where the reader tells (CNDev's incidents); empty from cnmon.
+	HealthDetail string
 	// Cores is the MLU core count and CoresFrom what told it (libcndev,
 	// or the model table where cnmon does not print it); set by
 	// discovery, not by ParseInfo.

@@ -55,6 +55,7 @@ struct dev {
 	unsigned domain, bus, device, function;
 	long long memory; /* MiB */
 	int cores, health, driverstate;
+	int overall, incident; /* cndevGetCardHealthStateV2's grade and incident code */
 	unsigned drv[3];
 	int smlu; /* 1 on, 0 off, -1 not supported */
 	int ports, port_up[MAX_PORT], port_remote[MAX_PORT];
@@ -188,6 +189,10 @@ cndevRet_t cndevInit(int32_t reserved) {
 				sscanf(v, "%u.%u.%u", &d->drv[0], &d->drv[1], &d->drv[2]);
 			d->health = !(value(line, "health", v, sizeof v) && !strcmp(v, "problem"));
 			d->driverstate = value(line, "driverstate", v, sizeof v) ? atoi(v) : CNDEV_HEALTH_STATE_DRIVER_RUNNING;
+			d->overall = CNDEV_HEALTH_RESULT_PASS;
+			if (value(line, "overall", v, sizeof v))
+				d->overall = !strcmp(v, "warn") ? CNDEV_HEALTH_RESULT_WARN : !strcmp(v, "fail") ? CNDEV_HEALTH_RESULT_FAIL : CNDEV_HEALTH_RESULT_PASS;
+			d->incident = value(line, "incident", v, sizeof v) ? atoi(v) : 0;
 			d->smlu = -1;
 			if (value(line, "smlu", v, sizeof v))
 				d->smlu = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : -1;
@@ -292,6 +297,27 @@ cndevRet_t cndevGetCardHealthState(cndevCardHealthState_t *s, cndevDevice_t h) {
 	s->driverState = d->driverstate;
 	return CNDEV_SUCCESS;
 }
+
+#ifndef CNDEV_MOCK_NO_HEALTH_V2
+/* The V1 states plus the overall grade; a fixture's incident=<code> is one
+ * incident of that grade (older libraries lack the function: build with
+ * -DCNDEV_MOCK_NO_HEALTH_V2). */
+cndevRet_t cndevGetCardHealthStateV2(cndevCardHealthStateV2_t *s, cndevDevice_t h) {
+	DEV(h);
+	memset(s, 0, sizeof *s);
+	s->health = d->health && d->overall != CNDEV_HEALTH_RESULT_FAIL;
+	s->deviceState = d->health ? CNDEV_HEALTH_STATE_DEVICE_GOOD : CNDEV_HEALTH_STATE_DEVICE_IN_PROBLEM;
+	s->driverState = d->driverstate;
+	s->overallHealth = d->overall;
+	if (d->incident) {
+		s->incident_count = 1;
+		s->incidents[0].health = d->overall;
+		s->incidents[0].error.code = d->incident;
+		snprintf(s->incidents[0].error.msg, sizeof s->incidents[0].error.msg, "mock incident %d on card %d", d->incident, h);
+	}
+	return CNDEV_SUCCESS;
+}
+#endif
 
 cndevRet_t cndevGetPCIeInfoV2(cndevPCIeInfoV2_t *p, cndevDevice_t h) {
 	DEV(h);
