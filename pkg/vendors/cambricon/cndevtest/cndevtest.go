@@ -53,12 +53,14 @@ func Dir() string {
 func Fixture(node string) string { return filepath.Join(Dir(), node+".txt") }
 
 // Build compiles the mock into a temporary directory and returns the
-// library's path. It fails the test when gcc is missing: the native
-// backend is tested through it or not at all.
-func Build(t testing.TB) string {
+// library's path; cflags are added to gcc's (-DCNDEV_MOCK_NO_HEALTH_V2
+// builds a library without cndevGetCardHealthStateV2, as older Neuware
+// has). It fails the test when gcc is missing: the native backend is
+// tested through it or not at all.
+func Build(t testing.TB, cflags ...string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "libcndev.so")
-	Compile(t, "-shared", "-fPIC", "-o", out, filepath.Join(Dir(), "mock_cndev.c"))
+	Compile(t, append(append([]string{"-shared", "-fPIC"}, cflags...), "-o", out, filepath.Join(Dir(), "mock_cndev.c"))...)
 	return out
 }
 
