@@ -67,11 +67,22 @@ const (
 	dcmiSubCmdVDevRes     = 0
 	dcmiSubCmdTotalRes    = 1
 	dcmiRoCEPort          = 1
-	dcmiMaxErrorCodes     = 128 // mind-cluster MaxErrorCodeCount
-	dcmiMaxCards          = 64  // mind-cluster HiAIMaxCardNum
-	dcmiMaxDevicesInCard  = 4   // mind-cluster HiAIMaxDeviceNum (IsValidDeviceID: device id < 4)
+	dcmiMaxErrorCodes     = 128   // mind-cluster MaxErrorCodeCount
+	dcmiMaxCards          = 64    // mind-cluster HiAIMaxCardNum
+	dcmiMaxDevicesInCard  = 4     // mind-cluster HiAIMaxDeviceNum (IsValidDeviceID: device id < 4)
+	dcmiErrNotPermitted   = -8002 // DCMI_ERR_CODE_OPER_NOT_PERMITTED
+	dcmiErrNotReady       = -8012 // DCMI_ERR_CODE_NOT_REDAY
+	dcmiErrFileOperate    = -8014 // DCMI_ERR_CODE_FILE_OPERATE_FAIL
+	dcmiErrOccupied       = -8020 // DCMI_ERR_CODE_RESOURCE_OCCUPIED
 	dcmiErrNotSupported   = -8255
 	dcmiErrFuncNotPresent = -99998 // mind-cluster FuncNotFoundErrorCode
+	// dcmiVFGIDAny as dcmi_create_vdevice's vfg_id lets the library pick
+	// the vGroup: npu-smi passes it when create-vnpu has no -g (the CANN
+	// driver source, npucli/src/npu_smi.c:83 vfg_id = NPU_INVALID_VALUE,
+	// npu_chip_set.c:1397), as Huawei's device plugin does (mind-cluster
+	// AscendTools.CreateVirtualDevice: VfgID common.DefaultIDForCreateVNPU).
+	// 0 would pin every 310P vNPU to vGroup 0.
+	dcmiVFGIDAny = 0xFFFFFFFF
 )
 
 // DCMI topology types (dcmi_get_topo_info_by_device_id), as npu-smi's
@@ -257,6 +268,7 @@ type dcmiLib struct {
 	getDeviceInfo  func(card, dev int32, mainCmd int32, subCmd uint32, buf unsafe.Pointer, size *uint32) int32
 	createVDevice  func(card, dev int32, vdev *dcmiCreateVDevResStru, out *dcmiCreateVDevOut) int32
 	destroyVDevice func(card, dev int32, id uint32) int32
+	getVDevMode    func(mode *int32) int32
 }
 
 // dlopen is purego.Dlopen, a variable for the tests of the fallback.
@@ -295,6 +307,7 @@ func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 		{"dcmi_get_device_info", &l.getDeviceInfo, true},
 		{"dcmi_create_vdevice", &l.createVDevice, true},
 		{"dcmi_set_destroy_vdevice", &l.destroyVDevice, true},
+		{"dcmi_get_vdevice_mode", &l.getVDevMode, true},
 	} {
 		if _, err := purego.Dlsym(h, f.name); err != nil {
 			if f.optional {
@@ -524,13 +537,34 @@ func (l *dcmiLib) createVNPU(card, dev, id int, template string) (int, error) {
 	if len(template) >= dcmiTemplateNameLen {
 		return 0, fmt.Errorf("template name %q is longer than DCMI's %d bytes", template, dcmiTemplateNameLen-1)
 	}
-	in := dcmiCreateVDevResStru{VDevID: uint32(id)}
+	in := dcmiCreateVDevResStru{VDevID: uint32(id), VFGID: dcmiVFGIDAny}
 	copy(in.TemplateName[:], template)
 	var out dcmiCreateVDevOut
 	if err := l.call("dcmi_create_vdevice", func() int32 { return l.createVDevice(int32(card), int32(dev), &in, &out) }); err != nil {
 		return 0, err
 	}
 	return int(out.VDevID), nil
+}
+
+// vdeviceMode returns the node's vNPU mode as npu-smi names it (docker,
+// vm). The library refuses the query (-8002) in a container, except for
+// 910B in a privileged one (the CANN driver source,
+// dcmi/dcmi_interface/src/dcmi_virtual_intf.c:1055-1085).
+func (l *dcmiLib) vdeviceMode() (string, error) {
+	if l.getVDevMode == nil {
+		return "", &DCMIError{Func: "dcmi_get_vdevice_mode", Code: dcmiErrFuncNotPresent}
+	}
+	var mode int32
+	if err := l.call("dcmi_get_vdevice_mode", func() int32 { return l.getVDevMode(&mode) }); err != nil {
+		return "", err
+	}
+	switch mode {
+	case 0:
+		return VNPUModeDocker, nil
+	case 1:
+		return "vm", nil
+	}
+	return fmt.Sprintf("mode %d", mode), nil
 }
 
 // destroyVNPU destroys vNPU id of a chip.

@@ -118,6 +118,9 @@ func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []Chi
 		mappings = append(mappings, ChipMapping{NPU: c.Card, Chip: c.Device, LogicID: c.Logic, PhysicalID: c.Phy,
 			Name: modelName(c.Name)})
 	}
+	if ringModel(chipNames(infos)) {
+		return infos, mappings, Topology{}, byLogic, nil
+	}
 	topo, err := b.dcmiTopo(ctx, lib, chips)
 	if err != nil {
 		return nil, nil, Topology{}, nil, err

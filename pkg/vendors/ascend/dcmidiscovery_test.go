@@ -40,7 +40,16 @@ func withoutSources(inv inventory.Inventory) inventory.Inventory {
 }
 
 func TestDiscoverThroughDCMIFindsWhatNpuSmiFinds(t *testing.T) {
-	for _, node := range []string{"atlas-800-910a", "atlas-800t-a2", "atlas-300i-duo"} {
+	for node, tc := range map[string]struct {
+		// npu-smi is asked only what DCMI cannot answer: the topology of
+		// 310P (dcmi_get_topo_info_by_device_id answers -8255).
+		npuSmi []string
+		links  string
+	}{
+		"atlas-800-910a": {links: ringSource},
+		"atlas-800t-a2":  {links: "libdcmi.so dcmi_get_topo_info_by_device_id"},
+		"atlas-300i-duo": {npuSmi: []string{cmdTopo}, links: cmdTopo},
+	} {
 		t.Run(node, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			lib := buildMockDCMI(t, node)
@@ -48,11 +57,10 @@ func TestDiscoverThroughDCMIFindsWhatNpuSmiFinds(t *testing.T) {
 			viaTool, err := New(Config{Root: root, Runner: runner, Library: vendors.LibraryNone}).Discover(ctx)
 			require.NoError(t, err)
 
-			// npu-smi is asked only for the vNPU mode, which DCMI has no call for.
 			logged := &loggingRunner{next: runner}
 			viaDCMI, err := New(Config{Root: root, Runner: logged, Library: lib}).Discover(ctx)
 			require.NoError(t, err)
-			require.Equal(t, []string{cmdVNPUMode}, logged.ran)
+			require.Equal(t, tc.npuSmi, logged.ran)
 			require.NoError(t, viaDCMI.Validate())
 
 			if node == "atlas-800t-a2" {
@@ -69,8 +77,8 @@ func TestDiscoverThroughDCMIFindsWhatNpuSmiFinds(t *testing.T) {
 			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", src[SourceModel])
 			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", src[SourceCores], "DCMI says the AI core count")
 			require.Equal(t, "libdcmi.so dcmi_get_device_pcie_info_v2, sysfs", src[SourcePCI])
-			require.Equal(t, "libdcmi.so dcmi_get_topo_info_by_device_id", src[SourceLinks])
-			require.Equal(t, cmdVNPUMode, src[SourcePartitionMode])
+			require.Equal(t, tc.links, src[SourceLinks])
+			require.Equal(t, "libdcmi.so dcmi_get_vdevice_mode", src[SourcePartitionMode])
 			if node == "atlas-300i-duo" {
 				require.Equal(t, "libdcmi.so dcmi_get_device_memory_info_v3", src[SourceMemory], "310P3 has DDR, no HBM")
 			} else {
@@ -221,14 +229,35 @@ func countLines(text, sub string) int {
 
 func TestDiscoverThroughDCMIReadsTheTopologyWithNpuSmiWhereDCMICannot(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	lib := buildMockDCMI(t, "atlas-800-910a", "fail dcmi_get_topo_info_by_device_id -8255")
-	root, runner := fixture("atlas-800-910a")
+	lib := buildMockDCMI(t, "atlas-800t-a2", "fail dcmi_get_topo_info_by_device_id -8255")
+	root, runner := fixture("atlas-800t-a2")
 	inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "hccs-0", inv.Chips[3].LinkGroup)
-	require.Equal(t, "hccs-1", inv.Chips[4].LinkGroup)
+	require.Equal(t, "hccs-0", inv.Chips[7].LinkGroup)
 	require.Equal(t, cmdTopo, inv.Chips[0].Sources[SourceLinks])
 	require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", inv.Chips[0].Sources[SourceModel])
+}
+
+// The 910A's rings are the model's: no tool is asked, by either backend,
+// and a node missing some chips keeps the rings of the chips it has.
+func TestDiscoverGivesThe910ATheRingsOfItsModel(t *testing.T) {
+	for _, library := range []string{vendors.LibraryNone, "mock"} {
+		t.Run(library, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			if library == "mock" {
+				library = buildMockDCMI(t, "atlas-800-910a")
+			}
+			root, runner := fixture("atlas-800-910a")
+			logged := &loggingRunner{next: runner}
+			inv, err := New(Config{Root: root, Runner: logged, Library: library}).Discover(ctx)
+			require.NoError(t, err)
+			require.NotContains(t, logged.ran, cmdTopo)
+			for _, c := range inv.Chips {
+				require.Equal(t, fmt.Sprintf("hccs-%d", c.Index/4), c.LinkGroup, "chip %d", c.Index)
+				require.Equal(t, ringSource, c.Sources[SourceLinks])
+			}
+		})
+	}
 }
 
 func TestDiscoverThroughDCMIFailsOnAFailingCall(t *testing.T) {

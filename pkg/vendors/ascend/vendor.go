@@ -61,7 +61,8 @@ func (Ascend) Names() vendors.Names {
 
 // NewBackend implements vendors.Vendor.
 func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
-	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, LibraryCallTimeout: cfg.LibraryCallTimeout})
+	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, LibraryCallTimeout: cfg.LibraryCallTimeout,
+		PartitionMode: cfg.PartitionMode})
 }
 
 // ProfileNode implements vendors.Vendor.
