@@ -360,38 +360,71 @@ type dcmiChip struct {
 	HBM                      bool
 	BusID                    string
 	Health                   uint32
+	// Failed is a call that failed for this chip after the calls that
+	// identify it (logic and physical id, name) answered: the chip is
+	// published unhealthy (inventory.ReasonLibraryError), the node's
+	// other chips as they are.
+	Failed error
 }
 
-// chips lists the NPU chips of every card.
-func (l *dcmiLib) chips() ([]dcmiChip, error) {
+// dcmiSkipped is a chip, or a card, whose identifying calls failed: it is
+// left out, with a log line naming the call and its code.
+type dcmiSkipped struct {
+	Card, Device int // Device -1: the whole card
+	Err          error
+}
+
+// dcmiNotReady says what -8012 (DCMI_ERR_CODE_NOT_REDAY) from a chip's
+// health means: Huawei's device plugin takes it as the chip dropping off
+// the card (mind-cluster devmanager: a health query answering "device not
+// ready" marks the chip unhealthy), the driver source returns it for a
+// device whose state is not ready (dcmi_interface_api.h:1985,
+// dcmi/dcmi_interface/src/dcmi_basic_info_intf.c:61).
+const dcmiNotReady = "the chip dropped off the card (device not ready)"
+
+// chips lists the NPU chips of every card. One card's or chip's failing
+// call never hides the others: the chip is returned with Failed set, or
+// left out in the second list; only a failing card list is an error.
+func (l *dcmiLib) chips() ([]dcmiChip, []dcmiSkipped, error) {
 	var n int32
 	cards := make([]int32, dcmiMaxCards)
 	if err := l.call("dcmi_get_card_list", func() int32 { return l.getCardList(&n, &cards[0], int32(len(cards))) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ncards, err := vendors.CheckCount("dcmi_get_card_list", "cards", int64(n), len(cards))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []dcmiChip
+	var (
+		out     []dcmiChip
+		skipped []dcmiSkipped
+	)
 	for _, card := range cards[:ncards] {
 		var n int32
 		if err := l.call("dcmi_get_device_num_in_card", func() int32 { return l.getDeviceNumInCard(card, &n) }); err != nil {
-			return nil, fmt.Errorf("card %d: %w", card, err)
+			if errors.Is(err, vendors.ErrLibraryWedged) {
+				return nil, nil, fmt.Errorf("card %d: %w", card, err)
+			}
+			skipped = append(skipped, dcmiSkipped{Card: int(card), Device: -1, Err: err})
+			continue
 		}
 		devs, err := vendors.CheckCount("dcmi_get_device_num_in_card", "devices", int64(n), dcmiMaxDevicesInCard)
 		if err != nil {
-			return nil, fmt.Errorf("card %d: %w", card, err)
+			return nil, nil, fmt.Errorf("card %d: %w", card, err)
 		}
 		for dev := range int32(devs) {
 			c, err := l.chip(card, dev)
-			if err != nil {
-				return nil, fmt.Errorf("card %d device %d: %w", card, dev, err)
+			switch {
+			case errors.Is(err, vendors.ErrLibraryWedged):
+				return nil, nil, fmt.Errorf("card %d device %d: %w", card, dev, err)
+			case err != nil:
+				skipped = append(skipped, dcmiSkipped{Card: int(card), Device: int(dev), Err: err})
+			default:
+				out = append(out, c)
 			}
-			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
@@ -410,6 +443,19 @@ func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
 		return c, err
 	}
 	c.Name, c.AICores = cString(info.ChipName[:]), int(info.AICoreCnt)
+	// The chip is known from here on: a failing call marks it, not the node.
+	c.Failed = l.chipFacts(&c, card, dev)
+	if errors.Is(c.Failed, vendors.ErrLibraryWedged) {
+		// A hung call wedges the library for every chip: the node's
+		// problem, not this chip's.
+		return c, c.Failed
+	}
+	return c, nil
+}
+
+// chipFacts reads what DCMI says of an identified chip: memory, PCI
+// address, health. It returns the first call that failed.
+func (l *dcmiLib) chipFacts(c *dcmiChip, card, dev int32) error {
 	var hbm dcmiHBMInfo
 	err := l.call("dcmi_get_device_hbm_info", func() int32 { return l.getHBMInfo(card, dev, &hbm) })
 	switch {
@@ -419,24 +465,28 @@ func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
 		// No HBM (310P): the chip's DDR is its device memory.
 		var mem dcmiMemoryInfo
 		if err := l.call("dcmi_get_device_memory_info_v3", func() int32 { return l.getMemoryInfoV3(card, dev, &mem) }); err != nil {
-			return c, err
+			return err
 		}
 		c.MemoryMB = int64(mem.MemorySize)
 	default:
-		return c, err
+		return err
 	}
 	var pcie dcmiPCIeInfoAll
 	if err := l.call("dcmi_get_device_pcie_info_v2", func() int32 { return l.getPCIeInfoV2(card, dev, &pcie) }); err != nil {
 		if !notSupported(err) {
-			return c, err
+			return err
 		}
 	} else {
 		c.BusID = fmt.Sprintf("%04x:%02x:%02x.%x", uint32(pcie.Domain), pcie.BDFBusID, pcie.BDFDeviceID, pcie.BDFFuncID)
 	}
 	if err := l.call("dcmi_get_device_health", func() int32 { return l.getHealth(card, dev, &c.Health) }); err != nil {
-		return c, err
+		var d *DCMIError
+		if errors.As(err, &d) && d.Code == dcmiErrNotReady {
+			return fmt.Errorf("%w: %s", err, dcmiNotReady)
+		}
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // errorCodes returns a chip's current error codes.

@@ -260,12 +260,61 @@ func TestDiscoverGivesThe910ATheRingsOfItsModel(t *testing.T) {
 	}
 }
 
-func TestDiscoverThroughDCMIFailsOnAFailingCall(t *testing.T) {
+func TestDiscoverThroughDCMIFailsOnAFailingCardList(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	lib := buildMockDCMI(t, "atlas-800t-a2", "fail dcmi_get_device_chip_info -8005")
+	lib := buildMockDCMI(t, "atlas-800t-a2", "fail dcmi_get_card_list -8005")
 	root, runner := fixture("atlas-800t-a2")
 	_, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
-	require.ErrorContains(t, err, "listing Ascend chips through "+lib+": card 0 device 0: dcmi_get_device_chip_info returned -8005")
+	require.EqualError(t, err, "listing Ascend chips through "+lib+": dcmi_get_card_list returned -8005")
+}
+
+// One chip's failing DCMI call never hides the node: a chip DCMI cannot
+// identify is left out with a log line naming the call and its code, an
+// identified chip whose later call fails is published unhealthy
+// (ReasonLibraryError), and the other chips publish as they are.
+func TestDiscoverThroughDCMIKeepsTheOtherChipsWhenOneChipsCallFails(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		chips      int
+		unhealthy  map[int]string // index → health message
+		log        string
+	}{
+		{name: "health -8012: the chip dropped off the card", line: "fail-chip 1 dcmi_get_device_health -8012", chips: 8,
+			unhealthy: map[int]string{1: "DCMI: dcmi_get_device_health returned -8012: the chip dropped off the card (device not ready)"},
+			log:       "A DCMI call failed for this Ascend chip alone, reporting it unhealthy"},
+		{name: "PCI info fails", line: "fail-chip 5 dcmi_get_device_pcie_info_v2 -8005", chips: 8,
+			unhealthy: map[int]string{5: "DCMI: dcmi_get_device_pcie_info_v2 returned -8005"}},
+		{name: "the chip's name cannot be read", line: "fail-chip 2 dcmi_get_device_chip_info -8005", chips: 7,
+			log: `Leaving out Ascend chips DCMI cannot identify, publishing the others chips="card 2 device 0" err="dcmi_get_device_chip_info returned -8005"`},
+		{name: "every chip's name fails", line: "fail dcmi_get_device_chip_info -8005", chips: 0,
+			log: `chips="card 7 device 0" err="dcmi_get_device_chip_info returned -8005"`},
+		{name: "a card's device count fails", line: "fail dcmi_get_device_num_in_card -8005", chips: 0,
+			log: `chips="card 3" err="dcmi_get_device_num_in_card returned -8005"`},
+		{name: "a link fails: PCIe only", line: "fail-chip 4 dcmi_get_topo_info_by_device_id -8005", chips: 8,
+			log: "Cannot read a link between two Ascend chips through DCMI, treating every chip as PCIe-only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			lib := buildMockDCMI(t, "atlas-800t-a2", tc.line)
+			root, runner := fixture("atlas-800t-a2")
+			inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.Len(t, inv.Chips, tc.chips)
+			require.NoError(t, inv.Validate())
+			for _, c := range inv.Chips {
+				msg, bad := tc.unhealthy[c.Index]
+				require.Equal(t, !bad, c.Healthy, "chip %d", c.Index)
+				if bad {
+					require.Equal(t, inventory.ReasonLibraryError, c.HealthReason)
+					require.Equal(t, msg, c.HealthMessage)
+				}
+				if strings.Contains(tc.line, "topo") {
+					require.Equal(t, inventory.LinkPCIe, c.LinkType)
+				}
+			}
+			require.Contains(t, logs(), tc.log)
+		})
+	}
 }
 
 // Every profile's chips report DCMI's health and error codes.

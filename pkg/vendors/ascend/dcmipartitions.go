@@ -81,7 +81,7 @@ func (a *PartitionTool) dcmiAddress(lib *dcmiLib, c inventory.Chip) (int, int, e
 	if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
 		logic = int(*v.Int)
 	}
-	chips, err := lib.chips()
+	chips, _, err := lib.chips()
 	if err != nil {
 		return 0, 0, fmt.Errorf("finding chip %d through DCMI: %w", c.Index, err)
 	}

@@ -361,7 +361,12 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 			"npu", info.NPU, "chip", info.Chip, "device", node)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
 	}
-	if info.Health != HealthOK {
+	if c.dcmi != nil && c.dcmi.Failed != nil {
+		// Its health is unread: the failed call is why it is unhealthy.
+		logger.Info("A DCMI call failed for this Ascend chip alone, reporting it unhealthy", "npu", info.NPU, "chip", info.Chip,
+			"device", devPath(c.index), "err", c.dcmi.Failed)
+		faults = append(faults, fault{inventory.ReasonLibraryError, "DCMI: " + c.dcmi.Failed.Error()})
+	} else if info.Health != HealthOK {
 		message := c.reader() + " reports health " + info.Health
 		if len(faults) == 0 {
 			// Only the first fault's message is kept (MarkUnhealthy): ask
