@@ -35,9 +35,14 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
+
+// die91093Name is the chip name DCMI and npu-smi give a 910_93 (A3) die.
+const die91093Name = "Ascend910"
 
 // DefaultDCMILibraries are where a node's libdcmi.so is looked for, under
 // the host root, in order: /usr/local/dcmi is where the Ascend driver
@@ -85,9 +90,37 @@ const (
 	dcmiVFGIDAny = 0xFFFFFFFF
 )
 
-// DCMI topology types (dcmi_get_topo_info_by_device_id), as npu-smi's
-// topology codes.
-var dcmiTopoCodes = []string{"X", "SYS", "PHB", "HCCS", "PXB", "PIX", "SIO", "HCCS_SW", "UB", "NA"}
+// DCMI topology types (dcmi_get_topo_info_by_device_id), as npu-smi
+// spells them. Only 0-5 mean the same in every driver generation; the
+// values after them, and BUTT ("unknown"), which the library returns with
+// rc 0 when its pair lookup fails (CANN driver source,
+// dcmi/dcmi_interface/src/dcmi_npu_link_intf.c:431-436), moved:
+//
+//	910B API reference       6 BUTT
+//	910_93 API reference     6 SIO, 7 HCCS_SW, 8 BUTT
+//	current header           6 SIO, 7 HCCS_SW, 8 UB, 9 BUTT
+//
+// (docs/zh/Ascend_910B_DCMI_API/…/dcmi_get_topo_info_by_device_id.md,
+// docs/zh/Ascend_910_93_DCMI_API/…/dcmi_get_topo_info_by_device_id.md and
+// src/custom/include/dcmi_interface_api.h:1487-1496 of that source, whose
+// driver packages are 25.3.rc1: scripts/package/custom/driver/ascend910B/
+// scripts/version_cap.map). So the codes after 5 are read by the library's
+// version: the current header's from 25.3.rc1 on; before it, or when the
+// version is unknown, the 910_93 reference's on 910_93 dies and none
+// elsewhere (a 910B's 6 is BUTT there). A code not in the table is "NA",
+// which never joins chips into an HCCS group.
+var (
+	dcmiStableTopoCodes = []string{"X", "SYS", "PHB", "HCCS", "PXB", "PIX"}
+	dcmiCurrentTopo     = map[int32]string{6: "SIO", 7: "HCCS_SW", 8: "UB"}
+	dcmi91093Topo       = map[int32]string{6: "SIO", 7: "HCCS_SW"}
+	// dcmiCurrentTopoSince is the first driver version with the current
+	// header's codes.
+	dcmiCurrentTopoSince = version.MustParseSemantic("25.3.0-rc1")
+)
+
+// dcmiMaxVersionLen is the driver version buffer (MAX_VER_LEN, 255, plus
+// the NUL: dcmi_interface_api.h:29).
+const dcmiMaxVersionLen = 256
 
 type dcmiChipInfo struct {
 	ChipType  [dcmiMaxChipNameLen]byte
@@ -269,6 +302,11 @@ type dcmiLib struct {
 	createVDevice  func(card, dev int32, vdev *dcmiCreateVDevResStru, out *dcmiCreateVDevOut) int32
 	destroyVDevice func(card, dev int32, id uint32) int32
 	getVDevMode    func(mode *int32) int32
+	getDriverVer   func(ver *byte, n uint32) int32
+
+	// version is the driver version the library reports, semantic; nil
+	// when it cannot tell.
+	version *version.Version
 }
 
 // dlopen is purego.Dlopen, a variable for the tests of the fallback.
@@ -308,6 +346,7 @@ func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 		{"dcmi_create_vdevice", &l.createVDevice, true},
 		{"dcmi_set_destroy_vdevice", &l.destroyVDevice, true},
 		{"dcmi_get_vdevice_mode", &l.getVDevMode, true},
+		{"dcmi_get_driver_version", &l.getDriverVer, true},
 	} {
 		if _, err := purego.Dlsym(h, f.name); err != nil {
 			if f.optional {
@@ -320,7 +359,48 @@ func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 	if err := l.call("dcmi_init", l.init); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
+	l.version = l.driverVersion()
 	return l, nil
+}
+
+// driverVersion asks the library for the driver's version; nil when it
+// has no such call or cannot tell.
+func (l *dcmiLib) driverVersion() *version.Version {
+	if l.getDriverVer == nil {
+		return nil
+	}
+	buf := make([]byte, dcmiMaxVersionLen)
+	if err := l.call("dcmi_get_driver_version", func() int32 { return l.getDriverVer(&buf[0], uint32(len(buf))) }); err != nil {
+		return nil
+	}
+	s, err := discovery.SemverFromVendor(cString(buf))
+	if err != nil {
+		return nil
+	}
+	v, err := version.ParseSemantic(s)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// topoCode names a topology type of this library's generation (see
+// dcmiStableTopoCodes); "NA" for a code it does not know.
+func (l *dcmiLib) topoCode(t int32, die91093 bool) string {
+	if t >= 0 && int(t) < len(dcmiStableTopoCodes) {
+		return dcmiStableTopoCodes[t]
+	}
+	table := map[int32]string(nil)
+	switch {
+	case l.version != nil && l.version.AtLeast(dcmiCurrentTopoSince):
+		table = dcmiCurrentTopo
+	case die91093:
+		table = dcmi91093Topo
+	}
+	if name, ok := table[t]; ok {
+		return name
+	}
+	return "NA"
 }
 
 // findDCMI returns the library to load: the configured path, or the
@@ -516,10 +596,7 @@ func (l *dcmiLib) topo(a, b dcmiChip) (string, error) {
 	}); err != nil {
 		return "", err
 	}
-	if t < 0 || int(t) >= len(dcmiTopoCodes) {
-		return "NA", nil
-	}
-	return dcmiTopoCodes[t], nil
+	return l.topoCode(t, a.Name == die91093Name), nil
 }
 
 // deviceIP returns the address of the chip's RoCE port 0 in CIDR form, ""

@@ -30,6 +30,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
+// a3Buses are the PCI addresses of the A3 fixtures' dies.
+var a3Buses = []string{"0000:9d:00.0", "0000:9f:00.0", "0000:99:00.0", "0000:9b:00.0"}
+
 // withoutSources drops what only says who read a fact, to compare two
 // backends' inventories.
 func withoutSources(inv inventory.Inventory) inventory.Inventory {
@@ -114,7 +117,6 @@ func fakeRoot(t *testing.T, buses []string, deviceID string) string {
 }
 
 func TestDiscoverThroughDCMIReadsModelsNpuSmiCannotTellApart(t *testing.T) {
-	a3Buses := []string{"0000:9d:00.0", "0000:9f:00.0", "0000:99:00.0", "0000:9b:00.0"}
 	b4Buses := []string{"0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0", "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0"}
 	for _, tc := range []struct {
 		fixture string
@@ -397,6 +399,57 @@ func TestABogusDCMICountIsAnErrorNamingTheCall(t *testing.T) {
 			root, runner := fixture("atlas-800t-a2")
 			_, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
 			require.ErrorContains(t, err, "listing Ascend chips through "+lib+": "+tt.want)
+		})
+	}
+}
+
+// Topology codes after 5 are read by the library's driver version; an
+// unknown one, or BUTT (what the library answers with rc 0 when its pair
+// lookup fails), never joins chips into an HCCS group.
+func TestDiscoverThroughDCMIReadsTopologyCodesByDriverVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, fixture, driver, code string
+		hccs                        bool
+	}{
+		{"6 is SIO since 25.3.rc1", "atlas-800t-a2", "25.3.rc1", "6", true},
+		{"6 is BUTT on an older 910B", "atlas-800t-a2", "24.1.rc2", "6", false},
+		{"9 is BUTT since 25.3.rc1", "atlas-800t-a2", "25.3.rc1", "9", false},
+		{"8 is UB since 25.3.rc1, not HCCS", "atlas-800t-a2", "25.3.rc1", "8", false},
+		{"8 is BUTT on an older 910_93", "atlas-a3-20", "24.1.rc3", "8", false},
+		{"7 is HCCS_SW on an older 910_93", "atlas-a3-20", "24.1.rc3", "7", true},
+		{"an unknown version reads the 910_93 reference on 910_93", "atlas-a3-20", "unknown", "6", true},
+		{"an unknown version reads nothing after 5 elsewhere", "atlas-800t-a2", "unknown", "6", false},
+		{"a code no generation has", "atlas-800t-a2", "25.3.rc1", "42", false},
+		{"HCCS is 3 everywhere", "atlas-800t-a2", "23.0.rc3", "3", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lines := []string{"topo-default " + tc.code}
+			if tc.fixture == "atlas-a3-20" {
+				lines = append(lines, "topo 0 1 "+tc.code, "topo 2 3 "+tc.code)
+			}
+			if tc.driver != "unknown" {
+				lines = append(lines, "driver-version "+tc.driver)
+			} else {
+				lines = append(lines, "fail dcmi_get_driver_version -8255")
+			}
+			lib := buildMockDCMI(t, tc.fixture, lines...)
+			var root string
+			if tc.fixture == "atlas-a3-20" {
+				root = fakeRoot(t, a3Buses, "0xd803")
+			} else {
+				root, _ = fixture(tc.fixture)
+			}
+			inv, err := New(Config{Root: root, Runner: discoverytest.MapRunner{}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.NotEmpty(t, inv.Chips)
+			for _, c := range inv.Chips {
+				if tc.hccs {
+					require.Equal(t, "hccs-0", c.LinkGroup, "chip %d", c.Index)
+				} else {
+					require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup, "chip %d", c.Index)
+				}
+			}
 		})
 	}
 }

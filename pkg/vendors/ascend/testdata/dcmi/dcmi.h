@@ -224,6 +224,9 @@ int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid);
  * src/custom/include/dcmi_interface_api.h:2233-2235). */
 int dcmi_set_vdevice_mode(int mode);
 int dcmi_get_vdevice_mode(int *mode);
+/* The driver's version string (dcmi_interface_api.h:2005, MAX_VER_LEN 255). */
+#define MAX_VER_LEN 255
+int dcmi_get_driver_version(char *driver_ver, unsigned int len);
 
 /*
  * Telemetry (the chip metrics of the node agent): the prototypes of

@@ -104,6 +104,10 @@ static int topo[MAX_CHIPS][MAX_CHIPS]; /* by logic id; -1 = default */
 static int topo_default = DCMI_TOPO_TYPE_SYS;
 static int docker_mode = 1;
 static enum run_env run_env = ENV_PHYSICAL;
+/* The driver version dcmi_get_driver_version reports: by default that of
+ * the driver source the mock follows (25.3.rc1, its version_cap.map). */
+#define DEFAULT_DRIVER_VERSION "25.3.rc1"
+static char driver_version[64] = DEFAULT_DRIVER_VERSION;
 static struct vdev vdevs[MAX_VDEVS];
 static int nvdevs;
 static struct fail fails[MAX_FAILS];
@@ -268,6 +272,7 @@ static void save_state(void) {
 static int load(void) {
     const char *path = getenv("ACCEL_DRA_DCMI_FIXTURE");
     nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS, run_env = ENV_PHYSICAL;
+    snprintf(driver_version, sizeof(driver_version), "%s", DEFAULT_DRIVER_VERSION);
     memset(topo, -1, sizeof(topo));
     if (path == NULL) {
         return -1;
@@ -341,6 +346,8 @@ static int load(void) {
             char mode[16];
             ok = sscanf(line, "vnpu-mode %15s", mode) == 1;
             docker_mode = ok && strcmp(mode, "docker") == 0;
+        } else if (strcmp(kind, "driver-version") == 0) {
+            ok = sscanf(line, "driver-version %63s", driver_version) == 1;
         } else if (strcmp(kind, "env") == 0) {
             char env[16];
             ok = sscanf(line, "env %15s", env) == 1;
@@ -765,6 +772,15 @@ int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
         }
     }
     return DCMI_ERR_DEVICE_NOT_EXIST;
+}
+
+int dcmi_get_driver_version(char *driver_ver, unsigned int len) {
+    FAIL_IF_ASKED();
+    if (driver_ver == NULL || len == 0) {
+        return DCMI_ERR_INVALID_PARAMETER;
+    }
+    snprintf(driver_ver, len, "%s", driver_version);
+    return DCMI_OK;
 }
 
 /* dcmi_get_vdevice_mode (dcmi_virtual_intf.c:1055-1085): 0 docker, 1 VM;
