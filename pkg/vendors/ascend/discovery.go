@@ -361,6 +361,11 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 			"npu", info.NPU, "chip", info.Chip, "device", node)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
 	}
+	if info.RowError != "" {
+		logger.Info("The npu-smi table row of this Ascend chip does not parse, reporting it unhealthy", "npu", info.NPU, "chip", info.Chip,
+			"device", devPath(c.index), "err", info.RowError)
+		faults = append(faults, fault{inventory.ReasonLibraryError, info.RowError})
+	}
 	if c.dcmi != nil && c.dcmi.Failed != nil {
 		// Its health is unread: the failed call is why it is unhealthy.
 		logger.Info("A DCMI call failed for this Ascend chip alone, reporting it unhealthy", "npu", info.NPU, "chip", info.Chip,

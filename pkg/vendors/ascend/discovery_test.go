@@ -417,13 +417,13 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 		message string
 	}{
 		{
-			name: "a non-numeric HBM size in npu-smi info",
+			name: "a chip row that does not say which chip in npu-smi info",
 			node: "atlas-800t-a2", cmd: cmdInfo,
 			edit: func(t *testing.T, s string) string {
-				return discoverytest.ReplaceOnce(t, s, "3318 / 65536", "lots / 65536")
+				return discoverytest.ReplaceOnce(t, s, "| 0                         | 0000:C1:00.0", "| zero                      | 0000:C1:00.0")
 			},
 			line:    8,
-			message: `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB`,
+			message: `parsing npu-smi info: line 8: NPU 0: chip id "zero" is not a non-negative integer`,
 		},
 		{
 			name: "a mapping row referencing an NPU the table does not list",
@@ -454,6 +454,26 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			discoverytest.RequireParseError(t, err, tc.cmd, tc.line, tc.message)
 		})
 	}
+}
+
+// One chip's row of npu-smi info that does not parse costs that chip,
+// published unhealthy with the parse error, not the node.
+func TestDiscoverPublishesAChipWhoseTableRowDoesNotParseUnhealthy(t *testing.T) {
+	ctx, logs := discoverytest.BufferedContext(t)
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "3318 / 65536", "lots / 65536")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 8)
+	require.NoError(t, inv.Validate())
+	for _, c := range inv.Chips {
+		require.Equal(t, c.Index != 0, c.Healthy, "chip %d", c.Index)
+	}
+	require.Equal(t, inventory.ReasonLibraryError, inv.Chips[0].HealthReason)
+	require.Equal(t, `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB: `+
+		`"| 0                         | 0000:C1:00.0  | 0           0    / 0          lots / 65536         |"`, inv.Chips[0].HealthMessage)
+	require.Contains(t, logs(), "The npu-smi table row of this Ascend chip does not parse, reporting it unhealthy")
 }
 
 func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
