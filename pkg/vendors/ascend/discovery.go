@@ -525,13 +525,14 @@ func (b *Backend) mapping(ctx context.Context) ([]ChipMapping, error) {
 }
 
 // topo reads the topology matrix. The matrix only groups chips into HCCS
-// link groups, so a matrix npu-smi cannot print or that does not parse
-// costs the links, not the node: every chip is then PCIe-only, with a log
-// line. Only a cancelled poll fails.
+// link groups, so a matrix npu-smi refuses to print (exiting non-zero) or
+// that does not parse costs the links, not the node: every chip is then
+// PCIe-only, with a log line. A hung tool (--tool-timeout) or a cancelled
+// poll fails the poll instead, so the last known links are kept.
 func (b *Backend) topo(ctx context.Context) (Topology, error) {
 	t, err := discovery.Query(ctx, b.runner, "reading HCCS topology", ParseTopo, b.npuSmi, "info", "-t", "topo")
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, discovery.ErrToolTimeout) {
 			return Topology{}, err
 		}
 		b.logOnce(ctx, "topo-unread:"+err.Error(), "Cannot read the chip topology, treating every chip as PCIe-only", "err", err)

@@ -699,6 +699,23 @@ func TestDiscoverTreatsEveryChipAsPCIeOnlyWhenNpuSmiCannotReportTopology(t *test
 	}
 }
 
+// A hung npu-smi is a failed poll, which keeps the last known links,
+// not a node without links.
+func TestDiscoverFailsWhenTheTopologyQueryHangs(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	hung := runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		if discovery.CommandLine(name, args...) == cmdTopo {
+			return nil, fmt.Errorf("running %s: %w after 1s (--tool-timeout)", cmdTopo, discovery.ErrToolTimeout)
+		}
+		return runner.Run(ctx, name, args...)
+	})
+	_, err := New(Config{Root: root, Runner: hung}).Discover(ctx)
+	require.ErrorIs(t, err, discovery.ErrToolTimeout)
+	require.ErrorContains(t, err, "reading HCCS topology: running npu-smi info -t topo: timed out")
+}
+
 func TestDiscoverNumbersHCCSGroupsByTheirLowestChip(t *testing.T) {
 	// Cards 1 and 3 share HCCS, the others do not: the group of chip 1 is
 	// hccs-0 and the other chips stay on PCIe.
