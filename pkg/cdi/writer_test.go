@@ -421,6 +421,8 @@ func TestAPluginInAContainerChecksFilesUnderItsMountButWritesNodePaths(t *testin
 	// As in the DaemonSet: the node's / is mounted at n.root in the
 	// plugin's container, the runtime sees it at /.
 	n := newNode(t, "atlas-800t-a2", nil)
+	// This node has the AI CPU queue scheduler's directory.
+	require.NoError(t, os.MkdirAll(filepath.Join(n.root, "var/queue_schedule"), 0o755))
 	dir := t.TempDir()
 	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: dir, HostRoot: "/", VisibleRoot: n.root})
 	require.NoError(t, err)
@@ -435,6 +437,7 @@ func TestAPluginInAContainerChecksFilesUnderItsMountButWritesNodePaths(t *testin
 		mounts = append(mounts, m.HostPath)
 	}
 	require.Contains(t, mounts, "/usr/local/Ascend/driver/lib64", "driver files that exist under the visible root are mounted")
+	require.Contains(t, mounts, "/var/queue_schedule", "where the node has it")
 	require.NotContains(t, mounts, "/usr/local/sbin/npu-smi", "files missing there are not")
 	require.Equal(t, "/dev/davinci0", specs[0].Devices[0].ContainerEdits.DeviceNodes[0].HostPath)
 }

@@ -44,6 +44,13 @@ func buildMockDCMI(t *testing.T, fixture string, extra ...string) string {
 	require.NoError(t, os.WriteFile(path, []byte(string(data)+strings.Join(extra, "\n")+"\n"), 0o644))
 	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", path)
 	t.Setenv("ACCEL_DRA_DCMI_STATE", filepath.Join(dir, "vnpus.state"))
+	// The host files DCMI needs for vNPUs (VNPUHostFiles), as the chart
+	// mounts them.
+	host := filepath.Join(dir, "host")
+	require.NoError(t, os.MkdirAll(filepath.Join(host, "run", "vnpu_cfg_lock"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(host, "etc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(host, "etc", "vnpu.cfg"), []byte("vnpu_config_recover:enable\n"), 0o644))
+	t.Setenv("ACCEL_DRA_DCMI_ROOT", host)
 	return lib
 }
 
