@@ -179,16 +179,17 @@ func vendorSet(reg vendors.Registry, options []string) (map[inventory.Vendor]boo
 	return out, nil
 }
 
-// Discover runs the backends of o and returns the node's inventory.
+// Discover runs the backends of o and returns the node's inventory. When
+// some vendors' backends fail, it returns the chips of the others with
+// the failed ones' errors (discovery.DiscoverAll).
 func Discover(ctx context.Context, o Options) (inventory.Inventory, error) {
 	backends, err := Backends(o)
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
-	inv, err := discovery.DiscoverAll(ctx, backends...)
-	if err != nil {
-		return inventory.Inventory{}, err
-	}
+	// A failed backend's error comes back with the others' chips (see
+	// discovery.DiscoverAll), which are still checked and returned.
+	inv, discoverErr := discovery.DiscoverAll(ctx, backends...)
 	// Backends report their own vendor; a profile may name any.
 	for _, c := range inv.Chips {
 		if _, ok := o.Registry.Lookup(c.Vendor); !ok {
@@ -208,5 +209,5 @@ func Discover(ctx context.Context, o Options) (inventory.Inventory, error) {
 			out.SharedDeviceNodes[v] = nodes
 		}
 	}
-	return out, nil
+	return out, discoverErr
 }
