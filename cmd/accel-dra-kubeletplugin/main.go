@@ -101,6 +101,9 @@ Every flag can also be set by the environment variable in brackets.`,
 			if o.Discovery.LibraryCallTimeout <= 0 {
 				return fmt.Errorf("--library-call-timeout %s: want a positive duration such as 10s", o.Discovery.LibraryCallTimeout)
 			}
+			if err := source.ValidatePartitionMode(o.Discovery.PartitionMode); err != nil {
+				return fmt.Errorf("--partition-mode: %w", err)
+			}
 			if o.LibraryHangLimit < o.Discovery.LibraryCallTimeout {
 				return fmt.Errorf("--library-hang-limit %s: want at least --library-call-timeout (%s): a call is hung only after its deadline", o.LibraryHangLimit, o.Discovery.LibraryCallTimeout)
 			}
@@ -131,6 +134,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.BoolVar(&o.FakeDevices, "fake-devices", false, "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
 	f.StringSliceVar(&o.Discovery.Vendors, "vendors", nil, source.VendorsHelp(reg)+" [ACCEL_DRA_VENDORS]")
 	f.StringVar(&o.ChipModes, "chip-modes", "", partitions.PolicyHelp+" [ACCEL_DRA_CHIP_MODES]")
+	f.StringVar(&o.Discovery.PartitionMode, "partition-mode", vendors.PartitionModeAuto, source.PartitionModeHelp+" [ACCEL_DRA_PARTITION_MODE]")
 	o.Discovery.Tools = map[string]string{}
 	source.AddToolFlags(f, reg, o.Discovery.Tools, true)
 	o.Discovery.Libraries = map[string]string{}
