@@ -69,14 +69,16 @@ func (Ascend) CDI() vendors.CDIEdits {
 		LibraryDirs: LibraryDirs,
 		Runtime: &vendors.Runtime{
 			Name: "ascend-docker-runtime",
-			// Files that show ascend-docker-runtime is installed (its
-			// binary at the installer's default path) or configured in
-			// containerd or docker (docs/hardware.md, "What a container
-			// gets").
+			// The file that shows ascend-docker-runtime is installed: its
+			// binary at the installer's default path, inside the
+			// /usr/local/Ascend the chart mounts (docs/hardware.md, "What
+			// a container gets"). Not containerd's or docker's
+			// configuration: the chart mounts nothing of the host's /etc
+			// (containerd's can hold registry credentials), so a marker
+			// there would never be seen; a runtime installed elsewhere
+			// needs kubeletPlugin.visibleDevicesEnv.
 			Markers: []vendors.Marker{
 				{Path: "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"},
-				{Path: "/etc/containerd/config.toml", Contains: "ascend-docker-runtime"},
-				{Path: "/etc/docker/daemon.json", Contains: "ascend-docker-runtime"},
 			},
 			// The one value every release passes through: an empty
 			// variable. Ascend/mind-cluster@22bb3d98

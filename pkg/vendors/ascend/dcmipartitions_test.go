@@ -147,10 +147,10 @@ func TestPartitionToolThroughDCMINamesTheMissingHostFiles(t *testing.T) {
 		{name: "both mounted"},
 		{name: "no lock directory", missing: "run/vnpu_cfg_lock",
 			want: "creating a vir05_1c_16g vNPU on chip 0 through DCMI (the agent's container lacks the host's /run/vnpu_cfg_lock, " +
-				"which DCMI needs to record a vNPU; the chart mounts them where vendors.ascend.partitionMode is not off): dcmi_create_vdevice returned -8020"},
+				"which DCMI needs to record a vNPU; the chart mounts them where nodeGroups[].partitionMode is not off): dcmi_create_vdevice returned -8020"},
 		{name: "neither", missing: ".",
 			want: "(the agent's container lacks the host's /run/vnpu_cfg_lock and /etc/vnpu.cfg, which DCMI needs to record a vNPU; " +
-				"the chart mounts them where vendors.ascend.partitionMode is not off)"},
+				"the chart mounts them where nodeGroups[].partitionMode is not off)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)

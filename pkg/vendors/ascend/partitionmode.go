@@ -53,7 +53,7 @@ import (
 
 // PartitionModeValue is the chart value that declares the vNPU mode of a
 // node group (vendors.BackendConfig.PartitionMode); messages name it.
-const PartitionModeValue = "vendors.ascend.partitionMode"
+const PartitionModeValue = "nodeGroups[].partitionMode"
 
 // sourceDeclared is the reader of a declared partition mode.
 const sourceDeclared = "declared partition mode (" + PartitionModeValue + ")"

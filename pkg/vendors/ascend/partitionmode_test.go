@@ -52,7 +52,7 @@ func TestDiscoverPublishesChipsWholeOutsideVNPUDockerMode(t *testing.T) {
 			want: `the node is not in vNPU docker mode (npu-smi info -t vnpu-mode says "vm"; ` + "`npu-smi set -t vnpu-mode -d 0` switches it on)"},
 		{name: "an npu-smi without the query", answer: "",
 			want: "the vNPU mode is unknown (npu-smi info -t vnpu-mode: reading the vNPU mode: running npu-smi info -t vnpu-mode: not found); " +
-				"if the node is in vNPU docker mode (`npu-smi info -t vnpu-mode` on the host says docker), declare it with vendors.ascend.partitionMode: on"},
+				"if the node is in vNPU docker mode (`npu-smi info -t vnpu-mode` on the host says docker), declare it with nodeGroups[].partitionMode: on"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -128,7 +128,7 @@ func TestDiscoverTakesTheDeclaredPartitionModeAndChecksItWhereTheNodeAnswers(t *
 		fromDCMI = "libdcmi.so dcmi_get_vdevice_mode"
 		unknown  = "the vNPU mode is unknown (libdcmi.so dcmi_get_vdevice_mode: dcmi_get_vdevice_mode returned -8002: " +
 			"DCMI answers it only as root on the host, or for 910B in a privileged container); if the node is in vNPU docker mode " +
-			"(`npu-smi info -t vnpu-mode` on the host says docker), declare it with vendors.ascend.partitionMode: on"
+			"(`npu-smi info -t vnpu-mode` on the host says docker), declare it with nodeGroups[].partitionMode: on"
 	)
 	for _, tc := range []struct {
 		name, fixture, declared string
@@ -150,10 +150,10 @@ func TestDiscoverTakesTheDeclaredPartitionModeAndChecksItWhereTheNodeAnswers(t *
 		{name: "declared on, the node says vm", fixture: "atlas-800t-a2", declared: "on",
 			fixtureLines: []string{"env physical", "vnpu-mode vm"}, source: fromDCMI,
 			off: `the node is not in vNPU docker mode (libdcmi.so dcmi_get_vdevice_mode says "vm"; ` +
-				"`npu-smi set -t vnpu-mode -d 0` switches it on); vendors.ascend.partitionMode declares on",
+				"`npu-smi set -t vnpu-mode -d 0` switches it on); nodeGroups[].partitionMode declares on",
 			log: "The node's vNPU mode contradicts the declared partition mode, offering no vNPUs"},
 		{name: "declared off is not asked", fixture: "atlas-800t-a2", declared: "off", fixtureLines: []string{"fail dcmi_get_vdevice_mode -8005"},
-			off: "vNPUs are switched off for this node (vendors.ascend.partitionMode: off)", source: sourceDeclared},
+			off: "vNPUs are switched off for this node (nodeGroups[].partitionMode: off)", source: sourceDeclared},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, logs := discoverytest.BufferedContext(t)
