@@ -31,13 +31,16 @@ IMAGE_ARCHIVE ?= $(IMAGE_OUT)/accel-dra-$(VERSION).tar
 # The image's creation time (and every file's): the last commit's, so that
 # a build is reproducible.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# How the image's binaries are built (with GOOS and GOARCH set), into
+# bin/<os>_<arch>/; make test runs the arm64 one (test-arm64).
+IMAGE_GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w'
 # The image builder, from its own module hack/image (go-containerregistry).
 IMAGE_TOOL := $(GO) -C hack/image run .
 CONTAINER_TOOL ?= docker
 comma := ,
 space := $(subst ,, )
 
-.PHONY: all build static test testdeps failpoint-agent license generate verify-generate test-e2e bench bench-prepare bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
+.PHONY: all build static test test-arm64 testdeps failpoint-agent license generate verify-generate test-e2e bench bench-prepare bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
 
 all: build
 
@@ -120,23 +123,49 @@ FAILPOINT_AGENT := $(CURDIR)/_output/failpoint/plugin.test
 failpoint-agent:
 	$(GO) test -c -tags failpoint -o $(FAILPOINT_AGENT) ./test/plugin
 
+# The native backends (purego bindings to libdcmi.so and libcndev.so, the C
+# mock libraries, the struct layout tests) again for linux/arm64, the
+# Kunpeng servers most Ascend training nodes are: cross-built with Debian's
+# aarch64 gcc and run under qemu-user with the arm64 C runtime as root of
+# the dynamic loader. ARM64_EXEC is go test's -exec; the tests build their
+# C code with ARM64_CC and run it under the same emulator (pkg/nativetest).
+ARM64_CC := aarch64-linux-gnu-gcc
+ARM64_SYSROOT := /usr/aarch64-linux-gnu
+ARM64_EXEC := qemu-aarch64-static -L $(ARM64_SYSROOT)
+ARM64_DEBS := gcc-aarch64-linux-gnu libc6-dev-arm64-cross libc6-arm64-cross qemu-user-static
+ARM64_PKGS := ./pkg/nativetest/ ./pkg/vendors/ascend/ ./pkg/vendors/cambricon/
+HOST_ARCH := $(shell $(GO) env GOARCH)
+
+# The native backends' tests for arm64, then the image's arm64 accel-dra
+# (built as make image builds it) discovering an Ascend and a Cambricon
+# mock-library node under qemu-user as the host's build does
+# (hack/arm64/discover.sh).
+test-arm64: testdeps
+	GOARCH=arm64 $(GO) test -count=1 -exec '$(ARM64_EXEC)' $(ARM64_PKGS)
+	GOOS=linux GOARCH=arm64 $(IMAGE_GO_BUILD) -o $(BIN)/linux_arm64/ ./cmd/accel-dra
+	GOOS=linux GOARCH=$(HOST_ARCH) $(IMAGE_GO_BUILD) -o $(BIN)/linux_$(HOST_ARCH)/ ./cmd/accel-dra
+	ARM64_EXEC='$(ARM64_EXEC)' ARM64_CC=$(ARM64_CC) bash hack/arm64/discover.sh $(BIN)/linux_$(HOST_ARCH)/accel-dra $(BIN)/linux_arm64/accel-dra
+
 # hack/image's tests build the image from fixtures, push it to an
 # in-process registry, and run a C++ program on the real Debian packages'
 # C runtime (downloaded once into _output/image, as make image does).
 # pkg/failpoint's own tests of the armed points need the tag failpoint on
-# the command line.
+# the command line. Then the native backends for arm64 (test-arm64).
 test: lint chart testdeps failpoint-agent
 	ACCEL_DRA_FAILPOINT_AGENT=$(FAILPOINT_AGENT) $(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags failpoint ./pkg/failpoint/
 	$(GO) -C hack/image test -count=1 ./...
+	$(MAKE) --no-print-directory test-arm64
 
 # What the tests need besides Go and gcc, from Debian's apt where missing
 # (as root, like the tests): g++ builds hack/image's C++ test program;
 # promtool (Debian's prometheus package, without its recommended
-# exporters) checks the chart's alerting rules and dashboard queries.
+# exporters) checks the chart's alerting rules and dashboard queries;
+# ARM64_DEBS cross-build and emulate the arm64 tests.
 testdeps:
 	@command -v g++ >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing g++ (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; } || { echo "make test needs g++: apt-get install g++"; exit 1; }
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing prometheus for promtool (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || { echo "make test needs promtool: apt-get install prometheus"; exit 1; }
+	@command -v $(ARM64_CC) >/dev/null && command -v qemu-aarch64-static >/dev/null && [ -e $(ARM64_SYSROOT)/lib/ld-linux-aarch64.so.1 ] && [ -e $(ARM64_SYSROOT)/include/stdio.h ] || { [ "$$(id -u)" = 0 ] && echo "installing $(ARM64_DEBS) (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(ARM64_DEBS) >/dev/null; } || { echo "make test needs an arm64 C compiler and emulator: apt-get install $(ARM64_DEBS)"; exit 1; }
 
 # Benchmarks (docs/benchmarks.md): prepare latency next to the floor of
 # its file writes, slice publication and allocation over 1000 nodes, the
@@ -201,7 +230,7 @@ demo: build
 image:
 	@set -e; for p in $(subst $(comma),$(space),$(IMAGE_PLATFORMS)); do \
 	  echo "go build $$p: $(IMAGE_BINARIES)"; \
-	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/$${p%/*}_$${p#*/}/ $(addprefix ./cmd/,$(IMAGE_BINARIES)); \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} $(IMAGE_GO_BUILD) -o $(BIN)/$${p%/*}_$${p#*/}/ $(addprefix ./cmd/,$(IMAGE_BINARIES)); \
 	done
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(IMAGE_TOOL) build --name $(IMAGE) --version $(VERSION) \
 	  --platforms $(IMAGE_PLATFORMS) --bin-dir $(CURDIR)/$(BIN) --binaries $(subst $(space),$(comma),$(IMAGE_BINARIES)) \

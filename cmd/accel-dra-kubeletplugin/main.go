@@ -101,6 +101,9 @@ Every flag can also be set by the environment variable in brackets.`,
 			if o.Discovery.LibraryCallTimeout <= 0 {
 				return fmt.Errorf("--library-call-timeout %s: want a positive duration such as 10s", o.Discovery.LibraryCallTimeout)
 			}
+			if err := source.ValidatePartitionMode(o.Discovery.PartitionMode); err != nil {
+				return fmt.Errorf("--partition-mode: %w", err)
+			}
 			if o.LibraryHangLimit < o.Discovery.LibraryCallTimeout {
 				return fmt.Errorf("--library-hang-limit %s: want at least --library-call-timeout (%s): a call is hung only after its deadline", o.LibraryHangLimit, o.Discovery.LibraryCallTimeout)
 			}
@@ -131,6 +134,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.BoolVar(&o.FakeDevices, "fake-devices", false, "with --profile: create the simulated chips' device nodes (as /dev/null clones) and driver files under --root, so pods can run without hardware [ACCEL_DRA_FAKE_DEVICES=true]")
 	f.StringSliceVar(&o.Discovery.Vendors, "vendors", nil, source.VendorsHelp(reg)+" [ACCEL_DRA_VENDORS]")
 	f.StringVar(&o.ChipModes, "chip-modes", "", partitions.PolicyHelp+" [ACCEL_DRA_CHIP_MODES]")
+	f.StringVar(&o.Discovery.PartitionMode, "partition-mode", vendors.PartitionModeAuto, source.PartitionModeHelp+" [ACCEL_DRA_PARTITION_MODE]")
 	o.Discovery.Tools = map[string]string{}
 	source.AddToolFlags(f, reg, o.Discovery.Tools, true)
 	o.Discovery.Libraries = map[string]string{}
@@ -140,7 +144,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.DurationVar(&o.LibraryHangLimit, "library-hang-limit", nodeagent.DefaultLibraryHangLimit, "how long a call into libdcmi.so or libcndev may stay without an answer before /livez fails, so the kubelet restarts the agent and the new process loads the library afresh (a native call cannot be interrupted) [ACCEL_DRA_LIBRARY_HANG_LIMIT]")
 	f.StringVar(&podUID, "pod-uid", "", "UID of this pod (downward API metadata.uid); enables rolling updates, where a new pod serves beside the old one; needs kubelet 1.33+ [POD_UID]")
 	f.DurationVar(&o.HealthInterval, "health-interval", devicemonitor.DefaultInterval, "how often to re-read the chips (npu-smi/cnmon health, device files, PCI functions) to taint unhealthy chips, untaint recovered ones and publish chips added or removed; 0 reads them only at start [ACCEL_DRA_HEALTH_INTERVAL]")
-	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", "NoSchedule", "effect of the accel-dra.dev/unhealthy device taint on unhealthy chips: NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")
+	f.StringVar(&o.UnhealthyTaintEffect, "unhealthy-taint-effect", "NoSchedule", "effect of the device taints of unhealthy chips (a key per cause under accel-dra.dev/; a warning level keeps effect None): NoSchedule (no new claims get them) or NoExecute (also evict the pods using them unless they tolerate the taint) [ACCEL_DRA_UNHEALTHY_TAINT_EFFECT]")
 	f.StringSliceVar(&o.PartitionTemplates, "partition-templates", nil, "with Partitioned chips: offer only these partition templates, by the slug of their DeviceClass and device names (vir10-3c-32g, smlu-50p); fewer devices cost the scheduler less per claim; empty offers every template of the model [ACCEL_DRA_PARTITION_TEMPLATES]")
 	f.BoolVar(&o.DeviceMetadata, "device-metadata", true, "give each container a read-only file per request and driver with the facts of its devices (uuid, model, index, pciBusID, driverVersion, partition template and id, RoCE address) under /var/run/kubernetes.io/dra-device-attributes/ (KEP-5304 device metadata, written through a CDI spec of its own in --cdi-dir) [ACCEL_DRA_DEVICE_METADATA=false]")
 	f.StringVar(&o.HealthAddr, "healthz-addr", "", "address for HTTP /livez, /readyz (ready once every driver is registered with the kubelet) and Prometheus /metrics, e.g. :51515; empty disables [ACCEL_DRA_HEALTHZ_ADDR]")

@@ -53,8 +53,9 @@ func TestBadEnvironmentValuesAreErrors(t *testing.T) {
 
 // Durations are flag.Duration values: a bad one is pflag's error naming
 // the flag (and the variable it came from), zero is refused where it makes
-// no sense, and the command line beats the environment.
-func TestDurationFlags(t *testing.T) {
+// no sense, and the command line beats the environment. A partition mode
+// is one of the declared modes.
+func TestFlagValuesAreChecked(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -73,6 +74,10 @@ func TestDurationFlags(t *testing.T) {
 			want: `--library-call-timeout 0s: want a positive duration such as 10s`},
 		{name: "a hang limit shorter than the call timeout", env: map[string]string{"ACCEL_DRA_LIBRARY_HANG_LIMIT": "5s"},
 			want: `--library-hang-limit 5s: want at least --library-call-timeout (10s): a call is hung only after its deadline`},
+		{name: "a partition mode the agent does not have, from the environment", env: map[string]string{"ACCEL_DRA_PARTITION_MODE": "docker"},
+			want: `--partition-mode: partition mode "docker" is not one of auto, on, off`},
+		{name: "a partition mode the agent does not have", args: []string{"--partition-mode=On"},
+			want: `--partition-mode: partition mode "On" is not one of auto, on, off`},
 		{name: "a bad logging format, from the environment", env: map[string]string{"ACCEL_DRA_LOGGING_FORMAT": "xml"},
 			want: `logging flags: format: Invalid value: "xml": Unsupported log format`},
 	} {

@@ -36,7 +36,7 @@ import (
 // Cambricon mounts no libraries, so its specs have no hook.
 func TestAscendSpecsLeaveTheImagesLDLibraryPathAndAddTheDriverLibrariesToTheLDCache(t *testing.T) {
 	n := newNode(t, "mixed-910b-mlu370", nil)
-	require.NoError(t, os.MkdirAll(filepath.Join(n.root, "usr/local/Ascend/driver/lib64/driver"), 0o755))
+	require.NoError(t, os.RemoveAll(filepath.Join(n.root, "usr/local/Ascend/driver/lib64/common")))
 	w, dir := n.writerWith(t, cdi.VisibleDevicesAuto)
 	uid := types.UID("0a1b2c3d-0000-4000-8000-000000000003")
 
@@ -57,7 +57,7 @@ func TestAscendSpecsLeaveTheImagesLDLibraryPathAndAddTheDriverLibrariesToTheLDCa
 	require.Equal(t, testHook, h.Path)
 	// lib64/common is not on this node: only the directories present.
 	require.Equal(t, []string{testHook, cdi.HookSubcommand, cdi.HookUpdateLDCache, "--ldconfig=/sbin/ldconfig",
-		"--folder=/usr/local/Ascend/driver/lib64", "--folder=/usr/local/Ascend/driver/lib64/driver"}, h.Args)
+		"--folder=/usr/local/Ascend/driver/lib64/driver"}, h.Args)
 	require.NotNil(t, h.Timeout)
 
 	m := n.claim(uid, cambricon.Vendor, 0)

@@ -421,6 +421,8 @@ func TestAPluginInAContainerChecksFilesUnderItsMountButWritesNodePaths(t *testin
 	// As in the DaemonSet: the node's / is mounted at n.root in the
 	// plugin's container, the runtime sees it at /.
 	n := newNode(t, "atlas-800t-a2", nil)
+	// This node has the AI CPU queue scheduler's directory.
+	require.NoError(t, os.MkdirAll(filepath.Join(n.root, "var/queue_schedule"), 0o755))
 	dir := t.TempDir()
 	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: dir, HostRoot: "/", VisibleRoot: n.root})
 	require.NoError(t, err)
@@ -435,6 +437,7 @@ func TestAPluginInAContainerChecksFilesUnderItsMountButWritesNodePaths(t *testin
 		mounts = append(mounts, m.HostPath)
 	}
 	require.Contains(t, mounts, "/usr/local/Ascend/driver/lib64", "driver files that exist under the visible root are mounted")
+	require.Contains(t, mounts, "/var/queue_schedule", "where the node has it")
 	require.NotContains(t, mounts, "/usr/local/sbin/npu-smi", "files missing there are not")
 	require.Equal(t, "/dev/davinci0", specs[0].Devices[0].ContainerEdits.DeviceNodes[0].HostPath)
 }
@@ -765,17 +768,17 @@ func TestVisibleDevicesEnvFollowsTheModeAndTheVendorRuntime(t *testing.T) {
 	}
 }
 
-func TestAscendRuntimeIsFoundByItsBinaryOrTheRuntimeConfiguration(t *testing.T) {
+func TestAscendRuntimeIsFoundByItsBinary(t *testing.T) {
 	tests := []struct {
 		name, path, content string
 		want                bool
 	}{
 		{name: "nothing installed"},
 		{name: "the binary at the installer's default path", path: "usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime", content: "x", want: true},
-		{name: "containerd configured with a custom install path", path: "etc/containerd/config.toml",
-			content: "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.ascend.options]\n  BinaryName = \"/opt/adr/ascend-docker-runtime\"\n", want: true},
-		{name: "containerd without it", path: "etc/containerd/config.toml", content: "version = 2\n"},
-		{name: "docker configured", path: "etc/docker/daemon.json", content: `{"runtimes":{"ascend":{"path":"/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"}}}`, want: true},
+		// The chart mounts nothing of the host's /etc: a runtime named
+		// only in containerd's configuration is not a marker.
+		{name: "containerd configured, binary elsewhere", path: "etc/containerd/config.toml",
+			content: "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.ascend.options]\n  BinaryName = \"/opt/adr/ascend-docker-runtime\"\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

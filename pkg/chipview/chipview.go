@@ -32,8 +32,9 @@
 //     the claim's status.devices (pkg/claimstatus does so after
 //     NodePrepareResources succeeded and removes it after unprepare).
 //
-// Health is the chip device's taints (accel-dra.dev/unhealthy with the
-// cause as value). DeviceTaintRules are not read.
+// Health is the chip device's taints (a key per cause under
+// accel-dra.dev/, the reason as value; effect None for a warning, which
+// does not make the chip unhealthy here). DeviceTaintRules are not read.
 //
 // Slices of other drivers are counted per pool and not interpreted.
 package chipview

@@ -15,6 +15,8 @@
 package chipview_test
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -261,7 +263,7 @@ func TestAChipShowsItsModelMemoryLinkGroupAndTaints(t *testing.T) {
 	require.Equal(t, "hccs-1", c.LinkGroup, "chips 4-7 of an Atlas 800 are the second HCCS ring")
 	require.Equal(t, ascend, c.Driver)
 	require.Equal(t, int64(5), *c.Index)
-	require.Equal(t, []resourceapi.DeviceTaint{{Key: "accel-dra.dev/unhealthy", Value: "DeviceFileMissing", Effect: resourceapi.DeviceTaintEffectNoSchedule}}, c.Taints)
+	require.Equal(t, []resourceapi.DeviceTaint{{Key: "accel-dra.dev/device-file-missing", Value: "DeviceFileMissing", Effect: resourceapi.DeviceTaintEffectNoSchedule}}, c.Taints)
 	require.Equal(t, "hccs-0", chipByDevice(t, v, "train-0", "npu-0").LinkGroup)
 	for i, c := range v.Chips {
 		require.Equal(t, int64(i), *c.Index, "chips are in index order")
@@ -332,4 +334,42 @@ func TestTheSummaryCountsChipsPerModel(t *testing.T) {
 		{Node: "a2-1", Model: "Ascend910B3", Total: 8, Allocated: 2, Free: 5, Unhealthy: 2},
 		{Node: "infer-0", Model: "MLU370-X8", Total: 8, Allocated: 1, Free: 7},
 	}, chipview.Summarize(v.Chips, true))
+}
+
+// The Health column shows each taint, the reason naming its cause in the
+// table and key=value in the wide one; a chip whose only taint has effect
+// None (a warning) counts as free and healthy in the summary.
+func TestHealthShowsEachCauseAndAWarningDoesNotCountUnhealthy(t *testing.T) {
+	taint := func(key, value string, effect resourceapi.DeviceTaintEffect) resourceapi.DeviceTaint {
+		return resourceapi.DeviceTaint{Key: key, Value: value, Effect: effect}
+	}
+	for _, tc := range []struct {
+		name        string
+		taints      []resourceapi.DeviceTaint
+		short, wide string
+		unhealthy   int
+	}{
+		{name: "healthy", short: "ok", wide: "ok"},
+		{name: "a warning", taints: []resourceapi.DeviceTaint{taint("accel-dra.dev/health", "HealthWarning", resourceapi.DeviceTaintEffectNone)},
+			short: "HealthWarning:None", wide: "accel-dra.dev/health=HealthWarning:None"},
+		{name: "two causes", taints: []resourceapi.DeviceTaint{
+			taint("accel-dra.dev/device-file-missing", "DeviceFileMissing", resourceapi.DeviceTaintEffectNoSchedule),
+			taint("accel-dra.dev/health", "HealthAlarm", resourceapi.DeviceTaintEffectNoSchedule)},
+			short: "DeviceFileMissing:NoSchedule,HealthAlarm:NoSchedule",
+			wide:  "accel-dra.dev/device-file-missing=DeviceFileMissing:NoSchedule,accel-dra.dev/health=HealthAlarm:NoSchedule", unhealthy: 1},
+		{name: "a key without value", taints: []resourceapi.DeviceTaint{taint("accel-dra.dev/maintenance", "", resourceapi.DeviceTaintEffectNoExecute)},
+			short: "maintenance:NoExecute", wide: "accel-dra.dev/maintenance:NoExecute", unhealthy: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &chipview.View{Chips: []chipview.Chip{{Node: "n", Device: "npu-0", Model: "Ascend910B3", Mode: chipview.Whole, State: chipview.Free, Taints: tc.taints}}}
+			for wide, want := range map[bool]string{false: tc.short, true: tc.wide} {
+				var out bytes.Buffer
+				require.NoError(t, chipview.PrintTable(&out, v, wide))
+				require.Contains(t, strings.Fields(strings.Split(out.String(), "\n")[1]), want, "wide=%v", wide)
+			}
+			sum := chipview.Summarize(v.Chips, false)
+			require.Equal(t, tc.unhealthy, sum[0].Unhealthy)
+			require.Equal(t, 1-tc.unhealthy, sum[0].Free)
+		})
+	}
 }

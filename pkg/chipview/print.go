@@ -103,21 +103,27 @@ func quantity(q *resource.Quantity) string {
 	return q.String()
 }
 
-// health is "ok" or the taints as key=value:effect; the short form drops
-// our domain from the key.
+// health is "ok" or the taints as key=value:effect; the short form gives
+// our taints as value:effect, as the value (the reason, e.g.
+// DeviceFileMissing, HealthWarning) names the cause its key stands for,
+// and drops our domain from other keys.
 func health(taints []resourceapi.DeviceTaint, full bool) string {
 	if len(taints) == 0 {
 		return "ok"
 	}
 	out := make([]string, 0, len(taints))
 	for _, t := range taints {
-		key := t.Key
-		if !full {
-			key = strings.TrimPrefix(key, names.Domain+"/")
-		}
-		s := key
+		s := t.Key
 		if t.Value != "" {
 			s += "=" + t.Value
+		}
+		if !full {
+			switch key, ours := strings.CutPrefix(t.Key, names.Domain+"/"); {
+			case ours && t.Value != "":
+				s = t.Value
+			case ours:
+				s = key
+			}
 		}
 		out = append(out, s+":"+string(t.Effect))
 	}

@@ -122,19 +122,19 @@ func TestChipsPrintsEachChipWithItsHoldersOneListPerKindAndNoWrites(t *testing.T
 	client := fakeCluster(t)
 	out, _, err := runCLI(t, "chips")
 	require.NoError(t, err)
-	require.Equal(t, `NODE      DEVICE  MODEL        MEMORY  LINK GROUP  HEALTH                                  STATE      HOLDERS            ADMIN ACCESS                     IN USE / LEFT
-a2-0      npu-0   Ascend910B3  64Gi    hccs-0      ok                                      allocated  ml/vnpu(vnpu-0)    -                                vir05_1c_16g×1, left aicpu=5 cores=15 memory=48Gi
-a2-0      npu-1   Ascend910B3  64Gi    hccs-0      ok                                      prepared   ml/infer(infer-0)  -                                1 share, left cores=18 memory=48Gi
-a2-0      npu-2   Ascend910B3  64Gi    hccs-0      ok                                      free       -                  -                                -
-a2-0      npu-3   Ascend910B3  64Gi    hccs-0      ok                                      free       -                  -                                -
-a2-0      npu-4   Ascend910B3  64Gi    hccs-0      ok                                      free       -                  -                                -
-a2-0      npu-5   Ascend910B3  64Gi    hccs-0      ok                                      free       -                  -                                -
-a2-0      npu-6   Ascend910B3  64Gi    hccs-0      ok                                      free       -                  -                                -
-a2-0      npu-7   Ascend910B3  64Gi    hccs-0      ok                                      free       -                  -                                -
-mlu270-0  mlu-0   MLU270-S4    16Gi    pcie-0      ok                                      free       -                  -                                -
-mlu270-0  mlu-1   MLU270-S4    16Gi    pcie-1      ok                                      prepared   ml/serve(serve-0)  monitoring/chips-x7(monitor-x7)  -
-mlu270-0  mlu-2   MLU270-S4    16Gi    pcie-2      ok                                      free       -                  monitoring/chips-x7(monitor-x7)  -
-mlu270-0  mlu-3   MLU270-S4    16Gi    pcie-3      unhealthy=DeviceFileMissing:NoSchedule  free       -                  -                                -
+	require.Equal(t, `NODE      DEVICE  MODEL        MEMORY  LINK GROUP  HEALTH                        STATE      HOLDERS            ADMIN ACCESS                     IN USE / LEFT
+a2-0      npu-0   Ascend910B3  64Gi    hccs-0      ok                            allocated  ml/vnpu(vnpu-0)    -                                vir05_1c_16g×1, left aicpu=5 cores=15 memory=48Gi
+a2-0      npu-1   Ascend910B3  64Gi    hccs-0      ok                            prepared   ml/infer(infer-0)  -                                1 share, left cores=18 memory=48Gi
+a2-0      npu-2   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -
+a2-0      npu-3   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -
+a2-0      npu-4   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -
+a2-0      npu-5   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -
+a2-0      npu-6   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -
+a2-0      npu-7   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -
+mlu270-0  mlu-0   MLU270-S4    16Gi    pcie-0      ok                            free       -                  -                                -
+mlu270-0  mlu-1   MLU270-S4    16Gi    pcie-1      ok                            prepared   ml/serve(serve-0)  monitoring/chips-x7(monitor-x7)  -
+mlu270-0  mlu-2   MLU270-S4    16Gi    pcie-2      ok                            free       -                  monitoring/chips-x7(monitor-x7)  -
+mlu270-0  mlu-3   MLU270-S4    16Gi    pcie-3      DeviceFileMissing:NoSchedule  free       -                  -                                -
 
 OTHER DRIVERS (not interpreted)
 NODE  DRIVER           POOL  SLICES  DEVICES

@@ -65,7 +65,7 @@ type file struct {
 // character devices 1:3 (mode 0666), and, for each vendor that has chips,
 // the driver files its container runtime mounts into containers:
 //
-//   - Ascend: /usr/local/Ascend/driver/lib64/libascend_hal.so (placeholder),
+//   - Ascend: /usr/local/Ascend/driver/lib64/driver/libascend_hal.so (placeholder), lib64/common,
 //     /usr/local/Ascend/driver/include/, /usr/local/Ascend/driver/version.info
 //     ("Version=" the chips' DriverVersion), /etc/ascend_install.info,
 //     /usr/local/dcmi/libdcmi.so (placeholder) and a /usr/local/bin/npu-smi

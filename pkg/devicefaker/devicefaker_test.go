@@ -62,7 +62,8 @@ func allNodes(inv inventory.Inventory) []string {
 }
 
 var ascendFiles = []string{
-	"/usr/local/Ascend/driver/lib64/libascend_hal.so",
+	"/usr/local/Ascend/driver/lib64/driver/libascend_hal.so",
+	"/usr/local/Ascend/driver/lib64/common",
 	"/usr/local/Ascend/driver/include",
 	"/usr/local/Ascend/driver/version.info",
 	"/etc/ascend_install.info",

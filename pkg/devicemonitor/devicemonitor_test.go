@@ -16,6 +16,7 @@ package devicemonitor_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -96,12 +97,15 @@ func (s *slicesTarget) Update(_ context.Context, inv inventory.Inventory, verifi
 	return nil
 }
 
-// taints is the unhealthy taint value of each tainted device.
+// taints is the health taint value of each tainted device, whose key
+// must be the one of its cause.
 func (s *slicesTarget) taints() map[string]string {
 	out := map[string]string{}
 	for name, d := range s.devices {
 		for _, taint := range d.Taints {
-			require.Equal(nil, names.TaintUnhealthy, taint.Key)
+			if key := resourceslices.TaintKey(taint.Value); taint.Key != key {
+				panic(fmt.Sprintf("device %s: taint %s=%s, want key %s", name, taint.Key, taint.Value, key))
+			}
 			out[name] = taint.Value
 		}
 	}

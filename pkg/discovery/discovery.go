@@ -22,6 +22,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -37,17 +38,24 @@ type Backend interface {
 }
 
 // DiscoverAll runs the backends in order and merges their inventories.
+// One backend's failure does not hide the others' chips: it returns the
+// merged inventory of the backends that succeeded together with the
+// failed ones' errors (joined, each naming its backend), so a caller can
+// serve one vendor while another's tool or library fails. A caller that
+// needs every backend treats any error as failure.
 func DiscoverAll(ctx context.Context, backends ...Backend) (inventory.Inventory, error) {
 	var inv inventory.Inventory
+	var errs []error
 	for _, b := range backends {
 		part, err := b.Discover(ctx)
 		if err != nil {
-			return inventory.Inventory{}, fmt.Errorf("discovering %s chips: %w", b.Name(), err)
+			errs = append(errs, fmt.Errorf("discovering %s chips: %w", b.Name(), err))
+			continue
 		}
 		inv.Merge(part)
 	}
 	if err := inv.Validate(); err != nil {
 		return inventory.Inventory{}, fmt.Errorf("checking discovered inventory: %w", err)
 	}
-	return inv, nil
+	return inv, errors.Join(errs...)
 }

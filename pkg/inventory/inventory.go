@@ -20,6 +20,7 @@ package inventory
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -87,12 +88,15 @@ type Chip struct {
 	// `accel-dra discover`; nil where the backend does not say.
 	Sources map[string]string
 	Healthy bool
-	// HealthReason says, machine-readably, why a chip is not Healthy (one
-	// of the Reason* values; it becomes the value of the accel-dra.dev/
-	// unhealthy device taint); HealthMessage says it for people. Both are
+	// HealthReason says, machine-readably, why a chip is not Healthy (the
+	// first of HealthReasons); HealthMessage says it for people. Both are
 	// empty on a healthy chip.
 	HealthReason  string
 	HealthMessage string
+	// HealthReasons are all the reasons found (Reason* values), each once,
+	// in the order found: each becomes a device taint, under the key of
+	// its cause (pkg/resourceslices Taints). Reasons returns them.
+	HealthReasons []string
 	// DeviceNodes are the chip's own device files, absolute paths as seen on
 	// the host (e.g. /dev/davinci0, /dev/cambricon_ipcm0).
 	DeviceNodes []string
@@ -104,6 +108,10 @@ type Chip struct {
 // Reasons a chip is unhealthy. Each is a valid label value, so it can be
 // a device taint's value.
 const (
+	// ReasonHealthWarning is ReasonToolHealth("Warning"): the vendor grades
+	// the chip degraded but usable (npu-smi/DCMI health 1, Warning). The
+	// only warning-level reason (Warning).
+	ReasonHealthWarning = "HealthWarning"
 	// ReasonPCIDeviceMissing: the vendor tool lists the chip, but its PCI
 	// function is gone from sysfs (fell off the bus, hot-removed).
 	ReasonPCIDeviceMissing = "PCIDeviceMissing"
@@ -141,15 +149,38 @@ func ReasonToolHealth(value string) string {
 	return b.String()
 }
 
-// MarkUnhealthy records that the chip is unhealthy. The first reason
-// found stays: discovery checks the most basic faults (PCI function,
+// MarkUnhealthy records that the chip is unhealthy for reason. Every
+// reason is kept (HealthReasons, each once: a chip can have several causes,
+// each its own taint); the first one found stays HealthReason and
+// HealthMessage: discovery checks the most basic faults (PCI function,
 // device file) before the tool's health fields.
 func (c *Chip) MarkUnhealthy(reason, message string) {
 	c.Healthy = false
 	if c.HealthReason == "" {
 		c.HealthReason, c.HealthMessage = reason, message
 	}
+	if !slices.Contains(c.HealthReasons, reason) {
+		c.HealthReasons = append(c.HealthReasons, reason)
+	}
 }
+
+// Reasons are the reasons the chip is unhealthy: HealthReasons, or
+// HealthReason alone where only that was set, or "" for an unhealthy chip
+// without a reason; none on a healthy chip.
+func (c Chip) Reasons() []string {
+	switch {
+	case c.Healthy:
+		return nil
+	case len(c.HealthReasons) > 0:
+		return c.HealthReasons
+	}
+	return []string{c.HealthReason}
+}
+
+// Warning says whether reason is a warning-level state: the vendor grades
+// the chip degraded but still usable, so it is shown but does not keep
+// claims off the chip.
+func Warning(reason string) bool { return reason == ReasonHealthWarning }
 
 // Value is a vendor-specific attribute value; exactly one field is set.
 type Value struct {

@@ -38,13 +38,32 @@ func TestReasonToolHealthIsAValidCamelCaseReason(t *testing.T) {
 	}
 }
 
-func TestMarkUnhealthyKeepsTheFirstReason(t *testing.T) {
+func TestMarkUnhealthyKeepsTheFirstReasonAndEveryCause(t *testing.T) {
 	c := inventory.Chip{Healthy: true}
+	require.Empty(t, c.Reasons())
 	c.MarkUnhealthy(inventory.ReasonPCIDeviceMissing, "PCI function gone")
 	c.MarkUnhealthy("HealthAlarm", "npu-smi reports health Alarm")
+	c.MarkUnhealthy(inventory.ReasonPCIDeviceMissing, "again")
 	require.False(t, c.Healthy)
 	require.Equal(t, inventory.ReasonPCIDeviceMissing, c.HealthReason)
 	require.Equal(t, "PCI function gone", c.HealthMessage)
+	require.Equal(t, []string{inventory.ReasonPCIDeviceMissing, "HealthAlarm"}, c.Reasons(), "each reason once, in order")
+
+	set := inventory.Chip{HealthReason: inventory.ReasonDeviceFileMissing}
+	require.Equal(t, []string{inventory.ReasonDeviceFileMissing}, set.Reasons(), "a reason set without MarkUnhealthy")
+}
+
+func TestOnlyTheVendorsWarningLevelIsAWarning(t *testing.T) {
+	for reason, warning := range map[string]bool{
+		inventory.ReasonToolHealth("Warning"):  true,
+		inventory.ReasonToolHealth("Alarm"):    false,
+		inventory.ReasonToolHealth("Critical"): false,
+		inventory.ReasonToolHealth("UNKNOWN"):  false,
+		inventory.ReasonDriverNotRunning:       false,
+		inventory.ReasonLibraryError:           false,
+	} {
+		require.Equal(t, warning, inventory.Warning(reason), reason)
+	}
 }
 
 func TestValidateAcceptsADeviceIPOnlyWithItsPrefixLength(t *testing.T) {

@@ -46,7 +46,27 @@ const (
 	// TypeChip is the accel-dra.dev/type of a whole chip.
 	TypeChip = "chip"
 
-	// TaintUnhealthy is put on devices whose chip reports bad health, so
-	// the scheduler does not hand them out.
+	// Device taint keys, one per cause of an unhealthy chip, as NVIDIA's
+	// DRA driver has one per health dimension (gpu.nvidia.com/xid,
+	// gpu-lost). The value is the chip's health reason
+	// (inventory.Reason*); the effect is None for a warning-level state,
+	// else the agent's --unhealthy-taint-effect (pkg/resourceslices
+	// Taints). docs/health-metrics.md lists the vendor codes behind each.
+
+	// TaintHealth: the vendor's tool or library grades the chip's health
+	// (npu-smi/DCMI Warning, Alarm, Critical, UNKNOWN; cnmon/CNDev device
+	// health "In problem").
+	TaintHealth = Domain + "/health"
+	// TaintDriverNotRunning: the vendor driver does not run for the chip.
+	TaintDriverNotRunning = Domain + "/driver-not-running"
+	// TaintDeviceFileMissing: the chip's device file is gone.
+	TaintDeviceFileMissing = Domain + "/device-file-missing"
+	// TaintPCIDeviceMissing: the chip's PCI function is gone from sysfs.
+	TaintPCIDeviceMissing = Domain + "/pci-device-missing"
+	// TaintLibraryError: a call of the vendor's library failed for the
+	// chip alone.
+	TaintLibraryError = Domain + "/library-error"
+	// TaintUnhealthy: any other cause (a simulated profile's unhealthy
+	// chip, a reason without a key of its own).
 	TaintUnhealthy = Domain + "/unhealthy"
 )

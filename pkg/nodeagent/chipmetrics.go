@@ -70,8 +70,7 @@ func telemetry(o Options, v vendors.Vendor) vendors.Telemetry {
 		// Recorded tool output is a snapshot: nothing to read over time.
 		return nil
 	}
-	return v.NewTelemetry(vendors.BackendConfig{Root: rootOf(o),
-		Runner:             discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
-		Library:            o.Discovery.Libraries[v.Names().Option],
-		LibraryCallTimeout: o.Discovery.LibraryCallTimeout})
+	return v.NewTelemetry(o.Discovery.BackendConfig(rootOf(o),
+		discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
+		o.Discovery.Libraries[v.Names().Option]))
 }

@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -152,14 +153,20 @@ func Run(ctx context.Context, o Options) error {
 	if err := resourceslices.CheckTemplates(o.Discovery.Registry, o.PartitionTemplates); err != nil {
 		return fmt.Errorf("--partition-templates: %w", err)
 	}
-	inv, err := source.Discover(ctx, o.Discovery)
-	if err != nil {
-		return err
+	inv, discoverErr := source.Discover(ctx, o.Discovery)
+	if discoverErr != nil && len(inv.Chips) == 0 {
+		return discoverErr
 	}
 	logWhole(ctx, policy, inv)
 	found := inv.Vendors()
 	if len(found) == 0 {
 		return source.NoChipsError(o.Discovery.Registry, o.Discovery.Vendors, rootOf(o))
+	}
+	if discoverErr != nil {
+		// One vendor's tool or library failing must not take the other
+		// vendor's driver down with it: serve what was found, retry the
+		// rest (retryDiscovery) and report it on /readyz.
+		logger.Error(discoverErr, "Cannot discover the chips of a vendor: serving the others and retrying it", "serving", found)
 	}
 	hostRoot := rootOf(o)
 	if o.FakeDevices {
@@ -189,7 +196,7 @@ func Run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	probeServer := &probes{want: len(found), metrics: metrics.New(), separateMetrics: o.MetricsAddr != "", liveTimeout: o.LivenessTimeout,
-		hangLimit: o.LibraryHangLimit}
+		hangLimit: o.LibraryHangLimit, discoveryErr: discoverErr}
 	if probeServer.libraries, err = libraryWatches(o.Discovery); err != nil {
 		return err
 	}
@@ -300,6 +307,9 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	if discoverErr != nil {
+		go retryDiscovery(ctx, o, found, probeServer, cancel)
+	}
 	logger.Info("Serving", "node", o.Discovery.NodeName, "drivers", len(drivers))
 	<-ctx.Done()
 	// The monitor must not update a driver that is being stopped.
@@ -309,6 +319,63 @@ func Run(ctx context.Context, o Options) error {
 	}
 	logger.Info("Shutting down", "reason", context.Cause(stopped))
 	return nil
+}
+
+// retryDiscovery re-reads the vendors not served because their discovery
+// failed at start, every health interval, reporting the error on /readyz
+// until it clears. Once their chips can be read it stops the agent with a
+// cause saying so: the kubelet restarts the container, and the new
+// process serves every vendor (a driver is only started with the agent,
+// and its health monitor).
+func retryDiscovery(ctx context.Context, o Options, served []inventory.Vendor, p *probes, stop context.CancelCauseFunc) {
+	logger := klog.FromContext(ctx)
+	opts := o.Discovery
+	want := unserved(opts, served)
+	if len(want) == 0 {
+		return
+	}
+	opts.Vendors = want
+	interval := o.HealthInterval
+	if interval <= 0 {
+		interval = devicemonitor.DefaultInterval
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for failures := 1; ; failures++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		inv, err := source.Discover(ctx, opts)
+		p.setDiscoveryErr(err)
+		if err != nil {
+			logger.V(2).Info("Discovery of the vendors not served still fails", "vendors", want, "failures", failures, "err", err)
+			continue
+		}
+		if vs := inv.Vendors(); len(vs) > 0 {
+			stop(fmt.Errorf("the chips of %v can be read now: restarting to serve them", vs))
+		} else {
+			logger.Info("Discovery of the vendors not served succeeds now and finds no chips", "vendors", want)
+		}
+		return
+	}
+}
+
+// unserved are the --vendors options of o's vendors that are not in
+// served.
+func unserved(o source.Options, served []inventory.Vendor) []string {
+	var out []string
+	for _, v := range o.Registry.All() {
+		opt := v.Names().Option
+		if len(o.Vendors) > 0 && !slices.Contains(o.Vendors, opt) {
+			continue
+		}
+		if !slices.Contains(served, v.Names().Vendor) {
+			out = append(out, opt)
+		}
+	}
+	return out
 }
 
 // partitionTool is the tool that makes a vendor's partitions: on a

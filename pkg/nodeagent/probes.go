@@ -58,6 +58,15 @@ type probes struct {
 	// once hung for hangLimit (zero: DefaultLibraryHangLimit).
 	libraries []libraryWatch
 	hangLimit time.Duration
+	// discoveryErr is the failed discovery of the vendors not served
+	// (retryDiscovery); /readyz fails with it while it lasts.
+	discoveryErr error
+}
+
+func (p *probes) setDiscoveryErr(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.discoveryErr = err
 }
 
 // libraryWatch is one vendor backend that calls a management library.
@@ -120,6 +129,9 @@ func (p *probes) add(d *driver.Driver) {
 func (p *probes) ready() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.discoveryErr != nil {
+		return fmt.Errorf("not serving every vendor: %w", p.discoveryErr)
+	}
 	if len(p.drivers) < p.want {
 		return fmt.Errorf("%d of %d drivers started", len(p.drivers), p.want)
 	}

@@ -16,6 +16,7 @@ package resourceslices
 
 import (
 	"fmt"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -45,11 +46,14 @@ func ParseTaintEffect(s string) (resourceapi.DeviceTaintEffect, error) {
 }
 
 // Taints are the device taints of a chip and its partition devices: none
-// on a healthy chip; on an unhealthy one accel-dra.dev/unhealthy with the
-// chip's health reason (inventory.Reason*, e.g. HealthAlarm,
-// DeviceFileMissing) as value and the given effect (NoSchedule when
-// empty). The apiserver fills in TimeAdded; the resourceslice controller
-// keeps it on later writes.
+// on a healthy chip; on an unhealthy one a taint per cause (TaintKey), in
+// the order discovery found them, with the reason (inventory.Reason*,
+// e.g. HealthAlarm, DeviceFileMissing) as value. The effect is None for a
+// warning-level reason (inventory.Warning: shown, but claims still get
+// the chip, as NVIDIA's DRA driver does for non-critical events) and the
+// given effect (NoSchedule when empty) for the others. Where two reasons
+// share a key, the first one's taint stays. The apiserver fills in
+// TimeAdded; the resourceslice controller keeps it on later writes.
 func Taints(c inventory.Chip, effect resourceapi.DeviceTaintEffect) []resourceapi.DeviceTaint {
 	if c.Healthy {
 		return nil
@@ -57,17 +61,52 @@ func Taints(c inventory.Chip, effect resourceapi.DeviceTaintEffect) []resourceap
 	if effect == "" {
 		effect = resourceapi.DeviceTaintEffectNoSchedule
 	}
-	return []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: TaintValue(c), Effect: effect}}
+	var out []resourceapi.DeviceTaint
+	seen := map[string]bool{}
+	for _, reason := range c.Reasons() {
+		key := TaintKey(reason)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		t := resourceapi.DeviceTaint{Key: key, Value: reasonValue(reason), Effect: effect}
+		if inventory.Warning(reason) {
+			t.Effect = resourceapi.DeviceTaintEffectNone
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
-// TaintValue is the unhealthy taint's value for c: its health reason when
-// that is a valid label value (the API requires one), else
-// TaintValueUnknown.
-func TaintValue(c inventory.Chip) string {
-	if c.HealthReason == "" || len(validation.IsValidLabelValue(c.HealthReason)) > 0 {
+// TaintKey is the device taint key of a health reason, one per cause
+// (pkg/names): the vendor's health level (inventory.ReasonToolHealth's
+// Health…), the driver not running, the device file or PCI function gone,
+// a failed library call; TaintUnhealthy for any other reason.
+func TaintKey(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, "Health"):
+		return names.TaintHealth
+	case reason == inventory.ReasonDriverNotRunning:
+		return names.TaintDriverNotRunning
+	case reason == inventory.ReasonDeviceFileMissing:
+		return names.TaintDeviceFileMissing
+	case reason == inventory.ReasonPCIDeviceMissing:
+		return names.TaintPCIDeviceMissing
+	case reason == inventory.ReasonLibraryError:
+		return names.TaintLibraryError
+	}
+	return names.TaintUnhealthy
+}
+
+// TaintValue is the value of c's first taint: its health reason when that
+// is a valid label value (the API requires one), else TaintValueUnknown.
+func TaintValue(c inventory.Chip) string { return reasonValue(c.HealthReason) }
+
+func reasonValue(reason string) string {
+	if reason == "" || len(validation.IsValidLabelValue(reason)) > 0 {
 		return TaintValueUnknown
 	}
-	return c.HealthReason
+	return reason
 }
 
 // setHealth puts the chip's health on each of its devices (the chip and

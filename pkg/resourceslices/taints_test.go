@@ -41,30 +41,73 @@ func sick(inv inventory.Inventory, reasons map[int]string) inventory.Inventory {
 	return out
 }
 
+// Each cause has its own key, the reason is the value, and a
+// warning-level state is shown with effect None while the others keep
+// claims off the chip with the configured effect.
 func TestTaintsSayWhyAChipIsUnhealthy(t *testing.T) {
 	chip := inventory.Chip{Vendor: ascend.Vendor, Model: "Ascend910B3", Index: 0, Healthy: true}
+	taint := func(key, value string, effect resourceapi.DeviceTaintEffect) resourceapi.DeviceTaint {
+		return resourceapi.DeviceTaint{Key: key, Value: value, Effect: effect}
+	}
+	const (
+		none       = resourceapi.DeviceTaintEffectNone
+		noSchedule = resourceapi.DeviceTaintEffectNoSchedule
+		noExecute  = resourceapi.DeviceTaintEffectNoExecute
+	)
 	for _, tc := range []struct {
-		name   string
-		reason string // "" keeps the chip healthy
-		effect resourceapi.DeviceTaintEffect
-		want   []resourceapi.DeviceTaint
+		name    string
+		reasons []string // none keeps the chip healthy
+		effect  resourceapi.DeviceTaintEffect
+		want    []resourceapi.DeviceTaint
 	}{
 		{name: "a healthy chip has no taint", want: nil},
-		{name: "the tool's health value", reason: "HealthAlarm",
-			want: []resourceapi.DeviceTaint{{Key: "accel-dra.dev/unhealthy", Value: "HealthAlarm", Effect: resourceapi.DeviceTaintEffectNoSchedule}}},
-		{name: "a missing device file, NoExecute by opt-in", reason: inventory.ReasonDeviceFileMissing, effect: resourceapi.DeviceTaintEffectNoExecute,
-			want: []resourceapi.DeviceTaint{{Key: "accel-dra.dev/unhealthy", Value: "DeviceFileMissing", Effect: resourceapi.DeviceTaintEffectNoExecute}}},
-		{name: "a reason that is no label value becomes Unhealthy", reason: "bad reason!",
-			want: []resourceapi.DeviceTaint{{Key: "accel-dra.dev/unhealthy", Value: "Unhealthy", Effect: resourceapi.DeviceTaintEffectNoSchedule}}},
+		{name: "Ascend Warning is shown, not blocking", reasons: []string{inventory.ReasonToolHealth("Warning")},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/health", "HealthWarning", none)}},
+		{name: "Ascend Warning stays None under NoExecute", reasons: []string{inventory.ReasonToolHealth("Warning")}, effect: noExecute,
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/health", "HealthWarning", none)}},
+		{name: "Ascend Alarm", reasons: []string{inventory.ReasonToolHealth("Alarm")},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/health", "HealthAlarm", noSchedule)}},
+		{name: "Ascend Critical, NoExecute by opt-in", reasons: []string{inventory.ReasonToolHealth("Critical")}, effect: noExecute,
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/health", "HealthCritical", noExecute)}},
+		{name: "Ascend UNKNOWN", reasons: []string{inventory.ReasonToolHealth("UNKNOWN")},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/health", "HealthUnknown", noSchedule)}},
+		{name: "Cambricon In problem", reasons: []string{inventory.ReasonToolHealth("In problem")},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/health", "HealthInproblem", noSchedule)}},
+		{name: "the driver not running", reasons: []string{inventory.ReasonDriverNotRunning},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/driver-not-running", "DriverNotRunning", noSchedule)}},
+		{name: "a missing device file, NoExecute by opt-in", reasons: []string{inventory.ReasonDeviceFileMissing}, effect: noExecute,
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/device-file-missing", "DeviceFileMissing", noExecute)}},
+		{name: "a PCI function gone", reasons: []string{inventory.ReasonPCIDeviceMissing},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/pci-device-missing", "PCIDeviceMissing", noSchedule)}},
+		{name: "a failed library call", reasons: []string{inventory.ReasonLibraryError},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/library-error", "LibraryError", noSchedule)}},
+		{name: "a simulated unhealthy chip", reasons: []string{inventory.ReasonSimulated},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/unhealthy", "SimulatedUnhealthy", noSchedule)}},
+		{name: "a reason that is no label value becomes Unhealthy", reasons: []string{"bad reason!"},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/unhealthy", "Unhealthy", noSchedule)}},
+		{name: "several causes, a taint each in the order found", reasons: []string{inventory.ReasonDeviceFileMissing, inventory.ReasonToolHealth("Warning"), inventory.ReasonDriverNotRunning},
+			want: []resourceapi.DeviceTaint{
+				taint("accel-dra.dev/device-file-missing", "DeviceFileMissing", noSchedule),
+				taint("accel-dra.dev/health", "HealthWarning", none),
+				taint("accel-dra.dev/driver-not-running", "DriverNotRunning", noSchedule),
+			}},
+		{name: "two reasons of one cause: the first stays", reasons: []string{inventory.ReasonToolHealth("Alarm"), inventory.ReasonToolHealth("Warning"), inventory.ReasonToolHealth("Alarm")},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/health", "HealthAlarm", noSchedule)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := chip
-			if tc.reason != "" {
-				c.MarkUnhealthy(tc.reason, "test")
+			for _, r := range tc.reasons {
+				c.MarkUnhealthy(r, "test")
 			}
 			require.Equal(t, tc.want, resourceslices.Taints(c, tc.effect))
 		})
 	}
+	// A chip whose reason was set without MarkUnhealthy.
+	c := chip
+	c.Healthy, c.HealthReason = false, inventory.ReasonPCIDeviceMissing
+	require.Equal(t, []resourceapi.DeviceTaint{taint("accel-dra.dev/pci-device-missing", "PCIDeviceMissing", noSchedule)}, resourceslices.Taints(c, ""))
+	c.HealthReason = ""
+	require.Equal(t, []resourceapi.DeviceTaint{taint("accel-dra.dev/unhealthy", "Unhealthy", noSchedule)}, resourceslices.Taints(c, ""))
 }
 
 func TestParseTaintEffectAcceptsNoScheduleAndNoExecuteOnly(t *testing.T) {
@@ -96,7 +139,7 @@ func TestEveryDeviceOfAChipCarriesItsHealth(t *testing.T) {
 				continue
 			}
 			tainted++
-			require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: "HealthCritical", Effect: effect}}, d.Taints, d.Name)
+			require.Equal(t, []resourceapi.DeviceTaint{{Key: names.TaintHealth, Value: "HealthCritical", Effect: effect}}, d.Taints, d.Name)
 		}
 		require.Greater(t, tainted, 1, "the chip and its partitions")
 	}

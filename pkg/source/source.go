@@ -21,6 +21,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +66,27 @@ type Options struct {
 	// LibraryCallTimeout bounds each call into a management library
 	// (vendors.BackendConfig.LibraryCallTimeout; zero: the default).
 	LibraryCallTimeout time.Duration
+	// PartitionMode is the partition mode the admin declares for the
+	// node (vendors.BackendConfig.PartitionMode: auto, on, off; empty is
+	// auto), passed to every vendor's backend.
+	PartitionMode string
+}
+
+// PartitionModes are the values of Options.PartitionMode, for flag help
+// and validation.
+var PartitionModes = []string{vendors.PartitionModeAuto, vendors.PartitionModeOn, vendors.PartitionModeOff}
+
+// PartitionModeHelp is the usage of the agent's --partition-mode flag.
+const PartitionModeHelp = "the partition mode the admin declares for this node (Ascend vNPU docker mode, Cambricon sMLU mode), as Huawei's device plugin takes presetVirtualDevice: " +
+	"auto reads it from the node where the vendor's query answers (Ascend's is refused in most containers); on declares it on; off never offers partitions. " +
+	"The query, where it answers, is only a cross-check of a declared mode"
+
+// ValidatePartitionMode checks a partition mode (Options.PartitionMode).
+func ValidatePartitionMode(mode string) error {
+	if mode == "" || slices.Contains(PartitionModes, mode) {
+		return nil
+	}
+	return fmt.Errorf("partition mode %q is not one of %s", mode, strings.Join(PartitionModes, ", "))
 }
 
 // Backends returns the backends for o. With a root, every vendor's
@@ -77,6 +99,9 @@ func Backends(o Options) ([]discovery.Backend, error) {
 			return nil, err
 		}
 		return []discovery.Backend{profilenode.New(o.Registry, o.NodeName, p)}, nil
+	}
+	if err := ValidatePartitionMode(o.PartitionMode); err != nil {
+		return nil, err
 	}
 	root := o.Root
 	if root == "" {
@@ -99,10 +124,17 @@ func Backends(o Options) ([]discovery.Backend, error) {
 				// machine's library would mix in its chips.
 				library = vendors.LibraryNone
 			}
-			backends = append(backends, v.NewBackend(vendors.BackendConfig{Root: root, Runner: runner, Library: library, LibraryCallTimeout: o.LibraryCallTimeout}))
+			backends = append(backends, v.NewBackend(o.BackendConfig(root, runner, library)))
 		}
 	}
 	return backends, nil
+}
+
+// BackendConfig is what the vendors' backends (discovery,
+// telemetry) are given on this node: root, runner and library as the
+// caller resolved them, and the options every backend shares.
+func (o Options) BackendConfig(root string, runner discovery.CommandRunner, library string) vendors.BackendConfig {
+	return vendors.BackendConfig{Root: root, Runner: runner, Library: library, LibraryCallTimeout: o.LibraryCallTimeout, PartitionMode: o.PartitionMode}
 }
 
 // ToolPaths maps the vendor tools' names to the configured paths, for
@@ -147,16 +179,17 @@ func vendorSet(reg vendors.Registry, options []string) (map[inventory.Vendor]boo
 	return out, nil
 }
 
-// Discover runs the backends of o and returns the node's inventory.
+// Discover runs the backends of o and returns the node's inventory. When
+// some vendors' backends fail, it returns the chips of the others with
+// the failed ones' errors (discovery.DiscoverAll).
 func Discover(ctx context.Context, o Options) (inventory.Inventory, error) {
 	backends, err := Backends(o)
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
-	inv, err := discovery.DiscoverAll(ctx, backends...)
-	if err != nil {
-		return inventory.Inventory{}, err
-	}
+	// A failed backend's error comes back with the others' chips (see
+	// discovery.DiscoverAll), which are still checked and returned.
+	inv, discoverErr := discovery.DiscoverAll(ctx, backends...)
 	// Backends report their own vendor; a profile may name any.
 	for _, c := range inv.Chips {
 		if _, ok := o.Registry.Lookup(c.Vendor); !ok {
@@ -176,5 +209,5 @@ func Discover(ctx context.Context, o Options) (inventory.Inventory, error) {
 			out.SharedDeviceNodes[v] = nodes
 		}
 	}
-	return out, nil
+	return out, discoverErr
 }

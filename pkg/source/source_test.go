@@ -23,11 +23,14 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/source"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
+	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
 )
 
 // mixedRoot combines the Ascend 910B3 and Cambricon MLU370-X8 fixture
@@ -118,4 +121,34 @@ func TestEachVendorsLibraryFlagSetsItsEntry(t *testing.T) {
 	require.Equal(t, map[string]string{"ascend": "/opt/dcmi/libdcmi.so", "cambricon": "none"}, libs)
 	require.Equal(t, "ACCEL_DRA_DCMI_LIBRARY", flagenv.Var(fs.Lookup("dcmi-library")))
 	require.Equal(t, "ACCEL_DRA_CNDEV_LIBRARY", flagenv.Var(fs.Lookup("cndev-library")))
+}
+
+// recordingAcme is the test vendor, recording the configuration its
+// backends are made with.
+type recordingAcme struct {
+	vendortest.Acme
+	configs *[]vendors.BackendConfig
+}
+
+func (r recordingAcme) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
+	*r.configs = append(*r.configs, cfg)
+	return r.Acme.NewBackend(cfg)
+}
+
+// The partition mode the admin declares (the agent's --partition-mode)
+// reaches every vendor's backend, and a mode that is none is refused.
+func TestThePartitionModeReachesTheBackends(t *testing.T) {
+	var configs []vendors.BackendConfig
+	reg, err := registry.With(recordingAcme{configs: &configs})
+	require.NoError(t, err)
+	for _, mode := range []string{"", vendors.PartitionModeAuto, vendors.PartitionModeOn, vendors.PartitionModeOff} {
+		configs = nil
+		backends, err := source.Backends(source.Options{Registry: reg, Root: t.TempDir(), PartitionMode: mode})
+		require.NoError(t, err)
+		require.Len(t, backends, 3)
+		require.Len(t, configs, 1)
+		require.Equal(t, mode, configs[0].PartitionMode)
+	}
+	_, err = source.Backends(source.Options{Registry: reg, Root: t.TempDir(), PartitionMode: "docker"})
+	require.EqualError(t, err, `partition mode "docker" is not one of auto, on, off`)
 }

@@ -187,6 +187,35 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			"no claim holds devices on these nodes, so freeing one would not help",
 		},
 	}, {
+		name: "a warning taint informs, a missing device file blocks",
+		setup: func(t *testing.T) []runtime.Object {
+			nd, slices := node(t, "sick-0", "mlu270")
+			for _, o := range slices {
+				for i := range o.(*resourceapi.ResourceSlice).Spec.Devices {
+					d := &o.(*resourceapi.ResourceSlice).Spec.Devices[i]
+					d.Taints = []resourceapi.DeviceTaint{{Key: "accel-dra.dev/health", Value: "HealthWarning", Effect: resourceapi.DeviceTaintEffectNone}}
+					if d.Name == "mlu-3" {
+						d.Taints = append(d.Taints, resourceapi.DeviceTaint{Key: "accel-dra.dev/device-file-missing", Value: "DeviceFileMissing", Effect: resourceapi.DeviceTaintEffectNoSchedule})
+					}
+				}
+			}
+			objs := append(append(build(t, [2]string{"ok-0", "mlu270"}), nd), slices...)
+			pod, claim := podWithClaim("default", "sick", "mlu", spec(nil, request("mlu", cambricon, 4)))
+			pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "sick-0"}
+			return append(objs, pod, claim)
+		},
+		target: "pod/sick",
+		want: []string{
+			"pod default/sick: …",
+			"nodes the pod can go to: 1 of 2; ruled out: 1 by the pod's nodeSelector or required node affinity (ok-0)",
+			"claim default/sick-mlu-x1 (ResourceClaimTemplate default/mlu): not allocated",
+			"request mlu needs 4 of class cambricon.accel-dra.dev:",
+			"class matches 4 devices on these nodes, 4 pass the request's selectors, 3 of those are free and untainted",
+			"of those passing the selectors: 0 in use by other claims, 1 tainted (accel-dra.dev/device-file-missing=DeviceFileMissing:NoSchedule)",
+			"nearest node: sick-0 has 3 of 4 free (lacks 1; there 1 tainted)",
+			"…",
+		},
+	}, {
 		name: "pinned to a node whose chips are all held: it would fit if the holder went away",
 		setup: func(t *testing.T) []runtime.Object {
 			objs := build(t, [2]string{"m-0", "mlu270"}, [2]string{"m-1", "mlu270"})

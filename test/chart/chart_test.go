@@ -25,7 +25,9 @@
 package chart_test
 
 import (
+	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -54,20 +56,26 @@ type hostMount struct {
 	ReadOnly bool
 }
 
+// agentWant is what one node group's DaemonSet must render.
+type agentWant struct {
+	// hostMounts by container path: exactly these host paths, no others.
+	hostMounts map[string]hostMount
+	// affinity: the node labels of its one nodeSelectorTerm; nil for none.
+	affinity map[string]string
+	// args of the agent, in order.
+	args []string
+	// libraryPath is LD_LIBRARY_PATH of the agent; "" for none.
+	libraryPath string
+}
+
 // valuesCase is one values file and what the chart must render for it.
 type valuesCase struct {
 	name   string
 	values string
 	// deviceClasses are the names of the DeviceClasses installed.
 	deviceClasses []string
-	// hostMounts by container path: exactly these host paths, no others.
-	hostMounts map[string]hostMount
-	// affinity: the node labels of each nodeSelectorTerm; nil for none.
-	affinity []map[string]string
-	// args of the agent, in order.
-	args []string
-	// libraryPath is LD_LIBRARY_PATH of the agent; "" for none.
-	libraryPath string
+	// agents: the DaemonSets by node group name, exactly these.
+	agents map[string]agentWant
 	// securityContext of the agent's container.
 	securityContext *corev1.SecurityContext
 	// probes: the health server and its probes are on.
@@ -88,7 +96,8 @@ var (
 	}
 	// allClasses are what the default values install: the top-level
 	// classes and the per-model ones of both vendors.
-	allClasses = withModels(topClasses, "ascend", "cambricon")
+	allClasses    = withModels(topClasses, "ascend", "cambricon")
+	ascendClasses = withModels([]string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"}, "ascend")
 
 	ascendTerm    = map[string]string{"accelerator": "huawei-ascend"}
 	cambriconTerm = map[string]string{"accelerator": "cambricon-mlu"}
@@ -150,14 +159,26 @@ var (
 	cambriconPlugin = map[string]hostMount{
 		"/var/lib/kubelet/plugins/cambricon.accel-dra.dev": {"/var/lib/kubelet/plugins/cambricon.accel-dra.dev", corev1.HostPathDirectoryOrCreate, false},
 	}
-	// ascendMounts: no file of the host's /etc (no FileOrCreate of
-	// /etc/ascend_install.info on Cambricon-only nodes).
+	// ascendMounts: npu-smi and Huawei's /usr/local/Ascend tree, no more
+	// of /usr/local, and no file of the host's /etc (no FileOrCreate of
+	// /etc/ascend_install.info).
 	ascendMounts = mounts(ascendPlugin, map[string]hostMount{
-		"/host/usr/local": {"/usr/local", corev1.HostPathDirectory, true},
+		"/host/usr/local/sbin/npu-smi": {"/usr/local/sbin/npu-smi", corev1.HostPathFile, true},
+		"/host/usr/local/Ascend":       {"/usr/local/Ascend", corev1.HostPathDirectory, true},
 	})
+	// cambriconMounts: cnmon, Neuware and the driver's procfs directory
+	// (the sMLU mode), not /usr/bin.
 	cambriconMounts = mounts(cambriconPlugin, map[string]hostMount{
-		"/host/usr/bin": {"/usr/bin", corev1.HostPathDirectory, true},
+		"/host/usr/bin/cnmon":         {"/usr/bin/cnmon", corev1.HostPathFile, true},
+		"/host/usr/local/neuware":     {"/usr/local/neuware", corev1.HostPathDirectory, true},
+		"/host/proc/driver/cambricon": {"/proc/driver/cambricon", corev1.HostPathDirectory, true},
 	})
+	// vnpuMounts: DCMI's vNPU lock and configuration, read-write, as
+	// Huawei's ascend-device-plugin mounts them.
+	vnpuMounts = map[string]hostMount{
+		"/run/vnpu_cfg_lock": {"/run/vnpu_cfg_lock", corev1.HostPathDirectoryOrCreate, false},
+		"/etc/vnpu.cfg":      {"/etc/vnpu.cfg", corev1.HostPathFile, false},
+	}
 )
 
 // commonArgs come first in every mode.
@@ -184,15 +205,43 @@ func args(groups ...[]string) []string {
 	return slices.Concat(groups...)
 }
 
+// realArgs are the arguments after commonArgs on real hardware: the
+// group's vendors, chip and partition modes, and each vendor's tool.
+func realArgs(vendors, chipModes, partitionMode string, tools ...string) []string {
+	return append([]string{"--vendors=" + vendors, "--chip-modes=" + chipModes, "--partition-mode=" + partitionMode, "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/"}, tools...)
+}
+
+// simArgs are the arguments after commonArgs in simulation.
+func simArgs(vendors, chipModes, profile, fakeDevices, root string) []string {
+	return []string{"--vendors=" + vendors, "--chip-modes=" + chipModes, "--partition-mode=auto", "--healthz-addr=:51515", "--profile=" + profile, "--fake-devices=" + fakeDevices, "--root=" + root, "--cdi-host-root=" + root}
+}
+
+const (
+	npuSmiArg = "--npu-smi=/host/usr/local/sbin/npu-smi"
+	cnmonArg  = "--cnmon=/host/usr/bin/cnmon"
+)
+
+// defaultAgents are the default node groups' DaemonSets with chipModes,
+// the Ascend group with extra mounts.
+func defaultAgents(chipModes string, ascendExtra map[string]hostMount) map[string]agentWant {
+	return map[string]agentWant{
+		"ascend": {hostMounts: mounts(kubeletMounts, discoveryMounts, ascendMounts, ascendExtra), affinity: ascendTerm,
+			args: args(commonArgs, realArgs("ascend", chipModes, "auto", npuSmiArg)), libraryPath: ascendLibraryPath},
+		"cambricon": {hostMounts: mounts(kubeletMounts, discoveryMounts, cambriconMounts), affinity: cambriconTerm,
+			args: args(commonArgs, realArgs("cambricon", chipModes, "auto", cnmonArg))},
+	}
+}
+
+var fakeRoot = map[string]hostMount{
+	"/var/lib/accel-dra/fake-root": {"/var/lib/accel-dra/fake-root", corev1.HostPathDirectoryOrCreate, false},
+}
+
 var cases = []valuesCase{
 	{
 		name:            "the default values",
 		values:          "",
 		deviceClasses:   allClasses,
-		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
-		affinity:        []map[string]string{ascendTerm, cambriconTerm},
-		args:            args(commonArgs, []string{"--vendors=ascend,cambricon", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
-		libraryPath:     ascendLibraryPath,
+		agents:          defaultAgents("Whole", nil),
 		securityContext: privileged,
 		probes:          true,
 		policy:          true,
@@ -204,34 +253,43 @@ vendors:
   cambricon: {enabled: false}
   ascend: {npuSmi: /host/usr/local/bin/npu-smi}
 `,
-		deviceClasses:   withModels([]string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"}, "ascend"),
-		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts),
-		affinity:        []map[string]string{ascendTerm},
-		args:            args(commonArgs, []string{"--vendors=ascend", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/bin/npu-smi"}),
-		libraryPath:     ascendLibraryPath,
+		deviceClasses: ascendClasses,
+		agents: map[string]agentWant{"ascend": {
+			hostMounts: mounts(kubeletMounts, discoveryMounts, ascendPlugin, map[string]hostMount{
+				"/host/usr/local/bin/npu-smi": {"/usr/local/bin/npu-smi", corev1.HostPathFile, true},
+				"/host/usr/local/Ascend":      {"/usr/local/Ascend", corev1.HostPathDirectory, true},
+			}),
+			affinity: ascendTerm, args: args(commonArgs, realArgs("ascend", "Whole", "auto", "--npu-smi=/host/usr/local/bin/npu-smi")), libraryPath: ascendLibraryPath,
+		}},
 		securityContext: privileged,
 		probes:          true,
 		policy:          true,
 	},
 	{
-		name: "Cambricon only, on nodes with labels of their own",
+		name: "Cambricon only, on nodes with labels of their own, CNDev from /opt",
 		values: `
 vendors:
   ascend: {enabled: false}
   cambricon:
     cndevLibrary: /host/opt/neuware/lib64/libcndev.so
-    nodeSelector:
-      accelerator: null
-      example.com/mlu: "true"
-      example.com/pool: inference
+    hostPaths: [{path: /opt/neuware/lib64/libcndev.so, type: File}]
+nodeGroups:
+- name: inference
+  vendors: [cambricon]
+  nodeSelector:
+    example.com/mlu: "true"
+    example.com/pool: inference
 `,
 		deviceClasses: withModels([]string{"accelerator.accel-dra.dev", "cambricon-mlu.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"}, "cambricon"),
-		// /usr/local for Neuware's libcndev.so, which Ascend nodes mount anyway.
-		hostMounts: mounts(kubeletMounts, discoveryMounts, cambriconMounts,
-			map[string]hostMount{"/host/usr/local": {"/usr/local", corev1.HostPathDirectory, true}}),
-		affinity: []map[string]string{{"example.com/mlu": "true", "example.com/pool": "inference"}},
-		args: args(commonArgs, []string{"--vendors=cambricon", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--cnmon=/host/usr/bin/cnmon",
-			"--cndev-library=/host/opt/neuware/lib64/libcndev.so"}),
+		agents: map[string]agentWant{"inference": {
+			hostMounts: mounts(kubeletMounts, discoveryMounts, cambriconPlugin, map[string]hostMount{
+				"/host/usr/bin/cnmon":                 {"/usr/bin/cnmon", corev1.HostPathFile, true},
+				"/host/opt/neuware/lib64/libcndev.so": {"/opt/neuware/lib64/libcndev.so", corev1.HostPathFile, true},
+				"/host/proc/driver/cambricon":         {"/proc/driver/cambricon", corev1.HostPathDirectory, true},
+			}),
+			affinity: map[string]string{"example.com/mlu": "true", "example.com/pool": "inference"},
+			args:     args(commonArgs, realArgs("cambricon", "Whole", "auto", cnmonArg, "--cndev-library=/host/opt/neuware/lib64/libcndev.so")),
+		}},
 		securityContext: privileged,
 		probes:          true,
 		policy:          true,
@@ -242,28 +300,28 @@ vendors:
 simulation: {profile: mixed-910b-mlu370, fakeDevices: true}
 `,
 		deviceClasses: allClasses,
-		hostMounts: mounts(kubeletMounts, ascendPlugin, cambriconPlugin, map[string]hostMount{
-			"/var/lib/accel-dra/fake-root": {"/var/lib/accel-dra/fake-root", corev1.HostPathDirectoryOrCreate, false},
-		}),
-		affinity:        []map[string]string{ascendTerm, cambriconTerm},
-		args:            args(commonArgs, []string{"--vendors=ascend,cambricon", "--chip-modes=Whole", "--healthz-addr=:51515", "--profile=mixed-910b-mlu370", "--fake-devices=true", "--root=/var/lib/accel-dra/fake-root", "--cdi-host-root=/var/lib/accel-dra/fake-root"}),
+		agents: map[string]agentWant{
+			"ascend": {hostMounts: mounts(kubeletMounts, ascendPlugin, fakeRoot), affinity: ascendTerm,
+				args: args(commonArgs, simArgs("ascend", "Whole", "mixed-910b-mlu370", "true", "/var/lib/accel-dra/fake-root"))},
+			"cambricon": {hostMounts: mounts(kubeletMounts, cambriconPlugin, fakeRoot), affinity: cambriconTerm,
+				args: args(commonArgs, simArgs("cambricon", "Whole", "mixed-910b-mlu370", "true", "/var/lib/accel-dra/fake-root"))},
+		},
 		securityContext: mknodOnly,
 		probes:          true,
 		policy:          true,
 	},
 	{
-		name: "simulation of slices only, in another fake root",
+		name: "simulation of slices only, in another fake root, partitioned: no vNPU mounts",
 		values: `
 simulation: {profile: atlas-800t-a2, root: /srv/accel-dra-sim}
 vendors:
   cambricon: {enabled: false}
+kubeletPlugin: {chipModes: Partitioned}
 `,
-		deviceClasses: withModels([]string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "ascend310p.accel-dra.dev", "ascend910.accel-dra.dev"}, "ascend"),
-		hostMounts: mounts(kubeletMounts, ascendPlugin, map[string]hostMount{
+		deviceClasses: ascendClasses,
+		agents: map[string]agentWant{"ascend": {hostMounts: mounts(kubeletMounts, ascendPlugin, map[string]hostMount{
 			"/srv/accel-dra-sim": {"/srv/accel-dra-sim", corev1.HostPathDirectoryOrCreate, true},
-		}),
-		affinity:        []map[string]string{ascendTerm},
-		args:            args(commonArgs, []string{"--vendors=ascend", "--chip-modes=Whole", "--healthz-addr=:51515", "--profile=atlas-800t-a2", "--fake-devices=false", "--root=/srv/accel-dra-sim", "--cdi-host-root=/srv/accel-dra-sim"}),
+		}), affinity: ascendTerm, args: args(commonArgs, simArgs("ascend", "Partitioned", "atlas-800t-a2", "false", "/srv/accel-dra-sim"))}},
 		securityContext: unprivileged,
 		probes:          true,
 		policy:          true,
@@ -274,24 +332,18 @@ vendors:
 deviceClasses: {ascend910: false, ascend310p: false, cambricon-mlu: false}
 `,
 		deviceClasses:   withModels([]string{"accelerator.accel-dra.dev", "ascend-vnpu.accel-dra.dev", "ascend.accel-dra.dev", "cambricon-partition.accel-dra.dev", "cambricon.accel-dra.dev"}, "ascend", "cambricon"),
-		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
-		affinity:        []map[string]string{ascendTerm, cambriconTerm},
-		args:            args(commonArgs, []string{"--vendors=ascend,cambricon", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
-		libraryPath:     ascendLibraryPath,
+		agents:          defaultAgents("Whole", nil),
 		securityContext: privileged,
 		probes:          true,
 		policy:          true,
 	},
 	{
-		name: "partitions only where the admin asks: Ascend chips Partitioned",
+		name: "partitions only where the admin asks: Ascend chips Partitioned, so the Ascend group mounts DCMI's vNPU files",
 		values: `
 kubeletPlugin: {chipModes: "npu-*=Partitioned"}
 `,
 		deviceClasses:   allClasses,
-		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
-		affinity:        []map[string]string{ascendTerm, cambriconTerm},
-		args:            args(commonArgs, []string{"--vendors=ascend,cambricon", "--chip-modes=npu-*=Partitioned", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
-		libraryPath:     ascendLibraryPath,
+		agents:          defaultAgents("npu-*=Partitioned", vnpuMounts),
 		securityContext: privileged,
 		probes:          true,
 		policy:          true,
@@ -302,37 +354,59 @@ kubeletPlugin: {chipModes: "npu-*=Partitioned"}
 kubeletPlugin: {chipModes: ""}
 `,
 		deviceClasses:   allClasses,
-		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
-		affinity:        []map[string]string{ascendTerm, cambriconTerm},
-		args:            args(commonArgs, []string{"--vendors=ascend,cambricon", "--chip-modes=Whole", "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
-		libraryPath:     ascendLibraryPath,
+		agents:          defaultAgents("Whole", nil),
 		securityContext: privileged,
 		probes:          true,
 		policy:          true,
 	},
 	{
-		name: "every node, shared chips, no probes and no admission policy",
+		name: "per-group partition modes: vNPUs declared on in one Ascend group, off in another, a mixed group",
 		values: `
-vendors:
-  ascend: {nodeSelector: null}
+nodeGroups:
+- {name: vnpu, vendors: [ascend], nodeSelector: {accelerator: huawei-ascend, vnpu: "on"}, partitionMode: "on", chipModes: Partitioned}
+- {name: whole, vendors: [ascend], nodeSelector: {accelerator: huawei-ascend, vnpu: "off"}, partitionMode: "off", chipModes: Partitioned}
+- {name: mixed, vendors: [cambricon, ascend], nodeSelector: {accelerator: mixed}, chipModes: "mlu-*=Partitioned", tolerations: [{key: example.com/mixed, operator: Exists}]}
+`,
+		deviceClasses: allClasses,
+		agents: map[string]agentWant{
+			"vnpu": {hostMounts: mounts(kubeletMounts, discoveryMounts, ascendMounts, vnpuMounts), affinity: map[string]string{"accelerator": "huawei-ascend", "vnpu": "on"},
+				args: args(commonArgs, realArgs("ascend", "Partitioned", "on", npuSmiArg)), libraryPath: ascendLibraryPath},
+			"whole": {hostMounts: mounts(kubeletMounts, discoveryMounts, ascendMounts), affinity: map[string]string{"accelerator": "huawei-ascend", "vnpu": "off"},
+				args: args(commonArgs, realArgs("ascend", "Partitioned", "off", npuSmiArg)), libraryPath: ascendLibraryPath},
+			// Both vendors' files; its chip modes name Partitioned, so
+			// DCMI's vNPU files too.
+			"mixed": {hostMounts: mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts, vnpuMounts), affinity: map[string]string{"accelerator": "mixed"},
+				args: args(commonArgs, realArgs("ascend,cambricon", "mlu-*=Partitioned", "auto", npuSmiArg, cnmonArg)), libraryPath: ascendLibraryPath},
+		},
+		securityContext: privileged,
+		probes:          true,
+		policy:          true,
+	},
+	{
+		name: "every node, both vendors in one group, shared chips, no probes and no admission policy",
+		values: `
+nodeGroups: [{name: all, vendors: [ascend, cambricon]}]
 kubeletPlugin: {healthzPort: 0, chipModes: "Shared", visibleDevicesEnv: omit, health: {interval: "0", unhealthyTaintEffect: NoExecute}}
 validatingAdmissionPolicy: {enabled: false}
 logVerbosity: 5
 logging: {format: json}
 `,
-		deviceClasses:   allClasses,
-		hostMounts:      mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
-		affinity:        nil,
-		args:            args(slices.Replace(slices.Replace(slices.Clone(commonArgs), 8, 13, "--health-interval=0", "--unhealthy-taint-effect=NoExecute", "--library-hang-limit=1m", "--device-metadata=true", "--visible-devices-env=omit"), 2, 4, "-v=5", "--logging-format=json"), []string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--root=/host", "--cdi-host-root=/", "--npu-smi=/host/usr/local/sbin/npu-smi", "--cnmon=/host/usr/bin/cnmon"}),
-		libraryPath:     ascendLibraryPath,
+		deviceClasses: allClasses,
+		agents: map[string]agentWant{"all": {
+			hostMounts: mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts),
+			args: args(slices.Replace(slices.Replace(slices.Clone(commonArgs), 8, 13, "--health-interval=0", "--unhealthy-taint-effect=NoExecute", "--library-hang-limit=1m", "--device-metadata=true", "--visible-devices-env=omit"), 2, 4, "-v=5", "--logging-format=json"),
+				[]string{"--vendors=ascend,cambricon", "--chip-modes=Shared", "--partition-mode=auto", "--root=/host", "--cdi-host-root=/", npuSmiArg, cnmonArg}),
+			libraryPath: ascendLibraryPath,
+		}},
 		securityContext: privileged,
 		probes:          false,
 		policy:          false,
 	},
 }
 
-// agentKinds are the kinds rendered for the node agent with the defaults.
-var agentKinds = []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet", "*v1.ClusterRole",
+// agentKinds are the kinds rendered for the node agent with the defaults:
+// a DaemonSet per default node group (Ascend, Cambricon).
+var agentKinds = []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet", "*v1.DaemonSet", "*v1.ClusterRole",
 	"*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding"}
 
 func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
@@ -340,7 +414,10 @@ func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T)
 		t.Run(c.name, func(t *testing.T) {
 			r := render(t, c)
 			// The agent's objects and the CLI views' ClusterRole.
-			want := []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet", "*v1.ClusterRole"}
+			want := []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.ClusterRole"}
+			for range c.agents {
+				want = append(want, "*v1.DaemonSet")
+			}
 			for range c.deviceClasses {
 				want = append(want, "*v1.DeviceClass")
 			}
@@ -408,21 +485,45 @@ func TestEveryDeviceClassSelectorCompilesWithTheUpstreamCELCompiler(t *testing.T
 	}
 }
 
-// servedDrivers are the DRA drivers of the vendors the agent serves
-// (its --vendors argument).
+// servedDrivers are the DRA drivers of the vendors the agents serve
+// (their --vendors arguments), in the order ascend, cambricon.
 func servedDrivers(t *testing.T, c valuesCase) []string {
 	t.Helper()
-	for _, a := range c.args {
-		if vendors, ok := strings.CutPrefix(a, "--vendors="); ok {
-			var drivers []string
-			for _, v := range strings.Split(vendors, ",") {
-				drivers = append(drivers, v+".accel-dra.dev")
+	served := map[string]bool{}
+	for _, a := range c.agents {
+		found := false
+		for _, arg := range a.args {
+			if vendors, ok := strings.CutPrefix(arg, "--vendors="); ok {
+				found = true
+				for _, v := range strings.Split(vendors, ",") {
+					served[v+".accel-dra.dev"] = true
+				}
 			}
-			return drivers
+		}
+		require.True(t, found, "an agent of the case has no --vendors argument")
+	}
+	var drivers []string
+	for _, d := range []string{"ascend.accel-dra.dev", "cambricon.accel-dra.dev"} {
+		if served[d] {
+			drivers = append(drivers, d)
 		}
 	}
-	require.FailNow(t, "the case has no --vendors argument")
-	return nil
+	return drivers
+}
+
+// agents are the rendered DaemonSets of c by node group name, checked to
+// be exactly one per group the case expects.
+func agents(t *testing.T, c valuesCase) map[string]*appsv1.DaemonSet {
+	t.Helper()
+	out := map[string]*appsv1.DaemonSet{}
+	for _, ds := range objectsOf[*appsv1.DaemonSet](render(t, c)) {
+		group, ok := strings.CutPrefix(ds.Name, fullname+"-kubeletplugin-")
+		require.True(t, ok, "DaemonSet %s is named after its node group", ds.Name)
+		require.Equal(t, group, ds.Spec.Template.Labels["accel-dra.dev/node-group"])
+		out[group] = ds
+	}
+	require.ElementsMatch(t, slices.Collect(maps.Keys(c.agents)), slices.Collect(maps.Keys(out)), "one DaemonSet per node group")
+	return out
 }
 
 func TestTheClusterRoleGrantsExactlyWhatTheAgentUses(t *testing.T) {
@@ -445,7 +546,9 @@ func TestTheClusterRoleGrantsExactlyWhatTheAgentUses(t *testing.T) {
 			binding := r.clusterRoleBinding(t)
 			require.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
 			require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}, binding.Subjects)
-			require.Equal(t, sa.Name, r.daemonSet(t).Spec.Template.Spec.ServiceAccountName, "the agent runs as the bound ServiceAccount")
+			for _, ds := range agents(t, c) {
+				require.Equal(t, sa.Name, ds.Spec.Template.Spec.ServiceAccountName, "the agent runs as the bound ServiceAccount")
+			}
 		})
 	}
 }
@@ -494,57 +597,124 @@ func agentContainer(t *testing.T, ds *appsv1.DaemonSet) corev1.Container {
 	return ds.Spec.Template.Spec.Containers[0]
 }
 
+// hostMountsOf are the host paths ds's agent container mounts, by
+// container path, checking that every volume is mounted once and the only
+// other volume is a bounded /tmp.
+func hostMountsOf(t *testing.T, ds *appsv1.DaemonSet) map[string]hostMount {
+	t.Helper()
+	volumes := map[string]corev1.Volume{}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		volumes[v.Name] = v
+	}
+	got := map[string]hostMount{}
+	mounted := map[string]bool{}
+	for _, m := range agentContainer(t, ds).VolumeMounts {
+		v, ok := volumes[m.Name]
+		require.True(t, ok, "volume %s of mount %s", m.Name, m.MountPath)
+		require.False(t, mounted[m.Name], "volume %s mounted twice", m.Name)
+		mounted[m.Name] = true
+		require.Nil(t, m.MountPropagation, "mount %s", m.MountPath)
+		if v.HostPath == nil {
+			// The only other volume: scratch space, as the root
+			// filesystem is read-only.
+			require.Equal(t, "/tmp", m.MountPath)
+			require.NotNil(t, v.EmptyDir)
+			require.NotNil(t, v.EmptyDir.SizeLimit, "/tmp is bounded")
+			require.Equal(t, "64Mi", v.EmptyDir.SizeLimit.String())
+			continue
+		}
+		require.NotNil(t, v.HostPath.Type, "hostPath %s has an explicit type", v.HostPath.Path)
+		got[m.MountPath] = hostMount{v.HostPath.Path, *v.HostPath.Type, m.ReadOnly}
+	}
+	require.Len(t, mounted, len(volumes), "every volume is mounted")
+	return got
+}
+
 func TestTheDaemonSetMountsExactlyTheExpectedHostPaths(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ds := render(t, c).daemonSet(t)
-			volumes := map[string]corev1.Volume{}
-			for _, v := range ds.Spec.Template.Spec.Volumes {
-				volumes[v.Name] = v
+			for group, ds := range agents(t, c) {
+				require.Equal(t, c.agents[group].hostMounts, hostMountsOf(t, ds), "node group %s", group)
 			}
-			got := map[string]hostMount{}
-			mounted := map[string]bool{}
-			for _, m := range agentContainer(t, ds).VolumeMounts {
-				v, ok := volumes[m.Name]
-				require.True(t, ok, "volume %s of mount %s", m.Name, m.MountPath)
-				require.False(t, mounted[m.Name], "volume %s mounted twice", m.Name)
-				mounted[m.Name] = true
-				require.Nil(t, m.MountPropagation, "mount %s", m.MountPath)
-				if v.HostPath == nil {
-					// The only other volume: scratch space, as the root
-					// filesystem is read-only.
-					require.Equal(t, "/tmp", m.MountPath)
-					require.NotNil(t, v.EmptyDir)
-					require.NotNil(t, v.EmptyDir.SizeLimit, "/tmp is bounded")
-					require.Equal(t, "64Mi", v.EmptyDir.SizeLimit.String())
-					continue
-				}
-				require.NotNil(t, v.HostPath.Type, "hostPath %s has an explicit type", v.HostPath.Path)
-				got[m.MountPath] = hostMount{v.HostPath.Path, *v.HostPath.Type, m.ReadOnly}
-			}
-			require.Len(t, mounted, len(volumes), "every volume is mounted")
-			require.Equal(t, c.hostMounts, got)
 		})
 	}
 }
 
-func TestTheNodeAffinityHasOneTermPerEnabledVendor(t *testing.T) {
+// No agent mounts a whole system directory (one pod spec for both
+// vendors used to mount all of /usr/local and /usr/bin) or the kubelet's
+// whole plugins directory (only its drivers' own), nor creates a file on
+// a node (FileOrCreate would make /etc/ascend_install.info on nodes
+// without the driver). Only the vNPU groups write outside the kubelet's
+// and the agent's own directories.
+func TestNoAgentMountsAWholeSystemDirectoryOrCreatesAFile(t *testing.T) {
+	whole := []string{"/", "/usr", "/usr/local", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/etc", "/proc", "/run", "/var", "/var/lib/kubelet", "/var/lib/kubelet/plugins"}
+	writable := []string{"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins/ascend.accel-dra.dev", "/var/lib/kubelet/plugins/cambricon.accel-dra.dev",
+		"/var/run/cdi", "/var/lib/accel-dra", "/var/lib/accel-dra/fake-root", "/run/vnpu_cfg_lock", "/etc/vnpu.cfg"}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			spec := render(t, c).daemonSet(t).Spec.Template.Spec
-			require.Empty(t, spec.NodeSelector)
-			if c.affinity == nil {
-				require.Nil(t, spec.Affinity, "runs on every node")
-				return
+			for group, ds := range agents(t, c) {
+				for path, m := range hostMountsOf(t, ds) {
+					require.NotContains(t, whole, filepath.Clean(m.HostPath), "node group %s mounts all of %s at %s", group, m.HostPath, path)
+					require.NotEqual(t, corev1.HostPathFileOrCreate, m.Type, "node group %s creates %s on nodes without it", group, m.HostPath)
+					require.NotEqual(t, "/etc/ascend_install.info", m.HostPath)
+					if !m.ReadOnly {
+						require.Contains(t, writable, m.HostPath, "node group %s writes %s", group, m.HostPath)
+					}
+				}
 			}
-			require.NotNil(t, spec.Affinity)
-			require.NotNil(t, spec.Affinity.NodeAffinity)
-			require.Nil(t, spec.Affinity.PodAffinity)
-			require.Nil(t, spec.Affinity.PodAntiAffinity)
-			required := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-			require.NotNil(t, required)
-			var got []map[string]string
-			for _, term := range required.NodeSelectorTerms {
+		})
+	}
+}
+
+// DCMI's vNPU lock directory and configuration are mounted exactly where
+// the group may make vNPUs: real Ascend chips, a partition mode that is
+// not off and chip modes that partition.
+func TestOnlyVNPUGroupsMountDCMIsVNPUFiles(t *testing.T) {
+	withVNPU := 0
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for group, ds := range agents(t, c) {
+				a := agentContainer(t, ds).Args
+				hasArg := func(prefix, part string) bool {
+					return slices.ContainsFunc(a, func(s string) bool { return strings.HasPrefix(s, prefix) && strings.Contains(s, part) })
+				}
+				vnpu := hasArg("--vendors=", "ascend") && !slices.Contains(a, "--partition-mode=off") && hasArg("--chip-modes=", "Partitioned") && !hasArg("--profile=", "")
+				got := hostMountsOf(t, ds)
+				for path, m := range vnpuMounts {
+					if vnpu {
+						require.Equal(t, m, got[path], "node group %s makes vNPUs", group)
+					} else {
+						require.NotContains(t, got, path, "node group %s makes no vNPUs", group)
+					}
+				}
+				if vnpu {
+					withVNPU++
+				}
+			}
+		})
+	}
+	require.Equal(t, 3, withVNPU, "the cases have vNPU groups")
+}
+
+func TestEachNodeGroupRunsOnTheNodesItSelects(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for group, ds := range agents(t, c) {
+				spec := ds.Spec.Template.Spec
+				require.Empty(t, spec.NodeSelector)
+				want := c.agents[group].affinity
+				if want == nil {
+					require.Nil(t, spec.Affinity, "node group %s runs on every node", group)
+					continue
+				}
+				require.NotNil(t, spec.Affinity)
+				require.NotNil(t, spec.Affinity.NodeAffinity)
+				require.Nil(t, spec.Affinity.PodAffinity)
+				require.Nil(t, spec.Affinity.PodAntiAffinity)
+				required := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+				require.NotNil(t, required)
+				require.Len(t, required.NodeSelectorTerms, 1, "node group %s", group)
+				term := required.NodeSelectorTerms[0]
 				require.Empty(t, term.MatchFields)
 				labels := map[string]string{}
 				for _, e := range term.MatchExpressions {
@@ -552,9 +722,8 @@ func TestTheNodeAffinityHasOneTermPerEnabledVendor(t *testing.T) {
 					require.Len(t, e.Values, 1)
 					labels[e.Key] = e.Values[0]
 				}
-				got = append(got, labels)
+				require.Equal(t, want, labels, "node group %s", group)
 			}
-			require.Equal(t, c.affinity, got)
 		})
 	}
 }
@@ -562,50 +731,67 @@ func TestTheNodeAffinityHasOneTermPerEnabledVendor(t *testing.T) {
 func TestTheAgentRunsWithTheArgumentsAndPrivilegesOfItsMode(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ctr := agentContainer(t, render(t, c).daemonSet(t))
-			require.Equal(t, []string{"/usr/bin/accel-dra-kubeletplugin"}, ctr.Command)
-			require.Equal(t, c.args, ctr.Args)
-			require.Equal(t, "ghcr.io/accel-dra/accel-dra:0.1.0", ctr.Image)
-
-			env := map[string]corev1.EnvVar{}
-			for _, e := range ctr.Env {
-				env[e.Name] = e
+			for group, ds := range agents(t, c) {
+				checkAgentContainer(t, c, c.agents[group], agentContainer(t, ds))
 			}
-			require.Equal(t, &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}, env["NODE_NAME"].ValueFrom)
-			require.Equal(t, &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}, env["POD_UID"].ValueFrom)
-			wantEnv := 2
-			if c.libraryPath != "" {
-				require.Equal(t, c.libraryPath, env["LD_LIBRARY_PATH"].Value)
-				wantEnv++
-			}
-			require.Len(t, ctr.Env, wantEnv)
-
-			require.Equal(t, c.securityContext, ctr.SecurityContext)
-			require.Equal(t, corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{"cpu": mustQuantity(t, "50m"), "memory": mustQuantity(t, "72Mi")},
-				Limits:   corev1.ResourceList{"memory": mustQuantity(t, "256Mi")},
-			}, ctr.Resources)
-
-			if !c.probes {
-				require.Nil(t, ctr.StartupProbe)
-				require.Nil(t, ctr.LivenessProbe)
-				require.Nil(t, ctr.ReadinessProbe)
-				require.Empty(t, ctr.Ports)
-				return
-			}
-			require.Equal(t, []corev1.ContainerPort{{Name: "healthz", ContainerPort: 51515, Protocol: corev1.ProtocolTCP}}, ctr.Ports)
-			for probe, path := range map[*corev1.Probe]string{ctr.StartupProbe: "/livez", ctr.LivenessProbe: "/livez", ctr.ReadinessProbe: "/readyz"} {
-				require.NotNil(t, probe)
-				require.Equal(t, &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}, probe.HTTPGet)
-			}
-			require.Greater(t, time.Duration(ctr.LivenessProbe.TimeoutSeconds)*time.Second, nodeagent.LiveTimeout,
-				"the liveness probe waits longer than /livez's own check")
 		})
 	}
 }
 
+// checkAgentContainer checks one node group's agent container against
+// the case and the group's expectations.
+func checkAgentContainer(t *testing.T, c valuesCase, want agentWant, ctr corev1.Container) {
+	t.Helper()
+	require.Equal(t, []string{"/usr/bin/accel-dra-kubeletplugin"}, ctr.Command)
+	require.Equal(t, want.args, ctr.Args)
+	require.Equal(t, "ghcr.io/accel-dra/accel-dra:0.1.0", ctr.Image)
+
+	env := map[string]corev1.EnvVar{}
+	for _, e := range ctr.Env {
+		env[e.Name] = e
+	}
+	require.Equal(t, &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}, env["NODE_NAME"].ValueFrom)
+	require.Equal(t, &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}, env["POD_UID"].ValueFrom)
+	wantEnv := 2
+	if want.libraryPath != "" {
+		require.Equal(t, want.libraryPath, env["LD_LIBRARY_PATH"].Value)
+		wantEnv++
+	}
+	require.Len(t, ctr.Env, wantEnv)
+
+	require.Equal(t, c.securityContext, ctr.SecurityContext)
+	require.Equal(t, corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"cpu": mustQuantity(t, "50m"), "memory": mustQuantity(t, "72Mi")},
+		Limits:   corev1.ResourceList{"memory": mustQuantity(t, "256Mi")},
+	}, ctr.Resources)
+
+	if !c.probes {
+		require.Nil(t, ctr.StartupProbe)
+		require.Nil(t, ctr.LivenessProbe)
+		require.Nil(t, ctr.ReadinessProbe)
+		require.Empty(t, ctr.Ports)
+		return
+	}
+	require.Equal(t, []corev1.ContainerPort{{Name: "healthz", ContainerPort: 51515, Protocol: corev1.ProtocolTCP}}, ctr.Ports)
+	for probe, path := range map[*corev1.Probe]string{ctr.StartupProbe: "/livez", ctr.LivenessProbe: "/livez", ctr.ReadinessProbe: "/readyz"} {
+		require.NotNil(t, probe)
+		require.Equal(t, &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("healthz")}, probe.HTTPGet)
+	}
+	require.Greater(t, time.Duration(ctr.LivenessProbe.TimeoutSeconds)*time.Second, nodeagent.LiveTimeout,
+		"the liveness probe waits longer than /livez's own check")
+}
+
 func TestTheDaemonSetRollsOutANewPodBesideTheOldOneAndStaysOnItsNodes(t *testing.T) {
-	ds := render(t, cases[0]).daemonSet(t)
+	groups := agents(t, cases[0])
+	for _, ds := range groups {
+		checkRollout(t, ds)
+	}
+	// Each DaemonSet's selector picks its own pods only.
+	require.NotEqual(t, groups["ascend"].Spec.Selector.MatchLabels, groups["cambricon"].Spec.Selector.MatchLabels)
+}
+
+func checkRollout(t *testing.T, ds *appsv1.DaemonSet) {
+	t.Helper()
 	require.Equal(t, namespace, ds.Namespace)
 	require.Equal(t, appsv1.DaemonSetUpdateStrategy{
 		Type: appsv1.RollingUpdateDaemonSetStrategyType,
@@ -625,15 +811,18 @@ func TestTheDaemonSetRollsOutANewPodBesideTheOldOneAndStaysOnItsNodes(t *testing
 	for k, v := range ds.Spec.Selector.MatchLabels {
 		require.Equal(t, v, ds.Spec.Template.Labels[k], "pod label %s", k)
 	}
+	require.Equal(t, ds.Labels["accel-dra.dev/node-group"], ds.Spec.Selector.MatchLabels["accel-dra.dev/node-group"])
 }
 
 func TestEveryFlagTheDaemonSetPassesIsAFlagOfTheAgent(t *testing.T) {
 	flags := commandFlags(t, "accel-dra-kubeletplugin")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, arg := range agentContainer(t, render(t, c).daemonSet(t)).Args {
-				name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
-				require.True(t, flags[name], "accel-dra-kubeletplugin --help lists no flag %q (from %s)", name, arg)
+			for _, ds := range agents(t, c) {
+				for _, arg := range agentContainer(t, ds).Args {
+					name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+					require.True(t, flags[name], "accel-dra-kubeletplugin --help lists no flag %q (from %s)", name, arg)
+				}
 			}
 		})
 	}
@@ -669,6 +858,24 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			"at '/validatingAdmissionPolicy/failurePolicy': value must be one of 'Fail', 'Ignore'"},
 		{"a relative tool path", "vendors: {cambricon: {cnmon: usr/bin/cnmon}}",
 			"at '/vendors/cambricon/cnmon'"},
+		{"a tool path outside the node's root", "vendors: {ascend: {npuSmi: /usr/local/sbin/npu-smi}}",
+			`vendors.ascend.npuSmi "/usr/local/sbin/npu-smi": the tool's path on the node under /host`},
+		{"the old per-vendor node selector", "vendors: {ascend: {nodeSelector: {accelerator: npu}}}",
+			"vendors.ascend.nodeSelector is replaced by nodeGroups[].nodeSelector"},
+		{"an enabled vendor no group serves", "nodeGroups: [{name: npu, vendors: [ascend], nodeSelector: {accelerator: huawei-ascend}}]",
+			"vendors.cambricon is enabled but no nodeGroups entry serves it"},
+		{"two groups of one name", "nodeGroups: [{name: a, vendors: [ascend], nodeSelector: {x: a}}, {name: a, vendors: [cambricon], nodeSelector: {x: b}}]",
+			`nodeGroups[1].name: "a" is the name of nodeGroups[0] already`},
+		{"a vendor's groups overlapping on every node", "nodeGroups: [{name: all, vendors: [ascend, cambricon]}, {name: npu, vendors: [ascend], nodeSelector: {x: a}}]",
+			"nodeGroups[0] (all) and nodeGroups[1] both serve ascend and one of them has no nodeSelector"},
+		{"a group without vendors", "nodeGroups: [{name: none, vendors: []}]",
+			"at '/nodeGroups/0/vendors'"},
+		{"a group name that is no DNS label", "nodeGroups: [{name: Ascend_1, vendors: [ascend]}]",
+			"at '/nodeGroups/0/name'"},
+		{"a partition mode the agent does not have", "nodeGroups: [{name: a, vendors: [ascend, cambricon], partitionMode: docker}]",
+			"at '/nodeGroups/0/partitionMode'"},
+		{"a host path type that could create it", "vendors: {ascend: {hostPaths: [{path: /usr/local/Ascend, type: DirectoryOrCreate}]}}",
+			"at '/vendors/ascend/hostPaths/0/type'"},
 		{"a webhook failure policy the API does not have", "webhook: {failurePolicy: Warn}",
 			"at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"},
 		{"a webhook timeout the API does not allow", "webhook: {timeoutSeconds: 31}",
@@ -733,7 +940,7 @@ func TestTheAgentsMemoryRequestIsItsMeasuredRSS(t *testing.T) {
 		}
 	}
 	require.Greater(t, largest, 0.0, "docs/benchmarks.md reports the node agent's RSS")
-	req := agentContainer(t, render(t, cases[0]).daemonSet(t)).Resources.Requests["memory"]
+	req := agentContainer(t, agents(t, cases[0])["ascend"]).Resources.Requests["memory"]
 	got := float64(req.Value()) / (1 << 20)
 	require.GreaterOrEqual(t, got, largest, "the memory request %s covers the measured RSS %.1f MiB", req.String(), largest)
 	require.LessOrEqual(t, got, largest*1.25, "the memory request %s is near the measured RSS %.1f MiB", req.String(), largest)

@@ -93,26 +93,41 @@ metrics:
 // probes stay on the healthz port.
 func TestTheMetricsOptionsRenderMonitorsDashboardRulesAndAPolicy(t *testing.T) {
 	docs := rawDocuments(t, allMetrics)
-	ds := decodeAs[appsv1.DaemonSet](t, docs["DaemonSet/accel-dra-kubeletplugin"])
-	c := ds.Spec.Template.Spec.Containers[0]
-	assert.Contains(t, c.Args, "--metrics-addr=:51516")
-	assert.Equal(t, []corev1.ContainerPort{{Name: "healthz", ContainerPort: 51515, Protocol: "TCP"}, {Name: "metrics", ContainerPort: 51516, Protocol: "TCP"}}, c.Ports)
-	for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
-		require.NotNil(t, p)
-		assert.Equal(t, "healthz", p.HTTPGet.Port.String())
+	// One DaemonSet per node group; the monitors, the metrics Service and
+	// the NetworkPolicy reach every group's pods.
+	var groups []appsv1.DaemonSet
+	for _, name := range []string{"DaemonSet/accel-dra-kubeletplugin-ascend", "DaemonSet/accel-dra-kubeletplugin-cambricon"} {
+		require.Contains(t, docs, name)
+		groups = append(groups, decodeAs[appsv1.DaemonSet](t, docs[name]))
+	}
+	for _, ds := range groups {
+		c := ds.Spec.Template.Spec.Containers[0]
+		assert.Contains(t, c.Args, "--metrics-addr=:51516")
+		assert.Equal(t, []corev1.ContainerPort{{Name: "healthz", ContainerPort: 51515, Protocol: "TCP"}, {Name: "metrics", ContainerPort: 51516, Protocol: "TCP"}}, c.Ports)
+		for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+			require.NotNil(t, p)
+			assert.Equal(t, "healthz", p.HTTPGet.Port.String())
+		}
 	}
 
 	pm := docs["PodMonitor/accel-dra-kubeletplugin"]
 	require.NotNil(t, pm)
 	assert.Equal(t, "prom", field(t, pm, "metadata", "labels", "release"))
 	assert.Equal(t, "metrics", field(t, pm, "spec", "podMetricsEndpoints", 0, "port"))
-	for k, v := range field(t, pm, "spec", "selector", "matchLabels").(map[string]any) {
-		assert.Equal(t, v, ds.Spec.Template.Labels[k], "the PodMonitor selects the agent pods by %s", k)
-	}
 	svc := decodeAs[corev1.Service](t, docs["Service/accel-dra-kubeletplugin-metrics"])
 	assert.Equal(t, corev1.ClusterIPNone, svc.Spec.ClusterIP)
-	for k, v := range svc.Spec.Selector {
-		assert.Equal(t, v, ds.Spec.Template.Labels[k], "the Service selects the agent pods by %s", k)
+	np := docs["NetworkPolicy/accel-dra-kubeletplugin"]
+	require.NotNil(t, np)
+	for _, ds := range groups {
+		for k, v := range field(t, pm, "spec", "selector", "matchLabels").(map[string]any) {
+			assert.Equal(t, v, ds.Spec.Template.Labels[k], "the PodMonitor selects %s's pods by %s", ds.Name, k)
+		}
+		for k, v := range svc.Spec.Selector {
+			assert.Equal(t, v, ds.Spec.Template.Labels[k], "the Service selects %s's pods by %s", ds.Name, k)
+		}
+		for k, v := range field(t, np, "spec", "podSelector", "matchLabels").(map[string]any) {
+			assert.Equal(t, v, ds.Spec.Template.Labels[k], "the NetworkPolicy guards %s's pods by %s", ds.Name, k)
+		}
 	}
 	assert.Equal(t, "metrics", svc.Spec.Ports[0].TargetPort.String())
 	sm := docs["ServiceMonitor/accel-dra-kubeletplugin"]
@@ -121,8 +136,6 @@ func TestTheMetricsOptionsRenderMonitorsDashboardRulesAndAPolicy(t *testing.T) {
 	}
 	assert.Equal(t, "metrics", field(t, sm, "spec", "endpoints", 0, "port"))
 
-	np := docs["NetworkPolicy/accel-dra-kubeletplugin"]
-	require.NotNil(t, np)
 	ingress := field(t, np, "spec", "ingress").([]any)
 	require.Len(t, ingress, 2)
 	assert.Nil(t, field(t, ingress[0], "from"), "the probe port is open to the kubelet")
@@ -190,7 +203,7 @@ func TestTheShippedRulesAndDashboardQueriesPassPromtool(t *testing.T) {
 
 func TestTheChipMetricsCanBeTurnedOff(t *testing.T) {
 	docs := rawDocuments(t, "metrics:\n  chips: {enabled: false}\n")
-	ds := decodeAs[appsv1.DaemonSet](t, docs["DaemonSet/accel-dra-kubeletplugin"])
+	ds := decodeAs[appsv1.DaemonSet](t, docs["DaemonSet/accel-dra-kubeletplugin-ascend"])
 	c := ds.Spec.Template.Spec.Containers[0]
 	assert.Contains(t, c.Args, "--chip-metrics=false")
 	for _, a := range c.Args {

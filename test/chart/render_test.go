@@ -244,8 +244,13 @@ func only[T runtime.Object](t *testing.T, r *rendering) T {
 	return objs[0]
 }
 
+// daemonSet is the first node group's DaemonSet (the default values'
+// Ascend group), for checks that hold for every group's.
 func (r *rendering) daemonSet(t *testing.T) *appsv1.DaemonSet {
-	return only[*appsv1.DaemonSet](t, r)
+	t.Helper()
+	all := objectsOf[*appsv1.DaemonSet](r)
+	require.NotEmpty(t, all, "the chart renders a DaemonSet")
+	return all[0]
 }
 
 // clusterRole is the node agent's ClusterRole.

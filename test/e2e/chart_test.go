@@ -38,8 +38,8 @@ import (
 // renders the chart with `helm template` and applies every object
 // server-side (no dry run), without forcing, as an upgrade of the
 // harness's install (same field manager): the API server must accept
-// them all, the DaemonSet included. The DaemonSet must run
-// nowhere until a node carries an accelerator label, then exactly there.
+// them all, the DaemonSets included. Each node group's DaemonSet must run
+// nowhere until a node carries its accelerator label, then exactly there.
 func TestTheHelmChartIsAcceptedByTheAPIServerAndItsDaemonSetFindsTheAcceleratorNodes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -80,15 +80,31 @@ func TestTheHelmChartIsAcceptedByTheAPIServerAndItsDaemonSetFindsTheAcceleratorN
 				assert.Equal(t, wantSpec, gotSpec, "DeviceClass %s as the chart's file says", want.GetName())
 			}
 
-			ds := chart.Kinds("DaemonSet")[0]
-			waitForDaemonSet(t, ds.GetName(), 0)
-			labelNode(t, "train-0", "accelerator", "huawei-ascend")
-			waitForDaemonSet(t, ds.GetName(), 1)
-			pods, err := cluster.Admin.CoreV1().Pods(framework.AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(daemonSetSelector(t, ds.GetName()))})
-			require.NoError(t, err)
-			require.Len(t, pods.Items, 1)
-			assert.Equal(t, "train-0", pods.Items[0].Spec.NodeName, "the agent runs on the labelled Ascend node only")
-			assert.Equal(t, cluster.Chart.ServiceAccount, pods.Items[0].Spec.ServiceAccountName)
+			// One DaemonSet per default node group.
+			groups := map[string]string{}
+			for _, ds := range chart.Kinds("DaemonSet") {
+				groups[ds.GetLabels()["accel-dra.dev/node-group"]] = ds.GetName()
+			}
+			require.Len(t, groups, 2)
+			require.Contains(t, groups, "ascend")
+			require.Contains(t, groups, "cambricon")
+			for _, name := range groups {
+				waitForDaemonSet(t, name, 0)
+			}
+			for group, label := range map[string]string{"ascend": "huawei-ascend", "cambricon": "cambricon-mlu"} {
+				labelNode(t, "train-0", "accelerator", label)
+				waitForDaemonSet(t, groups[group], 1)
+				pods, err := cluster.Admin.CoreV1().Pods(framework.AgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(daemonSetSelector(t, groups[group]))})
+				require.NoError(t, err)
+				require.Len(t, pods.Items, 1)
+				assert.Equal(t, "train-0", pods.Items[0].Spec.NodeName, "the %s agent runs on the labelled node only", group)
+				assert.Equal(t, cluster.Chart.ServiceAccount, pods.Items[0].Spec.ServiceAccountName)
+				for other, name := range groups {
+					if other != group {
+						waitForDaemonSet(t, name, 0)
+					}
+				}
+			}
 			labelNode(t, "train-0", "accelerator", "")
 		})
 	}

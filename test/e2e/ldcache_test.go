@@ -74,7 +74,7 @@ int main(void) {
 
 	// The driver library goes where the node's driver keeps its
 	// libraries, under the agent's root.
-	lib64 := filepath.Join(agent.Root, "usr/local/Ascend/driver/lib64")
+	lib64 := filepath.Join(agent.Root, "usr/local/Ascend/driver/lib64/driver")
 	require.NoError(t, os.MkdirAll(lib64, 0o755))
 	installed := filepath.Join(lib64, "libascend_probe.so")
 	data, err := os.ReadFile(filepath.Join(driverDir, "libascend_probe.so"))

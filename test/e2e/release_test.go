@@ -91,12 +91,10 @@ func TestTheHelmReleaseRunsTheAgentAndTheWebhookInRealPods(t *testing.T) {
 	values := map[string]any{
 		"image": map[string]any{"pullPolicy": "Never"},
 		// Only the real node runs the release's pods; kwok's nodes keep
-		// their host-process agents.
-		// (null drops the chart's default label: Helm merges maps.)
-		"vendors": map[string]any{
-			"ascend":    map[string]any{"nodeSelector": map[string]any{"accelerator": nil, framework.NodeTypeLabel: "real"}},
-			"cambricon": map[string]any{"nodeSelector": map[string]any{"accelerator": nil, framework.NodeTypeLabel: "real"}},
-		},
+		// their host-process agents. The real node has both vendors' chips:
+		// one node group serving both, so one pod.
+		"nodeGroups": []any{map[string]any{"name": "real", "vendors": []any{"ascend", "cambricon"},
+			"nodeSelector": map[string]any{framework.NodeTypeLabel: "real"}}},
 		"simulation": map[string]any{"profile": framework.RealNodeProfile, "fakeDevices": true, "root": agent.Root},
 		"kubeletPlugin": map[string]any{
 			"registrarDir": agent.RegistrarDir, "pluginsDir": agent.PluginDir, "cdiDir": agent.CDIDir, "stateDir": agent.StateDir,

@@ -212,8 +212,9 @@ func statusOf(name string, want healthpb.HealthStatus) func(map[string]*healthpb
 	return func(got map[string]*healthpb.DeviceHealth) bool { return got[name].GetHealth() == want }
 }
 
-func unhealthyTaint(value string) []resourceapi.DeviceTaint {
-	return []resourceapi.DeviceTaint{{Key: names.TaintUnhealthy, Value: value, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
+// unhealthyTaint is the blocking taint of one cause: its key and reason.
+func unhealthyTaint(key, value string) []resourceapi.DeviceTaint {
+	return []resourceapi.DeviceTaint{{Key: key, Value: value, Effect: resourceapi.DeviceTaintEffectNoSchedule}}
 }
 
 // TestTheMonitorTaintsAnAlarmingChipTellsTheKubeletAndUntaintsItOnRecovery
@@ -238,7 +239,7 @@ func TestTheMonitorTaintsAnAlarmingChipTellsTheKubeletAndUntaintsItOnRecovery(t 
 	m.edit("| OK            | 92.0", "| Alarm         | 92.0", "info")
 	m.poll()
 	devices := m.waitPublished(func(d map[string]resourceapi.Device) bool { return len(d["npu-1"].Taints) > 0 }, "npu-1 tainted")
-	require.Equal(t, unhealthyTaint("HealthAlarm"), devices["npu-1"].Taints)
+	require.Equal(t, unhealthyTaint(names.TaintHealth, "HealthAlarm"), devices["npu-1"].Taints)
 	require.False(t, *devices["npu-1"].Attributes[names.AttrHealthy].BoolValue)
 	for name, d := range devices {
 		if name != "npu-1" {
@@ -281,7 +282,7 @@ func TestAChipWhoseDeviceFileVanishesIsTaintedWithItsPartitions(t *testing.T) {
 			require.Empty(t, d.Taints, name)
 			continue
 		}
-		require.Equal(t, unhealthyTaint(inventory.ReasonDeviceFileMissing), d.Taints, name)
+		require.Equal(t, unhealthyTaint(names.TaintDeviceFileMissing, inventory.ReasonDeviceFileMissing), d.Taints, name)
 		if name != "npu-3" {
 			partitions++
 		}

@@ -41,6 +41,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/driver"
+	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
 	"github.com/accel-dra/accel-dra/pkg/source"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
@@ -560,7 +561,7 @@ func TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing(t *testin
 		require.Len(t, devices, 8, fault.name)
 		for name, d := range devices {
 			if name == "npu-1" {
-				require.Equal(t, unhealthyTaint("HealthAlarm"), d.Taints, "%s: the last known health is kept", fault.name)
+				require.Equal(t, unhealthyTaint(names.TaintHealth, "HealthAlarm"), d.Taints, "%s: the last known health is kept", fault.name)
 				continue
 			}
 			require.Empty(t, d.Taints, "%s: %s", fault.name, name)

@@ -213,6 +213,12 @@ func TestTheNodeAgentServesEveryProfileThroughTheMockLibraries(t *testing.T) {
 				require.NoError(t, err, "building the mock libdcmi.so: %s", out)
 				t.Setenv("ACCEL_DRA_DCMI_FIXTURE", withUnhealthyChip(t, p))
 				t.Setenv("ACCEL_DRA_DCMI_STATE", state)
+				// The host's vNPU lock directory and config the chart
+				// mounts into the agent (ascend.VNPUHostFiles).
+				host := filepath.Join(dir, "host")
+				require.NoError(t, os.MkdirAll(filepath.Join(host, "run", "vnpu_cfg_lock"), 0o755))
+				require.NoError(t, os.MkdirAll(filepath.Join(host, "etc"), 0o755))
+				t.Setenv("ACCEL_DRA_DCMI_ROOT", host)
 			} else {
 				lib = cndevtest.Build(t)
 				t.Setenv(cndevtest.EnvFixture, withUnhealthyChip(t, p))

@@ -25,12 +25,17 @@ const (
 	EnvRuntimeOptions = "ASCEND_RUNTIME_OPTIONS"
 )
 
-// LibraryDirs are the driver's user-space library directories, which
-// Huawei's container recipes put on LD_LIBRARY_PATH (docs/hardware.md,
-// "What a container gets"). The specs add them to the container's ld.so
-// cache instead: CDI cannot append to an image's LD_LIBRARY_PATH, only
-// replace it.
-var LibraryDirs = []string{"/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/lib64/common", "/usr/local/Ascend/driver/lib64/driver"}
+// LibraryDirs are the driver's user-space library directories a container
+// needs, as Huawei names them: the driver installer tells a container
+// install to put lib64/common and lib64/driver on LD_LIBRARY_PATH (CANN
+// driver source, GitHub verylucky01/driver e29d066,
+// scripts/package/driver/common/scripts/install.sh:205-213; lib64 itself
+// only for the "specific" library placement), and Huawei's device plugin
+// image sets those two (Ascend/ascend-device-plugin Dockerfile: ENV
+// LD_LIBRARY_PATH …/lib64/driver:…/lib64/common). The specs add them to the
+// container's ld.so cache instead (the ldcache hook): CDI cannot append to
+// an image's LD_LIBRARY_PATH, only replace it.
+var LibraryDirs = []string{"/usr/local/Ascend/driver/lib64/common", "/usr/local/Ascend/driver/lib64/driver"}
 
 // CDI implements vendors.Vendor.
 func (Ascend) CDI() vendors.CDIEdits {
@@ -49,6 +54,12 @@ func (Ascend) CDI() vendors.CDIEdits {
 			"/usr/local/sbin/npu-smi",
 			"/usr/local/Ascend/driver/version.info",
 			"/etc/ascend_install.info",
+			// The AI CPU queue scheduler's directory, where the node has
+			// it: ascend-docker-runtime's mount list of the 6.0 runtime
+			// and every Ascend container recipe (vllm-ascend's and
+			// sglang's `docker run -v /var/queue_schedule:/var/queue_schedule`)
+			// give it to the container (docs/hardware.md, "What a container gets").
+			"/var/queue_schedule",
 		},
 		// The driver installer writes both; the chart mounts nothing of
 		// the host's /etc into the agent (a hostPath cannot be optional,
@@ -58,14 +69,16 @@ func (Ascend) CDI() vendors.CDIEdits {
 		LibraryDirs: LibraryDirs,
 		Runtime: &vendors.Runtime{
 			Name: "ascend-docker-runtime",
-			// Files that show ascend-docker-runtime is installed (its
-			// binary at the installer's default path) or configured in
-			// containerd or docker (docs/hardware.md, "What a container
-			// gets").
+			// The file that shows ascend-docker-runtime is installed: its
+			// binary at the installer's default path, inside the
+			// /usr/local/Ascend the chart mounts (docs/hardware.md, "What
+			// a container gets"). Not containerd's or docker's
+			// configuration: the chart mounts nothing of the host's /etc
+			// (containerd's can hold registry credentials), so a marker
+			// there would never be seen; a runtime installed elsewhere
+			// needs kubeletPlugin.visibleDevicesEnv.
 			Markers: []vendors.Marker{
 				{Path: "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"},
-				{Path: "/etc/containerd/config.toml", Contains: "ascend-docker-runtime"},
-				{Path: "/etc/docker/daemon.json", Contains: "ascend-docker-runtime"},
 			},
 			// The one value every release passes through: an empty
 			// variable. Ascend/mind-cluster@22bb3d98

@@ -35,9 +35,14 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
+
+// die91093Name is the chip name DCMI and npu-smi give a 910_93 (A3) die.
+const die91093Name = "Ascend910"
 
 // DefaultDCMILibraries are where a node's libdcmi.so is looked for, under
 // the host root, in order: /usr/local/dcmi is where the Ascend driver
@@ -67,16 +72,55 @@ const (
 	dcmiSubCmdVDevRes     = 0
 	dcmiSubCmdTotalRes    = 1
 	dcmiRoCEPort          = 1
-	dcmiMaxErrorCodes     = 128 // mind-cluster MaxErrorCodeCount
-	dcmiMaxCards          = 64  // mind-cluster HiAIMaxCardNum
-	dcmiMaxDevicesInCard  = 4   // mind-cluster HiAIMaxDeviceNum (IsValidDeviceID: device id < 4)
+	dcmiMaxErrorCodes     = 128   // mind-cluster MaxErrorCodeCount
+	dcmiMaxCards          = 64    // mind-cluster HiAIMaxCardNum
+	dcmiMaxDevicesInCard  = 4     // mind-cluster HiAIMaxDeviceNum (IsValidDeviceID: device id < 4)
+	dcmiErrNotPermitted   = -8002 // DCMI_ERR_CODE_OPER_NOT_PERMITTED
+	dcmiErrNotReady       = -8012 // DCMI_ERR_CODE_NOT_REDAY
+	dcmiErrFileOperate    = -8014 // DCMI_ERR_CODE_FILE_OPERATE_FAIL
+	dcmiErrOccupied       = -8020 // DCMI_ERR_CODE_RESOURCE_OCCUPIED
 	dcmiErrNotSupported   = -8255
 	dcmiErrFuncNotPresent = -99998 // mind-cluster FuncNotFoundErrorCode
+	// dcmiVFGIDAny as dcmi_create_vdevice's vfg_id lets the library pick
+	// the vGroup: npu-smi passes it when create-vnpu has no -g (the CANN
+	// driver source, npucli/src/npu_smi.c:83 vfg_id = NPU_INVALID_VALUE,
+	// npu_chip_set.c:1397), as Huawei's device plugin does (mind-cluster
+	// AscendTools.CreateVirtualDevice: VfgID common.DefaultIDForCreateVNPU).
+	// 0 would pin every 310P vNPU to vGroup 0.
+	dcmiVFGIDAny = 0xFFFFFFFF
 )
 
-// DCMI topology types (dcmi_get_topo_info_by_device_id), as npu-smi's
-// topology codes.
-var dcmiTopoCodes = []string{"X", "SYS", "PHB", "HCCS", "PXB", "PIX", "SIO", "HCCS_SW", "UB", "NA"}
+// DCMI topology types (dcmi_get_topo_info_by_device_id), as npu-smi
+// spells them. Only 0-5 mean the same in every driver generation; the
+// values after them, and BUTT ("unknown"), which the library returns with
+// rc 0 when its pair lookup fails (CANN driver source,
+// dcmi/dcmi_interface/src/dcmi_npu_link_intf.c:431-436), moved:
+//
+//	910B API reference       6 BUTT
+//	910_93 API reference     6 SIO, 7 HCCS_SW, 8 BUTT
+//	current header           6 SIO, 7 HCCS_SW, 8 UB, 9 BUTT
+//
+// (docs/zh/Ascend_910B_DCMI_API/…/dcmi_get_topo_info_by_device_id.md,
+// docs/zh/Ascend_910_93_DCMI_API/…/dcmi_get_topo_info_by_device_id.md and
+// src/custom/include/dcmi_interface_api.h:1487-1496 of that source, whose
+// driver packages are 25.3.rc1: scripts/package/custom/driver/ascend910B/
+// scripts/version_cap.map). So the codes after 5 are read by the library's
+// version: the current header's from 25.3.rc1 on; before it, or when the
+// version is unknown, the 910_93 reference's on 910_93 dies and none
+// elsewhere (a 910B's 6 is BUTT there). A code not in the table is "NA",
+// which never joins chips into an HCCS group.
+var (
+	dcmiStableTopoCodes = []string{"X", "SYS", "PHB", "HCCS", "PXB", "PIX"}
+	dcmiCurrentTopo     = map[int32]string{6: "SIO", 7: "HCCS_SW", 8: "UB"}
+	dcmi91093Topo       = map[int32]string{6: "SIO", 7: "HCCS_SW"}
+	// dcmiCurrentTopoSince is the first driver version with the current
+	// header's codes.
+	dcmiCurrentTopoSince = version.MustParseSemantic("25.3.0-rc1")
+)
+
+// dcmiMaxVersionLen is the driver version buffer (MAX_VER_LEN, 255, plus
+// the NUL: dcmi_interface_api.h:29).
+const dcmiMaxVersionLen = 256
 
 type dcmiChipInfo struct {
 	ChipType  [dcmiMaxChipNameLen]byte
@@ -257,6 +301,12 @@ type dcmiLib struct {
 	getDeviceInfo  func(card, dev int32, mainCmd int32, subCmd uint32, buf unsafe.Pointer, size *uint32) int32
 	createVDevice  func(card, dev int32, vdev *dcmiCreateVDevResStru, out *dcmiCreateVDevOut) int32
 	destroyVDevice func(card, dev int32, id uint32) int32
+	getVDevMode    func(mode *int32) int32
+	getDriverVer   func(ver *byte, n uint32) int32
+
+	// version is the driver version the library reports, semantic; nil
+	// when it cannot tell.
+	version *version.Version
 }
 
 // dlopen is purego.Dlopen, a variable for the tests of the fallback.
@@ -295,6 +345,8 @@ func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 		{"dcmi_get_device_info", &l.getDeviceInfo, true},
 		{"dcmi_create_vdevice", &l.createVDevice, true},
 		{"dcmi_set_destroy_vdevice", &l.destroyVDevice, true},
+		{"dcmi_get_vdevice_mode", &l.getVDevMode, true},
+		{"dcmi_get_driver_version", &l.getDriverVer, true},
 	} {
 		if _, err := purego.Dlsym(h, f.name); err != nil {
 			if f.optional {
@@ -307,7 +359,48 @@ func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 	if err := l.call("dcmi_init", l.init); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
+	l.version = l.driverVersion()
 	return l, nil
+}
+
+// driverVersion asks the library for the driver's version; nil when it
+// has no such call or cannot tell.
+func (l *dcmiLib) driverVersion() *version.Version {
+	if l.getDriverVer == nil {
+		return nil
+	}
+	buf := make([]byte, dcmiMaxVersionLen)
+	if err := l.call("dcmi_get_driver_version", func() int32 { return l.getDriverVer(&buf[0], uint32(len(buf))) }); err != nil {
+		return nil
+	}
+	s, err := discovery.SemverFromVendor(cString(buf))
+	if err != nil {
+		return nil
+	}
+	v, err := version.ParseSemantic(s)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// topoCode names a topology type of this library's generation (see
+// dcmiStableTopoCodes); "NA" for a code it does not know.
+func (l *dcmiLib) topoCode(t int32, die91093 bool) string {
+	if t >= 0 && int(t) < len(dcmiStableTopoCodes) {
+		return dcmiStableTopoCodes[t]
+	}
+	table := map[int32]string(nil)
+	switch {
+	case l.version != nil && l.version.AtLeast(dcmiCurrentTopoSince):
+		table = dcmiCurrentTopo
+	case die91093:
+		table = dcmi91093Topo
+	}
+	if name, ok := table[t]; ok {
+		return name
+	}
+	return "NA"
 }
 
 // findDCMI returns the library to load: the configured path, or the
@@ -347,38 +440,71 @@ type dcmiChip struct {
 	HBM                      bool
 	BusID                    string
 	Health                   uint32
+	// Failed is a call that failed for this chip after the calls that
+	// identify it (logic and physical id, name) answered: the chip is
+	// published unhealthy (inventory.ReasonLibraryError), the node's
+	// other chips as they are.
+	Failed error
 }
 
-// chips lists the NPU chips of every card.
-func (l *dcmiLib) chips() ([]dcmiChip, error) {
+// dcmiSkipped is a chip, or a card, whose identifying calls failed: it is
+// left out, with a log line naming the call and its code.
+type dcmiSkipped struct {
+	Card, Device int // Device -1: the whole card
+	Err          error
+}
+
+// dcmiNotReady says what -8012 (DCMI_ERR_CODE_NOT_REDAY) from a chip's
+// health means: Huawei's device plugin takes it as the chip dropping off
+// the card (mind-cluster devmanager: a health query answering "device not
+// ready" marks the chip unhealthy), the driver source returns it for a
+// device whose state is not ready (dcmi_interface_api.h:1985,
+// dcmi/dcmi_interface/src/dcmi_basic_info_intf.c:61).
+const dcmiNotReady = "the chip dropped off the card (device not ready)"
+
+// chips lists the NPU chips of every card. One card's or chip's failing
+// call never hides the others: the chip is returned with Failed set, or
+// left out in the second list; only a failing card list is an error.
+func (l *dcmiLib) chips() ([]dcmiChip, []dcmiSkipped, error) {
 	var n int32
 	cards := make([]int32, dcmiMaxCards)
 	if err := l.call("dcmi_get_card_list", func() int32 { return l.getCardList(&n, &cards[0], int32(len(cards))) }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ncards, err := vendors.CheckCount("dcmi_get_card_list", "cards", int64(n), len(cards))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []dcmiChip
+	var (
+		out     []dcmiChip
+		skipped []dcmiSkipped
+	)
 	for _, card := range cards[:ncards] {
 		var n int32
 		if err := l.call("dcmi_get_device_num_in_card", func() int32 { return l.getDeviceNumInCard(card, &n) }); err != nil {
-			return nil, fmt.Errorf("card %d: %w", card, err)
+			if errors.Is(err, vendors.ErrLibraryWedged) {
+				return nil, nil, fmt.Errorf("card %d: %w", card, err)
+			}
+			skipped = append(skipped, dcmiSkipped{Card: int(card), Device: -1, Err: err})
+			continue
 		}
 		devs, err := vendors.CheckCount("dcmi_get_device_num_in_card", "devices", int64(n), dcmiMaxDevicesInCard)
 		if err != nil {
-			return nil, fmt.Errorf("card %d: %w", card, err)
+			return nil, nil, fmt.Errorf("card %d: %w", card, err)
 		}
 		for dev := range int32(devs) {
 			c, err := l.chip(card, dev)
-			if err != nil {
-				return nil, fmt.Errorf("card %d device %d: %w", card, dev, err)
+			switch {
+			case errors.Is(err, vendors.ErrLibraryWedged):
+				return nil, nil, fmt.Errorf("card %d device %d: %w", card, dev, err)
+			case err != nil:
+				skipped = append(skipped, dcmiSkipped{Card: int(card), Device: int(dev), Err: err})
+			default:
+				out = append(out, c)
 			}
-			out = append(out, c)
 		}
 	}
-	return out, nil
+	return out, skipped, nil
 }
 
 func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
@@ -397,6 +523,19 @@ func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
 		return c, err
 	}
 	c.Name, c.AICores = cString(info.ChipName[:]), int(info.AICoreCnt)
+	// The chip is known from here on: a failing call marks it, not the node.
+	c.Failed = l.chipFacts(&c, card, dev)
+	if errors.Is(c.Failed, vendors.ErrLibraryWedged) {
+		// A hung call wedges the library for every chip: the node's
+		// problem, not this chip's.
+		return c, c.Failed
+	}
+	return c, nil
+}
+
+// chipFacts reads what DCMI says of an identified chip: memory, PCI
+// address, health. It returns the first call that failed.
+func (l *dcmiLib) chipFacts(c *dcmiChip, card, dev int32) error {
 	var hbm dcmiHBMInfo
 	err := l.call("dcmi_get_device_hbm_info", func() int32 { return l.getHBMInfo(card, dev, &hbm) })
 	switch {
@@ -406,24 +545,28 @@ func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
 		// No HBM (310P): the chip's DDR is its device memory.
 		var mem dcmiMemoryInfo
 		if err := l.call("dcmi_get_device_memory_info_v3", func() int32 { return l.getMemoryInfoV3(card, dev, &mem) }); err != nil {
-			return c, err
+			return err
 		}
 		c.MemoryMB = int64(mem.MemorySize)
 	default:
-		return c, err
+		return err
 	}
 	var pcie dcmiPCIeInfoAll
 	if err := l.call("dcmi_get_device_pcie_info_v2", func() int32 { return l.getPCIeInfoV2(card, dev, &pcie) }); err != nil {
 		if !notSupported(err) {
-			return c, err
+			return err
 		}
 	} else {
 		c.BusID = fmt.Sprintf("%04x:%02x:%02x.%x", uint32(pcie.Domain), pcie.BDFBusID, pcie.BDFDeviceID, pcie.BDFFuncID)
 	}
 	if err := l.call("dcmi_get_device_health", func() int32 { return l.getHealth(card, dev, &c.Health) }); err != nil {
-		return c, err
+		var d *DCMIError
+		if errors.As(err, &d) && d.Code == dcmiErrNotReady {
+			return fmt.Errorf("%w: %s", err, dcmiNotReady)
+		}
+		return err
 	}
-	return c, nil
+	return nil
 }
 
 // errorCodes returns a chip's current error codes.
@@ -453,10 +596,7 @@ func (l *dcmiLib) topo(a, b dcmiChip) (string, error) {
 	}); err != nil {
 		return "", err
 	}
-	if t < 0 || int(t) >= len(dcmiTopoCodes) {
-		return "NA", nil
-	}
-	return dcmiTopoCodes[t], nil
+	return l.topoCode(t, a.Name == die91093Name), nil
 }
 
 // deviceIP returns the address of the chip's RoCE port 0 in CIDR form, ""
@@ -524,13 +664,34 @@ func (l *dcmiLib) createVNPU(card, dev, id int, template string) (int, error) {
 	if len(template) >= dcmiTemplateNameLen {
 		return 0, fmt.Errorf("template name %q is longer than DCMI's %d bytes", template, dcmiTemplateNameLen-1)
 	}
-	in := dcmiCreateVDevResStru{VDevID: uint32(id)}
+	in := dcmiCreateVDevResStru{VDevID: uint32(id), VFGID: dcmiVFGIDAny}
 	copy(in.TemplateName[:], template)
 	var out dcmiCreateVDevOut
 	if err := l.call("dcmi_create_vdevice", func() int32 { return l.createVDevice(int32(card), int32(dev), &in, &out) }); err != nil {
 		return 0, err
 	}
 	return int(out.VDevID), nil
+}
+
+// vdeviceMode returns the node's vNPU mode as npu-smi names it (docker,
+// vm). The library refuses the query (-8002) in a container, except for
+// 910B in a privileged one (the CANN driver source,
+// dcmi/dcmi_interface/src/dcmi_virtual_intf.c:1055-1085).
+func (l *dcmiLib) vdeviceMode() (string, error) {
+	if l.getVDevMode == nil {
+		return "", &DCMIError{Func: "dcmi_get_vdevice_mode", Code: dcmiErrFuncNotPresent}
+	}
+	var mode int32
+	if err := l.call("dcmi_get_vdevice_mode", func() int32 { return l.getVDevMode(&mode) }); err != nil {
+		return "", err
+	}
+	switch mode {
+	case 0:
+		return VNPUModeDocker, nil
+	case 1:
+		return "vm", nil
+	}
+	return fmt.Sprintf("mode %d", mode), nil
 }
 
 // destroyVNPU destroys vNPU id of a chip.

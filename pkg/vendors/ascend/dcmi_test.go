@@ -18,7 +18,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -26,23 +25,32 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/nativetest"
 )
 
-// buildMockDCMI compiles testdata/dcmi/mock_dcmi.c into a libdcmi.so of
-// its own (so every test has the mock's state to itself) and points the
-// mock at a fixture of testdata/dcmi, with extra lines appended.
+// buildMockDCMI compiles testdata/dcmi/mock_dcmi.c for the test binary's
+// architecture into a libdcmi.so of its own (so every test has the mock's
+// state to itself) and points the mock at a fixture of testdata/dcmi,
+// with extra lines appended.
 func buildMockDCMI(t *testing.T, fixture string, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	lib := filepath.Join(dir, "libdcmi.so")
-	out, err := exec.Command("gcc", "-shared", "-fPIC", "-O1", "-I", "testdata/dcmi", "-o", lib, "testdata/dcmi/mock_dcmi.c").CombinedOutput()
-	require.NoError(t, err, "building the mock libdcmi.so: %s", out)
+	nativetest.Compile(t, "", "-shared", "-fPIC", "-O1", "-I", "testdata/dcmi", "-o", lib, "testdata/dcmi/mock_dcmi.c")
 	data, err := os.ReadFile(filepath.Join("testdata", "dcmi", fixture+".txt"))
 	require.NoError(t, err)
 	path := filepath.Join(dir, fixture+".txt")
 	require.NoError(t, os.WriteFile(path, []byte(string(data)+strings.Join(extra, "\n")+"\n"), 0o644))
 	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", path)
 	t.Setenv("ACCEL_DRA_DCMI_STATE", filepath.Join(dir, "vnpus.state"))
+	// The host files DCMI needs for vNPUs (VNPUHostFiles), as the chart
+	// mounts them.
+	host := filepath.Join(dir, "host")
+	require.NoError(t, os.MkdirAll(filepath.Join(host, "run", "vnpu_cfg_lock"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(host, "etc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(host, "etc", "vnpu.cfg"), []byte("vnpu_config_recover:enable\n"), 0o644))
+	t.Setenv("ACCEL_DRA_DCMI_ROOT", host)
 	return lib
 }
 
@@ -87,9 +95,8 @@ func TestDCMILayoutMatchesTheCHeader(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "layout.c"), []byte(src.String()), 0o644))
 	abs, err := filepath.Abs("testdata/dcmi")
 	require.NoError(t, err)
-	out, err := exec.Command("gcc", "-I", abs, "-o", filepath.Join(dir, "layout"), filepath.Join(dir, "layout.c")).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	out, err = exec.Command(filepath.Join(dir, "layout")).Output()
+	nativetest.Compile(t, "", "-I", abs, "-o", filepath.Join(dir, "layout"), filepath.Join(dir, "layout.c"))
+	out, err := nativetest.Command(t, filepath.Join(dir, "layout")).Output()
 	require.NoError(t, err)
 	c := map[string]uintptr{}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))

@@ -22,6 +22,7 @@ package ascend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -93,9 +94,17 @@ func (f found) reader() string {
 // them, so the rest of discovery is the same for both; byLogic gives each
 // chip's DCMI record by logic id.
 func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []ChipMapping, Topology, map[int]*dcmiChip, error) {
-	chips, err := lib.chips()
+	chips, skipped, err := lib.chips()
 	if err != nil {
 		return nil, nil, Topology{}, nil, fmt.Errorf("listing Ascend chips through %s: %w", lib.path, err)
+	}
+	for _, s := range skipped {
+		what := fmt.Sprintf("card %d device %d", s.Card, s.Device)
+		if s.Device < 0 {
+			what = fmt.Sprintf("card %d", s.Card)
+		}
+		b.logOnce(ctx, "dcmi-skipped:"+what+":"+s.Err.Error(), "Leaving out Ascend chips DCMI cannot identify, publishing the others",
+			"chips", what, "err", s.Err)
 	}
 	sort.Slice(chips, func(i, j int) bool { return chips[i].Logic < chips[j].Logic })
 	var (
@@ -110,13 +119,16 @@ func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []Chi
 		}
 		byLogic[c.Logic] = c
 		health := HealthUnknown
-		if int(c.Health) < len(dcmiHealth) {
+		if int(c.Health) < len(dcmiHealth) && c.Failed == nil {
 			health = dcmiHealth[c.Health]
 		}
 		infos = append(infos, ChipInfo{NPU: c.Card, Chip: c.Device, PhysicalID: c.Phy, LogicID: c.Logic, Name: c.Name, Health: health,
 			BusID: c.BusID, MemoryMB: c.MemoryMB, HBM: c.HBM, AICores: c.AICores})
 		mappings = append(mappings, ChipMapping{NPU: c.Card, Chip: c.Device, LogicID: c.Logic, PhysicalID: c.Phy,
 			Name: modelName(c.Name)})
+	}
+	if ringModel(chipNames(infos)) {
+		return infos, mappings, Topology{}, byLogic, nil
 	}
 	topo, err := b.dcmiTopo(ctx, lib, chips)
 	if err != nil {
@@ -137,8 +149,15 @@ func (b *Backend) dcmiTopo(ctx context.Context, lib *dcmiLib, chips []dcmiChip) 
 		for _, c := range chips {
 			code, err := lib.topo(a, c)
 			if err != nil {
-				if !notSupported(err) {
+				if errors.Is(err, vendors.ErrLibraryWedged) {
 					return Topology{}, fmt.Errorf("reading the link between logic ids %d and %d through DCMI: %w", a.Logic, c.Logic, err)
+				}
+				if !notSupported(err) {
+					// The links only group chips: a failing pair costs the
+					// links, not the node.
+					b.logOnce(ctx, "dcmi-topo-failed:"+err.Error(), "Cannot read a link between two Ascend chips through DCMI, treating every chip as PCIe-only",
+						"logicIDs", []int{a.Logic, c.Logic}, "err", err)
+					return Topology{Source: t.Source}, nil
 				}
 				b.logOnce(ctx, "dcmi-topo", "DCMI cannot report the chip topology here, reading it with npu-smi", "err", err)
 				return b.topo(ctx)

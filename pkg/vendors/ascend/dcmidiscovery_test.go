@@ -30,6 +30,9 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
+// a3Buses are the PCI addresses of the A3 fixtures' dies.
+var a3Buses = []string{"0000:9d:00.0", "0000:9f:00.0", "0000:99:00.0", "0000:9b:00.0"}
+
 // withoutSources drops what only says who read a fact, to compare two
 // backends' inventories.
 func withoutSources(inv inventory.Inventory) inventory.Inventory {
@@ -40,7 +43,16 @@ func withoutSources(inv inventory.Inventory) inventory.Inventory {
 }
 
 func TestDiscoverThroughDCMIFindsWhatNpuSmiFinds(t *testing.T) {
-	for _, node := range []string{"atlas-800-910a", "atlas-800t-a2", "atlas-300i-duo"} {
+	for node, tc := range map[string]struct {
+		// npu-smi is asked only what DCMI cannot answer: the topology of
+		// 310P (dcmi_get_topo_info_by_device_id answers -8255).
+		npuSmi []string
+		links  string
+	}{
+		"atlas-800-910a": {links: ringSource},
+		"atlas-800t-a2":  {links: "libdcmi.so dcmi_get_topo_info_by_device_id"},
+		"atlas-300i-duo": {npuSmi: []string{cmdTopo}, links: cmdTopo},
+	} {
 		t.Run(node, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
 			lib := buildMockDCMI(t, node)
@@ -48,11 +60,10 @@ func TestDiscoverThroughDCMIFindsWhatNpuSmiFinds(t *testing.T) {
 			viaTool, err := New(Config{Root: root, Runner: runner, Library: vendors.LibraryNone}).Discover(ctx)
 			require.NoError(t, err)
 
-			// npu-smi is asked only for the vNPU mode, which DCMI has no call for.
 			logged := &loggingRunner{next: runner}
 			viaDCMI, err := New(Config{Root: root, Runner: logged, Library: lib}).Discover(ctx)
 			require.NoError(t, err)
-			require.Equal(t, []string{cmdVNPUMode}, logged.ran)
+			require.Equal(t, tc.npuSmi, logged.ran)
 			require.NoError(t, viaDCMI.Validate())
 
 			if node == "atlas-800t-a2" {
@@ -69,8 +80,8 @@ func TestDiscoverThroughDCMIFindsWhatNpuSmiFinds(t *testing.T) {
 			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", src[SourceModel])
 			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", src[SourceCores], "DCMI says the AI core count")
 			require.Equal(t, "libdcmi.so dcmi_get_device_pcie_info_v2, sysfs", src[SourcePCI])
-			require.Equal(t, "libdcmi.so dcmi_get_topo_info_by_device_id", src[SourceLinks])
-			require.Equal(t, cmdVNPUMode, src[SourcePartitionMode])
+			require.Equal(t, tc.links, src[SourceLinks])
+			require.Equal(t, "libdcmi.so dcmi_get_vdevice_mode", src[SourcePartitionMode])
 			if node == "atlas-300i-duo" {
 				require.Equal(t, "libdcmi.so dcmi_get_device_memory_info_v3", src[SourceMemory], "310P3 has DDR, no HBM")
 			} else {
@@ -106,7 +117,6 @@ func fakeRoot(t *testing.T, buses []string, deviceID string) string {
 }
 
 func TestDiscoverThroughDCMIReadsModelsNpuSmiCannotTellApart(t *testing.T) {
-	a3Buses := []string{"0000:9d:00.0", "0000:9f:00.0", "0000:99:00.0", "0000:9b:00.0"}
 	b4Buses := []string{"0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0", "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0"}
 	for _, tc := range []struct {
 		fixture string
@@ -221,22 +231,92 @@ func countLines(text, sub string) int {
 
 func TestDiscoverThroughDCMIReadsTheTopologyWithNpuSmiWhereDCMICannot(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	lib := buildMockDCMI(t, "atlas-800-910a", "fail dcmi_get_topo_info_by_device_id -8255")
-	root, runner := fixture("atlas-800-910a")
+	lib := buildMockDCMI(t, "atlas-800t-a2", "fail dcmi_get_topo_info_by_device_id -8255")
+	root, runner := fixture("atlas-800t-a2")
 	inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
 	require.NoError(t, err)
-	require.Equal(t, "hccs-0", inv.Chips[3].LinkGroup)
-	require.Equal(t, "hccs-1", inv.Chips[4].LinkGroup)
+	require.Equal(t, "hccs-0", inv.Chips[7].LinkGroup)
 	require.Equal(t, cmdTopo, inv.Chips[0].Sources[SourceLinks])
 	require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", inv.Chips[0].Sources[SourceModel])
 }
 
-func TestDiscoverThroughDCMIFailsOnAFailingCall(t *testing.T) {
+// The 910A's rings are the model's: no tool is asked, by either backend,
+// and a node missing some chips keeps the rings of the chips it has.
+func TestDiscoverGivesThe910ATheRingsOfItsModel(t *testing.T) {
+	for _, library := range []string{vendors.LibraryNone, "mock"} {
+		t.Run(library, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			if library == "mock" {
+				library = buildMockDCMI(t, "atlas-800-910a")
+			}
+			root, runner := fixture("atlas-800-910a")
+			logged := &loggingRunner{next: runner}
+			inv, err := New(Config{Root: root, Runner: logged, Library: library}).Discover(ctx)
+			require.NoError(t, err)
+			require.NotContains(t, logged.ran, cmdTopo)
+			for _, c := range inv.Chips {
+				require.Equal(t, fmt.Sprintf("hccs-%d", c.Index/4), c.LinkGroup, "chip %d", c.Index)
+				require.Equal(t, ringSource, c.Sources[SourceLinks])
+			}
+		})
+	}
+}
+
+func TestDiscoverThroughDCMIFailsOnAFailingCardList(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	lib := buildMockDCMI(t, "atlas-800t-a2", "fail dcmi_get_device_chip_info -8005")
+	lib := buildMockDCMI(t, "atlas-800t-a2", "fail dcmi_get_card_list -8005")
 	root, runner := fixture("atlas-800t-a2")
 	_, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
-	require.ErrorContains(t, err, "listing Ascend chips through "+lib+": card 0 device 0: dcmi_get_device_chip_info returned -8005")
+	require.EqualError(t, err, "listing Ascend chips through "+lib+": dcmi_get_card_list returned -8005")
+}
+
+// One chip's failing DCMI call never hides the node: a chip DCMI cannot
+// identify is left out with a log line naming the call and its code, an
+// identified chip whose later call fails is published unhealthy
+// (ReasonLibraryError), and the other chips publish as they are.
+func TestDiscoverThroughDCMIKeepsTheOtherChipsWhenOneChipsCallFails(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		chips      int
+		unhealthy  map[int]string // index → health message
+		log        string
+	}{
+		{name: "health -8012: the chip dropped off the card", line: "fail-chip 1 dcmi_get_device_health -8012", chips: 8,
+			unhealthy: map[int]string{1: "DCMI: dcmi_get_device_health returned -8012: the chip dropped off the card (device not ready)"},
+			log:       "A DCMI call failed for this Ascend chip alone, reporting it unhealthy"},
+		{name: "PCI info fails", line: "fail-chip 5 dcmi_get_device_pcie_info_v2 -8005", chips: 8,
+			unhealthy: map[int]string{5: "DCMI: dcmi_get_device_pcie_info_v2 returned -8005"}},
+		{name: "the chip's name cannot be read", line: "fail-chip 2 dcmi_get_device_chip_info -8005", chips: 7,
+			log: `Leaving out Ascend chips DCMI cannot identify, publishing the others chips="card 2 device 0" err="dcmi_get_device_chip_info returned -8005"`},
+		{name: "every chip's name fails", line: "fail dcmi_get_device_chip_info -8005", chips: 0,
+			log: `chips="card 7 device 0" err="dcmi_get_device_chip_info returned -8005"`},
+		{name: "a card's device count fails", line: "fail dcmi_get_device_num_in_card -8005", chips: 0,
+			log: `chips="card 3" err="dcmi_get_device_num_in_card returned -8005"`},
+		{name: "a link fails: PCIe only", line: "fail-chip 4 dcmi_get_topo_info_by_device_id -8005", chips: 8,
+			log: "Cannot read a link between two Ascend chips through DCMI, treating every chip as PCIe-only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			lib := buildMockDCMI(t, "atlas-800t-a2", tc.line)
+			root, runner := fixture("atlas-800t-a2")
+			inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.Len(t, inv.Chips, tc.chips)
+			require.NoError(t, inv.Validate())
+			for _, c := range inv.Chips {
+				msg, bad := tc.unhealthy[c.Index]
+				require.Equal(t, !bad, c.Healthy, "chip %d", c.Index)
+				if bad {
+					require.Equal(t, inventory.ReasonLibraryError, c.HealthReason)
+					require.Equal(t, msg, c.HealthMessage)
+				}
+				if strings.Contains(tc.line, "topo") {
+					require.Equal(t, inventory.LinkPCIe, c.LinkType)
+				}
+			}
+			require.Contains(t, logs(), tc.log)
+		})
+	}
 }
 
 // Every profile's chips report DCMI's health and error codes.
@@ -319,6 +399,57 @@ func TestABogusDCMICountIsAnErrorNamingTheCall(t *testing.T) {
 			root, runner := fixture("atlas-800t-a2")
 			_, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
 			require.ErrorContains(t, err, "listing Ascend chips through "+lib+": "+tt.want)
+		})
+	}
+}
+
+// Topology codes after 5 are read by the library's driver version; an
+// unknown one, or BUTT (what the library answers with rc 0 when its pair
+// lookup fails), never joins chips into an HCCS group.
+func TestDiscoverThroughDCMIReadsTopologyCodesByDriverVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, fixture, driver, code string
+		hccs                        bool
+	}{
+		{"6 is SIO since 25.3.rc1", "atlas-800t-a2", "25.3.rc1", "6", true},
+		{"6 is BUTT on an older 910B", "atlas-800t-a2", "24.1.rc2", "6", false},
+		{"9 is BUTT since 25.3.rc1", "atlas-800t-a2", "25.3.rc1", "9", false},
+		{"8 is UB since 25.3.rc1, not HCCS", "atlas-800t-a2", "25.3.rc1", "8", false},
+		{"8 is BUTT on an older 910_93", "atlas-a3-20", "24.1.rc3", "8", false},
+		{"7 is HCCS_SW on an older 910_93", "atlas-a3-20", "24.1.rc3", "7", true},
+		{"an unknown version reads the 910_93 reference on 910_93", "atlas-a3-20", "unknown", "6", true},
+		{"an unknown version reads nothing after 5 elsewhere", "atlas-800t-a2", "unknown", "6", false},
+		{"a code no generation has", "atlas-800t-a2", "25.3.rc1", "42", false},
+		{"HCCS is 3 everywhere", "atlas-800t-a2", "23.0.rc3", "3", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lines := []string{"topo-default " + tc.code}
+			if tc.fixture == "atlas-a3-20" {
+				lines = append(lines, "topo 0 1 "+tc.code, "topo 2 3 "+tc.code)
+			}
+			if tc.driver != "unknown" {
+				lines = append(lines, "driver-version "+tc.driver)
+			} else {
+				lines = append(lines, "fail dcmi_get_driver_version -8255")
+			}
+			lib := buildMockDCMI(t, tc.fixture, lines...)
+			var root string
+			if tc.fixture == "atlas-a3-20" {
+				root = fakeRoot(t, a3Buses, "0xd803")
+			} else {
+				root, _ = fixture(tc.fixture)
+			}
+			inv, err := New(Config{Root: root, Runner: discoverytest.MapRunner{}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.NotEmpty(t, inv.Chips)
+			for _, c := range inv.Chips {
+				if tc.hccs {
+					require.Equal(t, "hccs-0", c.LinkGroup, "chip %d", c.Index)
+				} else {
+					require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup, "chip %d", c.Index)
+				}
+			}
 		})
 	}
 }

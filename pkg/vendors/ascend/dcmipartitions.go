@@ -24,8 +24,12 @@ package ascend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,7 +62,7 @@ func openDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 // NewTool implements vendors.Partitions: vNPUs through the node's
 // libdcmi.so where it loads, else with npu-smi.
 func (VNPUs) NewTool(runner discovery.CommandRunner, root, library string) vendors.PartitionTool {
-	t := &PartitionTool{Runner: runner}
+	t := &PartitionTool{Runner: runner, hostFiles: "/"}
 	if library == vendors.LibraryNone {
 		return t
 	}
@@ -77,7 +81,7 @@ func (a *PartitionTool) dcmiAddress(lib *dcmiLib, c inventory.Chip) (int, int, e
 	if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
 		logic = int(*v.Int)
 	}
-	chips, err := lib.chips()
+	chips, _, err := lib.chips()
 	if err != nil {
 		return 0, 0, fmt.Errorf("finding chip %d through DCMI: %w", c.Index, err)
 	}
@@ -113,12 +117,52 @@ func (a *PartitionTool) createDCMI(ctx context.Context, lib *dcmiLib, c inventor
 	}
 	got, err := lib.createVNPU(card, dev, id, t.Name)
 	if err != nil {
-		return vendors.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI (is the node in vNPU docker mode? `npu-smi info -t vnpu-mode`): %w", t.Name, c.Index, err)
+		return vendors.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI%s: %w", t.Name, c.Index, a.vnpuHint(err), err)
 	}
 	if got != id {
 		return vendors.Instance{}, fmt.Errorf("creating a %s vNPU on chip %d through DCMI: asked for vNPU id %d, got %d", t.Name, c.Index, id, got)
 	}
 	return vendors.ConfirmCreated(ctx, a, c, id, t.Name, vendors.Created{Tool: "DCMI", Kind: "vNPU", Template: "template"})
+}
+
+// VNPUHostFiles are the host paths DCMI opens by absolute path to make or
+// remove a vNPU: it takes a lock by creating a file in /run/vnpu_cfg_lock
+// and records the vNPU in /etc/vnpu.cfg, and without them undoes the
+// vNPU and returns -8020 (CANN driver source,
+// dcmi/dcmi_inner/inc/dcmi_inner_cfg_persist.h:32-38,
+// dcmi_inner_cfg_persist.c:84-110 and 879-881,
+// dcmi_interface/src/dcmi_virtual_intf.c:648-653). Huawei's device plugin
+// manifests mount both; so does the chart where vNPUs are enabled.
+var VNPUHostFiles = []string{"/run/vnpu_cfg_lock", "/etc/vnpu.cfg"}
+
+// vnpuHint says what a failed vNPU call most likely needs: the host files
+// for -8020 and -8014, a privileged container for -8002.
+func (a *PartitionTool) vnpuHint(err error) string {
+	var d *DCMIError
+	if !errors.As(err, &d) {
+		return ""
+	}
+	switch d.Code {
+	case dcmiErrOccupied, dcmiErrFileOperate:
+		root := a.hostFiles
+		if root == "" {
+			root = "/"
+		}
+		var missing []string
+		for _, p := range VNPUHostFiles {
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) == 0 {
+			return " (another vNPU operation may hold DCMI's lock /run/vnpu_cfg_lock/vnpu_cfg_lock_flag)"
+		}
+		return fmt.Sprintf(" (the agent's container lacks the host's %s, which DCMI needs to record a vNPU; the chart mounts them where %s is not off)",
+			strings.Join(missing, " and "), PartitionModeValue)
+	case dcmiErrNotPermitted:
+		return " (DCMI makes 910B and 910_93 vNPUs only on the host or in a privileged container)"
+	}
+	return ""
 }
 
 var _ vendors.LibraryWatch = (*Backend)(nil)

@@ -15,7 +15,10 @@
 package ascend
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -111,11 +114,12 @@ func TestPartitionToolListsVNPUsThatExistBeforeTheAgent(t *testing.T) {
 
 func TestPartitionToolThroughDCMISaysWhyACreateFails(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	// Outside vNPU docker mode the library refuses the vNPU.
-	chips, lib := discoverDCMI(t, "atlas-800t-a2", "vnpu-mode vm")
+	// In an unprivileged container the library refuses 910B vNPUs
+	// (dcmi_check_set_vnpu_permission).
+	chips, lib := discoverDCMI(t, "atlas-800t-a2", "env container")
 	tpl, _ := templateOf(chips[0], "vir05_1c_16g")
 	_, err := (&PartitionTool{dcmi: lib}).Create(ctx, chips[0], tpl)
-	require.ErrorContains(t, err, "creating a vir05_1c_16g vNPU on chip 0 through DCMI (is the node in vNPU docker mode?")
+	require.ErrorContains(t, err, "creating a vir05_1c_16g vNPU on chip 0 through DCMI (DCMI makes 910B and 910_93 vNPUs only on the host or in a privileged container)")
 	require.ErrorContains(t, err, "dcmi_create_vdevice returned -8002")
 }
 
@@ -131,4 +135,91 @@ func TestLibraryPartitionToolUsesNpuSmiWithoutALibrary(t *testing.T) {
 		tool := VNPUs{}.NewTool(discoverytest.MapRunner{}, t.TempDir(), library).(*PartitionTool)
 		require.Nil(t, tool.dcmi, "library %q", library)
 	}
+}
+
+// DCMI records a vNPU in the host's /etc/vnpu.cfg under a lock in
+// /run/vnpu_cfg_lock and undoes it where it cannot (VNPUHostFiles); the
+// error names what the agent's container lacks.
+func TestPartitionToolThroughDCMINamesTheMissingHostFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name, missing, want string
+	}{
+		{name: "both mounted"},
+		{name: "no lock directory", missing: "run/vnpu_cfg_lock",
+			want: "creating a vir05_1c_16g vNPU on chip 0 through DCMI (the agent's container lacks the host's /run/vnpu_cfg_lock, " +
+				"which DCMI needs to record a vNPU; the chart mounts them where nodeGroups[].partitionMode is not off): dcmi_create_vdevice returned -8020"},
+		{name: "neither", missing: ".",
+			want: "(the agent's container lacks the host's /run/vnpu_cfg_lock and /etc/vnpu.cfg, which DCMI needs to record a vNPU; " +
+				"the chart mounts them where nodeGroups[].partitionMode is not off)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			chips, lib := discoverDCMI(t, "atlas-800t-a2")
+			host := os.Getenv("ACCEL_DRA_DCMI_ROOT")
+			if tc.missing != "" {
+				require.NoError(t, os.RemoveAll(filepath.Join(host, tc.missing)))
+			}
+			tool := &PartitionTool{dcmi: lib, hostFiles: host}
+			tpl, _ := templateOf(chips[0], "vir05_1c_16g")
+			_, err := tool.Create(ctx, chips[0], tpl)
+			left, lerr := tool.List(ctx, chips[0])
+			require.NoError(t, lerr)
+			if tc.want == "" {
+				require.NoError(t, err)
+				require.Len(t, left, 1)
+				cfg, err := os.ReadFile(filepath.Join(host, "etc", "vnpu.cfg"))
+				require.NoError(t, err)
+				require.Contains(t, string(cfg), "0:100:npu-smi set -t create-vnpu -i 0 -c 0 -f vir05_1c_16g -v 100\n")
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+			require.Empty(t, left, "DCMI undoes a vNPU it cannot record")
+		})
+	}
+}
+
+// dcmi_create_vdevice takes vfg_id 0xFFFFFFFF for "any vGroup", as
+// npu-smi and Huawei's device plugin pass it; the mock records the vGroup
+// it picked in /etc/vnpu.cfg as the library does on 310P (-g).
+func TestPartitionToolLetsDCMIPickTheVGroup(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	chips, lib := discoverDCMI(t, "atlas-300i-duo")
+	tool := &PartitionTool{dcmi: lib, hostFiles: os.Getenv("ACCEL_DRA_DCMI_ROOT")}
+	tpl, _ := templateOf(chips[0], "vir02")
+	for range 2 {
+		_, err := tool.Create(ctx, chips[0], tpl)
+		require.NoError(t, err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(os.Getenv("ACCEL_DRA_DCMI_ROOT"), "etc", "vnpu.cfg"))
+	require.NoError(t, err)
+	var groups []string
+	for _, l := range strings.Split(string(cfg), "\n") {
+		if _, g, ok := strings.Cut(l, " -g "); ok {
+			groups = append(groups, g)
+		}
+	}
+	require.Equal(t, []string{"0", "1"}, groups, "each vNPU in a vGroup the library picked, none pinned to vGroup 0:\n%s", cfg)
+}
+
+// What the mock library does as the real one does (testdata/dcmi/mock_dcmi.c
+// cites the source of each).
+func TestMockDCMIBehavesAsTheLibrary(t *testing.T) {
+	t.Run("no DDR memory call on 910B", func(t *testing.T) {
+		_, lib := discoverDCMI(t, "atlas-800t-a2")
+		var mem dcmiMemoryInfo
+		err := lib.call("dcmi_get_device_memory_info_v3", func() int32 { return lib.getMemoryInfoV3(0, 0, &mem) })
+		require.EqualError(t, err, "dcmi_get_device_memory_info_v3: not supported by this chip or driver (-8255)")
+	})
+	t.Run("an unknown card is an invalid parameter", func(t *testing.T) {
+		_, lib := discoverDCMI(t, "atlas-800t-a2")
+		_, err := lib.chip(9, 0)
+		require.EqualError(t, err, "dcmi_get_device_logic_id returned -8001")
+	})
+	t.Run("create does not look at the vNPU mode", func(t *testing.T) {
+		_, ctx := ktesting.NewTestContext(t)
+		chips, lib := discoverDCMI(t, "atlas-800t-a2", "vnpu-mode vm")
+		tpl, _ := templateOf(chips[0], "vir05_1c_16g")
+		_, err := (&PartitionTool{dcmi: lib}).Create(ctx, chips[0], tpl)
+		require.NoError(t, err, "npu-smi checks the mode before it calls DCMI; discovery offers no vNPUs here")
+	})
 }

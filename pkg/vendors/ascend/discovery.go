@@ -92,6 +92,9 @@ type Config struct {
 	// LibraryCallTimeout bounds each DCMI call (zero: the default,
 	// vendors.DefaultLibraryCallTimeout).
 	LibraryCallTimeout time.Duration
+	// PartitionMode is the vNPU mode the admin declares for the node
+	// (vendors.PartitionModeAuto, On, Off; "" is auto): partitionmode.go.
+	PartitionMode string
 }
 
 // Backend discovers Ascend chips. It implements discovery.Backend.
@@ -108,17 +111,19 @@ type Backend struct {
 	phyIDs    map[[2]int]int
 	phyIDsFor string
 
-	libraryPath string
-	callTimeout time.Duration
-	libOnce     sync.Once
-	lib         *dcmiLib
+	libraryPath   string
+	callTimeout   time.Duration
+	partitionMode string
+	libOnce       sync.Once
+	lib           *dcmiLib
 }
 
 var _ discovery.Backend = (*Backend)(nil)
 
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
-	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi, libraryPath: cfg.Library, callTimeout: cfg.LibraryCallTimeout}
+	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi, libraryPath: cfg.Library, callTimeout: cfg.LibraryCallTimeout,
+		partitionMode: cfg.PartitionMode}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -198,6 +203,9 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	}
 
 	groups := linkGroups(chips, topo)
+	if ringModel(chipNames(infos)) {
+		groups, topo.Source = ringGroups(chips), ringSource
+	}
 	busUsers := map[string]int{}
 	for _, c := range chips {
 		busUsers[c.info.BusID]++
@@ -353,7 +361,17 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 			"npu", info.NPU, "chip", info.Chip, "device", node)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + node + " is missing"})
 	}
-	if info.Health != HealthOK {
+	if info.RowError != "" {
+		logger.Info("The npu-smi table row of this Ascend chip does not parse, reporting it unhealthy", "npu", info.NPU, "chip", info.Chip,
+			"device", devPath(c.index), "err", info.RowError)
+		faults = append(faults, fault{inventory.ReasonLibraryError, info.RowError})
+	}
+	if c.dcmi != nil && c.dcmi.Failed != nil {
+		// Its health is unread: the failed call is why it is unhealthy.
+		logger.Info("A DCMI call failed for this Ascend chip alone, reporting it unhealthy", "npu", info.NPU, "chip", info.Chip,
+			"device", devPath(c.index), "err", c.dcmi.Failed)
+		faults = append(faults, fault{inventory.ReasonLibraryError, "DCMI: " + c.dcmi.Failed.Error()})
+	} else if info.Health != HealthOK {
 		message := c.reader() + " reports health " + info.Health
 		if len(faults) == 0 {
 			// Only the first fault's message is kept (MarkUnhealthy): ask
@@ -423,7 +441,7 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 			chip.Sources[SourceDeviceIP] = b.libName() + " dcmi_get_device_ip"
 		}
 	} else {
-		chip.Sources = b.toolSources(coresSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK)
+		chip.Sources = b.toolSources(coresSource, topoSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK)
 	}
 	return chip, nil
 }
@@ -488,6 +506,9 @@ func (b *Backend) readTool(ctx context.Context, devs []int) ([]ChipInfo, []ChipM
 	if err := b.physicalIDs(ctx, devs, infos, mappings); err != nil {
 		return nil, nil, Topology{}, err
 	}
+	if ringModel(chipNames(infos)) {
+		return infos, mappings, Topology{}, nil
+	}
 	topo, err := b.topo(ctx)
 	if err != nil {
 		return nil, nil, Topology{}, err
@@ -503,10 +524,19 @@ func (b *Backend) mapping(ctx context.Context) ([]ChipMapping, error) {
 	return discovery.Query(ctx, b.runner, "reading Ascend chip logic ids", ParseMapping, b.npuSmi, "info", "-m")
 }
 
+// topo reads the topology matrix. The matrix only groups chips into HCCS
+// link groups, so a matrix npu-smi refuses to print (exiting non-zero) or
+// that does not parse costs the links, not the node: every chip is then
+// PCIe-only, with a log line. A hung tool (--tool-timeout) or a cancelled
+// poll fails the poll instead, so the last known links are kept.
 func (b *Backend) topo(ctx context.Context) (Topology, error) {
 	t, err := discovery.Query(ctx, b.runner, "reading HCCS topology", ParseTopo, b.npuSmi, "info", "-t", "topo")
 	if err != nil {
-		return Topology{}, err
+		if ctx.Err() != nil || errors.Is(err, discovery.ErrToolTimeout) {
+			return Topology{}, err
+		}
+		b.logOnce(ctx, "topo-unread:"+err.Error(), "Cannot read the chip topology, treating every chip as PCIe-only", "err", err)
+		return Topology{Source: b.command("info", "-t", "topo")}, nil
 	}
 	if !t.Supported {
 		klog.FromContext(ctx).Info("npu-smi cannot report the topology of these chips, treating every chip as PCIe-only")
@@ -551,38 +581,6 @@ func (b *Backend) logOnce(ctx context.Context, key, msg string, kv ...any) {
 	if !seen {
 		klog.FromContext(ctx).Info(msg, kv...)
 	}
-}
-
-// setPartitionMode reads the node's vNPU mode once when a chip could be
-// offered as vNPUs, and records on each such chip why it is off ("" when
-// on) and what read it. A mode that cannot be read (an npu-smi without
-// the query) is off with the reason; only a cancelled poll fails.
-func (b *Backend) setPartitionMode(ctx context.Context, chips []inventory.Chip) error {
-	var partitionable []*inventory.Chip
-	for i := range chips {
-		if _, ok := vnpuModels[chips[i].Model]; ok {
-			partitionable = append(partitionable, &chips[i])
-		}
-	}
-	if len(partitionable) == 0 {
-		return nil
-	}
-	src := b.command("info", "-t", "vnpu-mode")
-	var off string
-	mode, err := discovery.Query(ctx, b.runner, "reading the vNPU mode", ParseVNPUMode, b.npuSmi, "info", "-t", "vnpu-mode")
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return err
-	case err != nil:
-		off = "cannot read the vNPU mode: " + err.Error()
-	default:
-		off = vnpuModeOff(mode, src)
-	}
-	for _, c := range partitionable {
-		c.PartitionModeOff = off
-		c.Sources[SourcePartitionMode] = src
-	}
-	return nil
 }
 
 // aiCores returns the AI core count of a chip: from the table by its name,

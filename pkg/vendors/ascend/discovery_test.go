@@ -75,9 +75,13 @@ func expectChips(chipName string, memory int64, cores int, driver string, slots 
 // toolSourcesWant is what npu-smi discovery says read each fact of a
 // healthy, partitionable fixture chip.
 func toolSourcesWant(chipName string) map[string]string {
+	links := cmdTopo
+	if chipName == ringChipName {
+		links = ringSource
+	}
 	return map[string]string{
 		SourceChips: cmdInfo, SourceModel: cmdInfo, SourceMemory: cmdInfo, SourceHealth: cmdInfo,
-		SourceLogicID: cmdMap, SourceLinks: cmdTopo, SourcePCI: "sysfs",
+		SourceLogicID: cmdMap, SourceLinks: links, SourcePCI: "sysfs",
 		SourceCores:         "chip name " + chipName + " (built-in table)",
 		SourceDriverVersion: "/usr/local/Ascend/driver/version.info",
 		SourcePartitionMode: cmdVNPUMode,
@@ -413,22 +417,13 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 		message string
 	}{
 		{
-			name: "a non-numeric HBM size in npu-smi info",
+			name: "a chip row that does not say which chip in npu-smi info",
 			node: "atlas-800t-a2", cmd: cmdInfo,
 			edit: func(t *testing.T, s string) string {
-				return discoverytest.ReplaceOnce(t, s, "3318 / 65536", "lots / 65536")
+				return discoverytest.ReplaceOnce(t, s, "| 0                         | 0000:C1:00.0", "| zero                      | 0000:C1:00.0")
 			},
 			line:    8,
-			message: `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB`,
-		},
-		{
-			name: "a topology row cut short in npu-smi info -t topo",
-			node: "atlas-800-910a", cmd: cmdTopo,
-			edit: func(t *testing.T, s string) string {
-				return discoverytest.ReplaceOnce(t, s, "PIX        SYS        SYS        PHB        0-23", "0-23")
-			},
-			line:    2,
-			message: `parsing npu-smi info -t topo: line 2: row NPU0 has 5 entries, the header has 8 columns`,
+			message: `parsing npu-smi info: line 8: NPU 0: chip id "zero" is not a non-negative integer`,
 		},
 		{
 			name: "a mapping row referencing an NPU the table does not list",
@@ -459,6 +454,26 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			discoverytest.RequireParseError(t, err, tc.cmd, tc.line, tc.message)
 		})
 	}
+}
+
+// One chip's row of npu-smi info that does not parse costs that chip,
+// published unhealthy with the parse error, not the node.
+func TestDiscoverPublishesAChipWhoseTableRowDoesNotParseUnhealthy(t *testing.T) {
+	ctx, logs := discoverytest.BufferedContext(t)
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "3318 / 65536", "lots / 65536")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 8)
+	require.NoError(t, inv.Validate())
+	for _, c := range inv.Chips {
+		require.Equal(t, c.Index != 0, c.Healthy, "chip %d", c.Index)
+	}
+	require.Equal(t, inventory.ReasonLibraryError, inv.Chips[0].HealthReason)
+	require.Equal(t, `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB: `+
+		`"| 0                         | 0000:C1:00.0  | 0           0    / 0          lots / 65536         |"`, inv.Chips[0].HealthMessage)
+	require.Contains(t, logs(), "The npu-smi table row of this Ascend chip does not parse, reporting it unhealthy")
 }
 
 func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
@@ -648,17 +663,57 @@ func TestDiscoverReadsAnA3MatrixLabelledByPhysicalID(t *testing.T) {
 }
 
 func TestDiscoverTreatsEveryChipAsPCIeOnlyWhenNpuSmiCannotReportTopology(t *testing.T) {
-	ctx, logs := discoverytest.BufferedContext(t)
+	for _, tc := range []struct {
+		name   string
+		answer func(t *testing.T, recorded string) (string, bool)
+		log    string
+	}{
+		{name: "refused", log: "cannot report the topology", answer: func(*testing.T, string) (string, bool) {
+			return "This device does not support querying topo.\n", true
+		}},
+		{name: "a row cut short", log: "row NPU0 has 7 entries, the header has 8 columns", answer: func(t *testing.T, s string) (string, bool) {
+			return discoverytest.ReplaceOnce(t, s, "NPU0       X          HCCS       HCCS       HCCS", "NPU0       X          HCCS"), true
+		}},
+		{name: "the query fails", log: "Cannot read the chip topology", answer: func(*testing.T, string) (string, bool) {
+			return "", false
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture("atlas-800t-a2")
+			runner := recordings(t, "atlas-800t-a2")
+			if answer, ok := tc.answer(t, runner[cmdTopo]); ok {
+				runner[cmdTopo] = answer
+			} else {
+				delete(runner, cmdTopo)
+			}
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.Len(t, inv.Chips, 8)
+			for _, c := range inv.Chips {
+				require.Equal(t, inventory.LinkPCIe, c.LinkType)
+				require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup)
+			}
+			require.Contains(t, logs(), tc.log)
+		})
+	}
+}
+
+// A hung npu-smi is a failed poll, which keeps the last known links,
+// not a node without links.
+func TestDiscoverFailsWhenTheTopologyQueryHangs(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
 	root, _ := fixture("atlas-800t-a2")
 	runner := recordings(t, "atlas-800t-a2")
-	runner[cmdTopo] = "This device does not support querying topo.\n"
-	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
-	require.NoError(t, err)
-	for _, c := range inv.Chips {
-		require.Equal(t, inventory.LinkPCIe, c.LinkType)
-		require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup)
-	}
-	require.Contains(t, logs(), "cannot report the topology")
+	hung := runnerFunc(func(ctx context.Context, name string, args ...string) ([]byte, error) {
+		if discovery.CommandLine(name, args...) == cmdTopo {
+			return nil, fmt.Errorf("running %s: %w after 1s (--tool-timeout)", cmdTopo, discovery.ErrToolTimeout)
+		}
+		return runner.Run(ctx, name, args...)
+	})
+	_, err := New(Config{Root: root, Runner: hung}).Discover(ctx)
+	require.ErrorIs(t, err, discovery.ErrToolTimeout)
+	require.ErrorContains(t, err, "reading HCCS topology: running npu-smi info -t topo: timed out")
 }
 
 func TestDiscoverNumbersHCCSGroupsByTheirLowestChip(t *testing.T) {
@@ -873,7 +928,6 @@ func TestDiscoverSaysWhatItWasDoingWhenNpuSmiFails(t *testing.T) {
 	}{
 		{missing: cmdInfo, message: "listing Ascend chips: running npu-smi info"},
 		{missing: cmdMap, message: "reading Ascend chip logic ids: running npu-smi info -m"},
-		{missing: cmdTopo, message: "reading HCCS topology: running npu-smi info -t topo"},
 	} {
 		t.Run(tc.missing, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)

@@ -38,7 +38,14 @@ import (
 // ChipHealth is what `npu-smi info -t health` says about one chip.
 type ChipHealth struct {
 	// Health is OK, Warning, Alarm, Critical or UNKNOWN, spelled as the
-	// Health column of `npu-smi info` spells it.
+	// Health column of `npu-smi info` spells it: dcmi_get_device_health's
+	// 0-4 (npucli/src/npu_common.c line 1548 in the CANN driver source,
+	// verylucky01/driver@e29d066). The reason a level becomes
+	// (inventory.ReasonToolHealth) decides its taint: Warning is graded a
+	// warning (inventory.Warning, a taint with effect None: Huawei's
+	// device plugin keeps serving sub-health NPUs, mind-cluster
+	// component/ascend-device-plugin/pkg/device/ascendcommon.go isHealthy),
+	// Alarm, Critical and UNKNOWN block.
 	Health string
 	// Codes are the error codes as 0x and upper-case hex digits
 	// (0x80E18005); none when npu-smi prints NA.

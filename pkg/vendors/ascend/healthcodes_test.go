@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
 // The Error Information entries of the alarming chip's recording.
@@ -127,5 +128,13 @@ func TestDescribeNamesEveryCodeBeforeTheDescriptions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, tc.h.Describe())
 		})
+	}
+}
+
+// Ascend's Warning is the one health level graded a warning (a taint with
+// effect None); Alarm, Critical and UNKNOWN block, OK is no fault.
+func TestOnlyAscendsWarningLevelIsGradedAWarning(t *testing.T) {
+	for health, warning := range map[string]bool{HealthWarning: true, HealthAlarm: false, HealthCritical: false, HealthUnknown: false} {
+		require.Equal(t, warning, inventory.Warning(inventory.ReasonToolHealth(health)), health)
 	}
 }

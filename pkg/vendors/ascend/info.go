@@ -70,6 +70,11 @@ type ChipInfo struct {
 	AICores int
 	// Line is the 1-based line of the chip's NPU row, for messages.
 	Line int
+	// RowError says why the chip's row did not parse, where its NPU and
+	// chip id did: the chip is published unhealthy
+	// (inventory.ReasonLibraryError) with only what its NPU row says, the
+	// other chips as they are.
+	RowError string
 }
 
 // Health values npu-smi prints, spelled as npu-smi spells them.
@@ -183,7 +188,14 @@ lines:
 		case wantChipRow:
 			c, err := parseChipRow(cells, layout, pending)
 			if err != nil {
-				return nil, perr(lineNo, trimmed, "%v", err)
+				// One chip's bad row costs that chip, not the node, where
+				// the row still says which chip it is.
+				chip, ok := rowChipID(cells)
+				if !ok {
+					return nil, perr(lineNo, trimmed, "%v", err)
+				}
+				c = pending
+				c.Chip, c.RowError = chip, perr(lineNo, trimmed, "%v", err).Error()
 			}
 			key := [2]int{c.NPU, c.Chip}
 			if seen[key] {
@@ -191,7 +203,7 @@ lines:
 			}
 			seen[key] = true
 			chips = append(chips, c)
-			if row != nil {
+			if row != nil && c.RowError == "" {
 				row(c, layout, npuRow, cells)
 			}
 			state = wantSeparator
@@ -209,6 +221,19 @@ lines:
 		return nil, &discovery.ParseError{Source: source, Msg: "the NPU table lists no chip"}
 	}
 	return chips, nil
+}
+
+// rowChipID is the chip id a chip row starts with.
+func rowChipID(cells []string) (int, bool) {
+	if len(cells) == 0 {
+		return 0, false
+	}
+	ids := strings.Fields(cells[0])
+	if len(ids) == 0 {
+		return 0, false
+	}
+	chip, err := strconv.Atoi(ids[0])
+	return chip, err == nil && chip >= 0
 }
 
 // tableCells splits "| a | b | c |" into trimmed cells. A row whose closing

@@ -15,6 +15,7 @@
 package ascend
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -202,10 +203,31 @@ func TestParseInfoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 		{name: "output without a table", text: "DrvMngGetConsoleLogLevel failed. (g_conLogLevel=3)\ndcmi model initialized failed, because the device is used. ret is -8020\n", line: 0, msg: "no NPU table in the output"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseInfo(cmdInfo, []byte(tc.text))
-			discoverytest.RequireParseError(t, err, cmdInfo, tc.line, tc.msg)
+			requireInfoError(t, tc.text, tc.line, tc.msg)
 		})
 	}
+}
+
+// requireInfoError asserts that npu-smi info text fails to parse at line
+// with msg: the whole table where it cannot tell which chip the line is,
+// else that chip alone (ChipInfo.RowError), the others parsed.
+func requireInfoError(t *testing.T, text string, line int, msg string) {
+	t.Helper()
+	chips, err := ParseInfo(cmdInfo, []byte(text))
+	if err != nil {
+		discoverytest.RequireParseError(t, err, cmdInfo, line, msg)
+		return
+	}
+	var bad []ChipInfo
+	for _, c := range chips {
+		if c.RowError != "" {
+			bad = append(bad, c)
+		}
+	}
+	require.Len(t, bad, 1, "one chip's row does not parse")
+	require.Contains(t, bad[0].RowError, fmt.Sprintf("parsing %s: line %d: ", cmdInfo, line))
+	require.Contains(t, bad[0].RowError, msg)
+	require.Len(t, chips, strings.Count(text, "0000:"), "every other chip parses")
 }
 
 func TestParseInfoRejectsAChipRowWithoutThePhysicalIDItsHeaderPromises(t *testing.T) {
@@ -220,7 +242,6 @@ func TestParseInfoRejectsAChipRowWithoutThePhysicalIDItsHeaderPromises(t *testin
 		{row: "| 0                         | 0000:9D:00.0  | 0           0    / 0          3131 / 65536         |", msg: `NPU 0: chip row starts with "0", expected "<Chip> <Phy-ID>"`},
 		{row: "| 0     x                   | 0000:9D:00.0  | 0           0    / 0          3131 / 65536         |", msg: `NPU 0 chip 0: Phy-ID "x" is not a non-negative integer`},
 	} {
-		_, err := ParseInfo(cmdInfo, []byte(text+tc.row+"\n"))
-		discoverytest.RequireParseError(t, err, cmdInfo, 5, tc.msg)
+		requireInfoError(t, text+tc.row+"\n", 5, tc.msg)
 	}
 }

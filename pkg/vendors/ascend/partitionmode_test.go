@@ -15,6 +15,7 @@
 package ascend
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,7 +51,8 @@ func TestDiscoverPublishesChipsWholeOutsideVNPUDockerMode(t *testing.T) {
 		{name: "vm mode", answer: "vnpu-mode : vm\n",
 			want: `the node is not in vNPU docker mode (npu-smi info -t vnpu-mode says "vm"; ` + "`npu-smi set -t vnpu-mode -d 0` switches it on)"},
 		{name: "an npu-smi without the query", answer: "",
-			want: "cannot read the vNPU mode: "},
+			want: "the vNPU mode is unknown (npu-smi info -t vnpu-mode: reading the vNPU mode: running npu-smi info -t vnpu-mode: not found); " +
+				"if the node is in vNPU docker mode (`npu-smi info -t vnpu-mode` on the host says docker), declare it with nodeGroups[].partitionMode: on"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -108,9 +110,76 @@ func TestDiscoverReadsTheAICoreCountOfA3Dies(t *testing.T) {
 }
 
 func TestParseSetResultRejectsCreateOutsideDockerMode(t *testing.T) {
-	// Outside docker mode create-vnpu says so and exits 0.
-	_, err := parseSetResult("npu-smi set -t create-vnpu", []byte("The vnpu is not in docker mode.\n"))
-	require.ErrorContains(t, err, "npu-smi set -t create-vnpu: The vnpu is not in docker mode.")
+	// create-vnpu prints these and exits 0: outside docker mode, and when
+	// its mode query is refused (in a container), npucli/src/npu_set_print.c:212-221.
+	for _, out := range []string{
+		"The vnpu is not in docker mode, does not support setting create-vnpu.",
+		"Failed to get vnpu mode.",
+	} {
+		_, err := parseSetResult("npu-smi set -t create-vnpu", []byte(out+"\n"))
+		require.EqualError(t, err, "npu-smi set -t create-vnpu: "+out)
+	}
+}
+
+// The declared partition mode wins; the node's answer to the mode query,
+// where it gives one, is a cross-check (partitionmode.go).
+func TestDiscoverTakesTheDeclaredPartitionModeAndChecksItWhereTheNodeAnswers(t *testing.T) {
+	const (
+		fromDCMI = "libdcmi.so dcmi_get_vdevice_mode"
+		unknown  = "the vNPU mode is unknown (libdcmi.so dcmi_get_vdevice_mode: dcmi_get_vdevice_mode returned -8002: " +
+			"DCMI answers it only as root on the host, or for 910B in a privileged container); if the node is in vNPU docker mode " +
+			"(`npu-smi info -t vnpu-mode` on the host says docker), declare it with nodeGroups[].partitionMode: on"
+	)
+	for _, tc := range []struct {
+		name, fixture, declared string
+		fixtureLines            []string
+		off, source, log        string
+	}{
+		{name: "on the host, docker mode", fixture: "atlas-800t-a2", declared: "auto", fixtureLines: []string{"env physical"},
+			source: fromDCMI},
+		{name: "a container refuses the query: the mode is unknown, not off", fixture: "atlas-800t-a2", declared: "",
+			fixtureLines: []string{"env container"}, off: unknown, source: fromDCMI,
+			log: "Cannot read the vNPU mode here and no partition mode is declared, offering no vNPUs"},
+		{name: "a container refuses the query, the admin declares on", fixture: "atlas-800t-a2", declared: "on",
+			fixtureLines: []string{"env container"}, source: sourceDeclared,
+			log: "Cannot read the vNPU mode here, offering vNPUs as the declared partition mode says"},
+		{name: "a privileged container answers for 910B", fixture: "atlas-800t-a2", declared: "auto",
+			fixtureLines: []string{"env privileged"}, source: fromDCMI},
+		{name: "but not for 310P", fixture: "atlas-300i-duo", declared: "auto",
+			fixtureLines: []string{"env privileged"}, off: unknown, source: fromDCMI},
+		{name: "declared on, the node says vm", fixture: "atlas-800t-a2", declared: "on",
+			fixtureLines: []string{"env physical", "vnpu-mode vm"}, source: fromDCMI,
+			off: `the node is not in vNPU docker mode (libdcmi.so dcmi_get_vdevice_mode says "vm"; ` +
+				"`npu-smi set -t vnpu-mode -d 0` switches it on); nodeGroups[].partitionMode declares on",
+			log: "The node's vNPU mode contradicts the declared partition mode, offering no vNPUs"},
+		{name: "declared off is not asked", fixture: "atlas-800t-a2", declared: "off", fixtureLines: []string{"fail dcmi_get_vdevice_mode -8005"},
+			off: "vNPUs are switched off for this node (nodeGroups[].partitionMode: off)", source: sourceDeclared},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			lib := buildMockDCMI(t, tc.fixture, tc.fixtureLines...)
+			root, runner := fixture(tc.fixture)
+			b := New(Config{Root: root, Runner: runner, Library: lib, PartitionMode: tc.declared})
+			for range 2 {
+				inv, err := b.Discover(ctx)
+				require.NoError(t, err)
+				for _, c := range inv.Chips {
+					require.Equal(t, tc.off, c.PartitionModeOff, "chip %d", c.Index)
+					require.Equal(t, tc.source, c.Sources[SourcePartitionMode], "chip %d", c.Index)
+				}
+			}
+			if tc.log != "" {
+				require.Equal(t, 1, strings.Count(logs(), tc.log), "logged once over two polls:\n%s", logs())
+			}
+		})
+	}
+}
+
+func TestDiscoverRejectsAnUnknownPartitionMode(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, runner := fixture("atlas-800t-a2")
+	_, err := New(Config{Root: root, Runner: runner, PartitionMode: "sometimes"}).Discover(ctx)
+	require.EqualError(t, err, `partition mode "sometimes": want auto, on or off`)
 }
 
 func TestVNPUTemplatesOfEveryModel(t *testing.T) {

@@ -130,8 +130,9 @@ func ParseVNPUInfo(source string, data []byte) ([]VNPU, error) {
 
 // parseSetResult checks the "Status : OK" of an `npu-smi set` command.
 func parseSetResult(source string, data []byte) (string, error) {
-	if strings.Contains(strings.ToLower(string(data)), notDockerMode) {
-		// npu-smi exits 0 here: the node is not in vNPU docker mode.
+	if lower := strings.ToLower(string(data)); strings.Contains(lower, notDockerMode) || strings.Contains(lower, modeUnread) {
+		// npu-smi exits 0 here: the node is not in vNPU docker mode, or
+		// its mode query was refused (in a container).
 		return "", fmt.Errorf("%s: %s", source, strings.TrimSpace(string(data)))
 	}
 	status, message := "", ""
@@ -166,6 +167,10 @@ type PartitionTool struct {
 	mapping map[int]ChipMapping // by logic id
 	// dcmi is the loaded libdcmi.so; nil: npu-smi.
 	dcmi *dcmiLib
+	// hostFiles is where the DCMI library finds VNPUHostFiles (the
+	// agent's own root, not the host root it reads the node under): "/",
+	// a fixture root in tests.
+	hostFiles string
 }
 
 // library returns the DCMI library the tool uses, nil for npu-smi.
@@ -286,7 +291,7 @@ func (a *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst vend
 			return err
 		}
 		if err := lib.destroyVNPU(card, dev, inst.ID); err != nil {
-			return fmt.Errorf("destroying vNPU %d on chip %d through DCMI: %w", inst.ID, c.Index, err)
+			return fmt.Errorf("destroying vNPU %d on chip %d through DCMI%s: %w", inst.ID, c.Index, a.vnpuHint(err), err)
 		}
 		return nil
 	}

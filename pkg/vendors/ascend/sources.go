@@ -34,14 +34,17 @@ const (
 const SourceSysfs = "sysfs"
 
 // toolSources are the readers of a chip's facts when npu-smi reads them.
-func (b *Backend) toolSources(cores string, pci, version, healthCodes bool) map[string]string {
+func (b *Backend) toolSources(cores, links string, pci, version, healthCodes bool) map[string]string {
 	s := map[string]string{
 		SourceChips:   b.command("info"),
 		SourceModel:   b.command("info"),
 		SourceMemory:  b.command("info"),
 		SourceLogicID: b.command("info", "-m"),
 		SourceHealth:  b.command("info"),
-		SourceLinks:   b.command("info", "-t", "topo"),
+		SourceLinks:   links,
+	}
+	if links == "" {
+		s[SourceLinks] = b.command("info", "-t", "topo")
 	}
 	if cores != "" {
 		s[SourceCores] = cores

@@ -227,3 +227,49 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 	sort.Ints(t.IDs)
 	return t, nil
 }
+
+// The 910A's links are a fact of the model, not a reading: the Atlas 800
+// training server (9000 on ARM, 9010 on x86) joins its eight 910A in two
+// HCCS rings, NPUs 0-3 and 4-7, as Huawei's Volcano plugin hard-codes
+// them (Ascend/mind-cluster component/ascend-for-volcano/internal/npu/
+// ascend910/ascend910old/module910x8/type.go: npuNumPerHccs 4,
+// nodeNPUNumber 8, left and right rings). Neither tool can read them from
+// a container: DCMI's topology call answers -8255 on anything but 910B and
+// 910_93 (CANN driver source, dcmi/dcmi_interface/src/dcmi_npu_link_intf.c:582-586),
+// and npu-smi refuses `info -t topo` for them on x86
+// (npucli/src/npu_info.c:1685-1691) and on ARM shows HCCS only across NUMA
+// nodes in SMP mode.
+const (
+	ringChipName = "910A"
+	ringSize     = 4
+	ringSource   = "Ascend 910A model: HCCS rings of NPUs 0-3 and 4-7 (Huawei's Volcano plugin, module910x8)"
+)
+
+// ringModel tells whether the node's chips are 910A, whose link groups
+// are the model's rings.
+func ringModel(names []string) bool {
+	for _, n := range names {
+		if n != ringChipName {
+			return false
+		}
+	}
+	return len(names) > 0
+}
+
+// ringGroups returns "hccs-K" for every chip in a ring with another chip
+// of the node, by physical id.
+func ringGroups(chips []found) map[int]string {
+	indices := make([]int, 0, len(chips))
+	for _, c := range chips {
+		indices = append(indices, c.index)
+	}
+	return discovery.LinkGroups(indices, func(a, b int) bool { return a/ringSize == b/ringSize }, "hccs")
+}
+
+func chipNames(infos []ChipInfo) []string {
+	out := make([]string, len(infos))
+	for i, c := range infos {
+		out[i] = c.Name
+	}
+	return out
+}

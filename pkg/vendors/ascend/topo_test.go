@@ -23,7 +23,7 @@ import (
 )
 
 func TestParseTopoReadsTheTwoRingsOfAn910AServer(t *testing.T) {
-	topo, err := ParseTopo(cmdTopo, []byte(readRecording(t, "atlas-800-910a", "info", "-t", "topo")))
+	topo, err := ParseTopo(cmdTopo, []byte(readFile(t, "testdata/topo/910a-two-rings.txt")))
 	require.NoError(t, err)
 	require.True(t, topo.Supported)
 	require.False(t, topo.ByPhysicalID)

@@ -61,7 +61,8 @@ func (Ascend) Names() vendors.Names {
 
 // NewBackend implements vendors.Vendor.
 func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
-	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, LibraryCallTimeout: cfg.LibraryCallTimeout})
+	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, LibraryCallTimeout: cfg.LibraryCallTimeout,
+		PartitionMode: cfg.PartitionMode})
 }
 
 // ProfileNode implements vendors.Vendor.
@@ -91,7 +92,10 @@ func driverFiles(chips []inventory.Chip) ([]vendors.File, error) {
 		return nil, err
 	}
 	return []vendors.File{
-		{Path: "/usr/local/Ascend/driver/lib64/libascend_hal.so", Mode: 0o644, Content: vendors.Placeholder("Ascend driver library")},
+		// The driver keeps its user-space libraries in lib64/driver and
+		// lib64/common (LibraryDirs).
+		{Path: "/usr/local/Ascend/driver/lib64/driver/libascend_hal.so", Mode: 0o644, Content: vendors.Placeholder("Ascend driver library")},
+		{Path: "/usr/local/Ascend/driver/lib64/common", Mode: fs.ModeDir | 0o755},
 		{Path: "/usr/local/Ascend/driver/include", Mode: fs.ModeDir | 0o755},
 		// version.info's first line is what CANN and npu-smi read.
 		{Path: "/usr/local/Ascend/driver/version.info", Mode: 0o644, Content: "Version=" + version + "\n"},

@@ -70,6 +70,11 @@ const (
 	cndevMaxCards     = 64
 	cndevMaxLinkPorts = 64
 	cndevUUIDSize     = 37
+	// cndevGetCardHealthStateV2's overall grades and its incident list.
+	cndevHealthWarn   = 10
+	cndevHealthFail   = 20
+	cndevErrMsgLength = 512
+	cndevMaxIncidents = 64
 )
 
 // Go mirrors of the CNDev structs (names as in cndev.h).
@@ -110,6 +115,28 @@ type (
 		Health      int32
 		DeviceState int32
 		DriverState int32
+	}
+	cndevDiagErrorDetail struct {
+		Msg      [cndevErrMsgLength]byte
+		DeviceID uint32
+		BDF      uint32
+		Code     int32
+		Category uint32
+		Severity uint32
+	}
+	cndevIncidentInfo struct {
+		System int32
+		Health int32
+		Error  cndevDiagErrorDetail
+	}
+	cndevCardHealthStateV2 struct {
+		Health        int32
+		DeviceState   int32
+		DriverState   int32
+		OverallHealth int32
+		IncidentCount uint32
+		Incidents     [cndevMaxIncidents]cndevIncidentInfo
+		Reserved      [8]uint32
 	}
 	cndevPCIeInfoV2 struct {
 		SubsystemID     uint32
@@ -200,6 +227,10 @@ type CNDev struct {
 	health        func(*cndevCardHealthState, int32) int32
 	pcie          func(*cndevPCIeInfoV2, int32) int32
 
+	// healthV2 is cndevGetCardHealthStateV2, where the library has it:
+	// the health with its warning level.
+	healthV2 func(*cndevCardHealthStateV2, int32) int32
+
 	coreCount   func(*cndevCardCoreCount, int32) int32
 	linkPorts   func(int32) int32
 	linkStatus  func(*cndevMLULinkStatusV2, int32, int32) int32
@@ -278,6 +309,7 @@ func openCNDev(root, path string, timeout time.Duration) (*CNDev, error) {
 		return nil, fmt.Errorf("loading %s: it lacks %s", path, strings.Join(missing, ", "))
 	}
 	register(h, &l.coreCount, "cndevGetCoreCount")
+	register(h, &l.healthV2, "cndevGetCardHealthStateV2")
 	if register(h, &l.linkPorts, "cndevGetMLULinkPortNumber") {
 		if !register(h, &l.linkStatus, "cndevGetMLULinkStatusV2") || !register(h, &l.linkRemote, "cndevGetMLULinkRemoteInfo") {
 			l.linkPorts = nil

@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -34,6 +33,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/nativetest"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon/cndevtest"
 )
@@ -44,13 +44,15 @@ import (
 func TestCNDevStructLayoutMatchesTheHeader(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "layout")
 	cndevtest.Compile(t, "-o", bin, "layout.c")
-	out, err := exec.Command(bin).Output()
+	out, err := nativetest.Command(t, bin).Output()
 	require.NoError(t, err)
 
 	mirrors := map[string]any{
 		"cndevCardInfo_t": cndevCardInfo{}, "cndevUUID_t": cndevUUID{}, "cndevMemoryInfoV2_t": cndevMemoryInfoV2{},
 		"cndevVersionInfo_t": cndevVersionInfo{}, "cndevCardCoreCount_t": cndevCardCoreCount{},
 		"cndevCardHealthState_t": cndevCardHealthState{}, "cndevPCIeInfoV2_t": cndevPCIeInfoV2{},
+		"cndevCardHealthStateV2_t": cndevCardHealthStateV2{}, "cndevIncidentInfo_t": cndevIncidentInfo{},
+		"cndevDiagErrorDetail_t": cndevDiagErrorDetail{},
 		"cndevMLULinkStatusV2_t": cndevMLULinkStatusV2{}, "cndevMLULinkRemoteInfo_t": cndevMLULinkRemoteInfo{},
 		"cndevSMLUMode_t": cndevSMLUMode{}, "cndevSMluInfo_t": cndevSMluInfo{},
 		"cndevSMluProfileIdInfo_t": cndevSMluProfileIDInfo{}, "cndevSMluProfileInfo_t": cndevSMluProfileInfo{},
@@ -80,6 +82,8 @@ func TestCNDevStructLayoutMatchesTheHeader(t *testing.T) {
 			goName = "UUID"
 		case "ncsUUID64":
 			goName = "NcsUUID64"
+		case "incident_count":
+			goName = "IncidentCount"
 		}
 		f, ok := rt.FieldByName(goName)
 		require.True(t, ok, "%s has no field %s (for %s)", rt, goName, name)
@@ -89,12 +93,13 @@ func TestCNDevStructLayoutMatchesTheHeader(t *testing.T) {
 	require.Equal(t, uintptr(4), unsafe.Sizeof(int32(0)))
 }
 
-// mockNode points the mock at a fixture and returns the built library.
-func mockNode(t *testing.T, fixture string) string {
+// mockNode points the mock at a fixture and returns the built library
+// (cflags: cndevtest.Build's).
+func mockNode(t *testing.T, fixture string, cflags ...string) string {
 	t.Setenv(cndevtest.EnvFixture, fixture)
 	t.Setenv(cndevtest.EnvState, filepath.Join(t.TempDir(), "smlu-state"))
 	t.Setenv(cndevtest.EnvRoot, "")
-	return cndevtest.Build(t)
+	return cndevtest.Build(t, cflags...)
 }
 
 // TestCNDevDiscoveryAgreesWithCnmonOnEveryProfile discovers each fixture
@@ -274,22 +279,31 @@ func TestTheNodeToolUsesTheLibraryWhereItLoads(t *testing.T) {
 // mockNodeWith is mockNode on a fixture node with extra lines.
 func mockNodeWith(t *testing.T, node string, extra ...string) string {
 	t.Helper()
+	return mockNodeBuiltWith(t, nil, node, extra...)
+}
+
+// mockNodeBuiltWith is mockNodeWith with a mock built with cflags.
+func mockNodeBuiltWith(t *testing.T, cflags []string, node string, extra ...string) string {
+	t.Helper()
 	text, err := os.ReadFile(cndevtest.Fixture(node))
 	require.NoError(t, err)
 	f := filepath.Join(t.TempDir(), node+".txt")
 	require.NoError(t, os.WriteFile(f, []byte(string(text)+strings.Join(extra, "\n")+"\n"), 0o644))
-	return mockNode(t, f)
+	return mockNode(t, f, cflags...)
 }
 
+// noHealthV2 builds a mock without cndevGetCardHealthStateV2.
+var noHealthV2 = []string{"-DCNDEV_MOCK_NO_HEALTH_V2"}
+
 // TestAHungCNDevCallFailsFastAndTheLibraryRecovers: the driver hangs in
-// cndevGetCardHealthState. Discovery fails after the call's deadline,
+// cndevGetCardHealthStateV2. Discovery fails after the call's deadline,
 // the next one at once naming the hung call, and once it returns the
 // library answers again.
 func TestAHungCNDevCallFailsFastAndTheLibraryRecovers(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	hang := filepath.Join(t.TempDir(), "hang")
 	require.NoError(t, os.WriteFile(hang, nil, 0o644))
-	lib := mockNodeWith(t, "mlu370-x8", "hang fn=cndevGetCardHealthState while="+hang)
+	lib := mockNodeWith(t, "mlu370-x8", "hang fn=cndevGetCardHealthStateV2 while="+hang)
 	root, _ := fixture("mlu370-x8")
 	cfg := Config{Root: root, Runner: failingRunner{t}, Library: lib, LibraryCallTimeout: 200 * time.Millisecond}
 	b := New(cfg)
@@ -298,16 +312,16 @@ func TestAHungCNDevCallFailsFastAndTheLibraryRecovers(t *testing.T) {
 	start := time.Now()
 	_, err := b.Discover(ctx)
 	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
-	require.ErrorContains(t, err, "reading MLU card 0: "+lib+": cndevGetCardHealthState: vendor library wedged: no answer after 200ms")
+	require.ErrorContains(t, err, "reading MLU card 0: "+lib+": cndevGetCardHealthStateV2: vendor library wedged: no answer after 200ms")
 	// Another backend of the process sees the hung call.
 	hung := New(cfg).HungLibraryCall()
 	require.NotNil(t, hung)
 	require.Equal(t, lib, hung.Library)
-	require.Equal(t, "cndevGetCardHealthState", hung.Call)
+	require.Equal(t, "cndevGetCardHealthStateV2", hung.Call)
 	require.WithinRange(t, hung.Since, start, time.Now())
 	_, err = b.Discover(ctx)
 	require.ErrorIs(t, err, vendors.ErrLibraryWedged)
-	require.ErrorContains(t, err, "cndevGetDeviceCount: vendor library wedged: cndevGetCardHealthState has not returned", "fails at once")
+	require.ErrorContains(t, err, "cndevGetDeviceCount: vendor library wedged: cndevGetCardHealthStateV2 has not returned", "fails at once")
 
 	require.NoError(t, os.Remove(hang))
 	require.Eventually(t, func() bool {
@@ -330,6 +344,108 @@ func TestABogusCNDevCountIsAnErrorNamingTheCall(t *testing.T) {
 			root, _ := fixture("mlu370-x8")
 			_, err := New(Config{Root: root, Runner: failingRunner{t}, Library: lib}).Discover(ctx)
 			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// TestOneCardsFailingCNDevCallNeverHidesTheNode: a call that returns an
+// error code for one card makes that card unhealthy (or, where the card
+// cannot be identified, leaves it out) with a log line naming the call
+// and the code; the node's other cards publish healthy.
+func TestOneCardsFailingCNDevCallNeverHidesTheNode(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		cflags  []string
+		card    int
+		leftOut bool
+		message string
+	}{
+		{line: "fail dev=2 fn=cndevGetCardHealthStateV2 code=7", card: 2, message: "libcndev.so cndevGetCardHealthStateV2 returned 7 (unknown error)"},
+		{line: "fail dev=2 fn=cndevGetCardHealthState code=7", cflags: noHealthV2, card: 2, message: "libcndev.so cndevGetCardHealthState returned 7 (unknown error)"},
+		{line: "fail dev=3 fn=cndevGetMemoryUsageV2 code=7", card: 3, message: "libcndev.so cndevGetMemoryUsageV2 returned 7 (unknown error)"},
+		{line: "fail dev=5 fn=cndevGetUUID code=6", card: 5, message: "libcndev.so cndevGetUUID returned 6 (invalid device id)"},
+		{line: "fail dev=6 fn=cndevGetVersionInfo code=7", card: 6, message: "libcndev.so cndevGetVersionInfo returned 7 (unknown error)"},
+		{line: "fail dev=0 fn=cndevGetMLULinkStatusV2 code=7", card: 0, message: "libcndev.so cndevGetMLULinkStatusV2 returned 7 (unknown error)"},
+		{line: "fail dev=7 fn=cndevGetMLULinkRemoteInfo code=7", card: 7, message: "libcndev.so cndevGetMLULinkRemoteInfo returned 7 (unknown error)"},
+		{line: "fail dev=1 fn=cndevGetPCIeInfoV2 code=7", card: 1, leftOut: true},
+		{line: "fail dev=4 fn=cndevGetDeviceHandleByIndex code=6", card: 4, leftOut: true},
+	} {
+		t.Run(fmt.Sprintf("%s %v", tc.line, tc.cflags), func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			lib := mockNodeBuiltWith(t, tc.cflags, "mlu370-x8", tc.line)
+			root, _ := fixture("mlu370-x8")
+			inv, err := New(Config{Root: root, Runner: failingRunner{t}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.NoError(t, inv.Validate())
+			fn := strings.Fields(tc.line)[2][len("fn="):]
+			require.Contains(t, logs(), `call="`+fn+`"`)
+			require.Contains(t, logs(), "code="+strings.Fields(tc.line)[3][len("code="):])
+			var indices []int
+			for _, c := range inv.Chips {
+				indices = append(indices, c.Index)
+				if c.Index != tc.card {
+					require.True(t, c.Healthy, "chip %d: %s", c.Index, c.HealthMessage)
+					continue
+				}
+				require.False(t, c.Healthy)
+				require.Equal(t, inventory.ReasonLibraryError, c.HealthReason)
+				require.Equal(t, tc.message, c.HealthMessage)
+			}
+			if tc.leftOut {
+				require.Len(t, inv.Chips, 7)
+				require.NotContains(t, indices, tc.card)
+				require.Contains(t, logs(), "leaving the card out")
+			} else {
+				require.Len(t, inv.Chips, 8)
+			}
+		})
+	}
+}
+
+// cndevGetCardHealthStateV2's overall grade: a warning makes the card
+// HealthWarning (a taint that informs), a failure HealthFail, each with
+// the library's incidents in the message; a library without V2 reads the
+// V1 states and sees neither.
+func TestCNDevHealthV2GradesWarningsAndFailures(t *testing.T) {
+	fixtureText, err := os.ReadFile(cndevtest.Fixture("mlu590"))
+	require.NoError(t, err)
+	text := strings.Replace(string(fixtureText), "device index=3 name=MLU590-M9", "device index=3 overall=warn incident=26 name=MLU590-M9", 1)
+	text = strings.Replace(text, "device index=4 name=MLU590-M9", "device index=4 overall=fail incident=15 name=MLU590-M9", 1)
+	text = strings.Replace(text, "device index=5 name=MLU590-M9", "device index=5 health=problem overall=warn incident=3 name=MLU590-M9", 1)
+	f := filepath.Join(t.TempDir(), "mlu590-graded.txt")
+	require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
+	root, _ := fixture("mlu590")
+
+	for _, tc := range []struct {
+		name    string
+		cflags  []string
+		source  string
+		reasons map[int]string
+		message map[int]string
+	}{
+		{name: "with cndevGetCardHealthStateV2", source: "libcndev.so cndevGetCardHealthStateV2, device files",
+			reasons: map[int]string{3: inventory.ReasonHealthWarning, 4: "HealthFail", 5: "HealthInproblem"},
+			message: map[int]string{
+				3: "libcndev.so reports device health Warning: incident 26: mock incident 26 on card 3",
+				4: "libcndev.so reports device health Fail: incident 15: mock incident 15 on card 4",
+				5: "libcndev.so reports device health In problem: incident 3: mock incident 3 on card 5",
+			}},
+		{name: "an older library without it", cflags: noHealthV2, source: "libcndev.so cndevGetCardHealthState, device files",
+			reasons: map[int]string{5: "HealthInproblem"},
+			message: map[int]string{5: "libcndev.so reports device health In problem"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := mockNode(t, f, tc.cflags...)
+			inv, err := New(Config{Root: root, Runner: failingRunner{t}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			for _, c := range inv.Chips {
+				require.Equal(t, tc.source, c.Sources["health"])
+				reason, sick := tc.reasons[c.Index]
+				require.Equal(t, !sick, c.Healthy, "chip %d", c.Index)
+				require.Equal(t, reason, c.HealthReason, "chip %d", c.Index)
+				require.Equal(t, tc.message[c.Index], c.HealthMessage, "chip %d", c.Index)
+			}
 		})
 	}
 }

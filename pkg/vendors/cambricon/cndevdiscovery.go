@@ -15,10 +15,16 @@
 package cambricon
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
+
+	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -26,7 +32,17 @@ import (
 // calls Cambricon's device plugin makes (bindings.go getDeviceInfo,
 // GetDeviceMemory, GetDeviceHealthState, getDeviceMLULinkDevs). Card N is
 // cndev index N, whose node is /dev/cambricon_devN (getDeviceInfo).
-func (b *Backend) readLibrary(l *CNDev) (reader, error) {
+//
+// A call that returns an error code for one card never hides the node's
+// other cards: a card whose handle or PCIe address cannot be read is left
+// out (nothing else identifies it in sysfs), any other failing call makes
+// it unhealthy (inventory.ReasonLibraryError), as the device plugin reads
+// a failed health call (device-plugin/pkg/mlu/cambricon.go@3c9ed24 lines
+// 224-227); each with a log line naming the call and the code. A wedged
+// library (a call past its deadline) still fails discovery: no later call
+// would answer.
+func (b *Backend) readLibrary(ctx context.Context, l *CNDev) (reader, error) {
+	logger := klog.FromContext(ctx)
 	fn := func(name string) string { return CNDevLibrary + " " + name }
 	var count cndevCardInfo
 	count.Version = cndevVersion6
@@ -34,67 +50,87 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 		return reader{}, err
 	}
 	r := reader{name: CNDevLibrary, topo: Topology{Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{}},
+		faults: map[int][]fault{},
 		sources: map[string]string{
 			"model": fn("cndevGetCardNameStringByDevId"), "uuid": fn("cndevGetUUID"), "memory": fn("cndevGetMemoryUsageV2"),
 			"driverVersion": fn("cndevGetVersionInfo"), "pciBusID": fn("cndevGetPCIeInfoV2"),
 			"health": fn("cndevGetCardHealthState") + ", device files",
 		}}
+	if l.healthV2 != nil {
+		r.sources["health"] = fn("cndevGetCardHealthStateV2") + ", device files"
+	}
 	cards, err := vendors.CheckCount(CNDevLibrary+" cndevGetDeviceCount", "MLU cards", int64(count.Number), cndevMaxCards)
 	if err != nil {
 		return reader{}, fmt.Errorf("counting MLU cards: %w", err)
+	}
+	// cardCall runs one call for card i. ok is false when the library
+	// returned an error code, which is logged and, unless leaveOut, made
+	// the card's fault; err is a wedged library.
+	cardCall := func(i int, what, name string, leaveOut bool, f func() int32) (ok bool, err error) {
+		err = l.call(what, name, f)
+		var ce *CNDevError
+		switch {
+		case err == nil:
+			return true, nil
+		case !errors.As(err, &ce):
+			return false, err
+		case leaveOut:
+			logger.Info("A CNDev call failed for one MLU card, leaving the card out", "card", i, "call", name, "code", ce.Code, "err", err)
+		default:
+			logger.Info("A CNDev call failed for one MLU card, reporting it unhealthy", "card", i, "call", name, "code", ce.Code, "err", err)
+			r.faults[i] = append(r.faults[i], fault{inventory.ReasonLibraryError, fmt.Sprintf("%s returned %d (%s)", fn(name), ce.Code, ce.Text)})
+		}
+		return false, nil
 	}
 	handles := map[int]int32{}
 	byUUID := map[string]int{}
 	for i := range cards {
 		what := fmt.Sprintf("reading MLU card %d", i)
 		var h int32
-		if err := l.call(what, "cndevGetDeviceHandleByIndex", func() int32 { return l.handleByIndex(int32(i), &h) }); err != nil {
+		if ok, err := cardCall(i, what, "cndevGetDeviceHandleByIndex", true, func() int32 { return l.handleByIndex(int32(i), &h) }); err != nil {
 			return reader{}, err
-		}
-		handles[i] = h
-		var name string
-		if err := l.call(what, "cndevGetCardNameStringByDevId", func() int32 { name = l.cardName(h); return cndevSuccess }); err != nil {
-			return reader{}, err
-		}
-		c := CardInfo{Card: i, ProductName: name}
-		u := cndevUUID{Version: cndevVersion6}
-		if err := l.call(what, "cndevGetUUID", func() int32 { return l.uuid(&u, h) }); err != nil {
-			return reader{}, err
-		}
-		c.UUID = cstring(u.UUID[:])
-		var m cndevMemoryInfoV2
-		if err := l.call(what, "cndevGetMemoryUsageV2", func() int32 { return l.memory(&m, h) }); err != nil {
-			return reader{}, err
-		}
-		if m.PhysicalMemoryTotal < 0 || m.PhysicalMemoryTotal > 1<<40 {
-			return reader{}, fmt.Errorf("%s: %s cndevGetMemoryUsageV2 reports %d MiB", what, CNDevLibrary, m.PhysicalMemoryTotal)
-		}
-		c.MemoryBytes = m.PhysicalMemoryTotal * mebibyte
-		v := cndevVersionInfo{Version: cndevVersion6}
-		if err := l.call(what, "cndevGetVersionInfo", func() int32 { return l.version(&v, h) }); err != nil {
-			return reader{}, err
-		}
-		c.DriverVersion = fmt.Sprintf("%d.%d.%d", v.DriverMajorVersion, v.DriverMinorVersion, v.DriverBuildVersion)
-		hs := cndevCardHealthState{Version: cndevVersion6}
-		if err := l.call(what, "cndevGetCardHealthState", func() int32 { return l.health(&hs, h) }); err != nil {
-			return reader{}, err
-		}
-		c.DeviceHealth, c.DriverState = HealthGood, DriverRunning
-		if hs.DeviceState != cndevDeviceGood {
-			c.DeviceHealth = "In problem"
-		}
-		if hs.DriverState != cndevDriverRunning {
-			c.DriverState = fmt.Sprintf("state %d", hs.DriverState)
+		} else if !ok {
+			continue
 		}
 		var p cndevPCIeInfoV2
-		if err := l.call(what, "cndevGetPCIeInfoV2", func() int32 { return l.pcie(&p, h) }); err != nil {
+		if ok, err := cardCall(i, what, "cndevGetPCIeInfoV2", true, func() int32 { return l.pcie(&p, h) }); err != nil {
 			return reader{}, err
+		} else if !ok {
+			continue
 		}
 		id, err := pci.NormalizeBusID(fmt.Sprintf("%04x:%02x:%02x.%x", p.Domain, p.Bus, p.Device, p.Function))
 		if err != nil {
 			return reader{}, fmt.Errorf("%s: %s cndevGetPCIeInfoV2: %w", what, CNDevLibrary, err)
 		}
-		c.PCIBusID = id
+		var name string
+		if err := l.call(what, "cndevGetCardNameStringByDevId", func() int32 { name = l.cardName(h); return cndevSuccess }); err != nil {
+			return reader{}, err
+		}
+		c := CardInfo{Card: i, ProductName: name, PCIBusID: id}
+		u := cndevUUID{Version: cndevVersion6}
+		if ok, err := cardCall(i, what, "cndevGetUUID", false, func() int32 { return l.uuid(&u, h) }); err != nil {
+			return reader{}, err
+		} else if ok {
+			c.UUID = cstring(u.UUID[:])
+		}
+		var m cndevMemoryInfoV2
+		if ok, err := cardCall(i, what, "cndevGetMemoryUsageV2", false, func() int32 { return l.memory(&m, h) }); err != nil {
+			return reader{}, err
+		} else if ok {
+			if m.PhysicalMemoryTotal < 0 || m.PhysicalMemoryTotal > 1<<40 {
+				return reader{}, fmt.Errorf("%s: %s cndevGetMemoryUsageV2 reports %d MiB", what, CNDevLibrary, m.PhysicalMemoryTotal)
+			}
+			c.MemoryBytes = m.PhysicalMemoryTotal * mebibyte
+		}
+		v := cndevVersionInfo{Version: cndevVersion6}
+		if ok, err := cardCall(i, what, "cndevGetVersionInfo", false, func() int32 { return l.version(&v, h) }); err != nil {
+			return reader{}, err
+		} else if ok {
+			c.DriverVersion = fmt.Sprintf("%d.%d.%d", v.DriverMajorVersion, v.DriverMinorVersion, v.DriverBuildVersion)
+		}
+		if err := readHealth(l, &c, h, func(name string, f func() int32) (bool, error) { return cardCall(i, what, name, false, f) }); err != nil {
+			return reader{}, err
+		}
 		c.Cores, c.CoresFrom = mluCoresPerChip[c.ProductName], modelTable
 		if l.coreCount != nil {
 			cc := cndevCardCoreCount{Version: cndevVersion6}
@@ -102,9 +138,12 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 				c.Cores, c.CoresFrom = int(cc.Count), fn("cndevGetCoreCount")
 			}
 		}
+		handles[i] = h
 		r.cards = append(r.cards, c)
 		r.topo.Cards = append(r.topo.Cards, i)
-		byUUID[c.UUID] = i
+		if c.UUID != "" {
+			byUUID[c.UUID] = i
+		}
 	}
 
 	// MLU-Links: every port whose MAC is up counts towards the card it
@@ -125,15 +164,16 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 			for port := range int32(ports) {
 				what := fmt.Sprintf("reading MLU-Link port %d of MLU card %d", port, c.Card)
 				var st cndevMLULinkStatusV2
-				if err := l.call(what, "cndevGetMLULinkStatusV2", func() int32 { return l.linkStatus(&st, h, port) }); err != nil {
+				if ok, err := cardCall(c.Card, what, "cndevGetMLULinkStatusV2", false, func() int32 { return l.linkStatus(&st, h, port) }); err != nil {
 					return reader{}, err
-				}
-				if st.MacState == cndevMACStateDown {
+				} else if !ok || st.MacState == cndevMACStateDown {
 					continue
 				}
 				rem := cndevMLULinkRemoteInfo{Version: cndevVersion6}
-				if err := l.call(what, "cndevGetMLULinkRemoteInfo", func() int32 { return l.linkRemote(&rem, h, port) }); err != nil {
+				if ok, err := cardCall(c.Card, what, "cndevGetMLULinkRemoteInfo", false, func() int32 { return l.linkRemote(&rem, h, port) }); err != nil {
 					return reader{}, err
+				} else if !ok {
+					continue
 				}
 				if other, ok := byUUID[cstring(rem.UUID[:])]; ok && other != c.Card {
 					links[other]++
@@ -174,4 +214,51 @@ func (b *Backend) readLibrary(l *CNDev) (reader, error) {
 		}
 	}
 	return r, nil
+}
+
+// readHealth reads card c's health through call (readLibrary's cardCall):
+// with cndevGetCardHealthStateV2 where the library has it, as
+// mlu-exporter does (pkg/cndev/cndev.go GetDeviceHealth), else with
+// cndevGetCardHealthState, the device plugin's call. The device and
+// driver states are the same in both; V2 adds an overall grade whose
+// warning level (CNDEV_HEALTH_RESULT_WARN) becomes the Warning health
+// (a taint that informs) and failure level the Fail health, each with the
+// incidents the library reports.
+func readHealth(l *CNDev, c *CardInfo, h int32, call func(name string, f func() int32) (bool, error)) error {
+	var device, driver, overall int32
+	var incidents []string
+	if l.healthV2 != nil {
+		var hs cndevCardHealthStateV2
+		ok, err := call("cndevGetCardHealthStateV2", func() int32 { return l.healthV2(&hs, h) })
+		if err != nil || !ok {
+			return err
+		}
+		device, driver, overall = hs.DeviceState, hs.DriverState, hs.OverallHealth
+		for _, in := range hs.Incidents[:min(int(hs.IncidentCount), len(hs.Incidents))] {
+			incidents = append(incidents, fmt.Sprintf("incident %d: %s", in.Error.Code, cstring(in.Error.Msg[:])))
+		}
+	} else {
+		hs := cndevCardHealthState{Version: cndevVersion6}
+		ok, err := call("cndevGetCardHealthState", func() int32 { return l.health(&hs, h) })
+		if err != nil || !ok {
+			return err
+		}
+		device, driver = hs.DeviceState, hs.DriverState
+	}
+	c.DeviceHealth, c.DriverState = HealthGood, DriverRunning
+	switch {
+	case device != cndevDeviceGood:
+		c.DeviceHealth = HealthInProblem
+	case overall == cndevHealthFail:
+		c.DeviceHealth = HealthFail
+	case overall == cndevHealthWarn:
+		c.DeviceHealth = HealthWarning
+	}
+	if c.DeviceHealth != HealthGood && len(incidents) > 0 {
+		c.HealthDetail = strings.Join(incidents, "; ")
+	}
+	if driver != cndevDriverRunning {
+		c.DriverState = fmt.Sprintf("state %d", driver)
+	}
+	return nil
 }

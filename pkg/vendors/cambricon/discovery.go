@@ -129,7 +129,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 
 	var r reader
 	if l := b.loadLibrary(ctx); l != nil {
-		r, err = b.readLibrary(l)
+		r, err = b.readLibrary(ctx, l)
 	} else {
 		r, err = b.readTool(ctx)
 	}
@@ -195,6 +195,9 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 		logger.Info("An MLU card is listed whose device file is missing, reporting it unhealthy", "by", r.name, "card", c.Card, "device", devPath)
 		faults = append(faults, fault{inventory.ReasonDeviceFileMissing, "device file " + devPath + " is missing"})
 	}
+	// Calls that failed for this card alone (readLibrary), after the
+	// basic faults and before the health it may not have read.
+	faults = append(faults, r.faults[c.Card]...)
 	faults = append(faults, healthFaults(ctx, c, r.name)...)
 
 	nodes := []string{devPath}
@@ -341,6 +344,8 @@ type reader struct {
 	topo  Topology
 	// sources are the Chip.Sources of the facts it read.
 	sources map[string]string
+	// faults are the cards' failed library calls, by card.
+	faults map[int][]fault
 	// smluMode reads a card's sMLU mode (PartitionModeOff and the
 	// source); nil where only procfs tells.
 	smluMode func(card int) (off, source string, err error)
@@ -366,16 +371,24 @@ func (b *Backend) loadLibrary(ctx context.Context) *CNDev {
 }
 
 // readTool reads the cards with `cnmon info` and the MLU-Links with
-// `cnmon topo -m`.
+// `cnmon topo -m`. One card's block of `cnmon info` that cannot be read
+// leaves that card out, and a topology that cannot be read (or lacks a
+// card's row) leaves the cards it does not cover on PCIe only, each with a
+// log line: the node's other chips still publish.
 func (b *Backend) readTool(ctx context.Context) (reader, error) {
 	logger := klog.FromContext(ctx)
-	cards, err := b.info(ctx)
+	listing, err := b.info(ctx)
 	if err != nil {
 		return reader{}, err
 	}
+	for _, bad := range listing.Bad {
+		logger.Info("Leaving out an MLU card whose cnmon listing cannot be read", "command", b.command("info"), "card", bad.Card, "err", bad.Err)
+	}
+	cards := listing.Cards
 	topo, err := b.topo(ctx)
 	if err != nil {
-		return reader{}, err
+		logger.Info("Cannot read the MLU-Link topology, publishing every MLU card on PCIe only", "command", b.command("topo", "-m"), "err", err)
+		topo = Topology{Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{}}
 	}
 	if len(topo.Skipped) > 0 {
 		// NIC rows and columns are normal on training nodes: worth a
@@ -383,9 +396,13 @@ func (b *Backend) readTool(ctx context.Context) (reader, error) {
 		logger.V(2).Info("Skipped what the cnmon topology parser does not use", "command", b.command("topo", "-m"), "skipped", topo.Skipped)
 	}
 	for i, c := range cards {
-		if topo.Codes[c.Card] == nil {
-			return reader{}, fmt.Errorf("combining %s and %s: card %d has no row in the topology matrix",
-				b.command("info"), b.command("topo", "-m"), c.Card)
+		if err == nil && topo.Codes[c.Card] == nil {
+			logger.Info("An MLU card has no row in the topology matrix, publishing it on PCIe only", "command", b.command("topo", "-m"), "card", c.Card)
+			// Its column in the other rows goes too: a link seen from one
+			// side only would join it to a group it may not be in.
+			for _, row := range topo.Codes {
+				delete(row, c.Card)
+			}
 		}
 		cards[i].Cores = mluCoresPerChip[c.ProductName]
 		cards[i].CoresFrom = modelTable
@@ -400,8 +417,8 @@ func (b *Backend) readTool(ctx context.Context) (reader, error) {
 // modelTable names models.go as the source of a core count.
 const modelTable = "model table (models.go)"
 
-func (b *Backend) info(ctx context.Context) ([]CardInfo, error) {
-	return discovery.Query(ctx, b.runner, "listing MLU cards", ParseInfo, b.cnmon, "info")
+func (b *Backend) info(ctx context.Context) (InfoListing, error) {
+	return discovery.Query(ctx, b.runner, "listing MLU cards", ParseInfoCards, b.cnmon, "info")
 }
 
 func (b *Backend) topo(ctx context.Context) (Topology, error) {

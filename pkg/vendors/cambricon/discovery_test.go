@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -288,46 +290,109 @@ func TestDiscoverRejectsAChipWhosePCIFunctionCannotBeRead(t *testing.T) {
 	require.ErrorContains(t, err, "reading PCI facts of MLU card 2 (0000:83:00.0) from sysfs")
 }
 
-func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
+// TestABadRowOfCnmonOutputNeverHidesTheNode: a card block of cnmon info
+// that cannot be read leaves that card out, a topology that cannot be
+// read (or lacks a card's row) leaves the cards it does not cover on PCIe
+// only, each with a log line naming the command; the other chips publish.
+func TestABadRowOfCnmonOutputNeverHidesTheNode(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		info    func(string) string
-		topo    func(string) string
-		source  string
-		line    int
-		message string
+		name     string
+		info     func(string) string
+		topo     func(string) string
+		leftOut  []int
+		pcieOnly []int
+		log      string
 	}{
 		{
-			name: "a garbled memory size in cnmon info",
+			name: "a garbled memory size in card 0's block of cnmon info",
 			info: func(s string) string {
-				return discoverytest.ReplaceOnce(t, s, "Total                      : 98304 MiB", "Total                      : lots MiB")
+				return discoverytest.ReplaceOnce(t, s, "Total                      : 23308 MiB", "Total                      : lots MiB")
 			},
-			source: "cnmon info", line: 18,
-			message: `parsing cnmon info: line 18: memory size "lots MiB": "lots" is not a non-negative integer`,
+			leftOut:  []int{0},
+			pcieOnly: []int{1}, // its MLU-Link partner is gone
+			log:      `Leaving out an MLU card whose cnmon listing cannot be read command="cnmon info" card=0 err="parsing cnmon info: line 18: memory size \"lots MiB\": \"lots\" is not a non-negative integer`,
 		},
 		{
-			// Unknown codes are skipped; a matrix that contradicts itself
-			// is not.
-			name:   "a self code off the diagonal in cnmon topo -m",
-			topo:   func(s string) string { return discoverytest.ReplaceOnce(t, s, "MLK1", "X") },
-			source: "cnmon topo -m", line: 2,
-			message: `parsing cnmon topo -m: line 2: MLU0→MLU1: "X" on the wrong side of the diagonal`,
+			name: "card 0's block of cnmon info without its product name",
+			info: func(s string) string {
+				return discoverytest.ReplaceOnce(t, s, "    Product Name                   : MLU370-X8\n", "")
+			},
+			leftOut:  []int{0},
+			pcieOnly: []int{1},
+			log:      "card 0 has no Product Name (truncated output?)",
+		},
+		{
+			name:     "a self code off the diagonal in cnmon topo -m",
+			topo:     func(s string) string { return discoverytest.ReplaceOnce(t, s, "MLK1", "X") },
+			pcieOnly: []int{0, 1, 2, 3, 4, 5, 6, 7},
+			log:      `Cannot read the MLU-Link topology, publishing every MLU card on PCIe only command="cnmon topo -m"`,
+		},
+		{
+			name:     "card 1 without a row or column in cnmon topo -m",
+			topo:     withoutCard1,
+			pcieOnly: []int{0, 1},
+			log:      `An MLU card has no row in the topology matrix, publishing it on PCIe only command="cnmon topo -m" card=1`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			root, _ := fixture("mlu590")
-			info, topo := readRecording(t, "mlu590", "info"), readRecording(t, "mlu590", "topo", "-m")
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture("mlu370-x8")
+			info, topo := readRecording(t, "mlu370-x8", "info"), readRecording(t, "mlu370-x8", "topo", "-m")
 			if tc.info != nil {
 				info = tc.info(info)
 			}
 			if tc.topo != nil {
 				topo = tc.topo(topo)
 			}
-			_, err := New(Config{Root: root, Runner: discoverytest.MapRunner{"cnmon info": info, "cnmon topo -m": topo}}).Discover(ctx)
-			discoverytest.RequireParseError(t, err, tc.source, tc.line, tc.message)
+			inv, err := New(Config{Root: root, Runner: discoverytest.MapRunner{"cnmon info": info, "cnmon topo -m": topo}}).Discover(ctx)
+			require.NoError(t, err)
+			require.NoError(t, inv.Validate())
+			require.Contains(t, logs(), tc.log)
+			require.Len(t, inv.Chips, 8-len(tc.leftOut))
+			for _, c := range inv.Chips {
+				require.NotContains(t, tc.leftOut, c.Index)
+				require.True(t, c.Healthy, "chip %d", c.Index)
+				if slices.Contains(tc.pcieOnly, c.Index) {
+					require.Equal(t, inventory.LinkPCIe, c.LinkType, "chip %d", c.Index)
+					require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup)
+				} else {
+					require.Equal(t, inventory.LinkMLULink, c.LinkType, "chip %d", c.Index)
+				}
+			}
 		})
 	}
+}
+
+// withoutCard1 drops MLU1's row and column from a cnmon topo -m matrix.
+func withoutCard1(s string) string {
+	var out []string
+	for i, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case i == 0:
+			f = slices.Delete(f, 1, 2)
+		case len(f) > 2 && strings.HasPrefix(f[0], "MLU"):
+			if f[0] == "MLU1" {
+				continue
+			}
+			f = slices.Delete(f, 2, 3)
+		default:
+			out = append(out, line)
+			continue
+		}
+		out = append(out, strings.Join(f, "    "))
+	}
+	return strings.Join(out, "\n")
+}
+
+// Output whose cards cannot be told apart still fails discovery, naming
+// the command and line.
+func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	root, _ := fixture("mlu590")
+	info := discoverytest.ReplaceOnce(t, readRecording(t, "mlu590", "info"), "Card 1", "Card one")
+	_, err := New(Config{Root: root, Runner: discoverytest.MapRunner{"cnmon info": info, "cnmon topo -m": readRecording(t, "mlu590", "topo", "-m")}}).Discover(ctx)
+	discoverytest.RequireParseError(t, err, "cnmon info", 34, `parsing cnmon info: line 34: card number "one" is not a non-negative integer`)
 }
 
 func TestDiscoverSaysWhatItWasDoingWhenCnmonFails(t *testing.T) {
@@ -348,15 +413,6 @@ func TestDiscoverUsesTheConfiguredCnmonCommand(t *testing.T) {
 	inv, err := New(Config{Root: root, Runner: runner, Cnmon: "/usr/bin/cnmon"}).Discover(ctx)
 	require.NoError(t, err)
 	require.Len(t, inv.Chips, 3)
-}
-
-func TestDiscoverRejectsACardMissingFromTheTopology(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	root, _ := fixture("mlu270")
-	topo := "        MLU0     MLU1     CPU Affinity\nMLU0    X        H_B      0-31\nMLU1    H_B      X        0-31\n"
-	runner := discoverytest.MapRunner{"cnmon info": readRecording(t, "mlu270", "info"), "cnmon topo -m": topo}
-	_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
-	require.ErrorContains(t, err, "card 2 has no row in the topology matrix")
 }
 
 func TestDiscoverFailsWhenDevCannotBeListed(t *testing.T) {

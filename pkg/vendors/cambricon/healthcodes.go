@@ -31,6 +31,17 @@ const (
 	HealthGood = "Good"
 	// DriverRunning is the Driver entry of a card whose driver runs.
 	DriverRunning = "Running"
+	// HealthInProblem is a card whose device state is
+	// CNDEV_HEALTH_STATE_DEVICE_IN_PROBLEM, "The device failure" (cndev.h).
+	HealthInProblem = "In problem"
+	// HealthWarning and HealthFail are the overall grades
+	// CNDEV_HEALTH_RESULT_WARN ("A warning has been issued") and _FAIL
+	// ("A failure has been issued") of cndevGetCardHealthStateV2 on a
+	// card whose device state is good (mlu-exporter@934abae
+	// pkg/cndev/include/cndev.h lines 660-665). A warning becomes
+	// inventory.ReasonHealthWarning: shown, not blocking.
+	HealthWarning = "Warning"
+	HealthFail    = "Fail"
 )
 
 // fault is one reason a card is unhealthy.
@@ -44,7 +55,11 @@ func healthFaults(ctx context.Context, c CardInfo, who string) []fault {
 	var faults []fault
 	if c.DeviceHealth != "" && !strings.EqualFold(c.DeviceHealth, HealthGood) {
 		logger.Info("An MLU card is reported unhealthy", "by", who, "card", c.Card, "health", c.DeviceHealth)
-		faults = append(faults, fault{inventory.ReasonToolHealth(c.DeviceHealth), who + " reports device health " + c.DeviceHealth})
+		message := who + " reports device health " + c.DeviceHealth
+		if c.HealthDetail != "" {
+			message += ": " + c.HealthDetail
+		}
+		faults = append(faults, fault{inventory.ReasonToolHealth(c.DeviceHealth), message})
 	}
 	if c.DriverState != "" && !strings.EqualFold(c.DriverState, DriverRunning) {
 		logger.Info("The MLU driver is reported not running for a card", "by", who, "card", c.Card, "driver", c.DriverState)

@@ -54,6 +54,9 @@ type CardInfo struct {
 	// no Health State section (CNMON v4).
 	DeviceHealth string
 	DriverState  string
+	// HealthDetail says what is behind a DeviceHealth other than Good
+	// where the reader tells (CNDev's incidents); empty from cnmon.
+	HealthDetail string
 	// Cores is the MLU core count and CoresFrom what told it (libcndev,
 	// or the model table where cnmon does not print it); set by
 	// discovery, not by ParseInfo.
@@ -80,31 +83,75 @@ type cardBuilder struct {
 // memory, PCI address and a UUID or serial number; a card without them is
 // reported as truncated output.
 func ParseInfo(source string, data []byte) ([]CardInfo, error) {
-	return parseInfo(source, data, nil)
+	cards, bad, err := parseInfo(source, data, nil)
+	if err == nil && len(bad) > 0 {
+		err = bad[0].Err
+	}
+	return cards, err
 }
 
-// parseInfo is ParseInfo; value, when set, is also given every value line
-// of a card by its section path ("Power/Usage").
-func parseInfo(source string, data []byte, onValue func(card int, path, value string)) ([]CardInfo, error) {
+// BadCard is a card whose block of `cnmon info` cannot be read, and why.
+type BadCard struct {
+	Card int
+	Err  error
+}
+
+// InfoListing is `cnmon info` read card by card: the cards it could read
+// and those whose block it could not.
+type InfoListing struct {
+	Cards []CardInfo
+	Bad   []BadCard
+}
+
+// ParseInfoCards is ParseInfo for discovery: a card whose block cannot be
+// read (a garbled value, a missing field) is returned in Bad and the other
+// cards still are, so one bad row never hides the node's other chips.
+// Output whose card blocks cannot be told apart (no "Card N" header
+// first, a garbled header, a card listed twice) or that lists no card it
+// can read is still an error.
+func ParseInfoCards(source string, data []byte) (InfoListing, error) {
+	cards, bad, err := parseInfo(source, data, nil)
+	if err == nil && len(cards) == 0 && len(bad) > 0 {
+		err = bad[0].Err
+	}
+	if err != nil {
+		return InfoListing{}, err
+	}
+	return InfoListing{Cards: cards, Bad: bad}, nil
+}
+
+// parseInfo parses `cnmon info`: the cards it read, those whose block it
+// could not (the rest of a bad block is skipped), and an error for output
+// it cannot split into cards. onValue, when set, is also given every value
+// line of a card by its section path ("Power/Usage").
+func parseInfo(source string, data []byte, onValue func(card int, path, value string)) ([]CardInfo, []BadCard, error) {
 	var (
 		cards []CardInfo
+		bad   []BadCard
 		cur   *cardBuilder
-		stack []section
-		seen  = map[int]bool{}
+		// skipping: the current card's block had an error; its
+		// remaining lines are skipped up to the next "Card N" line.
+		skipping bool
+		stack    []section
+		seen     = map[int]bool{}
 	)
 	perr := func(line int, text, format string, args ...any) error {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}
 	}
-	finish := func() error {
-		if cur == nil {
-			return nil
+	finish := func() {
+		if cur == nil || skipping {
+			return
 		}
 		c, err := cur.build(source)
 		if err != nil {
-			return err
+			bad = append(bad, BadCard{Card: cur.info.Card, Err: err})
+			return
 		}
 		cards = append(cards, c)
-		return nil
+	}
+	badLine := func(err error) {
+		bad = append(bad, BadCard{Card: cur.info.Card, Err: err})
+		skipping = true
 	}
 
 	for i, raw := range strings.Split(string(data), "\n") {
@@ -118,33 +165,36 @@ func parseInfo(source string, data []byte, onValue func(card int, path, value st
 		if indent == 0 {
 			m := cardHeader.FindStringSubmatch(trimmed)
 			if m == nil {
-				return nil, perr(lineNo, trimmed, `expected a "Card N" line`)
+				return nil, nil, perr(lineNo, trimmed, `expected a "Card N" line`)
 			}
 			n, err := strconv.Atoi(m[1])
 			if err != nil || n < 0 {
-				return nil, perr(lineNo, trimmed, "card number %q is not a non-negative integer", m[1])
+				return nil, nil, perr(lineNo, trimmed, "card number %q is not a non-negative integer", m[1])
 			}
 			if seen[n] {
-				return nil, perr(lineNo, trimmed, "card %d is listed twice", n)
+				return nil, nil, perr(lineNo, trimmed, "card %d is listed twice", n)
 			}
 			seen[n] = true
-			if err := finish(); err != nil {
-				return nil, err
-			}
-			cur = &cardBuilder{info: CardInfo{Card: n, Line: lineNo}}
+			finish()
+			cur, skipping = &cardBuilder{info: CardInfo{Card: n, Line: lineNo}}, false
 			stack = stack[:0]
 			continue
 		}
 		if cur == nil {
-			return nil, perr(lineNo, trimmed, `card detail before the first "Card N" line`)
+			return nil, nil, perr(lineNo, trimmed, `card detail before the first "Card N" line`)
+		}
+		if skipping {
+			continue
 		}
 		key, value, hasColon := strings.Cut(trimmed, ":")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if !hasColon && !bareSection.MatchString(trimmed) {
-			return nil, perr(lineNo, trimmed, `expected "Key : Value" or a section name`)
+			badLine(perr(lineNo, trimmed, `expected "Key : Value" or a section name`))
+			continue
 		}
 		if key == "" {
-			return nil, perr(lineNo, trimmed, "line has a value but no key")
+			badLine(perr(lineNo, trimmed, "line has a value but no key"))
+			continue
 		}
 		for len(stack) > 0 && stack[len(stack)-1].indent >= indent {
 			stack = stack[:len(stack)-1]
@@ -167,16 +217,14 @@ func parseInfo(source string, data []byte, onValue func(card int, path, value st
 		if err := cur.set(path, value, func(format string, args ...any) error {
 			return perr(lineNo, trimmed, format, args...)
 		}); err != nil {
-			return nil, err
+			badLine(err)
 		}
 	}
-	if err := finish(); err != nil {
-		return nil, err
+	finish()
+	if len(cards) == 0 && len(bad) == 0 {
+		return nil, nil, &discovery.ParseError{Source: source, Msg: `no "Card N" block in the output`}
 	}
-	if len(cards) == 0 {
-		return nil, &discovery.ParseError{Source: source, Msg: `no "Card N" block in the output`}
-	}
-	return cards, nil
+	return cards, bad, nil
 }
 
 type section struct {

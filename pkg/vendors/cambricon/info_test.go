@@ -15,6 +15,8 @@
 package cambricon
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,6 +121,52 @@ func TestParseInfoRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseInfo("cnmon info", []byte(tc.text))
 			discoverytest.RequireParseError(t, err, "cnmon info", tc.line, tc.msg)
+		})
+	}
+}
+
+// ParseInfoCards reads the cards it can and returns the others as bad,
+// so one garbled block leaves the rest of the listing usable.
+func TestParseInfoCardsReturnsTheCardsItCanReadAndTheBadOnes(t *testing.T) {
+	card := func(n int) []string {
+		lines := append([]string(nil), goodCard...)
+		lines[0] = fmt.Sprintf("Card %d", n)
+		return lines
+	}
+	for _, tc := range []struct {
+		name string
+		text []string
+		good []int
+		bad  map[int]string
+		err  string
+	}{
+		{name: "a garbled value in the middle card", text: slices.Concat(card(0), slices.Replace(card(1), 5, 6, "        Total : lots MiB"), card(2)),
+			good: []int{0, 2}, bad: map[int]string{1: `line 17: memory size "lots MiB"`}},
+		{name: "the last card cut short", text: slices.Concat(card(0), card(1)[:4]),
+			good: []int{0}, bad: map[int]string{1: "card 1 has no Physical Memory Usage/Total"}},
+		{name: "a line that is no key-value in the first card", text: slices.Concat(slices.Replace(card(0), 2, 3, "    ### garbage ###"), card(1)),
+			good: []int{1}, bad: map[int]string{0: `expected "Key : Value" or a section name`}},
+		{name: "every card bad", text: card(0)[:4], err: "card 0 has no Physical Memory Usage/Total"},
+		{name: "a garbled card header", text: slices.Concat(card(0), []string{"Card one"}), err: `card number "one" is not a non-negative integer`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			listing, err := ParseInfoCards("cnmon info", []byte(strings.Join(tc.text, "\n")))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			var good []int
+			for _, c := range listing.Cards {
+				good = append(good, c.Card)
+			}
+			require.Equal(t, tc.good, good)
+			require.Len(t, listing.Bad, len(tc.bad))
+			for _, b := range listing.Bad {
+				require.ErrorContains(t, b.Err, tc.bad[b.Card], "card %d", b.Card)
+			}
+			_, err = ParseInfo("cnmon info", []byte(strings.Join(tc.text, "\n")))
+			require.Error(t, err, "ParseInfo stays strict")
 		})
 	}
 }

@@ -279,18 +279,32 @@ func (SMLUs) NewTool(runner discovery.CommandRunner, root, library string) vendo
 	return t
 }
 
-// Edits implements vendors.Partitions. An sMLU container gets the
-// chip's own nodes (/dev/cambricon_devN, /dev/cambricon_ipcmN, …) plus the
-// instance's capability node, at the same paths, and
-// CAMBRICON_VISIBLE_DEVICES=N, as Cambricon's device plugin gives a MIM or
-// dynamic-sMLU container (docs/hardware.md#smlu-instances).
+// Edits implements vendors.Partitions. An sMLU container gets the chip's
+// /dev/cambricon_devN, its /dev/cambricon_ipcmN where the node has one,
+// and the instance's capability node, at the same paths, with
+// CAMBRICON_VISIBLE_DEVICES=N: what Cambricon's device plugin gives a MIM
+// or dynamic-sMLU container (cambricon-k8s-device-plugin@3c9ed24
+// device-plugin/pkg/mlu/server.go lines 265-282, the "dev,ipcm,cap" path
+// built at line 439). The card's other nodes (commu, cmsg_ctrl, msgq,
+// rpc) serve the whole card: the plugin gives them only to a container
+// that has the whole card, and a shared card must not hand them to one
+// instance's tenant.
 func (SMLUs) Edits(c inventory.Chip, inst vendors.Instance) (vendors.PartitionEdits, error) {
 	if inst.Type != PartitionType {
 		return vendors.PartitionEdits{}, fmt.Errorf("%s: unknown partition type", inst)
 	}
+	if !smluNode.MatchString(inst.DeviceNode) {
+		return vendors.PartitionEdits{}, fmt.Errorf("%s: device node %q is not /dev/cambricon-caps/cap_dev<N>_mi<K>", inst, inst.DeviceNode)
+	}
+	own := map[string]bool{
+		fmt.Sprintf("/dev/%s%d", devPrefix, c.Index): true,
+		ipcmPrefix + strconv.Itoa(c.Index):           true,
+	}
 	var nodes []vendors.DeviceNode
 	for _, n := range c.DeviceNodes {
-		nodes = append(nodes, vendors.DeviceNode{Path: n, HostPath: n})
+		if own[n] {
+			nodes = append(nodes, vendors.DeviceNode{Path: n, HostPath: n})
+		}
 	}
 	nodes = append(nodes, vendors.DeviceNode{Path: inst.DeviceNode, HostPath: inst.DeviceNode})
 	return vendors.PartitionEdits{DeviceNodes: nodes, VisibleID: c.Index}, nil

@@ -56,13 +56,46 @@ func TestPartitionToolCreatesListsAndDestroysSMLUInstances(t *testing.T) {
 	require.NoError(t, tool.Destroy(ctx, c, other), "gone already")
 	run.Done()
 
-	edits, err := cambricon.SMLUs{}.Edits(c, inst)
-	require.NoError(t, err)
-	require.Equal(t, vendors.PartitionEdits{VisibleID: 0, DeviceNodes: []vendors.DeviceNode{
-		{Path: "/dev/cambricon_dev0", HostPath: "/dev/cambricon_dev0"},
-		{Path: "/dev/cambricon_ipcm0", HostPath: "/dev/cambricon_ipcm0"},
-		{Path: "/dev/cambricon-caps/cap_dev0_mi2", HostPath: "/dev/cambricon-caps/cap_dev0_mi2"},
-	}}, edits, "the chip's nodes and the instance's capability node")
+}
+
+// An sMLU container gets the card's own node, its ipcm node where the node
+// has one, and the instance's capability node, as Cambricon's device plugin
+// gives a MIM or dynamic-sMLU container; never the whole-card commu, cmsg,
+// msgq and rpc nodes, which a whole-card container gets.
+func TestSMLUEditsGiveTheCardNodeIpcmAndCapabilityNodeOnly(t *testing.T) {
+	inst := vendors.Instance{Type: cambricon.PartitionType, Chip: 3, Template: "25p.5827mb", ID: 2, DeviceNode: "/dev/cambricon-caps/cap_dev3_mi2"}
+	for _, tc := range []struct {
+		name  string
+		nodes []string
+		want  []string
+	}{
+		{
+			name:  "a node with every per-card node",
+			nodes: []string{"/dev/cambricon_dev3", "/dev/cambricon_ipcm3", "/dev/commu3", "/dev/cmsg_ctrl3", "/dev/cambr-msgq:3", "/dev/cambr-rpc:3"},
+			want:  []string{"/dev/cambricon_dev3", "/dev/cambricon_ipcm3", "/dev/cambricon-caps/cap_dev3_mi2"},
+		},
+		{
+			name:  "a node without ipcm nodes",
+			nodes: []string{"/dev/cambricon_dev3", "/dev/commu3"},
+			want:  []string{"/dev/cambricon_dev3", "/dev/cambricon-caps/cap_dev3_mi2"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := chip("MLU370-X8", 3, 16, 23308<<20)
+			c.DeviceNodes = tc.nodes
+			edits, err := cambricon.SMLUs{}.Edits(c, inst)
+			require.NoError(t, err)
+			var want []vendors.DeviceNode
+			for _, n := range tc.want {
+				want = append(want, vendors.DeviceNode{Path: n, HostPath: n})
+			}
+			require.Equal(t, vendors.PartitionEdits{VisibleID: 3, DeviceNodes: want}, edits)
+		})
+	}
+	bad := inst
+	bad.DeviceNode = "/dev/cambricon_dev3"
+	_, err := cambricon.SMLUs{}.Edits(chip("MLU370-X8", 3, 16, 23308<<20), bad)
+	require.ErrorContains(t, err, `device node "/dev/cambricon_dev3" is not /dev/cambricon-caps/cap_dev<N>_mi<K>`)
 }
 
 func TestPartitionToolRefusesWhatCnmonContradicts(t *testing.T) {

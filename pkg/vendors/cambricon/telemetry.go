@@ -223,10 +223,11 @@ type CardUsage struct {
 
 // ParseInfoUsage parses `cnmon info` (as ParseInfo, which it runs) and
 // returns each card's usage by card number. A value it cannot read is nil
-// rather than failing the output.
+// rather than failing the output; a card whose block cannot be read
+// (ParseInfoCards) has no usage, so only its own samples fail.
 func ParseInfoUsage(source string, data []byte) (map[int]CardUsage, error) {
 	out := map[int]CardUsage{}
-	cards, err := parseInfo(source, data, func(card int, path, value string) {
+	cards, bad, err := parseInfo(source, data, func(card int, path, value string) {
 		u := out[card]
 		switch path {
 		case "Utilization/MLU Average":
@@ -248,6 +249,12 @@ func ParseInfoUsage(source string, data []byte) (map[int]CardUsage, error) {
 		}
 		out[card] = u
 	})
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bad {
+		delete(out, b.Card)
+	}
 	for _, c := range cards {
 		if c.DeviceHealth != "" {
 			u := out[c.Card]
@@ -256,7 +263,7 @@ func ParseInfoUsage(source string, data []byte) (map[int]CardUsage, error) {
 			out[c.Card] = u
 		}
 	}
-	return out, err
+	return out, nil
 }
 
 // withUnit reads "38 W": a non-negative number followed by unit.

@@ -161,32 +161,78 @@ spec:
 {{ end }}
 
 {{/*
-Node affinity of the agent: one nodeSelectorTerm per enabled vendor (terms
-are ORed, the labels of one term ANDed). An enabled vendor with an empty
-nodeSelector means every node, and then no affinity is rendered.
+The node groups the chart runs a DaemonSet for, as JSON {"groups": [...]}:
+each nodeGroups entry with its vendors narrowed to the enabled ones
+(in the order ascend, cambricon; an entry left without one is not
+rendered), its chipModes defaulted to kubeletPlugin.chipModes and vnpu
+true where its Ascend chips may be partitioned (see values.yaml,
+nodeGroups). Fails the rendering for the old per-vendor nodeSelector, a
+name used twice, an enabled vendor no group serves, and a vendor in two
+groups one of which runs on every node (two pods would serve one driver
+on a node).
+*/}}
+{{- define "accel-dra.nodeGroups" -}}
+{{- $v := .Values.vendors }}
+{{- range $vendor := list "ascend" "cambricon" }}
+{{- if hasKey (index $v $vendor) "nodeSelector" }}
+{{- fail (printf "vendors.%s.nodeSelector is replaced by nodeGroups[].nodeSelector: the chart runs one DaemonSet per node group, each mounting only its vendors' files; move the labels to the nodeGroups entry whose vendors include %s (values.yaml, docs/install.md \"Node groups\")" $vendor $vendor) }}
+{{- end }}
+{{- end }}
+{{- $groups := list }}
+{{- $names := dict }}
+{{- $everyNode := dict }}
+{{- $served := dict }}
+{{- range $i, $g := .Values.nodeGroups }}
+{{- if hasKey $names $g.name }}
+{{- fail (printf "nodeGroups[%d].name: %q is the name of nodeGroups[%d] already; each group is a DaemonSet named after it" $i $g.name (index $names $g.name)) }}
+{{- end }}
+{{- $_ := set $names $g.name $i }}
+{{- $vendors := list }}
+{{- range $vendor := list "ascend" "cambricon" }}
+{{- if and (has $vendor $g.vendors) (index $v $vendor).enabled }}
+{{- $vendors = append $vendors $vendor }}
+{{- end }}
+{{- end }}
+{{- if $vendors }}
+{{- range $vendor := $vendors }}
+{{- if hasKey $served $vendor }}
+{{- if or (not $g.nodeSelector) (hasKey $everyNode $vendor) }}
+{{- fail (printf "nodeGroups[%d] (%s) and nodeGroups[%d] both serve %s and one of them has no nodeSelector: on a node both select, two agents would serve one driver; give each group labels of its own" (index $served $vendor) (index $.Values.nodeGroups (index $served $vendor)).name $i $vendor) }}
+{{- end }}
+{{- end }}
+{{- $_ := set $served $vendor $i }}
+{{- if not $g.nodeSelector }}{{ $_ := set $everyNode $vendor true }}{{ end }}
+{{- end }}
+{{- $chipModes := $g.chipModes | default $.Values.kubeletPlugin.chipModes | default "Whole" }}
+{{- $mode := $g.partitionMode | default "auto" }}
+{{- $vnpu := and (has "ascend" $vendors) (ne $mode "off") (contains "Partitioned" $chipModes) }}
+{{- $groups = append $groups (dict "name" $g.name "vendors" $vendors "nodeSelector" ($g.nodeSelector | default dict) "partitionMode" $mode
+  "chipModes" $chipModes "tolerations" ($g.tolerations | default list) "vnpu" $vnpu) }}
+{{- end }}
+{{- end }}
+{{- range $vendor := list "ascend" "cambricon" }}
+{{- if and (index $v $vendor).enabled (not (hasKey $served $vendor)) }}
+{{- fail (printf "vendors.%s is enabled but no nodeGroups entry serves it: add %s to a group's vendors, or set vendors.%s.enabled=false" $vendor $vendor $vendor) }}
+{{- end }}
+{{- end }}
+{{- toJson (dict "groups" $groups) }}
+{{- end }}
+
+{{/*
+Node affinity of one node group's agent (a dict of nodeGroups): one
+nodeSelectorTerm with the group's labels (ANDed). An empty nodeSelector
+means every node, and then no affinity is rendered.
 */}}
 {{- define "accel-dra.affinity" -}}
-{{- $terms := list }}
-{{- $everyNode := false }}
-{{- range $vendor := list "ascend" "cambricon" }}
-{{- $cfg := index $.Values.vendors $vendor }}
-{{- if $cfg.enabled }}
-{{- if $cfg.nodeSelector }}
+{{- if .nodeSelector }}
 {{- $exprs := list }}
-{{- range $key, $value := $cfg.nodeSelector }}
+{{- range $key, $value := .nodeSelector }}
 {{- $exprs = append $exprs (dict "key" $key "operator" "In" "values" (list (toString $value))) }}
 {{- end }}
-{{- $terms = append $terms (dict "matchExpressions" $exprs) }}
-{{- else }}
-{{- $everyNode = true }}
-{{- end }}
-{{- end }}
-{{- end }}
-{{- if and $terms (not $everyNode) }}
 nodeAffinity:
   requiredDuringSchedulingIgnoredDuringExecution:
     nodeSelectorTerms:
-    {{- toYaml $terms | nindent 4 }}
+    {{- toYaml (list (dict "matchExpressions" $exprs)) | nindent 4 }}
 {{- end }}
 {{- end }}
 

@@ -14,15 +14,17 @@
 
 // Package cndevtest builds the mock libcndev of
 // pkg/vendors/cambricon/testdata/cndev for tests: a C file compiled with gcc
-// into a shared library, which the agent loads like the real one through
-// --cndev-library, fed by a fixture file naming the node's MLUs.
+// (aarch64-linux-gnu-gcc for an arm64 test binary) into a shared library,
+// which the agent loads like the real one through --cndev-library, fed by a
+// fixture file naming the node's MLUs.
 package cndevtest
 
 import (
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/accel-dra/accel-dra/pkg/nativetest"
 )
 
 // The mock's environment variables.
@@ -51,24 +53,20 @@ func Dir() string {
 func Fixture(node string) string { return filepath.Join(Dir(), node+".txt") }
 
 // Build compiles the mock into a temporary directory and returns the
-// library's path. It fails the test when gcc is missing: the native
-// backend is tested through it or not at all.
-func Build(t testing.TB) string {
+// library's path; cflags are added to gcc's (-DCNDEV_MOCK_NO_HEALTH_V2
+// builds a library without cndevGetCardHealthStateV2, as older Neuware
+// has). It fails the test when gcc is missing: the native backend is
+// tested through it or not at all.
+func Build(t testing.TB, cflags ...string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "libcndev.so")
-	Compile(t, "-shared", "-fPIC", "-o", out, filepath.Join(Dir(), "mock_cndev.c"))
+	Compile(t, append(append([]string{"-shared", "-fPIC"}, cflags...), "-o", out, filepath.Join(Dir(), "mock_cndev.c"))...)
 	return out
 }
 
-// Compile runs gcc with args in Dir.
+// Compile runs the C compiler for the test binary's architecture
+// (nativetest.CC) with args in Dir.
 func Compile(t testing.TB, args ...string) {
 	t.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Fatalf("the CNDev mock needs gcc (apt-get install gcc): %v", err)
-	}
-	cmd := exec.Command("gcc", args...)
-	cmd.Dir = Dir()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gcc %v: %v\n%s", args, err, out)
-	}
+	nativetest.Compile(t, Dir(), args...)
 }

@@ -219,6 +219,14 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
 int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,
                         struct dcmi_create_vdev_out *out);
 int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid);
+/* The vNPU mode, 0 docker (container) and 1 VM: dcmi_interface_api.h of
+ * the CANN driver source (verylucky01/driver e29d066,
+ * src/custom/include/dcmi_interface_api.h:2233-2235). */
+int dcmi_set_vdevice_mode(int mode);
+int dcmi_get_vdevice_mode(int *mode);
+/* The driver's version string (dcmi_interface_api.h:2005, MAX_VER_LEN 255). */
+#define MAX_VER_LEN 255
+int dcmi_get_driver_version(char *driver_ver, unsigned int len);
 
 /*
  * Telemetry (the chip metrics of the node agent): the prototypes of

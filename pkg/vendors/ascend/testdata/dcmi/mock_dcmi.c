@@ -23,9 +23,16 @@ limitations under the License.
  * (format in README.md beside this file), re-read by every dcmi_init, and
  * keeps the vNPUs it creates in the file named in ACCEL_DRA_DCMI_STATE
  * when that is set, so separate processes (the node agent, a test) see
- * the same vNPUs.
+ * the same vNPUs. ACCEL_DRA_DCMI_ROOT is the root under which it finds
+ * the host files the real library opens by absolute path
+ * (/run/vnpu_cfg_lock, /etc/vnpu.cfg); unset, it opens them at /.
+ *
+ * Behaviour follows the DCMI implementation in Huawei's CANN driver
+ * source (GitHub verylucky01/driver, commit e29d066); "dcmi/…" paths below
+ * are under src/custom/dev_prod/user/ there.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +45,7 @@ limitations under the License.
 #define DCMI_ERR_INVALID_PARAMETER (-8001)
 #define DCMI_ERR_OPER_NOT_PERMITTED (-8002)
 #define DCMI_ERR_DEVICE_NOT_EXIST (-8008)
+#define DCMI_ERR_FILE_OPERATE_FAIL (-8014)
 #define DCMI_ERR_RESOURCE_OCCUPIED (-8020)
 #define DCMI_ERR_NOT_SUPPORT (-8255)
 
@@ -63,14 +71,28 @@ struct chip {
 struct vdev {
     int logic;
     unsigned int id;
+    unsigned int vfg; /* the vGroup it was put in (not kept in the state file) */
     char template_name[TEMPLATE_NAME_LEN];
 };
+
+/* Where the caller runs (the fixture's env line): the library checks it
+ * (dcmi_is_in_phy_machine_root, dcmi_is_in_phy_privileged_docker_root). The
+ * mock's caller is always root. */
+enum run_env { ENV_PHYSICAL, ENV_PRIVILEGED, ENV_CONTAINER };
+
+/* Board chip types as the library tells them (dcmi_board_chip_type_is_*),
+ * from the first chip's name. */
+enum chip_type { CHIP_910, CHIP_910B, CHIP_910_93, CHIP_310P };
+
+/* vfg_id "unspecified": the library picks the vGroup. */
+#define VFG_ID_ANY 0xFFFFFFFFu
 
 /* A fixture's fail, hang or count line: what one function does instead. */
 enum fail_kind { FAIL_RETURN, FAIL_HANG, FAIL_COUNT };
 
 struct fail {
     enum fail_kind kind;
+    int logic;      /* FAIL_RETURN: the chip it fails on, -1 every chip */
     char fn[64];
     int code;       /* FAIL_RETURN: the return code; FAIL_COUNT: the count */
     char file[256]; /* FAIL_HANG: the call blocks while this file exists */
@@ -81,19 +103,56 @@ static int nchips;
 static int topo[MAX_CHIPS][MAX_CHIPS]; /* by logic id; -1 = default */
 static int topo_default = DCMI_TOPO_TYPE_SYS;
 static int docker_mode = 1;
+static enum run_env run_env = ENV_PHYSICAL;
+/* The driver version dcmi_get_driver_version reports: by default that of
+ * the driver source the mock follows (25.3.rc1, its version_cap.map). */
+#define DEFAULT_DRIVER_VERSION "25.3.rc1"
+static char driver_version[64] = DEFAULT_DRIVER_VERSION;
 static struct vdev vdevs[MAX_VDEVS];
 static int nvdevs;
 static struct fail fails[MAX_FAILS];
 static int nfails;
 static int initialized;
 
-static int failing(const char *fn) {
+/* failing returns what fn returns instead on the chip with the given logic
+ * id (-1: a call not about one chip). */
+static int failing_on(const char *fn, int logic) {
     for (int i = 0; i < nfails; i++) {
-        if (fails[i].kind == FAIL_RETURN && strcmp(fails[i].fn, fn) == 0) {
+        if (fails[i].kind == FAIL_RETURN && strcmp(fails[i].fn, fn) == 0 &&
+            (fails[i].logic < 0 || fails[i].logic == logic)) {
             return fails[i].code;
         }
     }
     return 0;
+}
+
+static int failing(const char *fn) {
+    for (int i = 0; i < nfails; i++) {
+        if (fails[i].kind == FAIL_RETURN && fails[i].logic < 0 && strcmp(fails[i].fn, fn) == 0) {
+            return fails[i].code;
+        }
+    }
+    return 0;
+}
+
+static enum chip_type chip_type(void) {
+    const char *name = nchips > 0 ? chips[0].name : "";
+    if (strncmp(name, "310P", 4) == 0) {
+        return CHIP_310P;
+    }
+    if (strncmp(name, "910B", 4) == 0) {
+        return CHIP_910B;
+    }
+    if (strcmp(name, "Ascend910") == 0) {
+        return CHIP_910_93; /* the A3 die's name */
+    }
+    return CHIP_910;
+}
+
+/* host_path is path under ACCEL_DRA_DCMI_ROOT. */
+static void host_path(char *out, size_t n, const char *path) {
+    const char *root = getenv("ACCEL_DRA_DCMI_ROOT");
+    snprintf(out, n, "%s%s", root == NULL ? "" : root, path);
 }
 
 /* hanging blocks while a hang line's file exists: a wedged driver call. */
@@ -157,12 +216,20 @@ static int parse_ip(const char *s, unsigned char ip[4], unsigned char mask[4]) {
     return 0;
 }
 
+/* topo_code reads a topology code: a name of the current header's
+ * DCMI_TOPO_TYPE_* (dcmi_interface_api.h:1487-1496), or a number, which
+ * the library returns as it is (another driver generation's code, or BUTT). */
 static int topo_code(const char *s) {
-    static const char *names[] = {"X", "SYS", "PHB", "HCCS", "PXB", "PIX", "SIO", "HCCS_SW", "UB", "NA"};
+    static const char *names[] = {"X", "SYS", "PHB", "HCCS", "PXB", "PIX", "SIO", "HCCS_SW", "UB", "BUTT"};
     for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
         if (strcmp(s, names[i]) == 0) {
             return i;
         }
+    }
+    char *end;
+    long n = strtol(s, &end, 10);
+    if (*s != '\0' && *end == '\0' && n >= 0 && n < 1000) {
+        return (int)n;
     }
     return -1;
 }
@@ -178,6 +245,7 @@ static void load_state(void) {
     }
     nvdevs = 0;
     struct vdev v;
+    v.vfg = 0;
     while (nvdevs < MAX_VDEVS && fscanf(f, "%d %u %31s", &v.logic, &v.id, v.template_name) == 3) {
         vdevs[nvdevs++] = v;
     }
@@ -203,7 +271,8 @@ static void save_state(void) {
  * cannot read (the mock then fails dcmi_init, so a broken fixture shows). */
 static int load(void) {
     const char *path = getenv("ACCEL_DRA_DCMI_FIXTURE");
-    nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS;
+    nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS, run_env = ENV_PHYSICAL;
+    snprintf(driver_version, sizeof(driver_version), "%s", DEFAULT_DRIVER_VERSION);
     memset(topo, -1, sizeof(topo));
     if (path == NULL) {
         return -1;
@@ -277,16 +346,39 @@ static int load(void) {
             char mode[16];
             ok = sscanf(line, "vnpu-mode %15s", mode) == 1;
             docker_mode = ok && strcmp(mode, "docker") == 0;
+        } else if (strcmp(kind, "driver-version") == 0) {
+            ok = sscanf(line, "driver-version %63s", driver_version) == 1;
+        } else if (strcmp(kind, "env") == 0) {
+            char env[16];
+            ok = sscanf(line, "env %15s", env) == 1;
+            if (ok && strcmp(env, "physical") == 0) {
+                run_env = ENV_PHYSICAL;
+            } else if (ok && strcmp(env, "privileged") == 0) {
+                run_env = ENV_PRIVILEGED;
+            } else if (ok && strcmp(env, "container") == 0) {
+                run_env = ENV_CONTAINER;
+            } else {
+                ok = 0;
+            }
         } else if (strcmp(kind, "vdev") == 0 && nvdevs < MAX_VDEVS) {
             struct vdev *v = &vdevs[nvdevs];
             ok = sscanf(line, "vdev %d %u %31s", &v->logic, &v->id, v->template_name) == 3;
+            v->vfg = 0;
             if (ok) {
                 nvdevs++;
             }
         } else if (strcmp(kind, "fail") == 0 && nfails < MAX_FAILS) {
             struct fail *x = &fails[nfails];
             x->kind = FAIL_RETURN;
+            x->logic = -1;
             ok = sscanf(line, "fail %63s %d", x->fn, &x->code) == 2;
+            if (ok) {
+                nfails++;
+            }
+        } else if (strcmp(kind, "fail-chip") == 0 && nfails < MAX_FAILS) {
+            struct fail *x = &fails[nfails];
+            x->kind = FAIL_RETURN;
+            ok = sscanf(line, "fail-chip %d %63s %d", &x->logic, x->fn, &x->code) == 3;
             if (ok) {
                 nfails++;
             }
@@ -355,18 +447,27 @@ int dcmi_get_device_num_in_card(int card_id, int *device_num) {
         n += chips[i].card == card_id;
     }
     if (n == 0) {
-        return DCMI_ERR_DEVICE_NOT_EXIST;
+        return DCMI_ERR_INVALID_PARAMETER; /* an unknown card (dcmi/dcmi_interface/src/dcmi_basic_info_intf.c:209) */
     }
     counted(__func__, &n);
     *device_num = n;
     return DCMI_OK;
 }
 
-#define CHIP_OR_FAIL(c, card, device)               \
-    struct chip *c = by_card(card, device);         \
-    if (c == NULL) {                                \
-        return DCMI_ERR_DEVICE_NOT_EXIST;           \
-    }
+/* A card or device the board does not have is an invalid parameter:
+ * dcmi_get_device_type, which every per-chip call asks first, answers
+ * -8001 (dcmi/dcmi_interface/src/dcmi_basic_info_intf.c:162-209). */
+#define CHIP_OR_FAIL(c, card, device)                        \
+    struct chip *c = by_card(card, device);                  \
+    if (c == NULL) {                                         \
+        return DCMI_ERR_INVALID_PARAMETER;                   \
+    }                                                        \
+    do {                                                     \
+        int chip_rc_ = failing_on(__func__, c->logic);       \
+        if (chip_rc_ != 0) {                                 \
+            return chip_rc_;                                 \
+        }                                                    \
+    } while (0)
 
 int dcmi_get_device_logic_id(int *device_logic_id, int card_id, int device_id) {
     FAIL_IF_ASKED();
@@ -380,6 +481,10 @@ int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int *phyid
     struct chip *c = by_logic((int)logicid);
     if (c == NULL) {
         return DCMI_ERR_DEVICE_NOT_EXIST;
+    }
+    int rc = failing_on(__func__, c->logic);
+    if (rc != 0) {
+        return rc;
     }
     *phyid = c->phy;
     return DCMI_OK;
@@ -413,6 +518,10 @@ int dcmi_get_device_hbm_info(int card_id, int device_id, struct dcmi_hbm_info *h
 int dcmi_get_device_memory_info_v3(int card_id, int device_id, struct dcmi_get_memory_info_stru *memory_info) {
     FAIL_IF_ASKED();
     CHIP_OR_FAIL(c, card_id, device_id);
+    /* 910B and 910_93 have no such memory: dcmi/dcmi_inner/src/dcmi_inner_info_get.c:2250-2254. */
+    if (chip_type() == CHIP_910B || chip_type() == CHIP_910_93) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
     memset(memory_info, 0, sizeof(*memory_info));
     memory_info->memory_size = c->ddr_mb;
     memory_info->memory_available = c->ddr_mb;
@@ -455,6 +564,10 @@ int dcmi_get_device_errorcode_v2(int card_id, int device_id, int *error_count, u
 
 int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1, int card_id2, int device_id2, int *topo_type) {
     FAIL_IF_ASKED();
+    /* Only 910B and 910_93 answer: dcmi/dcmi_interface/src/dcmi_npu_link_intf.c:582-586. */
+    if (chip_type() != CHIP_910B && chip_type() != CHIP_910_93) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
     CHIP_OR_FAIL(a, card_id1, device_id1);
     CHIP_OR_FAIL(b, card_id2, device_id2);
     if (a == b) {
@@ -526,14 +639,75 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
     return DCMI_ERR_NOT_SUPPORT;
 }
 
+/* vnpu_permitted is dcmi_check_set_vnpu_permission
+ * (dcmi/dcmi_interface/src/dcmi_virtual_intf.c:257-297) for a root caller:
+ * 910B and 910_93 only on the host or in a privileged container. */
+static int vnpu_permitted(void) {
+    enum chip_type t = chip_type();
+    if ((t == CHIP_910B || t == CHIP_910_93) && run_env == ENV_CONTAINER) {
+        return DCMI_ERR_OPER_NOT_PERMITTED;
+    }
+    return DCMI_OK;
+}
+
+/* persists tells whether a create or destroy is written to /etc/vnpu.cfg
+ * here (dcmi_save_create_vnpu_cfg, dcmi_virtual_intf.c:492-495). */
+static int persists(void) {
+    enum chip_type t = chip_type();
+    return run_env == ENV_PHYSICAL || t == CHIP_910 || t == CHIP_310P ||
+           (t == CHIP_910B && run_env == ENV_PRIVILEGED);
+}
+
+/* cfg_lock takes the vNPU config lock as dcmi_cfg_set_lock does
+ * (dcmi/dcmi_inner/src/dcmi_inner_cfg_persist.c:84-110): open (O_CREAT) of
+ * /run/vnpu_cfg_lock/vnpu_cfg_lock_flag, which fails where that directory
+ * is missing; its callers then return -8020 (cfg_persist.c:879-881,
+ * 1279-1282). It returns the open fd or -1. */
+static int cfg_lock(void) {
+    char path[512];
+    host_path(path, sizeof(path), "/run/vnpu_cfg_lock/vnpu_cfg_lock_flag");
+    return open(path, O_RDWR | O_CREAT, 0600);
+}
+
+/* save_create appends the create-vnpu line the library records in
+ * /etc/vnpu.cfg (dcmi_cfg_insert_creat_vnpu_cmdline, cfg_persist.c:867-872;
+ * the vGroup only on 310P), under the lock. */
+static int save_create(const struct chip *c, const struct vdev *v) {
+    int fd = cfg_lock();
+    if (fd < 0) {
+        return DCMI_ERR_RESOURCE_OCCUPIED;
+    }
+    char path[512];
+    host_path(path, sizeof(path), "/etc/vnpu.cfg");
+    FILE *f = fopen(path, "a");
+    int rc = DCMI_OK;
+    if (f == NULL) {
+        rc = DCMI_ERR_FILE_OPERATE_FAIL; /* cfg_persist.c:884-888 */
+    } else {
+        if (chip_type() == CHIP_310P) {
+            fprintf(f, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u -g %u\n", c->phy, v->id, c->card,
+                    c->device, v->template_name, v->id, v->vfg);
+        } else {
+            fprintf(f, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u\n", c->phy, v->id, c->card,
+                    c->device, v->template_name, v->id);
+        }
+        fclose(f);
+    }
+    close(fd);
+    return rc;
+}
+
+/* dcmi_create_vdevice does not look at the vNPU mode (npu-smi does, before
+ * calling it: npucli/src/npu_chip_set.c:1474-1478): dcmi_virtual_intf.c:964-1010. */
 int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,
                         struct dcmi_create_vdev_out *out) {
     FAIL_IF_ASKED();
+    int rc = vnpu_permitted();
+    if (rc != DCMI_OK) {
+        return rc;
+    }
     CHIP_OR_FAIL(c, card_id, device_id);
     load_state();
-    if (!docker_mode) {
-        return DCMI_ERR_OPER_NOT_PERMITTED;
-    }
     /* vNPU ids of a chip: [phy*16+100, phy*16+115] (npu-smi create-vnpu -v) */
     unsigned int first = c->phy * 16 + 100;
     if (vdev->vdev_id < first || vdev->vdev_id >= first + 16 || vdev->template_name[0] == '\0' ||
@@ -545,22 +719,51 @@ int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_
             return DCMI_ERR_RESOURCE_OCCUPIED;
         }
     }
-    struct vdev *v = &vdevs[nvdevs++];
+    struct vdev *v = &vdevs[nvdevs];
     v->logic = c->logic;
     v->id = vdev->vdev_id;
+    /* An unspecified vGroup is one the library picks, here the count of the
+     * chip's vNPUs; any other value pins the vNPU to that group. */
+    v->vfg = vdev->vfg_id;
+    if (v->vfg == VFG_ID_ANY) {
+        v->vfg = 0;
+        for (int i = 0; i < nvdevs; i++) {
+            v->vfg += vdevs[i].logic == c->logic;
+        }
+    }
     snprintf(v->template_name, TEMPLATE_NAME_LEN, "%s", vdev->template_name);
+    if (persists()) {
+        /* A create that cannot be recorded is undone: dcmi_virtual_intf.c:648-653. */
+        rc = save_create(c, v);
+        if (rc != DCMI_OK) {
+            return rc;
+        }
+    }
+    nvdevs++;
     memset(out, 0, sizeof(*out));
     out->vdev_id = v->id;
     out->pcie_bus = c->bus;
-    out->vfg_id = vdev->vfg_id;
+    out->vfg_id = v->vfg;
     save_state();
     return DCMI_OK;
 }
 
 int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
     FAIL_IF_ASKED();
+    int rc = vnpu_permitted();
+    if (rc != DCMI_OK) {
+        return rc;
+    }
     CHIP_OR_FAIL(c, card_id, device_id);
     load_state();
+    if (persists()) {
+        /* The destroy is recorded under the same lock (dcmi_save_destroy_vnpu_cfg). */
+        int fd = cfg_lock();
+        if (fd < 0) {
+            return DCMI_ERR_RESOURCE_OCCUPIED;
+        }
+        close(fd);
+    }
     for (int i = 0; i < nvdevs; i++) {
         if (vdevs[i].logic == c->logic && vdevs[i].id == vdevid) {
             vdevs[i] = vdevs[--nvdevs];
@@ -569,6 +772,48 @@ int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
         }
     }
     return DCMI_ERR_DEVICE_NOT_EXIST;
+}
+
+int dcmi_get_driver_version(char *driver_ver, unsigned int len) {
+    FAIL_IF_ASKED();
+    if (driver_ver == NULL || len == 0) {
+        return DCMI_ERR_INVALID_PARAMETER;
+    }
+    snprintf(driver_ver, len, "%s", driver_version);
+    return DCMI_OK;
+}
+
+/* dcmi_get_vdevice_mode (dcmi_virtual_intf.c:1055-1085): 0 docker, 1 VM;
+ * refused (-8002) except on the host, or for 910B in a privileged
+ * container (310P: on the host, or as root in a VM). */
+int dcmi_get_vdevice_mode(int *mode) {
+    FAIL_IF_ASKED();
+    int allowed = run_env == ENV_PHYSICAL || (chip_type() == CHIP_910B && run_env == ENV_PRIVILEGED);
+    if (chip_type() == CHIP_310P) {
+        allowed = run_env == ENV_PHYSICAL;
+    }
+    if (!allowed) {
+        return DCMI_ERR_OPER_NOT_PERMITTED;
+    }
+    if (mode == NULL) {
+        return DCMI_ERR_INVALID_PARAMETER;
+    }
+    *mode = docker_mode ? 0 : 1;
+    return DCMI_OK;
+}
+
+/* dcmi_set_vdevice_mode (dcmi_virtual_intf.c:1154-1175), without the
+ * checks of a mode change with vNPUs in place. */
+int dcmi_set_vdevice_mode(int mode) {
+    FAIL_IF_ASKED();
+    if (!(run_env == ENV_PHYSICAL || (chip_type() == CHIP_910B && run_env == ENV_PRIVILEGED))) {
+        return DCMI_ERR_OPER_NOT_PERMITTED;
+    }
+    if (mode != 0 && mode != 1) {
+        return DCMI_ERR_INVALID_PARAMETER;
+    }
+    docker_mode = mode == 0;
+    return DCMI_OK;
 }
 
 /* ------------------------------------------------------------------------

@@ -105,6 +105,44 @@ typedef struct {
 	cndevDriverHealthStateEnum_t driverState;
 } cndevCardHealthState_t;
 
+/* cndevGetCardHealthStateV2 (mlu-exporter@934abae pkg/cndev/include/cndev.h
+ * lines 625-709): the V1 states plus an overall grade with a warning
+ * level and the incidents behind it. The incident codes (cndevHealthError_t,
+ * CNDEV_FR_OK = 0 … CNDEV_FR_DEVSYS_ERROR = 30) are plain ints here. */
+typedef enum {
+	CNDEV_HEALTH_RESULT_PASS = 0,
+	CNDEV_HEALTH_RESULT_WARN = 10,
+	CNDEV_HEALTH_RESULT_FAIL = 20,
+} cndevHealthResult_t;
+
+#define CNDEV_ERR_MSG_LENGTH 512
+#define CNDEV_HEALTH_SYSTEM_MAX_INCIDENTS 64
+
+typedef struct {
+	char msg[CNDEV_ERR_MSG_LENGTH];
+	uint32_t device_id;
+	uint32_t bdf;
+	int32_t code; /* cndevHealthError_t */
+	uint32_t category;
+	uint32_t severity;
+} cndevDiagErrorDetail_t;
+
+typedef struct {
+	int32_t system; /* cndevHealthSystem_t */
+	cndevHealthResult_t health;
+	cndevDiagErrorDetail_t error;
+} cndevIncidentInfo_t;
+
+typedef struct {
+	int32_t health;
+	cndevHealthStateEnum_t deviceState;
+	cndevDriverHealthStateEnum_t driverState;
+	cndevHealthResult_t overallHealth;
+	uint32_t incident_count;
+	cndevIncidentInfo_t incidents[CNDEV_HEALTH_SYSTEM_MAX_INCIDENTS];
+	uint32_t reserved[8];
+} cndevCardHealthStateV2_t;
+
 typedef struct {
 	uint32_t subsystemId;
 	uint32_t deviceId;
@@ -192,6 +230,7 @@ cndevRet_t cndevGetMemoryUsageV2(cndevMemoryInfoV2_t *memInfo, cndevDevice_t dev
 cndevRet_t cndevGetVersionInfo(cndevVersionInfo_t *versInfo, cndevDevice_t device);
 cndevRet_t cndevGetCoreCount(cndevCardCoreCount_t *cardCoreCount, cndevDevice_t device);
 cndevRet_t cndevGetCardHealthState(cndevCardHealthState_t *cardHealthState, cndevDevice_t device);
+cndevRet_t cndevGetCardHealthStateV2(cndevCardHealthStateV2_t *cardHealthState, cndevDevice_t device);
 cndevRet_t cndevGetPCIeInfoV2(cndevPCIeInfoV2_t *deviceInfo, cndevDevice_t device);
 int32_t cndevGetMLULinkPortNumber(cndevDevice_t device);
 cndevRet_t cndevGetMLULinkStatusV2(cndevMLULinkStatusV2_t *status, cndevDevice_t device, int32_t link);

@@ -37,6 +37,12 @@ int main(void) {
 	S(cndevCardCoreCount_t); F(cndevCardCoreCount_t, version); F(cndevCardCoreCount_t, count);
 	S(cndevCardHealthState_t); F(cndevCardHealthState_t, version); F(cndevCardHealthState_t, health);
 	F(cndevCardHealthState_t, deviceState); F(cndevCardHealthState_t, driverState);
+	S(cndevCardHealthStateV2_t); F(cndevCardHealthStateV2_t, deviceState); F(cndevCardHealthStateV2_t, driverState);
+	F(cndevCardHealthStateV2_t, overallHealth); F(cndevCardHealthStateV2_t, incident_count);
+	F(cndevCardHealthStateV2_t, incidents); F(cndevCardHealthStateV2_t, reserved);
+	S(cndevIncidentInfo_t); F(cndevIncidentInfo_t, health); F(cndevIncidentInfo_t, error);
+	S(cndevDiagErrorDetail_t); F(cndevDiagErrorDetail_t, msg); F(cndevDiagErrorDetail_t, code);
+	F(cndevDiagErrorDetail_t, severity);
 	S(cndevPCIeInfoV2_t); F(cndevPCIeInfoV2_t, vendor); F(cndevPCIeInfoV2_t, domain); F(cndevPCIeInfoV2_t, bus);
 	F(cndevPCIeInfoV2_t, device); F(cndevPCIeInfoV2_t, function); F(cndevPCIeInfoV2_t, reserved);
 	S(cndevMLULinkStatusV2_t); F(cndevMLULinkStatusV2_t, macState); F(cndevMLULinkStatusV2_t, reserved);

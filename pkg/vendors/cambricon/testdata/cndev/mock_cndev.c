@@ -55,6 +55,7 @@ struct dev {
 	unsigned domain, bus, device, function;
 	long long memory; /* MiB */
 	int cores, health, driverstate;
+	int overall, incident; /* cndevGetCardHealthStateV2's grade and incident code */
 	unsigned drv[3];
 	int smlu; /* 1 on, 0 off, -1 not supported */
 	int ports, port_up[MAX_PORT], port_remote[MAX_PORT];
@@ -65,18 +66,32 @@ struct dev {
 static struct dev devs[MAX_DEV];
 static int ndev = -1;
 
-/* A fixture's hang or count line: what one function does instead. */
+/* A fixture's hang, count or fail line: what one function does instead. */
 #define MAX_QUIRKS 8
 static struct quirk {
 	char fn[64], file[256]; /* hang: the call blocks while file exists */
 	int count, is_count;    /* count: the count the function reports */
+	int is_fail, dev, code; /* fail: the code the function returns for dev */
 } quirks[MAX_QUIRKS];
 static int nquirks;
+
+/* failing is the code a fail line makes fn return for device h, else
+ * CNDEV_SUCCESS: one card's call failing while the others answer, as the
+ * library does for a card in trouble (Cambricon's device plugin reads a
+ * failed cndevGetCardHealthState as that card unhealthy,
+ * cambricon-k8s-device-plugin@3c9ed24 device-plugin/pkg/mlu/cambricon.go
+ * lines 224-227). */
+static int failing(const char *fn, int h) {
+	for (int i = 0; i < nquirks; i++)
+		if (quirks[i].is_fail && quirks[i].dev == h && !strcmp(quirks[i].fn, fn))
+			return quirks[i].code;
+	return CNDEV_SUCCESS;
+}
 
 /* hanging blocks while a hang line's file exists: a wedged driver call. */
 static void hanging(const char *fn) {
 	for (int i = 0; i < nquirks; i++)
-		if (!quirks[i].is_count && !strcmp(quirks[i].fn, fn))
+		if (!quirks[i].is_count && !quirks[i].is_fail && !strcmp(quirks[i].fn, fn))
 			while (access(quirks[i].file, F_OK) == 0)
 				usleep(10000);
 }
@@ -152,9 +167,12 @@ cndevRet_t cndevInit(int32_t reserved) {
 	nquirks = 0;
 	char line[512], v[128];
 	while (fgets(line, sizeof line, f)) {
-		if ((!strncmp(line, "hang ", 5) || !strncmp(line, "count ", 6)) && nquirks < MAX_QUIRKS) {
+		if ((!strncmp(line, "hang ", 5) || !strncmp(line, "count ", 6) || !strncmp(line, "fail ", 5)) && nquirks < MAX_QUIRKS) {
 			struct quirk *q = &quirks[nquirks++];
 			q->is_count = line[0] == 'c';
+			q->is_fail = line[0] == 'f';
+			q->dev = value(line, "dev", v, sizeof v) ? atoi(v) : -1;
+			q->code = value(line, "code", v, sizeof v) ? atoi(v) : CNDEV_ERROR_UNKNOWN;
 			snprintf(q->fn, sizeof q->fn, "%s", value(line, "fn", v, sizeof v) ? v : "");
 			if (value(line, "while", v, sizeof v))
 				snprintf(q->file, sizeof q->file, "%s", v);
@@ -171,6 +189,10 @@ cndevRet_t cndevInit(int32_t reserved) {
 				sscanf(v, "%u.%u.%u", &d->drv[0], &d->drv[1], &d->drv[2]);
 			d->health = !(value(line, "health", v, sizeof v) && !strcmp(v, "problem"));
 			d->driverstate = value(line, "driverstate", v, sizeof v) ? atoi(v) : CNDEV_HEALTH_STATE_DRIVER_RUNNING;
+			d->overall = CNDEV_HEALTH_RESULT_PASS;
+			if (value(line, "overall", v, sizeof v))
+				d->overall = !strcmp(v, "warn") ? CNDEV_HEALTH_RESULT_WARN : !strcmp(v, "fail") ? CNDEV_HEALTH_RESULT_FAIL : CNDEV_HEALTH_RESULT_PASS;
+			d->incident = value(line, "incident", v, sizeof v) ? atoi(v) : 0;
 			d->smlu = -1;
 			if (value(line, "smlu", v, sizeof v))
 				d->smlu = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : -1;
@@ -213,6 +235,8 @@ const char *cndevGetErrorString(cndevRet_t e) {
 		return CNDEV_ERROR_UNINITIALIZED; \
 	if ((h) < 0 || (h) >= ndev)              \
 		return CNDEV_ERROR_INVALID_DEVICE_ID; \
+	if (failing(__func__, h))                \
+		return failing(__func__, h);     \
 	struct dev *d = &devs[h]
 
 cndevRet_t cndevGetDeviceCount(cndevCardInfo_t *c) {
@@ -273,6 +297,27 @@ cndevRet_t cndevGetCardHealthState(cndevCardHealthState_t *s, cndevDevice_t h) {
 	s->driverState = d->driverstate;
 	return CNDEV_SUCCESS;
 }
+
+#ifndef CNDEV_MOCK_NO_HEALTH_V2
+/* The V1 states plus the overall grade; a fixture's incident=<code> is one
+ * incident of that grade (older libraries lack the function: build with
+ * -DCNDEV_MOCK_NO_HEALTH_V2). */
+cndevRet_t cndevGetCardHealthStateV2(cndevCardHealthStateV2_t *s, cndevDevice_t h) {
+	DEV(h);
+	memset(s, 0, sizeof *s);
+	s->health = d->health && d->overall != CNDEV_HEALTH_RESULT_FAIL;
+	s->deviceState = d->health ? CNDEV_HEALTH_STATE_DEVICE_GOOD : CNDEV_HEALTH_STATE_DEVICE_IN_PROBLEM;
+	s->driverState = d->driverstate;
+	s->overallHealth = d->overall;
+	if (d->incident) {
+		s->incident_count = 1;
+		s->incidents[0].health = d->overall;
+		s->incidents[0].error.code = d->incident;
+		snprintf(s->incidents[0].error.msg, sizeof s->incidents[0].error.msg, "mock incident %d on card %d", d->incident, h);
+	}
+	return CNDEV_SUCCESS;
+}
+#endif
 
 cndevRet_t cndevGetPCIeInfoV2(cndevPCIeInfoV2_t *p, cndevDevice_t h) {
 	DEV(h);
