@@ -211,6 +211,13 @@ func realArgs(vendors, chipModes, partitionMode string, tools ...string) []strin
 	return append([]string{"--vendors=" + vendors, "--chip-modes=" + chipModes, "--partition-mode=" + partitionMode, "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/"}, tools...)
 }
 
+// withTemplates inserts --partition-templates after --partition-mode, where
+// the DaemonSet passes it.
+func withTemplates(args []string, templates string) []string {
+	i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--partition-mode=") })
+	return slices.Insert(slices.Clone(args), i+1, "--partition-templates="+templates)
+}
+
 // simArgs are the arguments after commonArgs in simulation.
 func simArgs(vendors, chipModes, profile, fakeDevices, root string) []string {
 	return []string{"--vendors=" + vendors, "--chip-modes=" + chipModes, "--partition-mode=auto", "--healthz-addr=:51515", "--profile=" + profile, "--fake-devices=" + fakeDevices, "--root=" + root, "--cdi-host-root=" + root}
@@ -360,23 +367,24 @@ kubeletPlugin: {chipModes: ""}
 		policy:          true,
 	},
 	{
-		name: "per-group partition modes: vNPUs declared on in one Ascend group, off in another, a mixed group",
+		name: "per-group partition modes: vNPUs declared on in one Ascend group, off in another, a mixed group; offered templates per group or from kubeletPlugin",
 		values: `
+kubeletPlugin: {partitionTemplates: [smlu-50p]}
 nodeGroups:
-- {name: vnpu, vendors: [ascend], nodeSelector: {accelerator: huawei-ascend, vnpu: "on"}, partitionMode: "on", chipModes: Partitioned}
+- {name: vnpu, vendors: [ascend], nodeSelector: {accelerator: huawei-ascend, vnpu: "on"}, partitionMode: "on", chipModes: Partitioned, partitionTemplates: [vir10-3c-32g, vir05-1c-16g]}
 - {name: whole, vendors: [ascend], nodeSelector: {accelerator: huawei-ascend, vnpu: "off"}, partitionMode: "off", chipModes: Partitioned}
 - {name: mixed, vendors: [cambricon, ascend], nodeSelector: {accelerator: mixed}, chipModes: "mlu-*=Partitioned", tolerations: [{key: example.com/mixed, operator: Exists}]}
 `,
 		deviceClasses: allClasses,
 		agents: map[string]agentWant{
 			"vnpu": {hostMounts: mounts(kubeletMounts, discoveryMounts, ascendMounts, vnpuMounts), affinity: map[string]string{"accelerator": "huawei-ascend", "vnpu": "on"},
-				args: args(commonArgs, realArgs("ascend", "Partitioned", "on", npuSmiArg)), libraryPath: ascendLibraryPath},
+				args: withTemplates(args(commonArgs, realArgs("ascend", "Partitioned", "on", npuSmiArg)), "vir10-3c-32g,vir05-1c-16g"), libraryPath: ascendLibraryPath},
 			"whole": {hostMounts: mounts(kubeletMounts, discoveryMounts, ascendMounts), affinity: map[string]string{"accelerator": "huawei-ascend", "vnpu": "off"},
-				args: args(commonArgs, realArgs("ascend", "Partitioned", "off", npuSmiArg)), libraryPath: ascendLibraryPath},
+				args: withTemplates(args(commonArgs, realArgs("ascend", "Partitioned", "off", npuSmiArg)), "smlu-50p"), libraryPath: ascendLibraryPath},
 			// Both vendors' files; its chip modes name Partitioned, so
 			// DCMI's vNPU files too.
 			"mixed": {hostMounts: mounts(kubeletMounts, discoveryMounts, ascendMounts, cambriconMounts, vnpuMounts), affinity: map[string]string{"accelerator": "mixed"},
-				args: args(commonArgs, realArgs("ascend,cambricon", "mlu-*=Partitioned", "auto", npuSmiArg, cnmonArg)), libraryPath: ascendLibraryPath},
+				args: withTemplates(args(commonArgs, realArgs("ascend,cambricon", "mlu-*=Partitioned", "auto", npuSmiArg, cnmonArg)), "smlu-50p"), libraryPath: ascendLibraryPath},
 		},
 		securityContext: privileged,
 		probes:          true,

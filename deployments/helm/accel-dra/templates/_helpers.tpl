@@ -164,7 +164,7 @@ spec:
 The node groups the chart runs a DaemonSet for, as JSON {"groups": [...]}:
 each nodeGroups entry with its vendors narrowed to the enabled ones
 (in the order ascend, cambricon; an entry left without one is not
-rendered), its chipModes defaulted to kubeletPlugin.chipModes and vnpu
+rendered), its chipModes and partitionTemplates defaulted to kubeletPlugin's and vnpu
 true where its Ascend chips may be partitioned (see values.yaml,
 nodeGroups). Fails the rendering for the old per-vendor nodeSelector, a
 name used twice, an enabled vendor no group serves, and a vendor in two
@@ -206,8 +206,9 @@ on a node).
 {{- $chipModes := $g.chipModes | default $.Values.kubeletPlugin.chipModes | default "Whole" }}
 {{- $mode := $g.partitionMode | default "auto" }}
 {{- $vnpu := and (has "ascend" $vendors) (ne $mode "off") (contains "Partitioned" $chipModes) }}
+{{- $templates := $g.partitionTemplates | default $.Values.kubeletPlugin.partitionTemplates | default list }}
 {{- $groups = append $groups (dict "name" $g.name "vendors" $vendors "nodeSelector" ($g.nodeSelector | default dict) "partitionMode" $mode
-  "chipModes" $chipModes "tolerations" ($g.tolerations | default list) "vnpu" $vnpu) }}
+  "chipModes" $chipModes "partitionTemplates" $templates "tolerations" ($g.tolerations | default list) "vnpu" $vnpu) }}
 {{- end }}
 {{- end }}
 {{- range $vendor := list "ascend" "cambricon" }}
