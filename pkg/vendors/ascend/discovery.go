@@ -184,7 +184,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		return inventory.Inventory{}, err
 	}
 
-	chips, err := b.combine(infos, mappings)
+	chips, err := b.combine(ctx, infos, mappings)
 	if err != nil {
 		return inventory.Inventory{}, err
 	}
@@ -234,8 +234,12 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 }
 
 // combine joins the chip table and the mapping per chip, sorted by index,
-// and checks that they describe the same chips.
-func (b *Backend) combine(infos []ChipInfo, mappings []ChipMapping) ([]found, error) {
+// and checks that they describe the same chips. A chip without a usable
+// mapping row (none, or one that did not parse) has no logic id, so no
+// runtime device number: it is left out with a log line naming the
+// command and row, and the node's other chips are read.
+func (b *Backend) combine(ctx context.Context, infos []ChipInfo, mappings []ChipMapping) ([]found, error) {
+	logger := klog.FromContext(ctx)
 	infoSrc, mapSrc := b.command("info"), b.command("info", "-m")
 	byChip := map[[2]int]ChipMapping{}
 	for _, m := range mappings {
@@ -257,8 +261,14 @@ func (b *Backend) combine(infos []ChipInfo, mappings []ChipMapping) ([]found, er
 	for _, c := range infos {
 		m, ok := byChip[[2]int{c.NPU, c.Chip}]
 		if !ok {
-			return nil, fmt.Errorf("combining %s and %s: NPU %d chip %d (line %d) has no logic id in the mapping",
-				infoSrc, mapSrc, c.NPU, c.Chip, c.Line)
+			logger.Info("Leaving out an Ascend chip the mapping does not list: no logic id",
+				"npu", c.NPU, "chip", c.Chip, "command", mapSrc, "listedBy", infoSrc, "line", c.Line)
+			continue
+		}
+		if m.RowError != "" {
+			logger.Info("Leaving out an Ascend chip whose mapping row does not parse: no logic id",
+				"npu", c.NPU, "chip", c.Chip, "command", mapSrc, "err", m.RowError)
+			continue
 		}
 		f := found{info: c, mapping: m, index: m.LogicID}
 		if c.LogicID >= 0 && c.LogicID != m.LogicID {

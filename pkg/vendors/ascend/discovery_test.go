@@ -434,16 +434,6 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			line:    10,
 			message: `parsing npu-smi info -m: line 10: NPU 9 chip 0 is not in the table of npu-smi info`,
 		},
-		{
-			name: "a garbled logic id in npu-smi info -m",
-			node: "atlas-300i-duo", cmd: cmdMap,
-			edit: func(t *testing.T, s string) string {
-				col := strings.Repeat(" ", 30)
-				return discoverytest.ReplaceOnce(t, s, "1"+col+"1"+col+"1 ", "1"+col+"1"+col+"one ")
-			},
-			line:    3,
-			message: `parsing npu-smi info -m: line 3: NPU 1 chip 1: logic id "one" is neither a non-negative integer nor "-"`,
-		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -452,6 +442,72 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 			runner[tc.cmd] = tc.edit(t, runner[tc.cmd])
 			_, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 			discoverytest.RequireParseError(t, err, tc.cmd, tc.line, tc.message)
+		})
+	}
+}
+
+// An NPU row of npu-smi info whose health or power column does not parse,
+// but which still names its card, costs that card's chip, not the node.
+func TestDiscoverPublishesAChipWhoseNPURowDoesNotParseUnhealthy(t *testing.T) {
+	ctx, _ := discoverytest.BufferedContext(t)
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| 1     910B3               | OK            |", "| 1     910B3               | Sick          |")
+	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 8)
+	require.NoError(t, inv.Validate())
+	for _, c := range inv.Chips {
+		require.Equal(t, c.Index != 1, c.Healthy, "chip %d", c.Index)
+	}
+	require.Equal(t, inventory.ReasonLibraryError, inv.Chips[1].HealthReason)
+	require.Contains(t, inv.Chips[1].HealthMessage, `parsing npu-smi info: line 10: NPU 1: health "Sick" is none of OK, Warning, Alarm, Critical, UNKNOWN`)
+	require.Equal(t, inv.Chips[0].Model, inv.Chips[1].Model, "the NPU row's name still gives the model")
+}
+
+// A chip without a usable row in npu-smi info -m has no logic id, so no
+// runtime device number: that chip is left out with a log line naming the
+// command, and the node's other chips publish.
+func TestDiscoverLeavesOutAChipWithoutAUsableMappingRow(t *testing.T) {
+	for _, tc := range []struct {
+		name, node string
+		edit       func(t *testing.T, s string) string
+		missing    int
+		log        string
+	}{
+		{
+			name: "a chip the mapping does not list", node: "atlas-800-910a",
+			edit: func(t *testing.T, s string) string {
+				lines := strings.Split(s, "\n")
+				return strings.Join(append(lines[:8], lines[9:]...), "\n") // drop NPU 7
+			},
+			missing: 7, log: "Leaving out an Ascend chip the mapping does not list: no logic id",
+		},
+		{
+			name: "a garbled logic id", node: "atlas-300i-duo",
+			edit: func(t *testing.T, s string) string {
+				col := strings.Repeat(" ", 30)
+				return discoverytest.ReplaceOnce(t, s, "1"+col+"1"+col+"1 ", "1"+col+"1"+col+"one ")
+			},
+			missing: 1, log: `logic id \"one\" is neither a non-negative integer nor \"-\"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture(tc.node)
+			full, err := New(Config{Root: root, Runner: recordings(t, tc.node)}).Discover(ctx)
+			require.NoError(t, err)
+			runner := recordings(t, tc.node)
+			runner[cmdMap] = tc.edit(t, runner[cmdMap])
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.NoError(t, inv.Validate())
+			require.Len(t, inv.Chips, len(full.Chips)-1)
+			for _, c := range inv.Chips {
+				require.NotEqual(t, tc.missing, c.Index, "the chip without a logic id is left out")
+				require.True(t, c.Healthy, "chip %d", c.Index)
+			}
+			require.Contains(t, logs(), tc.log)
 		})
 	}
 }
@@ -484,15 +540,6 @@ func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
 		edit    func(t *testing.T, s string) string
 		message string
 	}{
-		{
-			name: "a chip without a logic id in the mapping",
-			node: "atlas-800-910a", cmd: cmdMap,
-			edit: func(t *testing.T, s string) string {
-				lines := strings.Split(s, "\n")
-				return strings.Join(append(lines[:8], lines[9:]...), "\n") // drop NPU 7
-			},
-			message: "combining npu-smi info and npu-smi info -m: NPU 7 chip 0 (line 28) has no logic id in the mapping",
-		},
 		{
 			// The "Device" column is the logic id (npu_info_print.c:272-283).
 			name: "logic ids that contradict each other",

@@ -181,12 +181,22 @@ lines:
 		case wantNPURow:
 			c, err := parseNPURow(cells)
 			if err != nil {
-				return nil, perr(lineNo, trimmed, "%v", err)
+				// An NPU row that still says which card and chip name
+				// (its health or power column is what does not parse)
+				// costs its chips, not the node.
+				var ok bool
+				if c, ok = npuRowID(cells); !ok {
+					return nil, perr(lineNo, trimmed, "%v", err)
+				}
+				c.RowError = perr(lineNo, trimmed, "%v", err).Error()
 			}
 			c.Line = lineNo
 			pending, npuRow, state = c, cells, wantChipRow
 		case wantChipRow:
 			c, err := parseChipRow(cells, layout, pending)
+			if err == nil && pending.RowError != "" {
+				c.RowError = pending.RowError
+			}
 			if err != nil {
 				// One chip's bad row costs that chip, not the node, where
 				// the row still says which chip it is.
@@ -221,6 +231,23 @@ lines:
 		return nil, &discovery.ParseError{Source: source, Msg: "the NPU table lists no chip"}
 	}
 	return chips, nil
+}
+
+// npuRowID is what an NPU row that does not parse still says: its NPU id
+// and chip name, from its first cell "<NPU ID> <Name>".
+func npuRowID(cells []string) (ChipInfo, bool) {
+	if len(cells) == 0 {
+		return ChipInfo{}, false
+	}
+	f := strings.Fields(cells[0])
+	if len(f) != 2 {
+		return ChipInfo{}, false
+	}
+	npu, err := strconv.Atoi(f[0])
+	if err != nil || npu < 0 {
+		return ChipInfo{}, false
+	}
+	return ChipInfo{NPU: npu, Name: f[1], PhysicalID: -1, LogicID: -1}, true
 }
 
 // rowChipID is the chip id a chip row starts with.

@@ -49,6 +49,9 @@ type ChipMapping struct {
 	// Line and Text locate the row, for messages.
 	Line int
 	Text string
+	// RowError says why the row did not parse, where its NPU and chip ids
+	// still did: that chip is left out, the others are read.
+	RowError string
 }
 
 var (
@@ -107,13 +110,18 @@ func ParseMapping(source string, data []byte) ([]ChipMapping, error) {
 			return nil, perr(lineNo, trimmed, "NPU %d chip %d is listed twice (first on line %d)", npu, chip, first)
 		}
 		seenChip[key] = lineNo
-		m := ChipMapping{NPU: npu, Chip: chip, PhysicalID: -1, Line: lineNo, Text: trimmed}
+		m := ChipMapping{NPU: npu, Chip: chip, LogicID: -1, PhysicalID: -1, Line: lineNo, Text: trimmed}
 		m.Name = strings.Join(fields[minFields-1:], " ")
 		if fields[2] == "-" {
 			continue // a management chip (Mcu): no compute device, no device file
 		}
+		// A row whose NPU and chip ids parse but whose ids after them do
+		// not costs that chip, not the node (see combine).
 		if m.LogicID, err = strconv.Atoi(fields[2]); err != nil || m.LogicID < 0 {
-			return nil, perr(lineNo, trimmed, "NPU %d chip %d: logic id %q is neither a non-negative integer nor \"-\"", npu, chip, fields[2])
+			m.LogicID = -1
+			m.RowError = perr(lineNo, trimmed, "NPU %d chip %d: logic id %q is neither a non-negative integer nor \"-\"", npu, chip, fields[2]).Error()
+			rows = append(rows, m)
+			continue
 		}
 		if first, dup := seenLogic[m.LogicID]; dup {
 			return nil, perr(lineNo, trimmed, "logic id %d is given twice (first on line %d)", m.LogicID, first)
@@ -121,7 +129,8 @@ func ParseMapping(source string, data []byte) ([]ChipMapping, error) {
 		seenLogic[m.LogicID] = lineNo
 		if hasPhyID {
 			if m.PhysicalID, err = strconv.Atoi(fields[3]); err != nil || m.PhysicalID < 0 {
-				return nil, perr(lineNo, trimmed, "NPU %d chip %d: Phy-ID %q is not a non-negative integer", npu, chip, fields[3])
+				m.PhysicalID = -1
+				m.RowError = perr(lineNo, trimmed, "NPU %d chip %d: Phy-ID %q is not a non-negative integer", npu, chip, fields[3]).Error()
 			}
 		}
 		rows = append(rows, m)

@@ -57,6 +57,31 @@ func TestParseMappingReadsThePhysicalIDColumn(t *testing.T) {
 	}, rows)
 }
 
+// A row whose NPU and chip ids parse but whose ids after them do not is
+// kept with its error, so discovery leaves out that chip alone.
+func TestParseMappingKeepsARowWithBadIDsAfterItsChipWithTheError(t *testing.T) {
+	const header = "NPU ID   Chip ID   Chip Logic ID   Chip Name\n"
+	const phyHeader = "NPU ID   Chip ID   Chip Logic ID   Chip Phy-ID   Chip Name\n"
+	for _, tc := range []struct {
+		name, text, msg string
+	}{
+		{name: "a logic id that is not a number", text: header + "0   0   0x1 Ascend 910B3\n1   0   1   Ascend 910B3\n",
+			msg: `parsing npu-smi info -m: line 2: NPU 0 chip 0: logic id "0x1" is neither a non-negative integer nor "-"`},
+		{name: "a Phy-ID that is not a number", text: phyHeader + "0   0   0   x   Ascend910\n1   0   1   9   Ascend910\n",
+			msg: `parsing npu-smi info -m: line 2: NPU 0 chip 0: Phy-ID "x" is not a non-negative integer`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, err := ParseMapping(cmdMap, []byte(tc.text))
+			require.NoError(t, err)
+			require.Len(t, rows, 2)
+			require.Equal(t, [2]int{0, 0}, [2]int{rows[0].NPU, rows[0].Chip})
+			require.Contains(t, rows[0].RowError, tc.msg)
+			require.Empty(t, rows[1].RowError)
+			require.Equal(t, 1, rows[1].LogicID)
+		})
+	}
+}
+
 func TestParseMappingRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 	const header = "NPU ID   Chip ID   Chip Logic ID   Chip Name\n"
 	const phyHeader = "NPU ID   Chip ID   Chip Logic ID   Chip Phy-ID   Chip Name\n"
@@ -71,8 +96,6 @@ func TestParseMappingRejectsGarbledOutputNamingCommandAndLine(t *testing.T) {
 		{name: "a Phy-ID row with a column too few", text: phyHeader + "0   0   0   Ascend910\n", line: 2, msg: "row has 4 columns, expected 5"},
 		{name: "an NPU ID that is not a number", text: header + "x   0   0   Ascend 910B3\n", line: 2, msg: `NPU ID "x" is not a non-negative integer`},
 		{name: "a chip id that is not a number", text: header + "0   -   0   Ascend 910B3\n", line: 2, msg: `NPU 0: chip id "-" is not a non-negative integer`},
-		{name: "a logic id that is not a number", text: header + "0   0   0x1 Ascend 910B3\n", line: 2, msg: `NPU 0 chip 0: logic id "0x1" is neither a non-negative integer nor "-"`},
-		{name: "a Phy-ID that is not a number", text: phyHeader + "0   0   0   x   Ascend910\n", line: 2, msg: `NPU 0 chip 0: Phy-ID "x" is not a non-negative integer`},
 		{name: "a chip listed twice", text: header + "0   0   0   Ascend 910B3\n0   0   1   Ascend 910B3\n", line: 3, msg: "NPU 0 chip 0 is listed twice (first on line 2)"},
 		{name: "a logic id given twice", text: header + "0   0   0   Ascend 910B3\n1   0   0   Ascend 910B3\n", line: 3, msg: "logic id 0 is given twice (first on line 2)"},
 		{name: "only management chips", text: header + "0   1   -   Mcu\n", line: 0, msg: "the mapping lists no compute chip"},
