@@ -545,7 +545,6 @@ func TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing(t *testin
 	m.watchHealth(t).waitFor(statusOf("npu-1", healthpb.HealthStatus_UNHEALTHY), "npu-1 is unhealthy")
 	held := m.claim("held", []string{"npu-0"})
 	ids := m.mustPrepare(held)
-	writes := m.sliceWrites()
 
 	const failedPoll = "Cannot re-read the chips: keeping their last known health and slices"
 	for _, fault := range []struct{ name, tool, wantErr string }{
@@ -554,8 +553,15 @@ func TestAVendorToolThatHangsOrPrintsGarbageWhileServingChangesNothing(t *testin
 	} {
 		failures, recoveries := m.logged(failedPoll, fault.wantErr), m.logged("Chips readable again", "")
 		installTool(t, m.tools, fault.tool)
+		// The poll running while the tool is swapped may read the old
+		// tool's chip list and the new one's topology, which costs the
+		// links only (PCIe-only) and may be published; every later poll
+		// fails at the chip list and must change nothing.
 		require.Eventually(t, func() bool { return m.logged(failedPoll, fault.wantErr) >= failures+2 }, time.Minute, 10*time.Millisecond,
 			"%s: the failed polls are logged with what failed", fault.name)
+		writes := m.sliceWrites()
+		require.Eventually(t, func() bool { return m.logged(failedPoll, fault.wantErr) >= failures+4 }, time.Minute, 10*time.Millisecond,
+			"%s: more failed polls", fault.name)
 
 		devices := m.publishedDevices()
 		require.Len(t, devices, 8, fault.name)
