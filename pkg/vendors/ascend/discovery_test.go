@@ -446,25 +446,6 @@ func TestDiscoverReturnsParseErrorsNamingCommandAndLine(t *testing.T) {
 	}
 }
 
-// An NPU row of npu-smi info whose health or power column does not parse,
-// but which still names its card, costs that card's chip, not the node.
-func TestDiscoverPublishesAChipWhoseNPURowDoesNotParseUnhealthy(t *testing.T) {
-	ctx, _ := discoverytest.BufferedContext(t)
-	root, _ := fixture("atlas-800t-a2")
-	runner := recordings(t, "atlas-800t-a2")
-	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| 1     910B3               | OK            |", "| 1     910B3               | Sick          |")
-	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
-	require.NoError(t, err)
-	require.Len(t, inv.Chips, 8)
-	require.NoError(t, inv.Validate())
-	for _, c := range inv.Chips {
-		require.Equal(t, c.Index != 1, c.Healthy, "chip %d", c.Index)
-	}
-	require.Equal(t, inventory.ReasonLibraryError, inv.Chips[1].HealthReason)
-	require.Contains(t, inv.Chips[1].HealthMessage, `parsing npu-smi info: line 10: NPU 1: health "Sick" is none of OK, Warning, Alarm, Critical, UNKNOWN`)
-	require.Equal(t, inv.Chips[0].Model, inv.Chips[1].Model, "the NPU row's name still gives the model")
-}
-
 // A chip without a usable row in npu-smi info -m has no logic id, so no
 // runtime device number: that chip is left out with a log line naming the
 // command, and the node's other chips publish.
@@ -513,23 +494,43 @@ func TestDiscoverLeavesOutAChipWithoutAUsableMappingRow(t *testing.T) {
 }
 
 // One chip's row of npu-smi info that does not parse costs that chip,
-// published unhealthy with the parse error, not the node.
+// published unhealthy with the parse error, not the node: a chip row that
+// still says its chip, or an NPU row that still names its card (its
+// health or power column is what does not parse).
 func TestDiscoverPublishesAChipWhoseTableRowDoesNotParseUnhealthy(t *testing.T) {
-	ctx, logs := discoverytest.BufferedContext(t)
-	root, _ := fixture("atlas-800t-a2")
-	runner := recordings(t, "atlas-800t-a2")
-	runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "3318 / 65536", "lots / 65536")
-	inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
-	require.NoError(t, err)
-	require.Len(t, inv.Chips, 8)
-	require.NoError(t, inv.Validate())
-	for _, c := range inv.Chips {
-		require.Equal(t, c.Index != 0, c.Healthy, "chip %d", c.Index)
+	for _, tc := range []struct {
+		name, old, new, message string
+		index                   int
+	}{
+		{
+			name: "a chip row", old: "3318 / 65536", new: "lots / 65536", index: 0,
+			message: `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB: ` +
+				`"| 0                         | 0000:C1:00.0  | 0           0    / 0          lots / 65536         |"`,
+		},
+		{
+			name: "an NPU row", old: "| 1     910B3               | OK            |", new: "| 1     910B3               | Sick          |", index: 1,
+			message: `parsing npu-smi info: line 10: NPU 1: health "Sick" is none of OK, Warning, Alarm, Critical, UNKNOWN: ` +
+				`"| 1     910B3               | Sick          | 92.0        39                0    / 0             |"`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture("atlas-800t-a2")
+			runner := recordings(t, "atlas-800t-a2")
+			runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], tc.old, tc.new)
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.Len(t, inv.Chips, 8)
+			require.NoError(t, inv.Validate())
+			for _, c := range inv.Chips {
+				require.Equal(t, c.Index != tc.index, c.Healthy, "chip %d", c.Index)
+				require.Equal(t, inv.Chips[0].Model, c.Model, "the NPU row's name still gives the model")
+			}
+			require.Equal(t, inventory.ReasonLibraryError, inv.Chips[tc.index].HealthReason)
+			require.Equal(t, tc.message, inv.Chips[tc.index].HealthMessage)
+			require.Contains(t, logs(), "The npu-smi table row of this Ascend chip does not parse, reporting it unhealthy")
+		})
 	}
-	require.Equal(t, inventory.ReasonLibraryError, inv.Chips[0].HealthReason)
-	require.Equal(t, `parsing npu-smi info: line 8: NPU 0 chip 0: HBM-Usage(MB) "lots / 65536": "lots" is not a non-negative number of MB: `+
-		`"| 0                         | 0000:C1:00.0  | 0           0    / 0          lots / 65536         |"`, inv.Chips[0].HealthMessage)
-	require.Contains(t, logs(), "The npu-smi table row of this Ascend chip does not parse, reporting it unhealthy")
 }
 
 func TestDiscoverRejectsOutputsThatDescribeDifferentChips(t *testing.T) {
