@@ -101,7 +101,7 @@ Every flag can also be set by the environment variable in brackets.`,
 			if o.Discovery.LibraryCallTimeout <= 0 {
 				return fmt.Errorf("--library-call-timeout %s: want a positive duration such as 10s", o.Discovery.LibraryCallTimeout)
 			}
-			if err := source.ValidatePartitionMode(o.Discovery.PartitionMode); err != nil {
+			if err := vendors.CheckPartitionMode(o.Discovery.PartitionMode); err != nil {
 				return fmt.Errorf("--partition-mode: %w", err)
 			}
 			if o.LibraryHangLimit < o.Discovery.LibraryCallTimeout {

@@ -21,7 +21,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -72,22 +71,10 @@ type Options struct {
 	PartitionMode string
 }
 
-// PartitionModes are the values of Options.PartitionMode, for flag help
-// and validation.
-var PartitionModes = []string{vendors.PartitionModeAuto, vendors.PartitionModeOn, vendors.PartitionModeOff}
-
 // PartitionModeHelp is the usage of the agent's --partition-mode flag.
 const PartitionModeHelp = "the partition mode the admin declares for this node (Ascend vNPU docker mode, Cambricon sMLU mode), as Huawei's device plugin takes presetVirtualDevice: " +
 	"auto reads it from the node where the vendor's query answers (Ascend's is refused in most containers); on declares it on; off never offers partitions. " +
 	"The query, where it answers, is only a cross-check of a declared mode"
-
-// ValidatePartitionMode checks a partition mode (Options.PartitionMode).
-func ValidatePartitionMode(mode string) error {
-	if mode == "" || slices.Contains(PartitionModes, mode) {
-		return nil
-	}
-	return fmt.Errorf("partition mode %q is not one of %s", mode, strings.Join(PartitionModes, ", "))
-}
 
 // Backends returns the backends for o. With a root, every vendor's
 // backend runs: each finds nothing (without running its tool) on a node without
@@ -100,7 +87,7 @@ func Backends(o Options) ([]discovery.Backend, error) {
 		}
 		return []discovery.Backend{profilenode.New(o.Registry, o.NodeName, p)}, nil
 	}
-	if err := ValidatePartitionMode(o.PartitionMode); err != nil {
+	if err := vendors.CheckPartitionMode(o.PartitionMode); err != nil {
 		return nil, err
 	}
 	root := o.Root

@@ -17,7 +17,9 @@ package vendors
 import (
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
@@ -85,6 +87,19 @@ const (
 	// PartitionModeOff never offers the node's chips as partitions.
 	PartitionModeOff = "off"
 )
+
+// PartitionModes are the values BackendConfig.PartitionMode takes (empty
+// is PartitionModeAuto).
+var PartitionModes = []string{PartitionModeAuto, PartitionModeOn, PartitionModeOff}
+
+// CheckPartitionMode checks a declared partition mode: the agent checks
+// its flag with it, a backend the mode it is given.
+func CheckPartitionMode(mode string) error {
+	if mode == "" || slices.Contains(PartitionModes, mode) {
+		return nil
+	}
+	return fmt.Errorf("partition mode %q is not one of %s", mode, strings.Join(PartitionModes, ", "))
+}
 
 // LibraryNone as BackendConfig.Library makes a backend use the vendor's
 // tool only, never its management library.

@@ -116,15 +116,14 @@ func (b *Backend) setPartitionMode(ctx context.Context, chips []inventory.Chip) 
 // and what decided it.
 func (b *Backend) partitionModeOff(ctx context.Context) (string, string, error) {
 	declared := b.partitionMode
+	if err := vendors.CheckPartitionMode(declared); err != nil {
+		return "", "", err
+	}
 	switch declared {
 	case "":
 		declared = vendors.PartitionModeAuto
-	case vendors.PartitionModeAuto, vendors.PartitionModeOn:
 	case vendors.PartitionModeOff:
 		return "vNPUs are switched off for this node (" + PartitionModeValue + ": off)", sourceDeclared, nil
-	default:
-		return "", "", fmt.Errorf("partition mode %q: want %s, %s or %s", declared,
-			vendors.PartitionModeAuto, vendors.PartitionModeOn, vendors.PartitionModeOff)
 	}
 	r, err := b.readVNPUMode(ctx)
 	if err != nil {

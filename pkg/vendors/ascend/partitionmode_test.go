@@ -179,7 +179,7 @@ func TestDiscoverRejectsAnUnknownPartitionMode(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	root, runner := fixture("atlas-800t-a2")
 	_, err := New(Config{Root: root, Runner: runner, PartitionMode: "sometimes"}).Discover(ctx)
-	require.EqualError(t, err, `partition mode "sometimes": want auto, on or off`)
+	require.EqualError(t, err, `partition mode "sometimes" is not one of auto, on, off`)
 }
 
 func TestVNPUTemplatesOfEveryModel(t *testing.T) {
