@@ -25,7 +25,7 @@ IMAGE_REPOSITORY ?= $(shell sed -n '/^image:/,/^[^ #]/s/^  repository: *//p' dep
 IMAGE ?= $(IMAGE_REPOSITORY):$(VERSION)
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 # The image's binaries, in /usr/bin; the first is its entrypoint.
-IMAGE_BINARIES := accel-dra-kubeletplugin accel-dra-webhook accel-dra
+IMAGE_BINARIES := accel-dra-kubeletplugin accel-dra-cdi-hook accel-dra-webhook accel-dra
 IMAGE_OUT := $(CURDIR)/_output/image
 IMAGE_ARCHIVE ?= $(IMAGE_OUT)/accel-dra-$(VERSION).tar
 # The image's creation time (and every file's): the last commit's, so that
@@ -44,14 +44,15 @@ space := $(subst ,, )
 
 all: build
 
-# The three binaries: the CLI accel-dra, the node agent
-# accel-dra-kubeletplugin and the admission webhook accel-dra-webhook.
+# The binaries: the CLI accel-dra, the node agent accel-dra-kubeletplugin
+# with its static CDI hook accel-dra-cdi-hook (which it installs from next
+# to itself), and the admission webhook accel-dra-webhook.
 build:
-	$(GO) build -o $(BIN)/ ./cmd/accel-dra ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra-webhook
+	$(GO) build -o $(BIN)/ ./cmd/accel-dra ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra-cdi-hook ./cmd/accel-dra-webhook
 
 # The image's binaries, built as deployments/container/Dockerfile builds them.
 static:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra-webhook ./cmd/accel-dra
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra-cdi-hook ./cmd/accel-dra-webhook ./cmd/accel-dra
 
 # Writes the generated files: zz_generated.deepcopy.go of DEEPCOPY_PKGS and
 # the chart's per-model DeviceClasses (deviceclasses/models/, from the
@@ -161,9 +162,11 @@ test: lint chart testdeps failpoint-agent
 # (as root, like the tests): g++ builds hack/image's C++ test program;
 # promtool (Debian's prometheus package, without its recommended
 # exporters) checks the chart's alerting rules and dashboard queries;
-# ARM64_DEBS cross-build and emulate the arm64 tests.
+# runc runs the CDI hook of a written spec as a container runtime does
+# (pkg/cdi); ARM64_DEBS cross-build and emulate the arm64 tests.
 testdeps:
 	@command -v g++ >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing g++ (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null; } || { echo "make test needs g++: apt-get install g++"; exit 1; }
+	@command -v runc >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing runc (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends runc >/dev/null; } || { echo "make test needs runc: apt-get install runc"; exit 1; }
 	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && echo "installing prometheus for promtool (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || { echo "make test needs promtool: apt-get install prometheus"; exit 1; }
 	@command -v $(ARM64_CC) >/dev/null && command -v qemu-aarch64-static >/dev/null && [ -e $(ARM64_SYSROOT)/lib/ld-linux-aarch64.so.1 ] && [ -e $(ARM64_SYSROOT)/include/stdio.h ] || { [ "$$(id -u)" = 0 ] && echo "installing $(ARM64_DEBS) (apt)" && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(ARM64_DEBS) >/dev/null; } || { echo "make test needs an arm64 C compiler and emulator: apt-get install $(ARM64_DEBS)"; exit 1; }
 

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/cdihook"
 	"github.com/accel-dra/accel-dra/pkg/chipmetrics"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
@@ -48,16 +50,6 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The binary is also the CDI hook it installs in --state-dir: the
-	// container runtime runs it with the container's state on stdin
-	// (pkg/cdi ldcache.go).
-	if len(os.Args) > 1 && os.Args[1] == cdi.HookSubcommand {
-		if err := cdi.RunHook(ctx, os.Args[2:], os.Stdin); err != nil {
-			fmt.Fprintln(os.Stderr, cdi.HookFile+":", err)
-			os.Exit(1)
-		}
-		return
-	}
 	if err := newCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "accel-dra-kubeletplugin:", err)
 		os.Exit(1)
@@ -116,8 +108,8 @@ Every flag can also be set by the environment variable in brackets.`,
 				return fmt.Errorf("creating Kubernetes client: %w", err)
 			}
 			o.PodUID = types.UID(podUID)
-			if o.CDIHook, err = os.Executable(); err != nil {
-				return fmt.Errorf("finding the agent's binary to install as the CDI hook: %w", err)
+			if o.CDIHook, err = hookBinary(cmd.Flags().Changed("cdi-hook"), o.CDIHook); err != nil {
+				return err
 			}
 			return nodeagent.Run(ctx, o)
 		},
@@ -155,6 +147,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	f.StringVar(&o.RegistrarDir, "registrar-dir", kubeletplugin.KubeletRegistryDir, "kubelet plugin registration directory [ACCEL_DRA_REGISTRAR_DIR]")
 	f.StringVar(&o.PluginDir, "plugin-dir", kubeletplugin.KubeletPluginsDir, "kubelet plugins directory; each driver gets <dir>/<driver name>/dra.sock [ACCEL_DRA_PLUGIN_DIR]")
 	f.StringVar(&o.CDIDir, "cdi-dir", "/var/run/cdi", "directory the container runtime reads CDI specs from [ACCEL_DRA_CDI_DIR]")
+	f.StringVar(&o.CDIHook, "cdi-hook", "", "the static "+cdihook.File+" binary, installed in --state-dir as the createContainer hook of Ascend CDI specs; default: "+cdihook.File+" next to this binary; empty when set: no hook (the driver libraries are found only where the image looks) [ACCEL_DRA_CDI_HOOK]")
 	f.StringVar(&o.StateDir, "state-dir", "/var/lib/accel-dra", "directory for the checkpoint of prepared claims, one subdirectory per driver [ACCEL_DRA_STATE_DIR]")
 	// Kubernetes' logging flags (--logging-format text or json, -v,
 	// --vmodule, ...); logs go to stderr.
@@ -176,4 +169,18 @@ func clientConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
+}
+
+// hookBinary is the CDI hook binary to install: path when --cdi-hook was
+// set (empty: none), else accel-dra-cdi-hook next to the agent's binary,
+// as the image ships it.
+func hookBinary(set bool, path string) (string, error) {
+	if set {
+		return path, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the CDI hook next to the agent's binary: %w; set --cdi-hook", err)
+	}
+	return filepath.Join(filepath.Dir(self), cdihook.File), nil
 }

@@ -255,7 +255,7 @@ fi
 log "accel-dra: building from $REPO"
 start=$SECONDS
 mkdir -p "$CACHE/accel-dra"
-go -C "$REPO" build -o "$CACHE/accel-dra/" ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra
+go -C "$REPO" build -o "$CACHE/accel-dra/" ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra-cdi-hook ./cmd/accel-dra
 for f in "$CACHE"/accel-dra/*; do ln -sfn "$f" "$CACHE/bin/$(basename "$f")"; done
 log "accel-dra: built in $((SECONDS - start))s"
 

@@ -28,6 +28,7 @@ import (
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/cdihook"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/profile"
@@ -110,7 +111,7 @@ func (n node) writerWith(t *testing.T, visibleDevicesEnv string) (*cdi.Writer, s
 
 // testHook is the writers' LDCacheHook: where the agent installs it with
 // the chart's --state-dir.
-const testHook = "/var/lib/accel-dra/" + cdi.HookFile
+const testHook = "/var/lib/accel-dra/" + cdihook.File
 
 // installAscendRuntime puts the file that marks ascend-docker-runtime as
 // installed on the node (the installer's default path) under its root.

@@ -44,7 +44,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,6 +52,7 @@ import (
 	cdiparser "tags.cncf.io/container-device-interface/pkg/parser"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/accel-dra/accel-dra/pkg/cdihook"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -93,7 +93,7 @@ type Config struct {
 	// Registry has the vendors the node serves: the visible-devices
 	// variables of all of them are reserved in every claim.
 	Registry vendors.Registry
-	// LDCacheHook is the host path of the hook executable (InstallHook)
+	// LDCacheHook is the host path of the hook executable (cdihook.Install)
 	// that adds a vendor's LibraryDirs to a container's ld.so cache; empty,
 	// specs get no hook and the libraries are found only where the image
 	// or the claim's config says.
@@ -541,9 +541,11 @@ func (w *Writer) hooks(v vendorEdits) []*cdispec.Hook {
 	if len(dirs) == 0 {
 		return nil
 	}
-	timeout := int(hookTimeout / time.Second)
+	timeout := cdihook.Timeout()
+	// Env always: without it the runtime runs the hook with the
+	// container's environment (cdihook.Env).
 	return []*cdispec.Hook{{HookName: cdiapi.CreateContainerHook, Path: w.cfg.LDCacheHook,
-		Args: ldcacheHookArgs(w.cfg.LDCacheHook, dirs), Timeout: &timeout}}
+		Args: cdihook.Args(w.cfg.LDCacheHook, dirs), Env: slices.Clone(cdihook.Env), Timeout: &timeout}}
 }
 
 func (w *Writer) hostPath(p string) string {

@@ -33,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/cdi"
+	"github.com/accel-dra/accel-dra/pkg/cdihook"
 	"github.com/accel-dra/accel-dra/pkg/devicefaker"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
@@ -74,9 +75,11 @@ type Options struct {
 	VisibleDevicesEnv string
 	// StateDir holds one directory per driver with its checkpoint.
 	StateDir string
-	// CDIHook, if set, is the agent's binary, installed in StateDir as
-	// the CDI hook that adds the driver libraries to a container's ld.so
-	// cache (cdi.InstallHook); the host must see StateDir at the same path.
+	// CDIHook, if set, is the static hook binary accel-dra-cdi-hook,
+	// installed in StateDir as the CDI hook that adds the driver libraries
+	// to a container's ld.so cache (cdihook.Install, which refuses a
+	// dynamically linked one); the host must see StateDir at the same
+	// path.
 	CDIHook string
 	// PodUID enables rolling updates (see driver.Config.PodUID).
 	PodUID types.UID
@@ -180,9 +183,13 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var hook string
 	if o.CDIHook != "" {
-		if hook, err = cdi.InstallHook(o.CDIHook, o.StateDir); err != nil {
+		if hook, err = cdihook.Install(o.CDIHook, o.StateDir); err != nil {
 			return err
 		}
+	} else if removed, err := cdihook.RemoveUnsafe(o.StateDir); err != nil {
+		return err
+	} else if removed {
+		logger.Info("Warning: removed the dynamically linked CDI hook an older agent installed; containers of claims it prepared fail to start until prepared again", "dir", o.StateDir)
 	}
 	writer, err := cdi.NewWriter(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot, Registry: o.Discovery.Registry,
 		VisibleDevicesEnv: o.VisibleDevicesEnv, LDCacheHook: hook})
