@@ -153,6 +153,8 @@ type Driver struct {
 	health     atomic.Pointer[healthState]
 	healthMu   sync.Mutex
 	healthWake chan struct{}
+	// live holds Live's connections to the driver's own sockets.
+	live liveClients
 
 	// metadata: the helper writes the device metadata file
 	// (Config.DeviceMetadata), so prepare hands it the devices' facts.
@@ -351,6 +353,7 @@ func (d *Driver) Stop() {
 	if d.helper != nil {
 		d.helper.Stop()
 	}
+	d.live.close()
 	if d.stopStatus != nil {
 		// Status writes still queued are dropped: the next instance's
 		// prepare (kubelet retries) or unprepare writes them again.

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -31,28 +32,59 @@ import (
 // an empty NodePrepareResources on the DRA socket): both sockets answer,
 // and a prepare gets through the helper's serialization, the driver's
 // lock and the checkpoint's re-read within ctx. A driver whose calls are
-// stuck fails it, so the kubelet restarts the agent.
+// stuck fails it, so the kubelet restarts the agent. The two connections
+// are made once and reused (gRPC reconnects them as needed).
 func (d *Driver) Live(ctx context.Context) error {
 	if d.helper == nil {
 		return errors.New("not started")
 	}
-	reg, err := dialUnix(d.regSocket)
+	reg, dra, err := d.liveConns()
 	if err != nil {
 		return err
 	}
-	defer reg.Close()
 	if _, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
 		return fmt.Errorf("%s: GetInfo on %s: %w", d.name, d.regSocket, err)
 	}
-	dra, err := dialUnix(d.draSocket)
-	if err != nil {
-		return err
-	}
-	defer dra.Close()
 	if _, err := drapb.NewDRAPluginClient(dra).NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{}); err != nil {
 		return fmt.Errorf("%s: an empty NodePrepareResources on %s: %w", d.name, d.draSocket, err)
 	}
 	return nil
+}
+
+// liveConns are the connections of Live to the registration and the DRA
+// socket, made at the first call.
+func (d *Driver) liveConns() (reg, dra *grpc.ClientConn, err error) {
+	d.live.mu.Lock()
+	defer d.live.mu.Unlock()
+	if d.live.reg == nil {
+		if d.live.reg, err = dialUnix(d.regSocket); err != nil {
+			return nil, nil, err
+		}
+	}
+	if d.live.dra == nil {
+		if d.live.dra, err = dialUnix(d.draSocket); err != nil {
+			return nil, nil, err
+		}
+	}
+	return d.live.reg, d.live.dra, nil
+}
+
+// liveClients holds Live's connections.
+type liveClients struct {
+	mu       sync.Mutex
+	reg, dra *grpc.ClientConn
+}
+
+// close closes Live's connections.
+func (l *liveClients) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range []*grpc.ClientConn{l.reg, l.dra} {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	l.reg, l.dra = nil, nil
 }
 
 func dialUnix(path string) (*grpc.ClientConn, error) {

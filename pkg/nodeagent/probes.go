@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/driver"
@@ -61,6 +62,9 @@ type probes struct {
 	// discoveryErr is the failed discovery of the vendors not served
 	// (retryDiscovery); /readyz fails with it while it lasts.
 	discoveryErr error
+	// liveness shares one check among concurrent /livez requests and
+	// serves its result for LiveCacheTTL.
+	liveness liveCache
 }
 
 func (p *probes) setDiscoveryErr(err error) {
@@ -153,17 +157,22 @@ func (p *probes) ready() error {
 // the check must outlast a slow prepare, not only a hung one.
 const LiveTimeout = 40 * time.Second
 
-// live checks every driver started so far (see driver.Live).
+// live is the result of the liveness check (check), run at most once at
+// a time and reused for LiveCacheTTL.
 func (p *probes) live(ctx context.Context) error {
-	p.mu.Lock()
-	drivers := slices.Clone(p.drivers)
-	p.mu.Unlock()
 	timeout := p.liveTimeout
 	if timeout <= 0 {
 		timeout = LiveTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	return p.liveness.get(ctx, timeout, p.check)
+}
+
+// check checks every driver started so far (see driver.Live) and the
+// vendor libraries' hung calls.
+func (p *probes) check(ctx context.Context) error {
+	p.mu.Lock()
+	drivers := slices.Clone(p.drivers)
+	p.mu.Unlock()
 	var errs []error
 	if err := p.hungLibraries(time.Now()); err != nil {
 		errs = append(errs, err)
@@ -212,13 +221,22 @@ func (p *probes) serve(ctx context.Context, addr string) (net.Addr, error) {
 	return serveHTTP(ctx, addr, p.handler(), "health probes and metrics")
 }
 
+// maxHTTPConnections bounds the open connections of each of the agent's
+// HTTP servers: the kubelet's probes and a scraper need a few; a flood
+// from the pod network waits in the kernel's backlog instead of costing
+// the agent a goroutine and a file descriptor each.
+const maxHTTPConnections = 32
+
 // serveHTTP serves h on addr until ctx is done.
 func serveHTTP(ctx context.Context, addr string, h http.Handler, what string) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening for %s on %s: %w", what, addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	l = netutil.LimitListener(l, maxHTTPConnections)
+	// An idle or slow client cannot keep one of the few connections.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: LiveTimeout + 10*time.Second, IdleTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
