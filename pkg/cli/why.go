@@ -17,6 +17,7 @@ package cli
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,7 @@ import (
 
 func newWhyCommand(reg vendors.Registry) *cobra.Command {
 	var agentSelector string
+	var allocatorTimeout time.Duration
 	var conn *livecluster.Flags
 	cmd := &cobra.Command{
 		Use:   "why pod/NAME | claim/NAME [-n NAMESPACE | -A]",
@@ -74,7 +76,7 @@ be reached or refuses the read (bind the ClusterRole ` + livecluster.ViewerRole 
 			if err != nil {
 				return err
 			}
-			lines, err := why.Explain(cmd.Context(), c, target, why.Options{Namespace: c.Namespace, AllNamespaces: conn.AllNamespaces, AgentSelector: agentSelector, Registry: reg})
+			lines, err := why.Explain(cmd.Context(), c, target, why.Options{Namespace: c.Namespace, AllNamespaces: conn.AllNamespaces, AgentSelector: agentSelector, Registry: reg, AllocatorTimeout: allocatorTimeout})
 			if err != nil {
 				return err
 			}
@@ -84,5 +86,6 @@ be reached or refuses the read (bind the ClusterRole ` + livecluster.ViewerRole 
 	}
 	conn = livecluster.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&agentSelector, "agent-selector", why.DefaultAgentSelector, "label selector of the node agent's pods (the chart's DaemonSet)")
+	cmd.Flags().DurationVar(&allocatorTimeout, "allocator-timeout", why.DefaultAllocatorTimeout, "how long the allocator may search for a place for the claims before why gives up")
 	return cmd
 }

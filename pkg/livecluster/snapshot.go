@@ -102,11 +102,20 @@ func (c *Connection) Read(ctx context.Context, kinds Kinds) (*Snapshot, error) {
 // listFunc lists one page of a kind.
 type listFunc func(context.Context, metav1.ListOptions) (runtime.Object, error)
 
+// maxListPages bounds the pages of one kind: 2000 pages of 500 are a
+// million objects, more than any cluster has of one kind. A server (or a
+// proxy in front of it) that never ends a list stops the view with an
+// error instead of growing its memory until it is killed.
+const maxListPages = 2000
+
 // list pages through one kind, 500 objects a request as kubectl does, so a
-// large cluster is not one huge response.
+// large cluster is not one huge response. A continue token the server
+// already gave, which would page in a loop, and more than maxListPages
+// pages are errors naming the kind.
 func list(ctx context.Context, c *Connection, what string, fn listFunc, add func(runtime.Object)) error {
 	opts := metav1.ListOptions{Limit: 500}
-	for {
+	seen := map[string]bool{}
+	for page := 1; ; page++ {
 		obj, err := fn(ctx, opts)
 		if err != nil {
 			return c.explain(what, err)
@@ -116,9 +125,17 @@ func list(ctx context.Context, c *Connection, what string, fn listFunc, add func
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if opts.Continue = lm.GetContinue(); opts.Continue == "" {
+		next := lm.GetContinue()
+		switch {
+		case next == "":
 			return nil
+		case seen[next]:
+			return fmt.Errorf("%s: the server returned continue token %.40q again on page %d; it would page forever", what, next, page)
+		case page >= maxListPages:
+			return fmt.Errorf("%s: more than %d pages of %d; refusing to read more", what, maxListPages, opts.Limit)
 		}
+		seen[next] = true
+		opts.Continue = next
 	}
 }
 

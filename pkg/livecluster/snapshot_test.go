@@ -17,6 +17,7 @@ package livecluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"testing"
 
@@ -113,4 +114,31 @@ func TestReadFollowsContinueTokens(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, calls)
 	require.Len(t, s.Slices, 2)
+}
+
+// A server that pages in a loop, or without end, stops the read with an
+// error naming the kind, not an endless list.
+func TestReadRefusesARepeatedContinueTokenAndEndlessPages(t *testing.T) {
+	tests := []struct {
+		name  string
+		token func(call int) string
+		want  string
+	}{
+		{name: "the same token again", token: func(call int) string { return []string{"p2", "p3", "p2"}[min(call, 2)] },
+			want: `list resourceslices.resource.k8s.io: the server returned continue token "p2" again on page 3; it would page forever`},
+		{name: "a new token every page", token: func(call int) string { return fmt.Sprintf("p%d", call+2) },
+			want: "list resourceslices.resource.k8s.io: more than 2000 pages of 500; refusing to read more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, client := liveclustertest.Connection("default")
+			calls := 0
+			client.PrependReactor("list", "resourceslices", func(k8stesting.Action) (bool, runtime.Object, error) {
+				calls++
+				return true, &resourceapi.ResourceSliceList{ListMeta: metav1.ListMeta{Continue: tt.token(calls - 1)}}, nil
+			})
+			_, err := conn.Read(context.Background(), livecluster.Kinds{})
+			require.EqualError(t, err, tt.want)
+		})
+	}
 }

@@ -102,6 +102,21 @@ func eligibleNodes(ctx context.Context, pod *v1.Pod, nodes []v1.Node, allocated 
 // pending runs the allocator for the pod's claims that are not allocated
 // and explains each request.
 func (e *explainer) pending(ctx context.Context, pod *v1.Pod, ours, pending []podClaim, classes structured.DeviceClassLister, cache *cel.Cache) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, e.opts.AllocatorTimeout, errAllocatorTimeout)
+	defer cancel()
+	if err := e.runAllocator(ctx, pod, ours, pending, classes, cache); err != nil {
+		if errors.Is(context.Cause(ctx), errAllocatorTimeout) {
+			return fmt.Errorf("the allocator did not finish within %s (--allocator-timeout); its search over these claims and nodes is too large to explain here", e.opts.AllocatorTimeout)
+		}
+		return err
+	}
+	return nil
+}
+
+var errAllocatorTimeout = errors.New("allocator timeout")
+
+// runAllocator is pending under the allocator's deadline.
+func (e *explainer) runAllocator(ctx context.Context, pod *v1.Pod, ours, pending []podClaim, classes structured.DeviceClassLister, cache *cel.Cache) error {
 	var allocated []*resourceapi.ResourceClaim
 	for _, pc := range ours {
 		if pc.claim.Status.Allocation != nil {

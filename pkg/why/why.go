@@ -28,7 +28,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -89,7 +93,15 @@ type Options struct {
 	AgentSelector string
 	// Registry has accel-dra's vendors, whose drivers' claims it explains.
 	Registry vendors.Registry
+	// AllocatorTimeout bounds the allocator's runs for one explanation
+	// (zero: DefaultAllocatorTimeout).
+	AllocatorTimeout time.Duration
 }
+
+// DefaultAllocatorTimeout bounds the allocator in why: a claim whose
+// constraints make it try every combination of a large cluster's devices
+// could otherwise run for hours (the scheduler bounds its own, too).
+const DefaultAllocatorTimeout = 30 * time.Second
 
 // Explain reads the cluster and returns the explanation, one line per
 // fact, indented under the object it is about. Bad input (an unknown pod
@@ -98,6 +110,9 @@ type Options struct {
 func Explain(ctx context.Context, conn *livecluster.Connection, t Target, opts Options) ([]string, error) {
 	if opts.AgentSelector == "" {
 		opts.AgentSelector = DefaultAgentSelector
+	}
+	if opts.AllocatorTimeout <= 0 {
+		opts.AllocatorTimeout = DefaultAllocatorTimeout
 	}
 	e := &explainer{conn: conn, opts: opts}
 	switch t.Kind {
@@ -124,8 +139,37 @@ type explainer struct {
 	out  []string
 }
 
+// say adds a line. Names, messages and events come from the cluster, where
+// anyone who can write an event or a status can put terminal escapes in
+// them: control and bidirectional-override characters are printed
+// escaped, never sent to the user's terminal.
 func (e *explainer) say(indent int, format string, args ...any) {
-	e.out = append(e.out, strings.Repeat("  ", indent)+fmt.Sprintf(format, args...))
+	e.out = append(e.out, strings.Repeat("  ", indent)+escapeControls(fmt.Sprintf(format, args...)))
+}
+
+// escapeControls writes the control characters (C0, DEL, C1), the
+// Unicode bidirectional controls and invalid UTF-8 of s as Go escapes
+// (\x1b, \u202e).
+func escapeControls(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unsafeRune(r):
+			b.WriteString(strings.Trim(strconv.QuoteRuneToASCII(r), "'"))
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // findPod reads the pod in the namespace; without it, it looks in the

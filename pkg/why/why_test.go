@@ -18,6 +18,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	v1 "k8s.io/api/core/v1"
@@ -145,8 +146,10 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 		target string
 		ns     string
 		all    bool
-		want   []string // lines (trimmed) or, with a trailing "…", line prefixes, in order
-		err    string
+		// timeout is the allocator's (zero: the default).
+		timeout time.Duration
+		want    []string // lines (trimmed) or, with a trailing "…", line prefixes, in order
+		err     string
 	}{{
 		name: "five chips in one link group: the rings hold four",
 		setup: func(t *testing.T) []runtime.Object {
@@ -165,6 +168,15 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			"the allocator cannot fit the claims on any of the 2 nodes the pod can go to",
 			"no claim holds devices on these nodes, so freeing one would not help",
 		},
+	}, {
+		name: "the allocator runs out of its deadline",
+		setup: func(t *testing.T) []runtime.Object {
+			pod, claim := podWithClaim("default", "five", "npus", spec(sameLinkGroup, request("npus", ascend, 5)))
+			return append(build(t, [2]string{"train-0", "atlas-800-910a"}), pod, claim)
+		},
+		target:  "pod/five",
+		timeout: time.Nanosecond,
+		err:     "the allocator did not finish within 1ns (--allocator-timeout); its search over these claims and nodes is too large to explain here",
 	}, {
 		name: "the only chip of the node the pod must go to is tainted unhealthy",
 		setup: func(t *testing.T) []runtime.Object {
@@ -332,7 +344,7 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			otherAgent.Name, otherAgent.Spec.NodeName = "accel-dra-kubeletplugin-zzzzz", "m-1"
 			return append(build(t, [2]string{"m-0", "mlu270"}), pod, claim, agent, otherAgent,
 				ev("e1", "FailedPrepareDynamicResources", "Failed to prepare dynamic resources: old", 1, 100),
-				ev("e2", "FailedPrepareDynamicResources", `Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources failed for ResourceClaim stuck-mlu-x1: claim default/stuck-mlu-x1: spec.devices.config[0].opaque.parameters: unknown field "envs"`, 3, 200),
+				ev("e2", "FailedPrepareDynamicResources", `Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources failed for ResourceClaim stuck-mlu-x1: claim default/stuck-mlu-x1: spec.devices.config[0].opaque.parameters: unknown field "envs"`+"\x1b]0;pwned\a\u202e", 3, 200),
 				ev("e3", "Scheduled", "Successfully assigned", 1, 50))
 		},
 		target: "pod/stuck",
@@ -341,7 +353,9 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			"claim default/stuck-mlu-x1 (ResourceClaimTemplate default/mlu): allocated on node m-0",
 			"request mlu: cambricon.accel-dra.dev/m-0/mlu-0 (MLU270-S4, pcie-0)",
 			"reserved for pod stuck",
-			`the kubelet on m-0 cannot prepare the claims (FailedPrepareDynamicResources, 3 times): Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources failed for ResourceClaim stuck-mlu-x1: claim default/stuck-mlu-x1: spec.devices.config[0].opaque.parameters: unknown field "envs"`,
+			// An event's terminal escapes and bidi overrides are printed
+			// escaped, not sent to the terminal.
+			`the kubelet on m-0 cannot prepare the claims (FailedPrepareDynamicResources, 3 times): Failed to prepare dynamic resources: prepare dynamic resources: NodePrepareResources failed for ResourceClaim stuck-mlu-x1: claim default/stuck-mlu-x1: spec.devices.config[0].opaque.parameters: unknown field "envs"\x1b]0;pwned\a\u202e`,
 			"node agent on m-0: pod accel-dra/accel-dra-kubeletplugin-7xq2p; its log says why: kubectl logs -n accel-dra accel-dra-kubeletplugin-7xq2p",
 		},
 	}, {
@@ -412,7 +426,7 @@ func TestWhyExplainsEachCaseWithItsReason(t *testing.T) {
 			conn, client := liveclustertest.Connection(ns, tc.setup(t)...)
 			target, err := why.ParseTarget(tc.target)
 			require.NoError(t, err)
-			lines, err := why.Explain(context.Background(), conn, target, why.Options{Registry: registry, Namespace: ns, AllNamespaces: tc.all})
+			lines, err := why.Explain(context.Background(), conn, target, why.Options{Registry: registry, Namespace: ns, AllNamespaces: tc.all, AllocatorTimeout: tc.timeout})
 			t.Logf("output:\n%s", strings.Join(lines, "\n"))
 			if tc.err != "" {
 				require.EqualError(t, err, tc.err)
