@@ -113,9 +113,9 @@ func TestTheLDCacheHookRunsNoTenantCodeUnderRunc(t *testing.T) {
 // claim's CDI devices, with a tenant library evil that records who loads
 // it in record.
 type runcContainer struct {
-	node                          node
-	bundle, rootfs, evil, record  string
-	hook, specDir, stateDir, init string
+	node                         node
+	bundle, rootfs, evil, record string
+	hook, specDir, stateDir      string
 }
 
 func newRuncContainer(t *testing.T) *runcContainer {
