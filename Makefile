@@ -54,12 +54,13 @@ build:
 static:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ ./cmd/accel-dra-kubeletplugin ./cmd/accel-dra-cdi-hook ./cmd/accel-dra-webhook ./cmd/accel-dra
 
-# Writes the generated files: zz_generated.deepcopy.go of DEEPCOPY_PKGS and
-# the chart's per-model DeviceClasses (deviceclasses/models/, from the
-# vendors' catalogue by hack/gen-deviceclasses).
+# Writes the generated files: zz_generated.deepcopy.go of DEEPCOPY_PKGS,
+# and by hack/gen-deviceclasses from the vendors of pkg/vendors/all the
+# chart's per-model DeviceClasses (deviceclasses/models/) and its vendor
+# table (files/vendors.yaml), which its templates range over.
 generate: $(DEEPCOPY_GEN)
 	$(DEEPCOPY_GEN) --go-header-file hack/license/boilerplate.go.txt --output-file zz_generated.deepcopy.go $(DEEPCOPY_PKGS)
-	$(GO) run ./hack/gen-deviceclasses -dir deployments/helm/accel-dra/deviceclasses
+	$(GO) run ./hack/gen-deviceclasses -dir deployments/helm/accel-dra/deviceclasses -table deployments/helm/accel-dra/files/vendors.yaml
 
 # Fails when a generated file is not what make generate would write now
 # (a type changed without make generate). The generator skips files built
@@ -72,7 +73,7 @@ verify-generate: $(DEEPCOPY_GEN)
 	  diff -u $$want $$got || { echo "$$want is stale or missing: run make generate"; exit 1; }; \
 	  rm -f $$got; \
 	done
-	$(GO) run ./hack/gen-deviceclasses -dir deployments/helm/accel-dra/deviceclasses -verify
+	$(GO) run ./hack/gen-deviceclasses -dir deployments/helm/accel-dra/deviceclasses -table deployments/helm/accel-dra/files/vendors.yaml -verify
 
 $(DEEPCOPY_GEN): hack/tools/go.mod hack/tools/go.sum
 	$(GO) -C hack/tools build -o $@ k8s.io/code-generator/cmd/deepcopy-gen

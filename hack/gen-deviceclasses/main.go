@@ -25,12 +25,18 @@
 // "accel-dra.modelDeviceClass" renders the same text for a
 // modelDeviceClasses.extra entry (test/chart checks both agree).
 //
+// It also writes the chart's vendor table (-table, package vendortable),
+// which the chart's templates range over, and the class of a whole chip of
+// any vendor, deviceclasses/accelerator.accel-dra.dev.yaml, which lists
+// their drivers.
+//
 // make generate runs it; make verify-generate runs it with -verify, which
 // writes nothing and fails when a file is missing, stale or left over.
 package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -38,6 +44,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/accel-dra/accel-dra/hack/gen-deviceclasses/vendortable"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
@@ -52,20 +59,57 @@ var skipModels = map[string]string{
 
 func main() {
 	dir := flag.String("dir", "deployments/helm/accel-dra/deviceclasses", "the chart's deviceclasses directory; the classes go into its models/ subdirectory")
+	table := flag.String("table", filepath.Join("deployments/helm/accel-dra", vendortable.Path), "the chart's vendor table")
 	verify := flag.Bool("verify", false, "write nothing; fail when the files differ from what would be written")
 	flag.Parse()
-	files, err := Generate(all.Registry(), *dir)
-	if err == nil {
-		if *verify {
-			err = Verify(*dir, files)
-		} else {
-			err = Write(*dir, files)
-		}
-	}
-	if err != nil {
+	if err := run(all.Registry(), *dir, *table, *verify); err != nil {
 		fmt.Fprintln(os.Stderr, "gen-deviceclasses:", err)
 		os.Exit(1)
 	}
+}
+
+// run generates the classes into dir and the vendor table into table, or
+// with verify checks them.
+func run(reg vendors.Registry, dir, table string, verify bool) error {
+	files, err := Generate(reg, dir)
+	if err != nil {
+		return err
+	}
+	content, err := vendortable.Render(reg)
+	if err != nil {
+		return fmt.Errorf("the vendor table: %w", err)
+	}
+	single := map[string][]byte{table: content, filepath.Join(dir, vendortable.AcceleratorClass+".yaml"): vendortable.Accelerator(reg)}
+	if verify {
+		errs := []error{Verify(dir, files)}
+		for path, content := range single {
+			errs = append(errs, VerifyFile(path, content))
+		}
+		return errors.Join(errs...)
+	}
+	if err := Write(dir, files); err != nil {
+		return err
+	}
+	for path, content := range single {
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// VerifyFile fails when the file at path is not content.
+func VerifyFile(path string, content []byte) error {
+	got, err := os.ReadFile(path)
+	switch {
+	case os.IsNotExist(err):
+		return fmt.Errorf("%s is missing: run make generate", path)
+	case err != nil:
+		return fmt.Errorf("reading %s: %w", path, err)
+	case !bytes.Equal(got, content):
+		return fmt.Errorf("%s is stale: run make generate", path)
+	}
+	return nil
 }
 
 // ModelsDir is the subdirectory of the chart's deviceclasses directory

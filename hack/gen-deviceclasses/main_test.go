@@ -26,9 +26,11 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 
+	"github.com/accel-dra/accel-dra/hack/gen-deviceclasses/vendortable"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors/all"
+	"github.com/accel-dra/accel-dra/pkg/vendors/vendortest"
 )
 
 const chartClasses = "../../deployments/helm/accel-dra/deviceclasses"
@@ -143,4 +145,33 @@ func TestAClassNameTakenByATopLevelClassStopsTheGenerator(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "mlu590.accel-dra.dev.yaml"), []byte("{}\n"), 0o644))
 	_, err := Generate(all.Registry(), dir)
 	require.ErrorContains(t, err, "DeviceClass mlu590.accel-dra.dev of vendor cambricon: the name is taken by")
+}
+
+func TestTheCommittedVendorTableAndAcceleratorClassAreWhatTheGeneratorWrites(t *testing.T) {
+	content, err := vendortable.Render(all.Registry())
+	require.NoError(t, err)
+	require.NoError(t, VerifyFile(filepath.Join("../../deployments/helm/accel-dra", vendortable.Path), content), "run make generate")
+	require.NoError(t, VerifyFile(filepath.Join(chartClasses, vendortable.AcceleratorClass+".yaml"), vendortable.Accelerator(all.Registry())), "run make generate")
+}
+
+func TestVerifyFileSaysWhatIsWrongAndRunWritesIt(t *testing.T) {
+	dir := t.TempDir()
+	classes, table := filepath.Join(dir, "deviceclasses"), filepath.Join(dir, "vendors.yaml")
+	require.NoError(t, os.MkdirAll(classes, 0o755))
+	require.ErrorContains(t, run(all.Registry(), classes, table, true), "vendors.yaml is missing: run make generate")
+	require.NoError(t, os.WriteFile(table, []byte("{}\n"), 0o644))
+	require.ErrorContains(t, run(all.Registry(), classes, table, true), "vendors.yaml is stale: run make generate")
+	require.NoError(t, run(all.Registry(), classes, table, false))
+	require.NoError(t, run(all.Registry(), classes, table, true))
+	accelerator := filepath.Join(classes, vendortable.AcceleratorClass+".yaml")
+	require.NoError(t, os.Remove(accelerator))
+	require.ErrorContains(t, run(all.Registry(), classes, table, true), "accelerator.accel-dra.dev.yaml is missing: run make generate")
+}
+
+// The accelerator class selects every vendor's whole chips: a third
+// vendor's too.
+func TestTheAcceleratorClassListsEveryDriver(t *testing.T) {
+	reg, err := all.Registry().With(vendortest.Acme{})
+	require.NoError(t, err)
+	require.Contains(t, string(vendortable.Accelerator(reg)), `device.driver in ["acme.accel-dra.dev", "ascend.accel-dra.dev", "cambricon.accel-dra.dev"] && device.attributes["accel-dra.dev"].type == "chip"`)
 }

@@ -33,7 +33,8 @@
 //
 // A vendor package has one file per concern, the same names in each:
 //
-//	vendor.go       the vendor object, its Names, NewBackend and ProfileNode
+//	vendor.go       the vendor object, its Names, NewBackend, ProfileNode
+//	                and HostMounts
 //	discovery.go    the discovery backend (device files, sysfs, vendor tool)
 //	info.go, topo.go, models.go, healthcodes.go
 //	                the vendor tool's output parsers and model tables

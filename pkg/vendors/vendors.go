@@ -52,6 +52,10 @@ type Vendor interface {
 	// temperature and power through the vendor's management library or
 	// tool as cfg says (telemetry.go); nil when the vendor has none.
 	NewTelemetry(cfg BackendConfig) Telemetry
+	// HostMounts are the node's paths the vendor's agent needs mounted on
+	// real hardware besides /dev, /sys, its tool and the admin's driver
+	// directories (hostmounts.go); none for most vendors.
+	HostMounts() []HostMount
 }
 
 // BackendConfig says where a vendor's discovery backend reads the node.

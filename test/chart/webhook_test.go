@@ -1034,6 +1034,43 @@ func demoAndChartObjects(t *testing.T) []chartObject {
 	return out
 }
 
+// sentBy runs the matcher of vwc's webhook for obj's kind on a create of
+// obj: whether the API server sends obj to the webhook.
+func sentBy(t *testing.T, vwc *admissionregistrationv1.ValidatingWebhookConfiguration, obj string) bool {
+	t.Helper()
+	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	hookFor := map[string]string{"ResourceClaim": "resourceclaims.accel-dra.dev", "ResourceClaimTemplate": "resourceclaimtemplates.accel-dra.dev", "DeviceClass": "deviceclasses.accel-dra.dev"}
+	typed := typedResourceObject(t, obj)
+	gvk := typed.GetObjectKind().GroupVersionKind()
+	var hook *admissionregistrationv1.ValidatingWebhook
+	for i := range vwc.Webhooks {
+		if vwc.Webhooks[i].Name == hookFor[gvk.Kind] {
+			hook = vwc.Webhooks[i].DeepCopy()
+		}
+	}
+	require.NotNil(t, hook, gvk.Kind)
+	require.NotEmpty(t, hook.MatchConditions)
+	fail := admissionregistrationv1.Fail
+	// As the API server compiles a webhook's matchConditions
+	// (k8s.io/apiserver/pkg/admission/plugin/webhook/accessors.go,
+	// GetCompiledMatcher), in the environment it checks a new
+	// configuration with.
+	var expressions []plugincel.ExpressionAccessor
+	for _, mc := range hook.MatchConditions {
+		expressions = append(expressions, &matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression})
+	}
+	matcher := matchconditions.NewMatcher(compiler.CompileCondition(expressions,
+		plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true}, environment.NewExpressions),
+		&fail, "webhook", "validating", hook.Name)
+	accessor, err := meta.Accessor(typed)
+	require.NoError(t, err)
+	attrs := admission.NewAttributesRecord(typed, nil, gvk, accessor.GetNamespace(), accessor.GetName(),
+		gvk.GroupVersion().WithResource(resourceOf[gvk.Kind]), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
+	result := matcher.Match(context.Background(), &admission.VersionedAttributes{Attributes: attrs, VersionedObject: admission.NewLazyObject(typed), VersionedKind: gvk}, nil, nil)
+	require.NoError(t, result.Error, "%s on\n%s", hook.Name, obj)
+	return result.Matches
+}
+
 // TestTheMatchConditionsSendExactlyTheObjectsWithOurConfigs evaluates the
 // rendered matchConditions with the API server's own webhook matcher
 // (k8s.io/apiserver), on objects decoded into their types, so a typo
@@ -1044,41 +1081,7 @@ func demoAndChartObjects(t *testing.T) []chartObject {
 // deny is sent.
 func TestTheMatchConditionsSendExactlyTheObjectsWithOurConfigs(t *testing.T) {
 	vwc := renderWebhook(t, webhookCases[0]).webhookConfiguration(t)
-	compiler := plugincel.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
-	hookFor := map[string]string{"ResourceClaim": "resourceclaims.accel-dra.dev", "ResourceClaimTemplate": "resourceclaimtemplates.accel-dra.dev", "DeviceClass": "deviceclasses.accel-dra.dev"}
-	// sent runs the matcher of the webhook for obj's kind on a create of obj.
-	sent := func(t *testing.T, obj string) bool {
-		t.Helper()
-		typed := typedResourceObject(t, obj)
-		gvk := typed.GetObjectKind().GroupVersionKind()
-		var hook *admissionregistrationv1.ValidatingWebhook
-		for i := range vwc.Webhooks {
-			if vwc.Webhooks[i].Name == hookFor[gvk.Kind] {
-				hook = vwc.Webhooks[i].DeepCopy()
-			}
-		}
-		require.NotNil(t, hook, gvk.Kind)
-		require.NotEmpty(t, hook.MatchConditions)
-		fail := admissionregistrationv1.Fail
-		// As the API server compiles a webhook's matchConditions
-		// (k8s.io/apiserver/pkg/admission/plugin/webhook/accessors.go,
-		// GetCompiledMatcher), in the environment it checks a new
-		// configuration with.
-		var expressions []plugincel.ExpressionAccessor
-		for _, mc := range hook.MatchConditions {
-			expressions = append(expressions, &matchconditions.MatchCondition{Name: mc.Name, Expression: mc.Expression})
-		}
-		matcher := matchconditions.NewMatcher(compiler.CompileCondition(expressions,
-			plugincel.OptionalVariableDeclarations{HasParams: false, HasAuthorizer: true}, environment.NewExpressions),
-			&fail, "webhook", "validating", hook.Name)
-		accessor, err := meta.Accessor(typed)
-		require.NoError(t, err)
-		attrs := admission.NewAttributesRecord(typed, nil, gvk, accessor.GetNamespace(), accessor.GetName(),
-			gvk.GroupVersion().WithResource(resourceOf[gvk.Kind]), "", admission.Create, &metav1.CreateOptions{}, false, &user.DefaultInfo{Name: "alice"})
-		result := matcher.Match(context.Background(), &admission.VersionedAttributes{Attributes: attrs, VersionedObject: admission.NewLazyObject(typed), VersionedKind: gvk}, nil, nil)
-		require.NoError(t, result.Error, "%s on\n%s", hook.Name, obj)
-		return result.Matches
-	}
+	sent := func(t *testing.T, obj string) bool { return sentBy(t, vwc, obj) }
 	_, ctx := ktesting.NewTestContext(t)
 	check := func(t *testing.T, obj string) (isSent, denied bool) {
 		t.Helper()

@@ -82,6 +82,19 @@ func (Ascend) ProfileNode() vendors.ProfileNode {
 	}
 }
 
+// HostMounts implements vendors.Vendor: VNPUHostFiles, read-write at their
+// own paths, where the node group makes vNPUs, as Huawei's
+// ascend-device-plugin mounts them (Ascend/mind-cluster
+// component/ascend-device-plugin/build/ascendplugin-volcano.yaml: vnpu-cut
+// /run/vnpu_cfg_lock DirectoryOrCreate, vnpucfg /etc/vnpu.cfg File). The
+// lock directory lives in /run (tmpfs), and DCMI makes it too.
+func (Ascend) HostMounts() []vendors.HostMount {
+	return []vendors.HostMount{
+		{Path: VNPUHostFiles[0], Type: vendors.HostDirectoryOrCreate, Library: true, Partitions: true},
+		{Path: VNPUHostFiles[1], Type: vendors.HostFile, Library: true, Partitions: true},
+	}
+}
+
 // ToolFlagHelp describes --npu-smi (node agent).
 const ToolFlagHelp = "path of npu-smi, e.g. /host/usr/local/sbin/npu-smi in a container; default: npu-smi from PATH"
 

@@ -267,8 +267,12 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 // directory under "driver/cambricon", one directory per PCIe function, file
 // "smlu").
 func smluProcFile(busID string) string {
-	return "/proc/driver/cambricon/mlus/" + busID + "/smlu"
+	return ProcDir + "/mlus/" + busID + "/smlu"
 }
+
+// ProcDir is the driver's procfs directory, where discovery reads the sMLU
+// mode of each MLU CNDev cannot tell it (smluProcFile).
+const ProcDir = "/proc/driver/cambricon"
 
 // smluModeOff reads the chip's sMLU mode and says why it is off, "" when
 // on. The file's first line is "smlu_support:%d smlu_enable:%d"

@@ -86,6 +86,11 @@ func (Cambricon) ProfileNode() vendors.ProfileNode {
 	}
 }
 
+// HostMounts implements vendors.Vendor: the driver's procfs directory.
+func (Cambricon) HostMounts() []vendors.HostMount {
+	return []vendors.HostMount{{Path: ProcDir, Type: vendors.HostDirectory}}
+}
+
 // ToolFlagHelp describes --cnmon (node agent).
 const ToolFlagHelp = "path of cnmon, e.g. /host/usr/bin/cnmon in a container; default: cnmon from PATH"
 

@@ -83,6 +83,10 @@ func (Acme) CDI() vendors.CDIEdits {
 // Partitions implements vendors.Vendor: ACME chips have none.
 func (Acme) Partitions() vendors.Partitions { return nil }
 
+// HostMounts implements vendors.Vendor: the agent needs nothing of the
+// node beyond its device files and the admin's driver directories.
+func (Acme) HostMounts() []vendors.HostMount { return nil }
+
 // Models implements vendors.Vendor.
 func (Acme) Models() []vendors.Model { return []vendors.Model{{Name: Model}} }
 

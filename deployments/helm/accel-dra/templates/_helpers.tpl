@@ -86,30 +86,107 @@ node's devices.
 {{- end }}
 
 {{/*
-Fails the rendering unless at least one vendor is enabled: the agent would
-be scheduled nowhere.
+The chart's vendor table as JSON: files/vendors.yaml, which
+hack/gen-deviceclasses writes from the code's vendors (make generate).
+Each vendor under its --vendors option: its DRA driver, its tool (name,
+the agent's flag of its path, that path's key in vendors.<option>), its
+management library's flag and key, its partition type, the node paths
+its agent needs. Templates range over it and name no vendor.
 */}}
-{{- define "accel-dra.checkVendors" -}}
-{{- if not (or .Values.vendors.ascend.enabled .Values.vendors.cambricon.enabled) }}
-{{- fail "enable at least one of vendors.ascend.enabled and vendors.cambricon.enabled" }}
+{{- define "accel-dra.vendorTable" -}}
+{{- .Files.Get "files/vendors.yaml" | fromYaml | toJson }}
+{{- end }}
+
+{{/*
+The vendors of the chart as JSON, by option: each vendor table entry with
+"values", its vendors.<option> block ({} without one), and "enabled"
+(false without a block: a vendor added to the code since the values were
+written is off until vendors.<option>.enabled is true). Fails the
+rendering for a vendors key that is no vendor of the chart, a key of a
+vendor's block that is not one of its values, a tool path outside /host,
+an enabled vendor on real hardware without its tool's path, and no vendor
+enabled (the agent would be scheduled nowhere).
+*/}}
+{{- define "accel-dra.vendors" -}}
+{{- $table := include "accel-dra.vendorTable" . | fromJson }}
+{{- $values := .Values.vendors | default dict }}
+{{- range $name, $_ := $values }}
+{{- if not (hasKey $table $name) }}
+{{- fail (printf "vendors.%s: the chart has no vendor %s (its vendors: %s)" $name $name (keys $table | sortAlpha | join ", ")) }}
+{{- end }}
+{{- end }}
+{{- $out := dict }}
+{{- $switches := list }}
+{{- $any := false }}
+{{- range $name, $v := $table }}
+{{- $vals := index $values $name | default dict }}
+{{- $allowed := list "enabled" "nodeSelector" "hostPaths" "libraryPath" $v.tool.value }}
+{{- with $v.library }}{{ $allowed = append $allowed .value }}{{ end }}
+{{- range $key, $_ := $vals }}
+{{- if not (has $key $allowed) }}
+{{- fail (printf "vendors.%s.%s: vendor %s has no such value (it has %s)" $name $key $name (join ", " $allowed)) }}
+{{- end }}
+{{- end }}
+{{- $enabled := $vals.enabled | default false }}
+{{- include "accel-dra.checkTool" (dict "name" $name "tool" $v.tool "path" (index $vals $v.tool.value | default "") "needed" (and $enabled (not $.Values.simulation.profile))) }}
+{{- $_ := set $out $name (merge (dict "values" $vals "enabled" $enabled) $v) }}
+{{- $switches = append $switches (printf "vendors.%s.enabled" $name) }}
+{{- $any = or $any $enabled }}
+{{- end }}
+{{- if not $any }}
+{{- fail (printf "enable at least one of %s and %s" (initial $switches | join ", ") (last $switches)) }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
+
+{{/*
+Fails the rendering for a vendor's tool path (dict of name, tool, path and
+needed) that is not under /host, or missing where needed: the DaemonSet
+mounts that one file at its path under /host.
+*/}}
+{{- define "accel-dra.checkTool" -}}
+{{- if .path }}
+{{- if not (hasPrefix "/host/" .path) }}
+{{- fail (printf "vendors.%s.%s %q: the tool's path on the node under /host, where the DaemonSet mounts that one file (e.g. /host/usr/bin/%s)" .name .tool.value .path .tool.name) }}
+{{- end }}
+{{- else if .needed }}
+{{- fail (printf "vendors.%s.%s: the path of %s on the node under /host (e.g. /host/usr/bin/%s) must be set: the DaemonSet mounts that one file" .name .tool.value .tool.name .tool.name) }}
 {{- end }}
 {{- end }}
 
 {{/*
+The DRA driver names of the vendors a list names, in its order, as a JSON
+list: the one place a driver's name comes from (the vendor table). Call
+with (list <"accel-dra.vendors" or the table> <vendor options>).
+*/}}
+{{- define "accel-dra.drivers" -}}
+{{- $vendors := index . 0 }}
+{{- $drivers := list }}
+{{- range index . 1 }}
+{{- $drivers = append $drivers (index $vendors .).driver }}
+{{- end }}
+{{- toJson $drivers }}
+{{- end }}
+
+{{/*
 "true" when the DeviceClass deviceclasses/<key>.accel-dra.dev.yaml is to be
-installed: switched on in deviceClasses and its vendor enabled. Names
-starting with "ascend" or "cambricon" belong to that vendor; the others
-(accelerator) select chips of both and need either.
-Call with (dict "key" $key "Values" .Values).
+installed: switched on in deviceClasses and its vendor enabled. A name
+starting with a vendor's option (the longest that fits) belongs to that
+vendor; the others (accelerator) select chips of every vendor and need
+one enabled. Call with (dict "key" $key "switches" .Values.deviceClasses
+"vendors" <"accel-dra.vendors">).
 */}}
 {{- define "accel-dra.deviceClassEnabled" -}}
-{{- $v := .Values.vendors }}
-{{- if index .Values.deviceClasses .key }}
-{{- if hasPrefix "ascend" .key }}
-{{- if $v.ascend.enabled }}true{{ end }}
-{{- else if hasPrefix "cambricon" .key }}
-{{- if $v.cambricon.enabled }}true{{ end }}
-{{- else if or $v.ascend.enabled $v.cambricon.enabled }}true
+{{- if index .switches .key }}
+{{- $owner := "" }}
+{{- $any := false }}
+{{- range $name, $v := .vendors }}
+{{- if and (hasPrefix $name $.key) (gt (len $name) (len $owner)) }}{{ $owner = $name }}{{ end }}
+{{- $any = or $any $v.enabled }}
+{{- end }}
+{{- if $owner }}
+{{- if (index .vendors $owner).enabled }}true{{ end }}
+{{- else if $any }}true
 {{- end }}
 {{- end }}
 {{- end }}
@@ -117,24 +194,25 @@ Call with (dict "key" $key "Values" .Values).
 {{/*
 A per-model or per-partition-shape DeviceClass for a
 modelDeviceClasses.extra entry (dict with vendor, model and optional
-template): byte for byte what hack/gen-deviceclasses writes under
+template, and the vendor's "driver" and "partitions" from the vendor
+table): byte for byte what hack/gen-deviceclasses writes under
 deviceclasses/models/ for that model and template (test/chart compares
 every generated file with this helper's output; change both together).
-A shape's partitions have the vendor's partition type; Ascend's vNPU
-template is matched by its name, Cambricon's sMLU profile by its quota
-("25p" matches "25p.5827mb": the rest is the chip's memory).
+A shape's partitions have the vendor's partition type; the template is
+matched whole, or with the vendor's partitions.prefix as the start of the
+partitionTemplate (Cambricon's sMLU quota "25p" matches "25p.5827mb": the
+rest is the chip's memory).
 */}}
 {{- define "accel-dra.modelDeviceClass" -}}
-{{- $shapes := dict "ascend" (dict "type" "vnpu" "prefix" false) "cambricon" (dict "type" "smlu" "prefix" true) }}
-{{- $shape := get $shapes .vendor }}
-{{- if not $shape }}
-{{- fail (printf "modelDeviceClasses.extra: vendor %q has no per-model classes (ascend, cambricon)" .vendor) }}
-{{- end }}
-{{- $driver := printf "%s.accel-dra.dev" .vendor }}
+{{- $driver := .driver }}
 {{- $type := "chip" }}
 {{- $name := .model }}
 {{- $match := "" }}
 {{- if .template }}
+{{- $shape := .partitions }}
+{{- if not $shape }}
+{{- fail (printf "modelDeviceClasses.extra: vendor %q has no partitions, so no template %q" .vendor .template) }}
+{{- end }}
 {{- $type = $shape.type }}
 {{- if $shape.prefix }}
 {{- $name = printf "%s-%s-%s" .model $type .template }}
@@ -162,19 +240,20 @@ spec:
 
 {{/*
 The node groups the chart runs a DaemonSet for, as JSON {"groups": [...]}:
-each nodeGroups entry with its vendors narrowed to the enabled ones
-(in the order ascend, cambricon; an entry left without one is not
-rendered), its chipModes and partitionTemplates defaulted to kubeletPlugin's and vnpu
-true where its Ascend chips may be partitioned (see values.yaml,
-nodeGroups). Fails the rendering for the old per-vendor nodeSelector, a
-name used twice, an enabled vendor no group serves, and a vendor in two
-groups one of which runs on every node (two pods would serve one driver
-on a node).
+each nodeGroups entry with its vendors narrowed to the enabled ones (in
+the vendor table's order; an entry left without one is not rendered), its
+chipModes and partitionTemplates defaulted to kubeletPlugin's, and
+partitions true where its chips may be partitioned (partition mode not
+off, chip modes that partition; see values.yaml, nodeGroups). Fails the
+rendering for the old per-vendor nodeSelector, a vendor the chart does not
+have, a name used twice, an enabled vendor no group serves, and a vendor
+in two groups one of which runs on every node (two pods would serve one
+driver on a node).
 */}}
 {{- define "accel-dra.nodeGroups" -}}
-{{- $v := .Values.vendors }}
-{{- range $vendor := list "ascend" "cambricon" }}
-{{- if hasKey (index $v $vendor) "nodeSelector" }}
+{{- $v := include "accel-dra.vendors" . | fromJson }}
+{{- range $vendor, $e := $v }}
+{{- if hasKey $e.values "nodeSelector" }}
 {{- fail (printf "vendors.%s.nodeSelector is replaced by nodeGroups[].nodeSelector: the chart runs one DaemonSet per node group, each mounting only its vendors' files; move the labels to the nodeGroups entry whose vendors include %s (values.yaml, docs/install.md \"Node groups\")" $vendor $vendor) }}
 {{- end }}
 {{- end }}
@@ -187,9 +266,14 @@ on a node).
 {{- fail (printf "nodeGroups[%d].name: %q is the name of nodeGroups[%d] already; each group is a DaemonSet named after it" $i $g.name (index $names $g.name)) }}
 {{- end }}
 {{- $_ := set $names $g.name $i }}
+{{- range $g.vendors }}
+{{- if not (hasKey $v .) }}
+{{- fail (printf "nodeGroups[%d].vendors: the chart has no vendor %s (its vendors: %s)" $i . (keys $v | sortAlpha | join ", ")) }}
+{{- end }}
+{{- end }}
 {{- $vendors := list }}
-{{- range $vendor := list "ascend" "cambricon" }}
-{{- if and (has $vendor $g.vendors) (index $v $vendor).enabled }}
+{{- range $vendor, $e := $v }}
+{{- if and (has $vendor $g.vendors) $e.enabled }}
 {{- $vendors = append $vendors $vendor }}
 {{- end }}
 {{- end }}
@@ -205,14 +289,14 @@ on a node).
 {{- end }}
 {{- $chipModes := $g.chipModes | default $.Values.kubeletPlugin.chipModes | default "Whole" }}
 {{- $mode := $g.partitionMode | default "auto" }}
-{{- $vnpu := and (has "ascend" $vendors) (ne $mode "off") (contains "Partitioned" $chipModes) }}
+{{- $partitions := and (ne $mode "off") (contains "Partitioned" $chipModes) }}
 {{- $templates := $g.partitionTemplates | default $.Values.kubeletPlugin.partitionTemplates | default list }}
 {{- $groups = append $groups (dict "name" $g.name "vendors" $vendors "nodeSelector" ($g.nodeSelector | default dict) "partitionMode" $mode
-  "chipModes" $chipModes "partitionTemplates" $templates "tolerations" ($g.tolerations | default list) "vnpu" $vnpu) }}
+  "chipModes" $chipModes "partitionTemplates" $templates "tolerations" ($g.tolerations | default list) "partitions" $partitions) }}
 {{- end }}
 {{- end }}
-{{- range $vendor := list "ascend" "cambricon" }}
-{{- if and (index $v $vendor).enabled (not (hasKey $served $vendor)) }}
+{{- range $vendor, $e := $v }}
+{{- if and $e.enabled (not (hasKey $served $vendor)) }}
 {{- fail (printf "vendors.%s is enabled but no nodeGroups entry serves it: add %s to a group's vendors, or set vendors.%s.enabled=false" $vendor $vendor $vendor) }}
 {{- end }}
 {{- end }}
@@ -251,12 +335,11 @@ A nodeSelector map as "k1=v1, k2=v2", or "(every node)" when empty.
 {{/*
 Security context of the agent's container, unless kubeletPlugin.securityContext
 replaces it.
-- Real hardware: privileged. npu-smi, cnmon and the Ascend driver library
-  open the vendors' device files (/dev/davinci_manager, /dev/devmm_svm,
-  /dev/hisi_hdc, /dev/cambricon_ctl, …) and read sysfs attributes that the
-  device cgroup and masked paths of an unprivileged container deny; Huawei's
-  ascend-device-plugin and Cambricon's device plugin run privileged for the
-  same reason.
+- Real hardware: privileged. The vendors' tools and management libraries
+  open the vendors' device files (e.g. /dev/davinci_manager,
+  /dev/cambricon_ctl) and read sysfs attributes that the device cgroup and
+  masked paths of an unprivileged container deny; the vendors' own device
+  plugins run privileged for the same reason.
 - Simulation: no privileges, every capability dropped. The agent only
   writes sockets, CDI specs and its checkpoint into root-owned host
   directories, which uid 0 may do as their owner without CAP_DAC_OVERRIDE.
