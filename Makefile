@@ -228,9 +228,12 @@ demo: build
 # .deb checksums of hack/image/debs.lock (downloaded once into
 # _output/image/debs and verified; REFRESH_DEBS=1 downloads their latest
 # versions and rewrites the lock), an SPDX SBOM of the Go modules and
-# Debian packages next to the archive ($(IMAGE_ARCHIVE:.tar=.spdx.json)),
-# written as the OCI layout _output/image/oci and the archive
-# $(IMAGE_ARCHIVE) for `ctr -n k8s.io images import` or `docker load`.
+# Debian packages next to the archive ($(IMAGE_ARCHIVE:.tar=.spdx.json))
+# and an unsigned in-toto SLSA provenance of the image, its source commit
+# (marked dirty if the tree has changes) and those packages
+# ($(IMAGE_ARCHIVE:.tar=.provenance.json)), written as the OCI layout
+# _output/image/oci and the archive $(IMAGE_ARCHIVE) for
+# `ctr -n k8s.io images import` or `docker load`.
 image:
 	@set -e; for p in $(subst $(comma),$(space),$(IMAGE_PLATFORMS)); do \
 	  echo "go build $$p: $(IMAGE_BINARIES)"; \
@@ -240,7 +243,9 @@ image:
 	  --platforms $(IMAGE_PLATFORMS) --bin-dir $(CURDIR)/$(BIN) --binaries $(subst $(space),$(comma),$(IMAGE_BINARIES)) \
 	  --entrypoint /usr/bin/$(firstword $(IMAGE_BINARIES)) --cache $(IMAGE_OUT) --layout $(IMAGE_OUT)/oci \
 	  --archive $(IMAGE_ARCHIVE) $(if $(REFRESH_DEBS),--refresh-debs) \
-	  --lock $(CURDIR)/hack/image/debs.lock --sbom $(IMAGE_ARCHIVE:.tar=.spdx.json)
+	  --lock $(CURDIR)/hack/image/debs.lock --sbom $(IMAGE_ARCHIVE:.tar=.spdx.json) \
+	  --provenance $(IMAGE_ARCHIVE:.tar=.provenance.json) --source-commit=$(shell git rev-parse HEAD 2>/dev/null) \
+	  $(if $(shell git status --porcelain 2>/dev/null),--source-dirty)
 
 # Pushes the image (the index and both platforms' images) to
 # $(REGISTRY)/accel-dra:$(VERSION), e.g. REGISTRY=registry.example.com:5000/accel-dra,

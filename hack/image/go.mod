@@ -4,8 +4,10 @@ go 1.26.0
 
 require (
 	github.com/google/go-containerregistry v0.22.1
+	github.com/in-toto/attestation v1.2.0
 	github.com/spdx/tools-golang v0.5.7
 	github.com/stretchr/testify v1.12.1
+	google.golang.org/protobuf v1.36.11
 )
 
 require (

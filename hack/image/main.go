@@ -24,7 +24,8 @@
 // Makefile builds them), downloads the base layer's Debian 12 packages
 // with apt-get into <cache>/debs (once; later builds are offline), writes
 // the multi-platform image index as an OCI image layout and as a tar
-// archive, and checks what it wrote.
+// archive, and checks what it wrote; with --sbom and --provenance also an
+// SPDX SBOM and an (unsigned) in-toto SLSA provenance statement.
 package main
 
 import (
@@ -81,6 +82,9 @@ func build(ctx context.Context, args []string) error {
 	archive := fs.String("archive", "", "tar archive to write (ctr images import, docker load); none if empty")
 	lockFile := fs.String("lock", "", "lock file of the base layer's Debian packages (versions and .deb SHA-256) to verify, or with --refresh-debs to rewrite; none if empty")
 	sbomFile := fs.String("sbom", "", "SPDX JSON SBOM of the image's Go modules and Debian packages to write; none if empty")
+	provFile := fs.String("provenance", "", "in-toto statement with a SLSA v1 provenance of the image to write (unsigned); none if empty")
+	sourceCommit := fs.String("source-commit", "", "git commit of the source built, for the provenance (git rev-parse HEAD)")
+	sourceDirty := fs.Bool("source-dirty", false, "the source tree had uncommitted changes, for the provenance")
 	_ = fs.Parse(args)
 	if *name == "" || *version == "" {
 		return fmt.Errorf("build needs --name and --version")
@@ -189,7 +193,58 @@ func build(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("SBOM %s: %d packages\n", *sbomFile, len(doc.Packages)-1)
 	}
+	if *provFile != "" {
+		in := ociimage.ProvenanceInput{
+			Name: tag.String(), Version: *version, Index: written, Archive: *archive,
+			Binaries: strings.Split(*binaries, ","), Entrypoint: *entrypoint, Lock: repoRelative(*lockFile),
+			Packages: pkgs, SourceCommit: *sourceCommit, SourceDirty: *sourceDirty,
+			Created: created, StartedOn: start, FinishedOn: time.Now(),
+		}
+		for _, ps := range specs {
+			in.Platforms = append(in.Platforms, ps.Platform.String())
+			in.BinaryFiles = append(in.BinaryFiles, ps.Binaries...)
+		}
+		if err := writeProvenance(*provFile, in); err != nil {
+			return err
+		}
+	}
 	return summary(written, tag.String(), *layoutDir, *archive, time.Since(start))
+}
+
+// writeProvenance writes the image's provenance statement to path.
+func writeProvenance(path string, in ociimage.ProvenanceInput) error {
+	if in.SourceCommit == "" {
+		fmt.Fprintln(os.Stderr, "no --source-commit: the provenance names no source")
+	}
+	st, err := ociimage.Provenance(in)
+	if err != nil {
+		return err
+	}
+	if err := ociimage.WriteProvenance(path, st); err != nil {
+		return err
+	}
+	fmt.Printf("provenance %s: %d subjects\n", path, len(st.Subject))
+	return nil
+}
+
+// repoRelative is path relative to the root of the git work tree that
+// holds it (hack/image/debs.lock), so that the provenance's parameters do
+// not depend on where the repository was checked out; else path as is.
+func repoRelative(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	for dir := filepath.Dir(abs); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		// .git is a directory in a clone, a file in a worktree.
+		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+			if rel, err := filepath.Rel(dir, abs); err == nil {
+				return filepath.ToSlash(rel)
+			}
+			return path
+		}
+	}
+	return path
 }
 
 // lockPackages checks pkgs against the lock file, or with refresh

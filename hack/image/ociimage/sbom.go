@@ -129,11 +129,17 @@ func SBOM(in SBOMInput) (*spdx.Document, error) {
 			PackageLicenseConcluded: "NOASSERTION", PackageLicenseDeclared: "NOASSERTION", PackageCopyrightText: "NOASSERTION",
 			PackageExternalReferences: []*spdx.PackageExternalReference{{
 				Category: "PACKAGE-MANAGER", RefType: "purl",
-				Locator: "pkg:deb/debian/" + e.Name + "@" + url.PathEscape(e.Version) + "?arch=" + e.Architecture + "&distro=debian-12",
+				Locator: debPURL(e),
 			}},
 		})
 	}
 	return doc, nil
+}
+
+// debPURL is the package URL of a locked Debian 12 package, as the SBOM
+// and the provenance name it.
+func debPURL(e LockEntry) string {
+	return "pkg:deb/debian/" + e.Name + "@" + url.PathEscape(e.Version) + "?arch=" + e.Architecture + "&distro=debian-12"
 }
 
 // WriteSBOM writes doc as SPDX JSON to path.
