@@ -25,7 +25,9 @@ package vendortable
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -50,6 +52,9 @@ type Vendor struct {
 	Vendor string `json:"vendor"`
 	// Driver is the DRA driver name.
 	Driver string `json:"driver"`
+	// DevicePrefix starts its chips' device names ("npu" of npu-0), which
+	// chipModes entries name (npu-0=Shared, npu-*=Partitioned).
+	DevicePrefix string `json:"devicePrefix"`
 	// Tool is the vendor's tool: its name, the agent's flag of its path
 	// and the vendor's values key of that path.
 	Tool Setting `json:"tool"`
@@ -85,6 +90,8 @@ type Partitions struct {
 	// ("25p" of "25p.5827mb"), its slug "<type>-<template>"; otherwise the
 	// whole template, its slug the template with "_" as "-".
 	Prefix bool `json:"prefix"`
+	// Slugs are the shapes' slugs, which partitionTemplates name.
+	Slugs []string `json:"slugs"`
 }
 
 // Mount is a HostMount with its volume name, "host-" and the path's
@@ -131,7 +138,7 @@ func entry(v vendors.Vendor) (Vendor, error) {
 	if !dnsLabel.MatchString(n.Option) {
 		return Vendor{}, fmt.Errorf("option %q is not a DNS label: the chart names volumes after it", n.Option)
 	}
-	e := Vendor{Vendor: string(n.Vendor), Driver: n.Driver, VisibleDevicesEnv: v.CDI().VisibleEnv,
+	e := Vendor{Vendor: string(n.Vendor), Driver: n.Driver, DevicePrefix: n.DevicePrefix, VisibleDevicesEnv: v.CDI().VisibleEnv,
 		Tool: Setting{Name: n.Tool, Flag: n.Tool, Value: ValueKey(n.Tool)}}
 	if strings.HasSuffix(e.Tool.Value, "Library") || genericValues[e.Tool.Value] {
 		return Vendor{}, fmt.Errorf("the values key %s of tool %s is taken by the chart's schema", e.Tool.Value, n.Tool)
@@ -160,14 +167,19 @@ func entry(v vendors.Vendor) (Vendor, error) {
 // the same for all: the chart's helper has one rule per vendor.
 func partitions(models []vendors.Model) (*Partitions, error) {
 	var p *Partitions
+	slugs := map[string]bool{}
 	for _, m := range models {
 		for _, s := range m.Shapes {
 			this := Partitions{Type: s.Type, Prefix: s.Prefix}
-			if p != nil && *p != this {
+			if p != nil && (p.Type != this.Type || p.Prefix != this.Prefix) {
 				return nil, fmt.Errorf("the shapes of model %s are %+v, others' %+v: the chart names a vendor's shapes by one rule", m.Name, this, *p)
 			}
 			p = &this
+			slugs[s.Slug] = true
 		}
+	}
+	if p != nil {
+		p.Slugs = slices.Sorted(maps.Keys(slugs))
 	}
 	return p, nil
 }

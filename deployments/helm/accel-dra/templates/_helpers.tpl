@@ -261,6 +261,7 @@ driver on a node).
 {{- $names := dict }}
 {{- $everyNode := dict }}
 {{- $served := dict }}
+{{- $servedBy := dict }}
 {{- range $i, $g := .Values.nodeGroups }}
 {{- if hasKey $names $g.name }}
 {{- fail (printf "nodeGroups[%d].name: %q is the name of nodeGroups[%d] already; each group is a DaemonSet named after it" $i $g.name (index $names $g.name)) }}
@@ -284,6 +285,10 @@ driver on a node).
 {{- fail (printf "nodeGroups[%d] (%s) and nodeGroups[%d] both serve %s and one of them has no nodeSelector: on a node both select, two agents would serve one driver; give each group labels of its own" (index $served $vendor) (index $.Values.nodeGroups (index $served $vendor)).name $i $vendor) }}
 {{- end }}
 {{- end }}
+{{- range $j := index $servedBy $vendor | default list }}
+{{- include "accel-dra.checkOverlap" (dict "vendor" $vendor "i" $i "j" $j "groups" $.Values.nodeGroups) }}
+{{- end }}
+{{- $_ := set $servedBy $vendor (append (index $servedBy $vendor | default list) $i) }}
 {{- $_ := set $served $vendor $i }}
 {{- if not $g.nodeSelector }}{{ $_ := set $everyNode $vendor true }}{{ end }}
 {{- end }}
@@ -291,6 +296,8 @@ driver on a node).
 {{- $mode := $g.partitionMode | default "auto" }}
 {{- $partitions := and (ne $mode "off") (contains "Partitioned" $chipModes) }}
 {{- $templates := $g.partitionTemplates | default $.Values.kubeletPlugin.partitionTemplates | default list }}
+{{- include "accel-dra.checkChipModes" (dict "i" $i "group" $g.name "modes" $chipModes "vendors" $vendors "table" $v) }}
+{{- include "accel-dra.checkTemplates" (dict "i" $i "group" $g.name "templates" $templates "vendors" $vendors "table" $v) }}
 {{- $groups = append $groups (dict "name" $g.name "vendors" $vendors "nodeSelector" ($g.nodeSelector | default dict) "partitionMode" $mode
   "chipModes" $chipModes "partitionTemplates" $templates "tolerations" ($g.tolerations | default list) "partitions" $partitions) }}
 {{- end }}
@@ -451,4 +458,70 @@ clientConfig:
   {{- with .caBundle }}
   caBundle: {{ . }}
   {{- end }}
+{{- end }}
+
+{{/*
+Fails unless nodeGroups[.i] and nodeGroups[.j], which both serve .vendor,
+select no node in common: their nodeSelectors must give one label key
+different values (a node has one value per key). Otherwise a node with
+both groups' labels runs two agents serving one driver.
+*/}}
+{{- define "accel-dra.checkOverlap" -}}
+{{- $a := (index .groups .i).nodeSelector | default dict }}
+{{- $b := (index .groups .j).nodeSelector | default dict }}
+{{- $disjoint := false }}
+{{- range $k, $val := $a }}
+{{- if and (hasKey $b $k) (ne (toString (index $b $k)) (toString $val)) }}{{ $disjoint = true }}{{ end }}
+{{- end }}
+{{- if not $disjoint }}
+{{- fail (printf "nodeGroups[%d] (%s) and nodeGroups[%d] (%s) both serve %s and a node with both nodeSelectors' labels is selected by both: two agents would serve one driver there; give the groups one label key with different values" .j (index .groups .j).name .i (index .groups .i).name .vendor) }}
+{{- end }}
+{{- end }}
+
+{{/*
+Fails for a chipModes setting the agent's --chip-modes refuses
+(partitions.ParsePolicy): comma-separated entries, each a mode (Whole,
+Partitioned, Shared) or <device>=<mode>, the device a chip (npu-0) or
+all of one vendor's (npu-*), of any vendor of the chart: the setting may
+be kubeletPlugin's, shared by every group, and the agent accepts every
+vendor's names.
+*/}}
+{{- define "accel-dra.checkChipModes" -}}
+{{- $prefixes := list }}
+{{- range .table }}{{ $prefixes = append $prefixes .devicePrefix }}{{ end }}
+{{- range $n, $entry := splitList "," .modes }}
+{{- $entry = trim $entry }}
+{{- if $entry }}
+{{- $parts := splitList "=" $entry }}
+{{- $mode := trim (last $parts) }}
+{{- if not (has $mode (list "Whole" "Partitioned" "Shared")) }}
+{{- fail (printf "nodeGroups[%d] (%s): chipModes entry %d %q: mode %q is not Whole, Partitioned or Shared" $.i $.group (add1 $n) $entry $mode) }}
+{{- end }}
+{{- if gt (len $parts) 2 }}
+{{- fail (printf "nodeGroups[%d] (%s): chipModes entry %d %q: want <mode> or <device>=<mode>" $.i $.group (add1 $n) $entry) }}
+{{- end }}
+{{- if eq (len $parts) 2 }}
+{{- $device := trim (first $parts) }}
+{{- $ok := false }}
+{{- range $prefixes }}{{ if regexMatch (printf `^%s-([0-9]+|\*)$` .) $device }}{{ $ok = true }}{{ end }}{{ end }}
+{{- if not $ok }}
+{{- fail (printf "nodeGroups[%d] (%s): chipModes entry %d %q: %q is not a chip device name (%s-N or %s-*)" $.i $.group (add1 $n) $entry $device (join "-N, " $prefixes) (join "-*, " $prefixes)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Fails for a partitionTemplates slug that no partition shape of the
+chart's vendors has (the agent's --partition-templates refuses it).
+*/}}
+{{- define "accel-dra.checkTemplates" -}}
+{{- $known := list }}
+{{- range .table }}{{ with .partitions }}{{ $known = concat $known .slugs }}{{ end }}{{ end }}
+{{- range .templates }}
+{{- if not (has . $known) }}
+{{- fail (printf "nodeGroups[%d] (%s): partitionTemplates: %q is the slug of no partition template (known: %s)" $.i $.group . (join ", " ($known | sortAlpha))) }}
+{{- end }}
+{{- end }}
 {{- end }}
