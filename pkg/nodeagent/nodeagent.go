@@ -156,6 +156,12 @@ func Run(ctx context.Context, o Options) error {
 	if err := resourceslices.CheckTemplates(o.Discovery.Registry, o.PartitionTemplates); err != nil {
 		return fmt.Errorf("--partition-templates: %w", err)
 	}
+	// One decoder of the claims' opaque configs for every driver, from
+	// the registry main holds: each reserves every vendor's variables.
+	configs, err := o.Discovery.Registry.ConfigDecoder()
+	if err != nil {
+		return err
+	}
 	inv, discoverErr := source.Discover(ctx, o.Discovery)
 	if discoverErr != nil && len(inv.Chips) == 0 {
 		return discoverErr
@@ -254,6 +260,7 @@ func Run(ctx context.Context, o Options) error {
 			Vendor:        v,
 			NodeName:      o.Discovery.NodeName,
 			Inventory:     inv,
+			Configs:       configs,
 			CDI:           writer,
 			StateDir:      stateDir,
 			KubeClient:    o.KubeClient,
