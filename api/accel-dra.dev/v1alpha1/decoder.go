@@ -96,19 +96,22 @@ func NewConfigDecoder(drivers ...ConfigDriver) (*ConfigDecoder, error) {
 
 // check refuses a driver d cannot add.
 func (d *ConfigDecoder) check(c ConfigDriver) error {
-	other, kindTaken := d.byKind[c.Kind]
-	switch _, listed := d.byDriver[c.Driver]; {
-	case c.Driver == "":
+	if c.Driver == "" {
 		return errors.New("driver: the name is empty")
-	case listed:
+	}
+	if _, listed := d.byDriver[c.Driver]; listed {
 		return errors.New("driver: listed twice")
-	case c.Kind == NoConfigKind:
+	}
+	if c.Kind == NoConfigKind {
 		return nil
-	case !kindName.MatchString(c.Kind):
+	}
+	if !kindName.MatchString(c.Kind) {
 		return fmt.Errorf("kind %q: not a kind name (%s)", c.Kind, kindName)
-	case slices.Contains(fileKinds, c.Kind):
+	}
+	if slices.Contains(fileKinds, c.Kind) {
 		return fmt.Errorf("kind %q: the kind of another %s file", c.Kind, GroupVersion)
-	case kindTaken:
+	}
+	if other, taken := d.byKind[c.Kind]; taken {
 		return fmt.Errorf("kind %q: driver %s's already", c.Kind, other.Driver)
 	}
 	return nil
