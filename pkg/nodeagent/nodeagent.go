@@ -156,12 +156,6 @@ func Run(ctx context.Context, o Options) error {
 	if err := resourceslices.CheckTemplates(o.Discovery.Registry, o.PartitionTemplates); err != nil {
 		return fmt.Errorf("--partition-templates: %w", err)
 	}
-	// One decoder of the claims' opaque configs for every driver, from
-	// the registry main holds: each reserves every vendor's variables.
-	configs, err := o.Discovery.Registry.ConfigDecoder()
-	if err != nil {
-		return err
-	}
 	inv, discoverErr := source.Discover(ctx, o.Discovery)
 	if discoverErr != nil && len(inv.Chips) == 0 {
 		return discoverErr
@@ -239,6 +233,12 @@ func Run(ctx context.Context, o Options) error {
 			d.Stop()
 		}
 	}()
+	// One decoder of the claims' opaque configs for every driver, from
+	// the registry main holds: each reserves every vendor's variables.
+	configs, err := o.Discovery.Registry.ConfigDecoder()
+	if err != nil {
+		return err
+	}
 	// The drivers start side by side: each one's start waits about a
 	// second for its slice informer (upstream polls it once a second), and
 	// the second vendor's claims should not wait for the first's. A driver
