@@ -14,9 +14,10 @@
 
 // Command accel-dra-webhook is the validating admission webhook of
 // accel-dra: it rejects ResourceClaims, ResourceClaimTemplates and
-// DeviceClasses whose opaque config for ascend.accel-dra.dev or
-// cambricon.accel-dra.dev is bad, when they are applied, with the words the
-// kubelet plugin would fail the claim's prepare with.
+// DeviceClasses whose opaque config for one of accel-dra's drivers
+// (ascend.accel-dra.dev, cambricon.accel-dra.dev, … as pkg/vendors/all
+// lists them) is bad, when they are applied, with the words the kubelet
+// plugin would fail the claim's prepare with.
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -32,33 +34,37 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/logflags"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/webhook"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newCommand().ExecuteContext(ctx); err != nil {
+	if err := newCommand(all.Registry()).ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "accel-dra-webhook:", err)
 		os.Exit(1)
 	}
 }
 
-func newCommand() *cobra.Command {
+// newCommand is the command of the webhook judging the configs of reg's
+// drivers.
+func newCommand(reg vendors.Registry) *cobra.Command {
 	var o webhook.Options
 	var logging *logflags.Config
 	cmd := &cobra.Command{
 		Use:   "accel-dra-webhook",
-		Short: "accel-dra admission webhook: reject bad opaque configs for ascend.accel-dra.dev and cambricon.accel-dra.dev when they are applied",
+		Short: "accel-dra admission webhook: reject bad opaque configs for " + driversHelp(reg) + " when they are applied",
 		Long: `accel-dra-webhook is a validating admission webhook (a Deployment behind a
 Service, called by the kube-apiserver through a ValidatingWebhookConfiguration).
 
 For ResourceClaims, ResourceClaimTemplates and DeviceClasses of
 resource.k8s.io (v1, and v1beta2/v1beta1 where served) it decodes every
-spec...config[].opaque.parameters whose driver is ascend.accel-dra.dev or
-cambricon.accel-dra.dev, strictly and with the plugin's validation
-(AscendConfig for Ascend, CambriconConfig for Cambricon), and denies the
-object, naming every bad field, e.g.
+spec...config[].opaque.parameters whose driver is one of accel-dra's, strictly
+and with the plugin's validation, each of the kind its driver takes:
+` + driversHelp(reg) + `.
+It denies the object, naming every bad field, e.g.
 
   spec.devices.config[0].opaque.parameters: decoding: strict decoding error: unknown field "envs" (...)
 
@@ -88,6 +94,11 @@ Every flag can also be set by the environment variable in brackets.`,
 			if err := logging.Apply(cmd.ErrOrStderr()); err != nil {
 				return err
 			}
+			configs, err := reg.ConfigDecoder()
+			if err != nil {
+				return err
+			}
+			o.Configs = configs
 			ctx := klog.NewContext(cmd.Context(), klog.Background().WithName("accel-dra-webhook"))
 			return webhook.Run(ctx, o)
 		},
@@ -104,4 +115,18 @@ Every flag can also be set by the environment variable in brackets.`,
 	logging = logflags.Add(f, "ACCEL_DRA_WEBHOOK_LOGGING_FORMAT")
 	f.Lookup("v").Usage = "log verbosity: 0 start, stop and certificate reloads; 2 every denial; 4 every review"
 	return cmd
+}
+
+// driversHelp lists reg's drivers, each with the config kind it takes.
+func driversHelp(reg vendors.Registry) string {
+	var out []string
+	for _, v := range reg.All() {
+		n := v.Names()
+		kind := n.ConfigKind
+		if kind == vendors.ConfigKindNone {
+			kind = "no config"
+		}
+		out = append(out, n.Driver+" ("+kind+")")
+	}
+	return strings.Join(out, ", ")
 }

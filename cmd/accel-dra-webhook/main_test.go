@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 // With ACCEL_DRA_WEBHOOK_TEST_MAIN=1 the test binary is the command
@@ -50,7 +52,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestHelpExplainsEndpointsCertificatesAndEveryFlag(t *testing.T) {
-	cmd := newCommand()
+	cmd := newCommand(all.Registry())
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"--help"})
@@ -58,7 +60,7 @@ func TestHelpExplainsEndpointsCertificatesAndEveryFlag(t *testing.T) {
 	help := out.String()
 	for _, want := range []string{
 		"/validate-resource-claim-parameters", "/livez", "/readyz", "HTTPS only",
-		"ascend.accel-dra.dev", "cambricon.accel-dra.dev", "AscendConfig", "CambriconConfig",
+		"ascend.accel-dra.dev (AscendConfig), cambricon.accel-dra.dev (CambriconConfig)",
 		"cert-manager", "SIGTERM",
 		"--port", "--tls-cert-file", "--tls-private-key-file", "--tls-reload-interval", "--shutdown-delay", "--shutdown-timeout", "--v", "--logging-format",
 		"[ACCEL_DRA_WEBHOOK_PORT]", "[ACCEL_DRA_WEBHOOK_TLS_CERT_FILE]", "[ACCEL_DRA_WEBHOOK_TLS_PRIVATE_KEY_FILE]", "[ACCEL_DRA_WEBHOOK_LOGGING_FORMAT]",
@@ -87,7 +89,7 @@ func TestBadFlagValuesAreErrors(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			cmd := newCommand()
+			cmd := newCommand(all.Registry())
 			cmd.SetArgs(tc.args)
 			require.EqualError(t, cmd.Execute(), tc.want)
 		})

@@ -38,7 +38,7 @@ const (
 	// it sees chips other claims use, and must not use them for work.
 	// Mixed claims have DRA_DEVICE_<NAME>_ADMIN_ACCESS per device instead.
 	EnvAdminAccess = "DRA_ADMIN_ACCESS"
-	// Every variable above starts with vendors.ReservedEnvPrefix: user
+	// Every variable above starts with v1alpha1.ReservedEnvPrefix: user
 	// configuration may set none of them, now or when more are added
 	// (vendors.Registry.ValidateEnv).
 

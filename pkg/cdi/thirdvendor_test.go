@@ -49,7 +49,10 @@ func withAcme(t *testing.T) vendors.Registry {
 // adding a vendor edits no generic package: with the test-only ACME vendor
 // in the registry, discovery finds its chips, the slice builder names and
 // describes them, the device faker fakes its driver files and the CDI
-// writer writes its spec, all from what the vendor object says.
+// writer writes its spec, all from what the vendor object says. Its
+// config kind is decoded when a claim is prepared (pkg/driver
+// TestAThirdVendorsClaimIsPreparedWithItsOwnConfigKind) and judged at
+// apply (pkg/webhook TestAThirdVendorsConfigsAreJudgedByItsOwnKind).
 func TestAThirdVendorNeedsOnlyItsPackageAndARegistration(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("faking device nodes needs root (mknod)")

@@ -809,10 +809,10 @@ func TestAWriterWithoutVendorsIsAnError(t *testing.T) {
 	require.EqualError(t, err, "creating the CDI writer: Config.Registry has no vendors (main builds it from pkg/vendors/all)")
 }
 
-// The API's config validation (which the admission webhook runs at
-// apply) and the writer (at prepare) refuse the same env, so a config the
-// agent would refuse never gets past apply: both call
-// vendors.Registry.ValidateEnv.
+// The config decoder (which the admission webhook runs at apply) and the
+// writer (at prepare) refuse the same env, so a config the agent would
+// refuse never gets past apply: both run v1alpha1.ValidateEnv with the
+// registry's variables reserved.
 func TestTheAPIAndTheWriterRefuseTheSameEnv(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -828,11 +828,13 @@ func TestTheAPIAndTheWriterRefuseTheSameEnv(t *testing.T) {
 	}
 	n := newNode(t, "mixed-910b-mlu370", nil)
 	uid := types.UID("0a1b2c3d-0000-4000-8000-000000000004")
+	configs, err := registry.ConfigDecoder()
+	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion, "kind": v1alpha1.AscendConfigKind, "env": tt.env})
+			raw, err := json.Marshal(map[string]any{"apiVersion": v1alpha1.GroupVersion, "kind": ascend.ConfigKind, "env": tt.env})
 			require.NoError(t, err)
-			_, apiErr := v1alpha1.DecodeConfig(raw, v1alpha1.AscendConfigKind)
+			_, apiErr := configs.DecodeConfig(raw, ascend.ConfigKind)
 			w, _ := n.writer(t)
 			c := n.claim(uid, ascend.Vendor, 0)
 			c.Devices[0].Env = tt.env

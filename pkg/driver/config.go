@@ -65,7 +65,25 @@ type requestConfig struct {
 // config.
 func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []resourceapi.DeviceRequestAllocationResult) (map[string]requestConfig, error) {
 	configs := claim.Status.Allocation.Devices.Config
-	// Class configs first, then the claim's, keeping their order.
+	order := classFirst(configs)
+	decoded, err := d.decodeConfigs(configs, order)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]requestConfig{}
+	for _, r := range results {
+		rc, err := mergeConfigs(configs, order, decoded, r.Request)
+		if err != nil {
+			return nil, err
+		}
+		out[r.Request] = rc
+	}
+	return out, nil
+}
+
+// classFirst lists the indices of configs, class configs first, then the
+// claim's, each keeping their order.
+func classFirst(configs []resourceapi.DeviceAllocationConfiguration) []int {
 	order := make([]int, 0, len(configs))
 	for i, c := range configs {
 		if c.Source == resourceapi.AllocationConfigSourceClass {
@@ -77,67 +95,87 @@ func (d *Driver) requestConfigs(claim *resourceapi.ResourceClaim, results []reso
 			order = append(order, i)
 		}
 	}
-	decoded := map[int]v1alpha1.DeviceConfig{}
+	return order
+}
+
+// decodeConfigs decodes the opaque configs for our driver, by their index
+// in configs.
+func (d *Driver) decodeConfigs(configs []resourceapi.DeviceAllocationConfiguration, order []int) (map[int]*v1alpha1.DeviceConfig, error) {
+	decoded := map[int]*v1alpha1.DeviceConfig{}
 	for _, i := range order {
 		c := configs[i]
 		if c.Opaque == nil || c.Opaque.Driver != d.name {
 			continue
 		}
-		// The webhook words the same errors for kubectl apply.
-		path := v1alpha1.OpaqueParametersPath(allocationConfigs, i)
-		cfg, _, err := v1alpha1.DecodeOpaqueConfig(path, c.Opaque.Driver, c.Opaque.Parameters.Raw)
+		cfg, err := d.decodeConfig(i, c)
 		if err != nil {
-			var oe *v1alpha1.OpaqueConfigError
-			if errors.As(err, &oe) {
-				oe.Source = "claim"
-				if c.Source == resourceapi.AllocationConfigSourceClass {
-					oe.Source = "DeviceClass"
-				}
-			}
 			return nil, err
-		}
-		if cfg.IsEnforced() && c.Source != resourceapi.AllocationConfigSourceClass {
-			return nil, fmt.Errorf("%s (from the claim): %w", path, v1alpha1.ErrEnforcedInClaim)
 		}
 		decoded[i] = cfg
 	}
-	out := map[string]requestConfig{}
-	for _, r := range results {
-		rc := requestConfig{env: map[string]string{}, strategy: v1alpha1.SharingShared}
-		// enforced maps each variable an enforced class config sets to
-		// that config's index; exclusive says one enforces Exclusive.
-		enforced := map[string]int{}
-		exclusive := false
-		for _, i := range order {
-			cfg, ok := decoded[i]
-			if !ok || !appliesTo(configs[i].Requests, r.Request) {
-				continue
-			}
-			for _, k := range slices.Sorted(maps.Keys(cfg.EnvVars())) {
-				v := cfg.EnvVars()[k]
-				if j, ok := enforced[k]; ok && rc.env[k] != v {
-					return nil, fmt.Errorf("%s (from the claim): env[%s]: %q may not override %q, which the DeviceClass config %s enforces",
-						v1alpha1.OpaqueParametersPath(allocationConfigs, i), k, v, rc.env[k], v1alpha1.OpaqueParametersPath(allocationConfigs, j))
-				}
-				rc.env[k] = v
-				if cfg.IsEnforced() {
-					enforced[k] = i
-				}
-			}
-			rc.strategy = cfg.SharingStrategy()
-			if cfg.IsEnforced() && rc.strategy == v1alpha1.SharingExclusive {
-				exclusive = true
-			}
+	return decoded, nil
+}
+
+// decodeConfig decodes config i, one for our driver. The webhook words
+// the same errors for kubectl apply; a config for a driver that takes
+// none is such an error too, never a config that is not there.
+func (d *Driver) decodeConfig(i int, c resourceapi.DeviceAllocationConfiguration) (*v1alpha1.DeviceConfig, error) {
+	path := v1alpha1.OpaqueParametersPath(allocationConfigs, i)
+	cfg, err := d.configs.DecodeOpaqueConfig(path, c.Opaque.Driver, c.Opaque.Parameters.Raw)
+	var oe *v1alpha1.OpaqueConfigError
+	switch {
+	case errors.Is(err, v1alpha1.ErrNotOurs):
+		// The agent's decoder lacks the agent's own driver: refused, not
+		// skipped, so a config is never silently left unapplied.
+		return nil, fmt.Errorf("%w: the node agent's config decoder does not know its driver", err)
+	case errors.As(err, &oe):
+		oe.Source = "claim"
+		if c.Source == resourceapi.AllocationConfigSourceClass {
+			oe.Source = "DeviceClass"
 		}
-		if exclusive {
-			rc.strategy = v1alpha1.SharingExclusive
-		}
-		if len(rc.env) == 0 {
-			rc.env = nil
-		}
-		out[r.Request] = rc
+		return nil, err
+	case err != nil:
+		return nil, err
+	case cfg.Enforced && c.Source != resourceapi.AllocationConfigSourceClass:
+		return nil, fmt.Errorf("%s (from the claim): %w", path, v1alpha1.ErrEnforcedInClaim)
 	}
-	return out, nil
+	return cfg, nil
+}
+
+// mergeConfigs is what the decoded configs say about request, applied in
+// order.
+func mergeConfigs(configs []resourceapi.DeviceAllocationConfiguration, order []int, decoded map[int]*v1alpha1.DeviceConfig, request string) (requestConfig, error) {
+	rc := requestConfig{env: map[string]string{}, strategy: v1alpha1.SharingShared}
+	// enforced maps each variable an enforced class config sets to
+	// that config's index; exclusive says one enforces Exclusive.
+	enforced := map[string]int{}
+	exclusive := false
+	for _, i := range order {
+		cfg, ok := decoded[i]
+		if !ok || !appliesTo(configs[i].Requests, request) {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(cfg.Env)) {
+			v := cfg.Env[k]
+			if j, ok := enforced[k]; ok && rc.env[k] != v {
+				return requestConfig{}, fmt.Errorf("%s (from the claim): env[%s]: %q may not override %q, which the DeviceClass config %s enforces",
+					v1alpha1.OpaqueParametersPath(allocationConfigs, i), k, v, rc.env[k], v1alpha1.OpaqueParametersPath(allocationConfigs, j))
+			}
+			rc.env[k] = v
+			if cfg.Enforced {
+				enforced[k] = i
+			}
+		}
+		rc.strategy = cfg.SharingStrategy()
+		exclusive = exclusive || (cfg.Enforced && rc.strategy == v1alpha1.SharingExclusive)
+	}
+	if exclusive {
+		rc.strategy = v1alpha1.SharingExclusive
+	}
+	if len(rc.env) == 0 {
+		rc.env = nil
+	}
+	return rc, nil
 }
 
 // appliesTo reports whether a config listing requests covers request

@@ -39,6 +39,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/claimstatus"
@@ -56,6 +57,11 @@ type Config struct {
 	NodeName string
 	// Inventory is the node's discovered chips; only Vendor's are served.
 	Inventory inventory.Inventory
+	// Configs decodes the opaque configs of the claims: built from the
+	// registry of the vendors the node agent serves
+	// (vendors.Registry.ConfigDecoder), so it reserves each vendor's
+	// visible-devices variable. Required.
+	Configs *v1alpha1.ConfigDecoder
 	// CDI writes the per-claim CDI specs.
 	CDI *cdi.Writer
 	// StateDir holds the checkpoint; one directory per driver.
@@ -129,8 +135,10 @@ type Driver struct {
 	policy partitions.Policy
 	tool   vendors.PartitionTool
 	cdi    *cdi.Writer
-	store  *checkpoint.Store
-	fatal  func(error)
+	// configs decodes the claims' opaque configs (Config.Configs).
+	configs *v1alpha1.ConfigDecoder
+	store   *checkpoint.Store
+	fatal   func(error)
 	// kube reads the claims to prepare again after a reboot.
 	kube       kubernetes.Interface
 	bootIDFile string
@@ -184,22 +192,26 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	if cfg.Vendor == nil {
 		return nil, errors.New("starting driver: no vendor")
 	}
+	if cfg.Configs == nil {
+		return nil, fmt.Errorf("starting driver %s: no config decoder", cfg.Vendor.Names().Driver)
+	}
 	names := cfg.Vendor.Names()
 	d := &Driver{
-		name:   names.Driver,
-		vendor: cfg.Vendor,
-		names:  names,
-		parts:  cfg.Vendor.Partitions(),
-		node:   cfg.NodeName,
-		inv:    cfg.Inventory.Only(names.Vendor),
-		chips:  map[string]inventory.Chip{},
-		slots:  map[string]slot{},
-		policy: cfg.Policy,
-		tool:   cfg.PartitionTool,
-		cdi:    cfg.CDI,
-		store:  checkpoint.New(cfg.StateDir, CheckpointFile),
-		fatal:  cfg.OnFatal,
-		kube:   cfg.KubeClient,
+		name:    names.Driver,
+		vendor:  cfg.Vendor,
+		names:   names,
+		parts:   cfg.Vendor.Partitions(),
+		node:    cfg.NodeName,
+		inv:     cfg.Inventory.Only(names.Vendor),
+		chips:   map[string]inventory.Chip{},
+		slots:   map[string]slot{},
+		policy:  cfg.Policy,
+		tool:    cfg.PartitionTool,
+		cdi:     cfg.CDI,
+		configs: cfg.Configs,
+		store:   checkpoint.New(cfg.StateDir, CheckpointFile),
+		fatal:   cfg.OnFatal,
+		kube:    cfg.KubeClient,
 
 		bootIDFile: cfg.BootIDFile,
 		metrics:    driverMetrics{Metrics: cfg.Metrics},

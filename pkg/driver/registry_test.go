@@ -14,8 +14,23 @@
 
 package driver
 
-import "github.com/accel-dra/accel-dra/pkg/vendors/all"
+import (
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
+)
 
 // registry is the vendors the binaries serve, built as their main builds
 // it.
 var registry = all.Registry()
+
+// configs decodes the claims' opaque configs, built from registry as the
+// node agent builds it.
+var configs = mustConfigDecoder()
+
+func mustConfigDecoder() *v1alpha1.ConfigDecoder {
+	d, err := registry.ConfigDecoder()
+	if err != nil {
+		panic(err)
+	}
+	return d
+}

@@ -110,7 +110,7 @@ func newTestNode(t *testing.T) *testNode {
 	writer, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
 	require.NoError(t, err)
 	n.d = &Driver{name: ascend.Driver, vendor: ascend.Ascend{}, names: ascend.Ascend{}.Names(), parts: ascend.VNPUs{}, node: "node-0", inv: inv.Only(ascend.Vendor),
-		policy: policy, tool: tool, cdi: writer, store: checkpoint.New(n.ckptDir, CheckpointFile),
+		policy: policy, tool: tool, cdi: writer, configs: configs, store: checkpoint.New(n.ckptDir, CheckpointFile),
 		prepared: checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{}}}
 	n.d.index(n.d.inv.Chips)
 	return n

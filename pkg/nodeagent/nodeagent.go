@@ -233,6 +233,12 @@ func Run(ctx context.Context, o Options) error {
 			d.Stop()
 		}
 	}()
+	// One decoder of the claims' opaque configs for every driver, from
+	// the registry main holds: each reserves every vendor's variables.
+	configs, err := o.Discovery.Registry.ConfigDecoder()
+	if err != nil {
+		return err
+	}
 	// The drivers start side by side: each one's start waits about a
 	// second for its slice informer (upstream polls it once a second), and
 	// the second vendor's claims should not wait for the first's. A driver
@@ -254,6 +260,7 @@ func Run(ctx context.Context, o Options) error {
 			Vendor:        v,
 			NodeName:      o.Discovery.NodeName,
 			Inventory:     inv,
+			Configs:       configs,
 			CDI:           writer,
 			StateDir:      stateDir,
 			KubeClient:    o.KubeClient,

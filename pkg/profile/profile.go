@@ -52,7 +52,7 @@ func Load(reg vendors.Registry, ref string) (*v1alpha1.HardwareProfile, error) {
 		if err != nil {
 			return nil, err
 		}
-		return v1alpha1.ParseHardwareProfile(ref, data, reg)
+		return v1alpha1.ParseHardwareProfile(ref, data, reg.ProfileVendors())
 	}
 	data, err := fs.ReadFile(profiles.FS, ref+".yaml")
 	if errors.Is(err, fs.ErrNotExist) {
@@ -61,7 +61,7 @@ func Load(reg vendors.Registry, ref string) (*v1alpha1.HardwareProfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading bundled profile %q: %w", ref, err)
 	}
-	p, err := v1alpha1.ParseHardwareProfile("profile "+ref, data, reg)
+	p, err := v1alpha1.ParseHardwareProfile("profile "+ref, data, reg.ProfileVendors())
 	if err != nil {
 		return nil, err
 	}

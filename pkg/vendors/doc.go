@@ -29,7 +29,11 @@
 // binary's main builds from pkg/vendors/all (there is no package-level
 // one), and looks a vendor up in it by its inventory value
 // (accel-dra.dev/vendor, Lookup), driver name (ByDriver), --vendors
-// option (ByOption) or CDI kind (ByCDIKind), or ranges over All.
+// option (ByOption) or CDI kind (ByCDIKind), or ranges over All. The file
+// formats of api/accel-dra.dev/v1alpha1 get the vendors the same way:
+// the opaque config decoder is built from a registry (ConfigDecoder, each
+// vendor's Names.ConfigKind or ConfigKindNone), and profiles are checked
+// against its vendors (ProfileVendors).
 //
 // A vendor package has one file per concern, the same names in each:
 //

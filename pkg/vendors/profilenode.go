@@ -47,9 +47,8 @@ type ProfileNode struct {
 }
 
 // ProfileGroup are the vendor-specific fields of a hardware profile's chip
-// group (v1alpha1.ChipGroup). They are copied rather than the API type
-// used, so the API package may import the vendor packages (for their
-// names) without an import cycle.
+// group (v1alpha1.ChipGroup), copied for the vendor's Chip hook so that a
+// hook reads only the fields meant for vendors.
 type ProfileGroup struct {
 	// ChipName is the Ascend chip name as npu-smi prints it (910B3).
 	ChipName string

@@ -135,8 +135,9 @@ type Names struct {
 	// (--npu-smi); ToolHelp is its usage text.
 	Tool, ToolHelp string
 	// ConfigKind is the kind of the driver's opaque device configuration
-	// (api/accel-dra.dev/v1alpha1: "AscendConfig"). A string here, not the
-	// API's constant, so the API package may use this one.
+	// (a v1alpha1.DeviceConfig: "AscendConfig"), or ConfigKindNone for a
+	// driver that takes none. The config decoder registers it
+	// (Registry.ConfigDecoder); the API package names no kind itself.
 	ConfigKind string
 	// LibraryFlag is the flag of the node agent and `accel-dra discover`
 	// that names the vendor's management library ("dcmi-library"), empty
@@ -257,10 +258,15 @@ func (r Registry) With(vs ...Vendor) (Registry, error) {
 
 func (n Names) validate() error {
 	for field, val := range map[string]string{"vendor": string(n.Vendor), "family": string(n.Family), "driver": n.Driver,
-		"option": n.Option, "CDI kind": n.CDIKind, "device prefix": n.DevicePrefix, "tool": n.Tool, "config kind": n.ConfigKind} {
+		"option": n.Option, "CDI kind": n.CDIKind, "device prefix": n.DevicePrefix, "tool": n.Tool} {
 		if val == "" {
 			return fmt.Errorf("%s name is empty", field)
 		}
+	}
+	// Said out loud, so a vendor without a config is a decision, not an
+	// omission.
+	if n.ConfigKind == "" {
+		return fmt.Errorf("config kind name is empty: name the kind of the driver's opaque config, or %q (ConfigKindNone) if it takes none", ConfigKindNone)
 	}
 	return nil
 }
@@ -282,7 +288,7 @@ func (n Names) clash(o Names) error {
 		return fmt.Errorf("family %q is vendor %q's", n.Family, o.Vendor)
 	case n.Tool == o.Tool:
 		return fmt.Errorf("tool %q is vendor %q's", n.Tool, o.Vendor)
-	case n.ConfigKind == o.ConfigKind:
+	case n.ConfigKind == o.ConfigKind && n.ConfigKind != ConfigKindNone:
 		return fmt.Errorf("config kind %q is vendor %q's", n.ConfigKind, o.Vendor)
 	}
 	return nil
@@ -376,13 +382,8 @@ func (r Registry) VendorFor(driver string) inventory.Vendor {
 	return ""
 }
 
-// ReservedEnvPrefix starts the variables the driver sets in every
-// container of a claim (DRA_DRIVER, DRA_DEVICE_<NAME>_UUID, ...):
-// configuration may set none of them, now or when more are added.
-const ReservedEnvPrefix = "DRA_"
-
-// ReservedEnv lists, sorted, the variables besides the ReservedEnvPrefix
-// ones that configuration may not set: every vendor's visible-devices
+// ReservedEnv lists, sorted, the variables besides the
+// v1alpha1.ReservedEnvPrefix ones that configuration may not set: every vendor's visible-devices
 // variable, since a container can hold devices of
 // several vendors. The API's config validation (and so the webhook) and
 // the CDI writer both refuse them.

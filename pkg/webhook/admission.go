@@ -64,11 +64,12 @@ func init() {
 // admission.k8s.io/v1 AdmissionReview over JSON: a request that is not one
 // gets HTTP 400 with the reason as text; a review is always answered with
 // HTTP 200 and the verdict in response.allowed and response.status.
-func NewHandler() http.Handler {
-	return http.HandlerFunc(serveReview)
+// configs decodes the opaque configs of the drivers that are ours.
+func NewHandler(configs *v1alpha1.ConfigDecoder) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveReview(configs, w, r) })
 }
 
-func serveReview(w http.ResponseWriter, r *http.Request) {
+func serveReview(configs *v1alpha1.ConfigDecoder, w http.ResponseWriter, r *http.Request) {
 	logger := klog.FromContext(r.Context())
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -97,7 +98,7 @@ func serveReview(w http.ResponseWriter, r *http.Request) {
 	}
 	out := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: admissionv1.SchemeGroupVersion.String(), Kind: "AdmissionReview"},
-		Response: Review(r.Context(), review.Request),
+		Response: Review(r.Context(), configs, review.Request),
 	}
 	data, err := json.Marshal(out)
 	if err != nil {
@@ -129,12 +130,13 @@ func decodeReview(body []byte) (*admissionv1.AdmissionReview, error) {
 
 // Review judges one admission request: a ResourceClaim,
 // ResourceClaimTemplate or DeviceClass of resource.k8s.io (v1, v1beta2 or
-// v1beta1) is denied when an opaque config for ascend.accel-dra.dev or
-// cambricon.accel-dra.dev does not decode and validate for its driver, or
-// names a request the claim does not have. Configs of other drivers are
-// not looked at. The denial lists every bad field, as the API server's
-// own validation does: HTTP 422, reason Invalid, one cause per field.
-func Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// v1beta1) is denied when an opaque config for a driver of configs (ours:
+// ascend.accel-dra.dev, cambricon.accel-dra.dev, …) does not decode and
+// validate for its driver, or names a request the claim does not have.
+// Configs of other drivers are not looked at. The denial lists every bad
+// field, as the API server's own validation does: HTTP 422, reason
+// Invalid, one cause per field.
+func Review(ctx context.Context, configs *v1alpha1.ConfigDecoder, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	logger := klog.FromContext(ctx).WithValues("uid", req.UID, "kind", req.Kind.Kind, "object", klog.KRef(req.Namespace, req.Name), "operation", req.Operation, "dryRun", req.DryRun != nil && *req.DryRun)
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
@@ -161,7 +163,7 @@ func Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1
 			}
 		}
 	}
-	errs := o.devices.validate(o.configsPath, o.isClass)
+	errs := o.devices.validate(configs, o.configsPath, o.isClass)
 	if len(errs) == 0 {
 		logger.V(4).Info("Allowed")
 		return resp

@@ -155,6 +155,7 @@ func startServer(t *testing.T) *testServer {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	srv, err := webhook.NewServer(ctx, webhook.Options{
+		Configs:  configs,
 		CertFile: secret.Cert, KeyFile: secret.Key,
 		CertReloadInterval: 20 * time.Millisecond,
 		ShutdownTimeout:    5 * time.Second,

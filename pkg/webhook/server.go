@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 )
 
 // Probe paths, served on the same HTTPS port as the webhook.
@@ -43,6 +45,11 @@ const (
 
 // Options configure the server.
 type Options struct {
+	// Configs decodes the opaque configs the webhook judges: the binary's
+	// main builds it from its vendor registry
+	// (vendors.Registry.ConfigDecoder), so every vendor's driver is
+	// judged by its own config kind. Required.
+	Configs *v1alpha1.ConfigDecoder
 	// Port is the HTTPS port Run listens on, on every address.
 	Port int
 	// CertFile and KeyFile hold the PEM serving certificate (with its
@@ -71,6 +78,9 @@ type Server struct {
 
 // NewServer checks the options and loads the serving certificate.
 func NewServer(ctx context.Context, o Options) (*Server, error) {
+	if o.Configs == nil {
+		return nil, errors.New("a config decoder is required: it knows which drivers' configs are ours")
+	}
 	if o.CertFile == "" || o.KeyFile == "" {
 		return nil, errors.New("a serving certificate and key are required: the webhook serves HTTPS only")
 	}
@@ -93,7 +103,7 @@ func NewServer(ctx context.Context, o Options) (*Server, error) {
 // Handler serves ValidatePath, LivezPath and ReadyzPath.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(ValidatePath, NewHandler())
+	mux.Handle(ValidatePath, NewHandler(s.opts.Configs))
 	mux.HandleFunc(LivezPath, func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -168,9 +168,10 @@ func TestTheServerRefusesToStartWithoutAUsableCertificate(t *testing.T) {
 		o    webhook.Options
 		want string
 	}{
-		{"no certificate", webhook.Options{}, "a serving certificate and key are required: the webhook serves HTTPS only"},
-		{"a missing file", webhook.Options{CertFile: filepath.Join(dir, "nope.crt"), KeyFile: keyFile}, "reading serving certificate: open " + filepath.Join(dir, "nope.crt")},
-		{"a key of another certificate", webhook.Options{CertFile: certFile, KeyFile: otherKeyFile},
+		{"no config decoder", webhook.Options{CertFile: certFile, KeyFile: keyFile}, "a config decoder is required: it knows which drivers' configs are ours"},
+		{"no certificate", webhook.Options{Configs: configs}, "a serving certificate and key are required: the webhook serves HTTPS only"},
+		{"a missing file", webhook.Options{Configs: configs, CertFile: filepath.Join(dir, "nope.crt"), KeyFile: keyFile}, "reading serving certificate: open " + filepath.Join(dir, "nope.crt")},
+		{"a key of another certificate", webhook.Options{Configs: configs, CertFile: certFile, KeyFile: otherKeyFile},
 			"loading serving certificate " + certFile + " with key " + otherKeyFile + ": tls: private key does not match public key"},
 	}
 	for _, tt := range tests {
@@ -179,6 +180,6 @@ func TestTheServerRefusesToStartWithoutAUsableCertificate(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
-	_, err := webhook.NewServer(context.Background(), webhook.Options{CertFile: certFile, KeyFile: keyFile})
+	_, err := webhook.NewServer(context.Background(), webhook.Options{Configs: configs, CertFile: certFile, KeyFile: keyFile})
 	require.NoError(t, err)
 }

@@ -17,6 +17,7 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -58,32 +59,41 @@ func opaqueConfig(driver string, parameters runtime.RawExtension) config {
 }
 
 // validate checks the configs of our drivers in d: each must decode and
-// validate for its driver (v1alpha1.DecodeConfig), and the requests it
-// names must exist. configsPath is the path of the config list. Configs of
-// other drivers are not looked at. Every problem is returned, in order.
-func (d devices) validate(configsPath *field.Path, isClass bool) []error {
+// validate for its driver (configs.DecodeOpaqueConfig), and the requests
+// it names must exist. configsPath is the path of the config list.
+// Configs of other drivers are not looked at. Every problem is returned,
+// in order.
+func (d devices) validate(configs *v1alpha1.ConfigDecoder, configsPath *field.Path, isClass bool) []error {
 	var errs []error
 	for i, c := range d.configs {
 		if !c.opaque {
 			continue
 		}
-		if _, ours := v1alpha1.ConfigKindFor(c.driver); !ours {
+		path := v1alpha1.OpaqueParametersPath(configsPath, i)
+		cfg, err := configs.DecodeOpaqueConfig(path, c.driver, c.parameters)
+		if errors.Is(err, v1alpha1.ErrNotOurs) {
 			continue
 		}
 		if !isClass {
-			for j, name := range c.requests {
-				if !d.hasRequest(name) {
-					errs = append(errs, field.Invalid(configsPath.Index(i).Child("requests").Index(j), name, unknownRequest))
-				}
-			}
+			errs = append(errs, d.missingRequests(configsPath.Index(i), c.requests)...)
 		}
-		path := v1alpha1.OpaqueParametersPath(configsPath, i)
-		cfg, _, err := v1alpha1.DecodeOpaqueConfig(path, c.driver, c.parameters)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
-		case !isClass && cfg.IsEnforced():
+		case !isClass && cfg.Enforced:
 			errs = append(errs, &v1alpha1.OpaqueConfigError{Field: path.String(), Err: v1alpha1.ErrEnforcedInClaim})
+		}
+	}
+	return errs
+}
+
+// missingRequests are the requests a config at path names that the claim
+// does not have.
+func (d devices) missingRequests(path *field.Path, requests []string) []error {
+	var errs []error
+	for j, name := range requests {
+		if !d.hasRequest(name) {
+			errs = append(errs, field.Invalid(path.Child("requests").Index(j), name, unknownRequest))
 		}
 	}
 	return errs

@@ -415,7 +415,7 @@ func checkServingSecret(t *testing.T, c webhookCase, secret *corev1.Secret, vwc 
 	require.NoError(t, os.WriteFile(keyFile, secret.Data["tls.key"], 0o600))
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
-	srv, err := webhook.NewServer(ctx, webhook.Options{CertFile: certFile, KeyFile: keyFile})
+	srv, err := webhook.NewServer(ctx, webhook.Options{Configs: configs, CertFile: certFile, KeyFile: keyFile})
 	require.NoError(t, err, "the webhook loads the Secret's key pair")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -1087,7 +1087,7 @@ func TestTheMatchConditionsSendExactlyTheObjectsWithOurConfigs(t *testing.T) {
 		t.Helper()
 		isSent = sent(t, obj)
 		require.Equal(t, hasOurConfig(typedResourceObject(t, obj)), isSent, "sent exactly with a config of ours:\n%s", obj)
-		denied = !webhook.Review(ctx, admissionRequest(t, obj)).Allowed
+		denied = !webhook.Review(ctx, configs, admissionRequest(t, obj)).Allowed
 		if denied {
 			require.True(t, isSent, "the webhook denies this object, so it must be sent:\n%s", obj)
 		}

@@ -30,6 +30,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
@@ -38,10 +39,19 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
-// configKinds are the opaque config kinds of our drivers (docs/architecture.md).
-var configKinds = map[string]string{
-	"ascend.accel-dra.dev":    v1alpha1.AscendConfigKind,
-	"cambricon.accel-dra.dev": v1alpha1.CambriconConfigKind,
+// registry is the vendors the binaries serve; configs decodes the opaque
+// configs of their drivers as the webhook and the node agent do.
+var (
+	registry = all.Registry()
+	configs  = mustConfigDecoder()
+)
+
+func mustConfigDecoder() *v1alpha1.ConfigDecoder {
+	d, err := registry.ConfigDecoder()
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
@@ -221,10 +231,10 @@ func decodeDocument(raw []byte) error {
 		_, err := v1alpha1.ParseSimulatedCluster("document", raw)
 		return err
 	case meta.APIVersion == v1alpha1.GroupVersion && meta.Kind == v1alpha1.HardwareProfileKind:
-		_, err := v1alpha1.ParseHardwareProfile("document", raw, all.Registry())
+		_, err := v1alpha1.ParseHardwareProfile("document", raw, registry.ProfileVendors())
 		return err
 	case meta.APIVersion == v1alpha1.GroupVersion:
-		_, err := v1alpha1.DecodeConfig(mustJSON(raw), meta.Kind)
+		_, err := configs.DecodeConfig(mustJSON(raw), meta.Kind)
 		return err
 	}
 	obj, _, err := strictDecoder.Decode(raw, nil, nil)
@@ -260,17 +270,16 @@ func mustJSON(y []byte) []byte {
 	return j
 }
 
-func decodeConfigs(field string, cfgs []resourceapi.DeviceClaimConfiguration) error {
+func decodeConfigs(path string, cfgs []resourceapi.DeviceClaimConfiguration) error {
+	parts := strings.Split(path, ".")
+	list := field.NewPath(parts[0], parts[1:]...)
 	for i, c := range cfgs {
 		if c.Opaque == nil {
 			continue
 		}
-		kind, ours := configKinds[c.Opaque.Driver]
-		if !ours {
-			continue
-		}
-		if _, err := v1alpha1.DecodeConfig(c.Opaque.Parameters.Raw, kind); err != nil {
-			return fmt.Errorf("%s[%d].opaque.parameters: %w", field, i, err)
+		_, err := configs.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(list, i), c.Opaque.Driver, c.Opaque.Parameters.Raw)
+		if err != nil && !errors.Is(err, v1alpha1.ErrNotOurs) {
+			return err
 		}
 	}
 	return nil
@@ -280,7 +289,7 @@ func decodeConfigs(field string, cfgs []resourceapi.DeviceClaimConfiguration) er
 // show a key the agent does not write.
 func decodeStatus(status resourceapi.ResourceClaimStatus) error {
 	for i, d := range status.Devices {
-		if _, ours := configKinds[d.Driver]; !ours || d.Data == nil {
+		if _, ours := registry.ByDriver(d.Driver); !ours || d.Data == nil {
 			continue
 		}
 		dec := json.NewDecoder(bytes.NewReader(d.Data.Raw))

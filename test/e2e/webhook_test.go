@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 	"github.com/accel-dra/accel-dra/pkg/webhook"
 )
 
@@ -45,7 +46,10 @@ func TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook(t *testing.T) {
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv, err := webhook.NewServer(ctx, webhook.Options{CertFile: certFile, KeyFile: keyFile})
+	// The decoder the webhook's main builds from its registry.
+	configs, err := all.Registry().ConfigDecoder()
+	require.NoError(t, err)
+	srv, err := webhook.NewServer(ctx, webhook.Options{Configs: configs, CertFile: certFile, KeyFile: keyFile})
 	require.NoError(t, err)
 	go func() { _ = srv.Serve(ctx, ln) }()
 

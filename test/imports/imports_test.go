@@ -43,45 +43,8 @@ type pkg struct {
 // pkg/partitions, which looked vendors up in pkg/vendors. Test files
 // count too.
 func TestNoPackageImportsOneAboveIt(t *testing.T) {
-	out, err := exec.Command("go", "list", "-e", "-json", module+"/...").Output()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		t.Fatalf("go list: %v\n%s", err, exit.Stderr)
-	}
-	require.NoError(t, err)
-	pkgs := map[string]pkg{}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	for {
-		var p pkg
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else {
-			require.NoError(t, err)
-		}
-		pkgs[p.ImportPath] = p
-	}
-	require.Contains(t, pkgs, module+"/pkg/vendors", "go list lists the module's packages")
-
-	// deps are the module packages a package's code (not its tests) uses.
-	deps := map[string]map[string]bool{}
-	var closure func(string) map[string]bool
-	closure = func(path string) map[string]bool {
-		if d, ok := deps[path]; ok {
-			return d
-		}
-		d := map[string]bool{}
-		deps[path] = d
-		for _, i := range pkgs[path].Imports {
-			if _, ours := pkgs[i]; !ours {
-				continue
-			}
-			d[i] = true
-			for j := range closure(i) {
-				d[j] = true
-			}
-		}
-		return d
-	}
+	pkgs := listPackages(t)
+	closure := depsOf(pkgs)
 	var bad []string
 	for path, p := range pkgs {
 		parent := parentOf(pkgs, path)
@@ -109,6 +72,93 @@ func TestNoPackageImportsOneAboveIt(t *testing.T) {
 			}
 		}
 	}
+	sort.Strings(bad)
+	require.Empty(t, bad)
+}
+
+// listPackages is the module's packages, by import path, as go list sees
+// them.
+func listPackages(t *testing.T) map[string]pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-e", "-json", module+"/...").Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		t.Fatalf("go list: %v\n%s", err, exit.Stderr)
+	}
+	require.NoError(t, err)
+	pkgs := map[string]pkg{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	require.Contains(t, pkgs, module+"/pkg/vendors", "go list lists the module's packages")
+	return pkgs
+}
+
+// depsOf returns the function giving the module packages a package's
+// code (not its tests) uses, directly or not.
+func depsOf(pkgs map[string]pkg) func(string) map[string]bool {
+	deps := map[string]map[string]bool{}
+	var closure func(string) map[string]bool
+	closure = func(path string) map[string]bool {
+		if d, ok := deps[path]; ok {
+			return d
+		}
+		d := map[string]bool{}
+		deps[path] = d
+		for _, i := range pkgs[path].Imports {
+			if _, ours := pkgs[i]; !ours {
+				continue
+			}
+			d[i] = true
+			for j := range closure(i) {
+				d[j] = true
+			}
+		}
+		return d
+	}
+	return closure
+}
+
+// TestTheAPIUsesNoPackageOutsideIt: the file formats users write
+// (api/...) are the bottom of the module. Their code and tests use no
+// package outside api/, so no vendor (pkg/vendors/<vendor>,
+// pkg/vendors/all) and no registry of their own: each binary's main hands
+// them its registry's vendors (vendors.Registry.ConfigDecoder,
+// ProfileVendors). Any package may then use the API, pkg/vendors
+// included.
+func TestTheAPIUsesNoPackageOutsideIt(t *testing.T) {
+	pkgs := listPackages(t)
+	closure := depsOf(pkgs)
+	api := module + "/api/"
+	var bad []string
+	for path, p := range pkgs {
+		if !strings.HasPrefix(path, api) {
+			continue
+		}
+		for _, list := range [][]string{p.Imports, p.TestImports, p.XTestImports} {
+			for _, i := range list {
+				if _, ours := pkgs[i]; !ours {
+					continue
+				}
+				for q := range closure(i) {
+					if !strings.HasPrefix(q, api) {
+						bad = append(bad, strings.TrimPrefix(path, module+"/")+" uses "+strings.TrimPrefix(q, module+"/")+" (through "+strings.TrimPrefix(i, module+"/")+")")
+					}
+				}
+				if !strings.HasPrefix(i, api) {
+					bad = append(bad, strings.TrimPrefix(path, module+"/")+" uses "+strings.TrimPrefix(i, module+"/"))
+				}
+			}
+		}
+	}
+	require.Contains(t, pkgs, module+"/api/accel-dra.dev/v1alpha1", "go list lists the API package")
 	sort.Strings(bad)
 	require.Empty(t, bad)
 }

@@ -205,7 +205,7 @@ func (n *node) start() {
 	v := vendorOf(t, n.vendor)
 	cfg := driver.Config{
 		Policy: n.policy, PartitionTool: v.Partitions().NewTool(n.commands, "", vendors.LibraryNone),
-		Vendor: v, NodeName: nodeName, Inventory: n.inv, CDI: writer,
+		Vendor: v, NodeName: nodeName, Inventory: n.inv, CDI: writer, Configs: configs,
 		StateDir: n.stateDir, KubeClient: n.client,
 		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },
 		RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName),

@@ -50,7 +50,7 @@ func TestDuringARollingUpdateBothPodsShareTheState(t *testing.T) {
 		writer, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: n.cdiDir, HostRoot: n.root})
 		require.NoError(t, err)
 		d, err := driver.Start(ctx, driver.Config{
-			Vendor: vendorOf(t, n.vendor), NodeName: nodeName, Inventory: n.inv, CDI: writer, StateDir: n.stateDir, KubeClient: n.client,
+			Vendor: vendorOf(t, n.vendor), NodeName: nodeName, Inventory: n.inv, CDI: writer, Configs: configs, StateDir: n.stateDir, KubeClient: n.client,
 			RegistrarDir: n.regDir, PluginDataDir: filepath.Join(n.pluginDir, n.driverName), PodUID: podUID,
 		})
 		require.NoError(t, err)

@@ -16,27 +16,25 @@ package v1alpha1
 
 import (
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/accel-dra/accel-dra/pkg/vendors/all"
-)
-
-// Kinds of the opaque device configs, one per driver.
-const (
-	AscendConfigKind    = "AscendConfig"
-	CambriconConfigKind = "CambriconConfig"
 )
 
 // SchemeGroupVersion is GroupVersion as a schema.GroupVersion.
 var SchemeGroupVersion = schema.GroupVersion{Group: "accel-dra.dev", Version: "v1alpha1"}
 
-// AscendConfig is the opaque config of the ascend.accel-dra.dev driver, in
-// a DeviceClass's or ResourceClaim's spec.devices.config[].opaque.parameters:
+// DeviceConfig is the opaque config of every driver of ours, in a
+// DeviceClass's or ResourceClaim's spec.devices.config[].opaque.parameters.
+// Its kind is the one the driver's vendor declares (pkg/vendors
+// Names.ConfigKind): AscendConfig for ascend.accel-dra.dev,
+// CambriconConfig for cambricon.accel-dra.dev. The kinds share this one
+// type: they differ only so a config says which driver it was written for.
 //
 //	apiVersion: accel-dra.dev/v1alpha1
 //	kind: AscendConfig
@@ -45,38 +43,16 @@ var SchemeGroupVersion = schema.GroupVersion{Group: "accel-dra.dev", Version: "v
 //	sharing:
 //	  strategy: Exclusive
 //
-// Every field is optional; DecodeConfig fills in the defaults (see
+// Every field is optional; a ConfigDecoder fills in the defaults (see
 // Default) and rejects unknown fields.
 //
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-type AscendConfig struct {
+type DeviceConfig struct {
 	metav1.TypeMeta `json:",inline"`
 	// Env adds environment variables to every container that uses the
-	// devices the config applies to. ASCEND_VISIBLE_DEVICES and DRA_* are
-	// set by the driver and may not be set here.
-	Env map[string]string `json:"env,omitempty"`
-	// Sharing says whether the devices may be shares of a chip that other
-	// claims use at the same time. Default: strategy Shared.
-	Sharing *Sharing `json:"sharing,omitempty"`
-	// Enforced, in a DeviceClass's config, makes what it sets final for
-	// every claim of the class: a claim's config may not set one of its
-	// env variables to another value (preparing the claim fails, naming
-	// the variable), and sharing.strategy Exclusive stays Exclusive
-	// whatever a claim's config says (a claim may always ask for
-	// Exclusive). A claim's own config cannot be enforced.
-	Enforced bool `json:"enforced,omitempty"`
-}
-
-// CambriconConfig is the opaque config of the cambricon.accel-dra.dev
-// driver; the same fields as AscendConfig, with CAMBRICON_VISIBLE_DEVICES
-// reserved instead of ASCEND_VISIBLE_DEVICES.
-//
-// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
-type CambriconConfig struct {
-	metav1.TypeMeta `json:",inline"`
-	// Env adds environment variables to every container that uses the
-	// devices the config applies to. CAMBRICON_VISIBLE_DEVICES and DRA_*
-	// are set by the driver and may not be set here.
+	// devices the config applies to. The driver's visible-devices
+	// variable (ASCEND_VISIBLE_DEVICES, CAMBRICON_VISIBLE_DEVICES, …) and
+	// DRA_* are set by the driver and may not be set here.
 	Env map[string]string `json:"env,omitempty"`
 	// Sharing says whether the devices may be shares of a chip that other
 	// claims use at the same time. Default: strategy Shared.
@@ -122,144 +98,87 @@ type Sharing struct {
 	Strategy SharingStrategy `json:"strategy,omitempty"`
 }
 
-// DeviceConfig is what both config kinds have in common; the plugin works
-// on it after decoding.
-type DeviceConfig interface {
-	runtime.Object
-	EnvVars() map[string]string
-	Validate() error
-	// Default fills in the defaults of unset fields; DecodeConfig calls it
-	// before Validate.
-	Default()
-	// SharingStrategy is sharing.strategy, after defaulting.
-	SharingStrategy() SharingStrategy
-	// IsEnforced is the enforced field: what the config sets is final
-	// for claims (a DeviceClass's config only).
-	IsEnforced() bool
+// Default fills in the defaults of unset fields: sharing.strategy Shared,
+// and "env: {}" becomes no env, so a decoded config encodes (env is
+// omitempty) and decodes to itself. A ConfigDecoder calls it before
+// validating.
+func (c *DeviceConfig) Default() {
+	if len(c.Env) == 0 {
+		c.Env = nil
+	}
+	if c.Sharing == nil {
+		c.Sharing = &Sharing{}
+	}
+	if c.Sharing.Strategy == "" {
+		c.Sharing.Strategy = SharingShared
+	}
 }
 
-// IsEnforced implements DeviceConfig.
-func (c *AscendConfig) IsEnforced() bool { return c.Enforced }
-
-// IsEnforced implements DeviceConfig.
-func (c *CambriconConfig) IsEnforced() bool { return c.Enforced }
-
-// EnvVars implements DeviceConfig.
-func (c *AscendConfig) EnvVars() map[string]string { return c.Env }
-
-// EnvVars implements DeviceConfig.
-func (c *CambriconConfig) EnvVars() map[string]string { return c.Env }
-
-// Default implements DeviceConfig: sharing.strategy defaults to Shared.
-func (c *AscendConfig) Default() { c.Env, c.Sharing = defaultEnv(c.Env), defaultSharing(c.Sharing) }
-
-// Default implements DeviceConfig: sharing.strategy defaults to Shared.
-func (c *CambriconConfig) Default() { c.Env, c.Sharing = defaultEnv(c.Env), defaultSharing(c.Sharing) }
-
-// defaultEnv makes "env: {}" the same as no env, so a decoded config
-// encodes (env is omitempty) and decodes to itself.
-func defaultEnv(env map[string]string) map[string]string {
-	if len(env) == 0 {
-		return nil
-	}
-	return env
-}
-
-// SharingStrategy implements DeviceConfig.
-func (c *AscendConfig) SharingStrategy() SharingStrategy { return strategyOf(c.Sharing) }
-
-// SharingStrategy implements DeviceConfig.
-func (c *CambriconConfig) SharingStrategy() SharingStrategy { return strategyOf(c.Sharing) }
-
-func defaultSharing(s *Sharing) *Sharing {
-	if s == nil {
-		s = &Sharing{}
-	}
-	if s.Strategy == "" {
-		s.Strategy = SharingShared
-	}
-	return s
-}
-
-func strategyOf(s *Sharing) SharingStrategy {
-	if s == nil || s.Strategy == "" {
+// SharingStrategy is sharing.strategy, Shared where it is not set.
+func (c *DeviceConfig) SharingStrategy() SharingStrategy {
+	if c.Sharing == nil || c.Sharing.Strategy == "" {
 		return SharingShared
 	}
-	return s.Strategy
+	return c.Sharing.Strategy
 }
 
-// Validate implements DeviceConfig. Errors name the field and, for enums,
-// the allowed values.
-func (c *AscendConfig) Validate() error {
-	return append(validateEnv(AscendConfigKind, c.Env), validateSharing(c.Sharing)...).ToAggregate()
-}
-
-// Validate implements DeviceConfig.
-func (c *CambriconConfig) Validate() error {
-	return append(validateEnv(CambriconConfigKind, c.Env), validateSharing(c.Sharing)...).ToAggregate()
+// validate checks the fields, own being the visible-devices variable of
+// the config's driver and reserved that of every driver. Errors name the
+// field and, for enums, the allowed values.
+func (c *DeviceConfig) validate(own string, reserved []string) field.ErrorList {
+	return append(ValidateEnv(own, reserved, c.Env), validateSharing(c.Sharing)...)
 }
 
 func validateSharing(s *Sharing) field.ErrorList {
 	if s == nil {
 		return nil
 	}
-	p := field.NewPath("sharing", "strategy")
 	switch s.Strategy {
 	case "", SharingShared, SharingExclusive:
 		return nil
 	}
-	return field.ErrorList{field.NotSupported(p, s.Strategy, SharingStrategies)}
+	return field.ErrorList{field.NotSupported(field.NewPath("sharing", "strategy"), s.Strategy, SharingStrategies)}
 }
 
-// configVendors are the vendors this API has config kinds for (AscendConfig,
-// CambriconConfig): its types are theirs, so it names them itself rather
-// than take a registry. The CDI writer refuses the variables of every
-// vendor a node agent serves again at prepare.
-var configVendors = all.Registry()
+// ReservedEnvPrefix starts the variables the driver sets in every
+// container of a claim (DRA_DRIVER, DRA_DEVICE_<NAME>_UUID, ...):
+// configuration may set none of them, now or when more are added.
+const ReservedEnvPrefix = "DRA_"
 
-func validateEnv(kind string, env map[string]string) field.ErrorList {
-	// own is the visible-devices variable of the kind's vendor.
-	own := ""
-	for _, v := range configVendors.All() {
-		if v.Names().ConfigKind == kind {
-			own = v.CDI().VisibleEnv
+// ValidateEnv checks the variables an opaque config sets in a claim's
+// containers (its env field): own is the visible-devices variable of the
+// config's driver, reserved that of every driver the node may serve (a
+// container can hold devices of several). It is the one check of the
+// config decoder (so the admission webhook, at apply) and of the CDI
+// writer (at prepare, through vendors.Registry.ValidateEnv), so a config
+// the node agent would refuse is refused when it is applied. Errors are
+// under the path "env", in key order.
+func ValidateEnv(own string, reserved []string, env map[string]string) field.ErrorList {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs field.ErrorList
+	for _, k := range keys {
+		p := field.NewPath("env").Key(k)
+		for _, msg := range validation.IsEnvVarName(k) {
+			errs = append(errs, field.Invalid(p, k, msg))
+		}
+		// The driver sets them; a config must not change them, or a
+		// container could claim to see chips it was not given, or name
+		// chips a vendor runtime still on the node would inject.
+		switch {
+		case k == own || strings.HasPrefix(k, ReservedEnvPrefix):
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s and %s* are set by the driver to the allocated devices", own, ReservedEnvPrefix)))
+		case slices.Contains(reserved, k):
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("%s is set by its vendor's driver to the allocated devices of a container that has any", k)))
+		}
+		// A process environment is NUL-terminated strings: the runtime
+		// would fail the container, long after the apply.
+		if strings.ContainsRune(env[k], 0) {
+			errs = append(errs, field.Invalid(p, env[k], "must not contain a NUL byte"))
 		}
 	}
-	return configVendors.ValidateEnv(own, env)
-}
-
-var (
-	scheme  = runtime.NewScheme()
-	decoder runtime.Decoder
-)
-
-func init() {
-	scheme.AddKnownTypes(SchemeGroupVersion, &AscendConfig{}, &CambriconConfig{})
-	// Strict: an unknown or duplicated field is an error, not silently
-	// dropped, so a typo in a config never goes unnoticed.
-	decoder = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{Strict: true})
-}
-
-// DecodeConfig decodes, defaults and validates the opaque parameters of a
-// config for driver-kind wantKind (AscendConfigKind or CambriconConfigKind).
-// Errors name the field (and for enums the allowed values), e.g.
-// `AscendConfig: sharing.strategy: Unsupported value: "TimeSlicing":
-// supported values: "Exclusive", "Shared"`.
-func DecodeConfig(raw []byte, wantKind string) (DeviceConfig, error) {
-	obj, gvk, err := decoder.Decode(raw, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("decoding: %w (want apiVersion %s, kind %s)", err, GroupVersion, wantKind)
-	}
-	if gvk.Kind != wantKind {
-		return nil, fmt.Errorf("kind %s is not for this driver: want %s", gvk.Kind, wantKind)
-	}
-	cfg, ok := obj.(DeviceConfig)
-	if !ok {
-		return nil, fmt.Errorf("kind %s is not a device config", gvk.Kind)
-	}
-	cfg.Default()
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", gvk.Kind, err)
-	}
-	return cfg, nil
+	return errs
 }

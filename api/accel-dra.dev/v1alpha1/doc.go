@@ -14,9 +14,17 @@
 
 // Package v1alpha1 holds the accel-dra.dev/v1alpha1 file formats users
 // write: the SimulatedCluster file of `accel-dra simulate`, the hardware
-// profiles of the simulated discovery backend, the opaque device configs
-// of both drivers, and the data the node agent writes into a ResourceClaim's
-// status.devices (DeviceStatusData).
+// profiles of the simulated discovery backend, the opaque device config
+// of our drivers (DeviceConfig, one type under each driver's kind), and
+// the data the node agent writes into a ResourceClaim's status.devices
+// (DeviceStatusData).
+//
+// The package is the bottom of the module: it imports nothing of pkg/ and
+// names no vendor or driver (test/imports checks it). What it must know of
+// the vendors, each binary's main hands it from its vendor registry: the
+// drivers and their config kinds (NewConfigDecoder, through
+// vendors.Registry.ConfigDecoder) and the vendors a hardware profile may
+// name (vendors.Registry.ProfileVendors).
 //
 // Deep copies are generated (zz_generated.deepcopy.go, `make generate`).
 //

@@ -21,7 +21,9 @@ package v1alpha1
 
 import (
 	"errors"
+	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -29,22 +31,6 @@ import (
 // enforced set: only an admin's DeviceClass config can make what it sets
 // final. The webhook refuses it at apply, the plugin at prepare.
 var ErrEnforcedInClaim = errors.New("enforced: Forbidden: only a DeviceClass's config can be enforced, not a claim's")
-
-// configKinds maps each driver of ours to the config kind it accepts. The
-// driver names are the contract's (docs/architecture.md), the same as
-// pkg/names; the API package imports nothing of the driver's, and a test
-// checks the two agree.
-var configKinds = map[string]string{
-	"ascend.accel-dra.dev":    AscendConfigKind,
-	"cambricon.accel-dra.dev": CambriconConfigKind,
-}
-
-// ConfigKindFor returns the config kind a driver of ours accepts; ok is
-// false for any other driver, whose configs are not ours to judge.
-func ConfigKindFor(driver string) (kind string, ok bool) {
-	kind, ok = configKinds[driver]
-	return kind, ok
-}
 
 // OpaqueParametersPath is the path of the opaque parameters of entry i of
 // a config list, e.g. spec.devices.config[2].opaque.parameters.
@@ -63,8 +49,8 @@ type OpaqueConfigError struct {
 	// plugin, which sees the DeviceClass's and the claim's configs side by
 	// side in status.allocation: "claim" or "DeviceClass".
 	Source string
-	// Err is the error of DecodeConfig; it names the field inside the
-	// parameters.
+	// Err is the error of ConfigDecoder.DecodeConfig, which names the
+	// field inside the parameters, or a *NoConfigKindError.
 	Err error
 }
 
@@ -80,18 +66,61 @@ func (e *OpaqueConfigError) Error() string {
 // Unwrap returns the DecodeConfig error.
 func (e *OpaqueConfigError) Unwrap() error { return e.Err }
 
+// ErrNotOurs is DecodeOpaqueConfig's answer for a config of a driver the
+// decoder does not know: not ours to judge, its parameters not looked at.
+// The webhook skips such a config; the node agent, which decodes only its
+// own driver's, fails the claim.
+var ErrNotOurs = errors.New("not a driver of ours")
+
+// NoConfigKindError is a config for a driver of ours that takes no opaque
+// config (ConfigDriver.Kind is NoConfigKind): the driver could not honour
+// it, so it is refused rather than ignored.
+//
+// +k8s:deepcopy-gen=false
+type NoConfigKindError struct {
+	// Driver is the driver the config is for.
+	Driver string
+	// Kind is the kind the config names, empty where it names none.
+	Kind string
+}
+
+// Error says the driver takes no config and, where the config has one,
+// its kind.
+func (e *NoConfigKindError) Error() string {
+	if e.Kind == "" {
+		return "driver " + e.Driver + " takes no opaque config"
+	}
+	return "driver " + e.Driver + " takes no opaque config, got kind " + e.Kind
+}
+
 // DecodeOpaqueConfig decodes, defaults and validates the parameters of an
-// opaque config for driver, found at path. For a driver that is not ours
-// it returns (nil, false, nil) without looking at the parameters. A bad
-// config is an *OpaqueConfigError.
-func DecodeOpaqueConfig(path *field.Path, driver string, parameters []byte) (cfg DeviceConfig, ours bool, err error) {
-	kind, ok := ConfigKindFor(driver)
+// opaque config for driver, found at path. Every caller must tell the
+// errors apart: for a driver that is not ours it returns an error that
+// is ErrNotOurs (errors.Is) without looking at the parameters; a bad
+// config, or any config for a driver that takes none, is an
+// *OpaqueConfigError (the latter wrapping a *NoConfigKindError). A nil
+// error always comes with a config.
+func (d *ConfigDecoder) DecodeOpaqueConfig(path *field.Path, driver string, parameters []byte) (*DeviceConfig, error) {
+	c, ok := d.byDriver[driver]
 	if !ok {
-		return nil, false, nil
+		return nil, fmt.Errorf("%s: driver %s: %w", path, driver, ErrNotOurs)
 	}
-	cfg, err = DecodeConfig(parameters, kind)
+	if c.Kind == NoConfigKind {
+		return nil, &OpaqueConfigError{Field: path.String(), Err: &NoConfigKindError{Driver: driver, Kind: kindOf(parameters)}}
+	}
+	cfg, err := d.DecodeConfig(parameters, c.Kind)
 	if err != nil {
-		return nil, true, &OpaqueConfigError{Field: path.String(), Err: err}
+		return nil, &OpaqueConfigError{Field: path.String(), Err: err}
 	}
-	return cfg, true, nil
+	return cfg, nil
+}
+
+// kindOf is the kind parameters name, for a message: "" where they name
+// none or are not JSON.
+func kindOf(parameters []byte) string {
+	gvk, err := json.DefaultMetaFactory.Interpret(parameters)
+	if err != nil {
+		return ""
+	}
+	return gvk.Kind
 }

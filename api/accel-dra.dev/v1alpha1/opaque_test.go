@@ -22,49 +22,68 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
-	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
 
 func TestDecodeWordsErrorsAsFieldColonDecodeConfigError(t *testing.T) {
 	configs := field.NewPath("spec", "devices", "config")
 	tests := []struct {
 		name, driver, raw string
-		ours              bool
 		want              string
 	}{
-		{name: "a good Ascend config decodes", driver: "ascend.accel-dra.dev", ours: true,
+		{name: "a good Ascend config decodes", driver: "ascend.accel-dra.dev",
 			raw: `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","env":{"A":"1"}}`},
-		{name: "a good Cambricon config decodes", driver: "cambricon.accel-dra.dev", ours: true,
+		{name: "a good Cambricon config decodes", driver: "cambricon.accel-dra.dev",
 			raw: `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig"}`},
-		{name: "another driver's config is not looked at", driver: "gpu.example.com", raw: `not even JSON`},
-		{name: "the kind must match the driver", driver: "cambricon.accel-dra.dev", ours: true,
+		{name: "the kind must match the driver", driver: "cambricon.accel-dra.dev",
 			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig"}`,
 			want: "spec.devices.config[3].opaque.parameters: kind AscendConfig is not for this driver: want CambriconConfig"},
-		{name: "an unknown field is named", driver: "ascend.accel-dra.dev", ours: true,
+		{name: "an unknown field is named", driver: "ascend.accel-dra.dev",
 			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","envs":{}}`,
 			want: `spec.devices.config[3].opaque.parameters: decoding: strict decoding error: unknown field "envs" (want apiVersion accel-dra.dev/v1alpha1, kind AscendConfig)`},
+		{name: "a driver of ours that takes no config refuses one, naming the driver and the kind", driver: plainDriver,
+			raw:  `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"PlainConfig"}`,
+			want: "spec.devices.config[3].opaque.parameters: driver plain.accel-dra.dev takes no opaque config, got kind PlainConfig"},
+		{name: "the same with parameters that name no kind", driver: plainDriver,
+			raw:  `not even JSON`,
+			want: "spec.devices.config[3].opaque.parameters: driver plain.accel-dra.dev takes no opaque config"},
 	}
+	decoder := newDecoder(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, ours, err := v1alpha1.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(configs, 3), tt.driver, []byte(tt.raw))
-			require.Equal(t, tt.ours, ours)
-			if tt.want != "" {
-				require.EqualError(t, err, tt.want)
-				require.Nil(t, cfg)
-				var oe *v1alpha1.OpaqueConfigError
-				require.ErrorAs(t, err, &oe)
-				require.Equal(t, "spec.devices.config[3].opaque.parameters", oe.Field)
+			cfg, err := decoder.DecodeOpaqueConfig(v1alpha1.OpaqueParametersPath(configs, 3), tt.driver, []byte(tt.raw))
+			if tt.want == "" {
+				require.NoError(t, err)
+				require.NotNil(t, cfg, "no error always comes with a config")
 				return
 			}
-			require.NoError(t, err)
-			if ours {
-				require.NotNil(t, cfg)
-			} else {
-				require.Nil(t, cfg)
-			}
+			require.EqualError(t, err, tt.want)
+			require.Nil(t, cfg)
+			require.NotErrorIs(t, err, v1alpha1.ErrNotOurs)
+			var oe *v1alpha1.OpaqueConfigError
+			require.ErrorAs(t, err, &oe)
+			require.Equal(t, "spec.devices.config[3].opaque.parameters", oe.Field)
 		})
 	}
+}
+
+// A config of another driver is not ours: an error every caller must tell
+// apart, so none can mistake it for a config.
+func TestAnotherDriversConfigIsNotOurs(t *testing.T) {
+	decoder := newDecoder(t)
+	for _, driver := range []string{"gpu.example.com", "accel-dra.dev", ""} {
+		t.Run(driver, func(t *testing.T) {
+			cfg, err := decoder.DecodeOpaqueConfig(field.NewPath("spec", "config").Index(0), driver, []byte(`not even JSON`))
+			require.ErrorIs(t, err, v1alpha1.ErrNotOurs)
+			require.EqualError(t, err, "spec.config[0]: driver "+driver+": not a driver of ours")
+			require.Nil(t, cfg)
+			var oe *v1alpha1.OpaqueConfigError
+			require.False(t, errors.As(err, &oe), "not a bad config: nothing was looked at")
+		})
+	}
+	var nk *v1alpha1.NoConfigKindError
+	_, err := decoder.DecodeOpaqueConfig(field.NewPath("spec", "config").Index(0), plainDriver, []byte(`{"kind":"PlainConfig"}`))
+	require.ErrorAs(t, err, &nk)
+	require.Equal(t, v1alpha1.NoConfigKindError{Driver: plainDriver, Kind: "PlainConfig"}, *nk)
 }
 
 func TestErrorWithSourceKeepsThePluginsWording(t *testing.T) {
@@ -76,25 +95,4 @@ func TestErrorWithSourceKeepsThePluginsWording(t *testing.T) {
 	}
 	require.EqualError(t, err, "status.allocation.devices.config[0].opaque.parameters (from the claim): decoding: boom")
 	require.ErrorIs(t, err, inner)
-}
-
-// The API package spells the driver names itself (it imports nothing of
-// the driver's): every vendor's driver must map to the config
-// kind its vendor package names, and no other driver to any.
-func TestConfigKindForKnowsEveryVendorsDriver(t *testing.T) {
-	vs := all.Vendors()
-	require.NotEmpty(t, vs)
-	for _, v := range vs {
-		n := v.Names()
-		t.Run(n.Driver, func(t *testing.T) {
-			kind, ok := v1alpha1.ConfigKindFor(n.Driver)
-			require.True(t, ok, "the API package has no config kind for driver %s", n.Driver)
-			require.Equal(t, n.ConfigKind, kind)
-		})
-	}
-	for _, other := range []string{names.Domain, "gpu.example.com"} {
-		kind, ok := v1alpha1.ConfigKindFor(other)
-		require.False(t, ok, other)
-		require.Empty(t, kind, other)
-	}
 }

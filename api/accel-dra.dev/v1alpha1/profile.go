@@ -22,9 +22,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
-
-	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // HardwareProfileKind is the kind of a hardware profile file.
@@ -82,22 +79,39 @@ type ChipGroup struct {
 	PartitionModeOff bool `json:"partitionModeOff,omitempty"`
 }
 
-// ParseHardwareProfile decodes a profile strictly and validates it for the
-// vendors of reg.
-func ParseHardwareProfile(source string, data []byte, reg vendors.Registry) (*HardwareProfile, error) {
+// linkPCIe is the linkType every vendor's chips may have, the API's
+// spelling of inventory.LinkPCIe (a test in pkg/vendors checks they agree).
+const linkPCIe = "pcie"
+
+// ProfileVendor is a vendor whose chips a profile may list: the binary
+// reading profiles lists them from its vendor registry
+// (vendors.Registry.ProfileVendors), so the API package names none.
+//
+// +k8s:deepcopy-gen=false
+type ProfileVendor struct {
+	// Vendor is the value of chips[].vendor, e.g. huawei.
+	Vendor string
+	// LinkType is the linkType its chips may have besides pcie, e.g.
+	// hccs; "" for none.
+	LinkType string
+}
+
+// ParseHardwareProfile decodes a profile strictly and validates it for
+// vendors.
+func ParseHardwareProfile(source string, data []byte, vendors []ProfileVendor) (*HardwareProfile, error) {
 	var p HardwareProfile
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
 		return nil, fmt.Errorf("%s: decoding %s: %w", source, HardwareProfileKind, err)
 	}
-	if err := p.Validate(reg); err != nil {
+	if err := p.Validate(vendors); err != nil {
 		return nil, fmt.Errorf("%s: %s %q: %w", source, HardwareProfileKind, p.Name, err)
 	}
 	return &p, nil
 }
 
 // Validate checks the fields; errors name the field path. The chips'
-// vendors are those of reg.
-func (p *HardwareProfile) Validate(reg vendors.Registry) error {
+// vendors are those of vendors.
+func (p *HardwareProfile) Validate(vendors []ProfileVendor) error {
 	if p.APIVersion != GroupVersion || p.Kind != HardwareProfileKind {
 		return fmt.Errorf("apiVersion/kind: got %q/%q, want %s/%s", p.APIVersion, p.Kind, GroupVersion, HardwareProfileKind)
 	}
@@ -111,19 +125,18 @@ func (p *HardwareProfile) Validate(reg vendors.Registry) error {
 		return fmt.Errorf("chips: at least one chip group is required")
 	}
 	deviceIPs := map[netip.Addr]string{} // address -> field that has it
-	// The vendors and their link types are reg's.
 	var values []string
-	linkTypes := []string{string(inventory.LinkPCIe)}
-	for _, v := range reg.All() {
-		values = append(values, string(v.Names().Vendor))
-		if lt := v.ProfileNode().LinkType; lt != "" {
-			linkTypes = append(linkTypes[:len(linkTypes)-1], string(lt), string(inventory.LinkPCIe))
+	linkTypes := []string{linkPCIe}
+	for _, v := range vendors {
+		values = append(values, v.Vendor)
+		if v.LinkType != "" {
+			linkTypes = append(linkTypes[:len(linkTypes)-1], v.LinkType, linkPCIe)
 		}
 	}
 	for i, g := range p.Chips {
 		field := fmt.Sprintf("chips[%d]", i)
-		v, ok := reg.Lookup(inventory.Vendor(g.Vendor))
-		if !ok {
+		j := slices.IndexFunc(vendors, func(v ProfileVendor) bool { return v.Vendor == g.Vendor })
+		if j < 0 {
 			return fmt.Errorf("%s.vendor: %q is not one of %s", field, g.Vendor, strings.Join(values, ", "))
 		}
 		if g.Model == "" {
@@ -139,12 +152,12 @@ func (p *HardwareProfile) Validate(reg vendors.Registry) error {
 			return fmt.Errorf("%s.cores: must be positive, got %d", field, g.Cores)
 		}
 		switch {
-		case g.LinkType == string(inventory.LinkPCIe):
+		case g.LinkType == linkPCIe:
 		case !slices.Contains(linkTypes, g.LinkType):
 			return fmt.Errorf("%s.linkType: %q is not one of %s", field, g.LinkType, strings.Join(linkTypes, ", "))
 		case g.LinkGroupSize <= 0 || g.Count%g.LinkGroupSize != 0:
 			return fmt.Errorf("%s.linkGroupSize: must divide count %d, got %d", field, g.Count, g.LinkGroupSize)
-		case g.LinkType != string(v.ProfileNode().LinkType):
+		case g.LinkType != vendors[j].LinkType:
 			return fmt.Errorf("%s.linkType: %s chips have no %s links", field, g.Vendor, g.LinkType)
 		}
 		if g.DriverVersion == "" {

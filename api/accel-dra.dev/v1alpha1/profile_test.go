@@ -20,8 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
-	"github.com/accel-dra/accel-dra/pkg/vendors/all"
 )
+
+// profileVendors are the two real vendors as the registry lists them
+// (vendors.Registry.ProfileVendors).
+var profileVendors = []v1alpha1.ProfileVendor{{Vendor: "huawei", LinkType: "hccs"}, {Vendor: "cambricon", LinkType: "mlulink"}}
 
 func TestDeviceIPsOfAProfileAreOneInterfaceAddressPerNPU(t *testing.T) {
 	const head = "apiVersion: accel-dra.dev/v1alpha1\nkind: HardwareProfile\nname: lab\nchips:\n"
@@ -48,7 +51,38 @@ func TestDeviceIPsOfAProfileAreOneInterfaceAddressPerNPU(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := v1alpha1.ParseHardwareProfile("lab.yaml", []byte(head+tt.chips), all.Registry())
+			_, err := v1alpha1.ParseHardwareProfile("lab.yaml", []byte(head+tt.chips), profileVendors)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, `lab.yaml: HardwareProfile "lab": `+tt.want)
+		})
+	}
+}
+
+// The vendors a profile may name, and their link types, are the ones it is
+// given: the API package names none.
+func TestAProfilesVendorsAndLinkTypesAreTheGivenOnes(t *testing.T) {
+	const head = "apiVersion: accel-dra.dev/v1alpha1\nkind: HardwareProfile\nname: lab\nchips:\n"
+	tests := []struct {
+		name, chips, want string
+	}{
+		{name: "a vendor's own link type",
+			chips: "- {vendor: cambricon, model: MLU370-X8, count: 2, memory: 24Gi, cores: 16, linkType: mlulink, linkGroupSize: 2, driverVersion: 5.10.22}\n"},
+		{name: "a vendor not given",
+			chips: "- {vendor: acme, model: ACME-1, count: 1, memory: 16Gi, cores: 8, linkType: pcie, driverVersion: 1.2.3}\n",
+			want:  `chips[0].vendor: "acme" is not one of huawei, cambricon`},
+		{name: "another vendor's link type",
+			chips: "- {vendor: cambricon, model: MLU370-X8, count: 2, memory: 24Gi, cores: 16, linkType: hccs, linkGroupSize: 2, driverVersion: 5.10.22}\n",
+			want:  `chips[0].linkType: cambricon chips have no hccs links`},
+		{name: "a link type of no vendor",
+			chips: "- {vendor: huawei, model: Ascend910B3, count: 2, memory: 64Gi, cores: 20, linkType: nvlink, linkGroupSize: 2, driverVersion: 24.1.0}\n",
+			want:  `chips[0].linkType: "nvlink" is not one of hccs, mlulink, pcie`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := v1alpha1.ParseHardwareProfile("lab.yaml", []byte(head+tt.chips), profileVendors)
 			if tt.want == "" {
 				require.NoError(t, err)
 				return

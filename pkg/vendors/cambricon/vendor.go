@@ -33,7 +33,7 @@ const (
 	// Option selects them in --vendors.
 	Option = "cambricon"
 	// ConfigKind is the kind of the driver's opaque device configuration
-	// (v1alpha1.CambriconConfigKind).
+	// (a v1alpha1.DeviceConfig of this kind).
 	ConfigKind = "CambriconConfig"
 	// CDIKind is the kind of their CDI specs.
 	CDIKind = "accel-dra.dev/cambricon"

@@ -15,8 +15,10 @@
 // Package vendortest is a third vendor for tests, ACME XPUs, that exists
 // only to show a generic package works through pkg/vendors with a vendor
 // it has never heard of: adding it to the registry it passes in is all a
-// test does. It has no partitions (Partitions returns nil), so it also
-// shows that partitions are optional.
+// test does. It has no partitions (Partitions returns nil) and no
+// management library (no LibraryFlag), so it also shows that those are
+// optional; its config kind is AcmeConfig (NoConfig is the same vendor
+// without one).
 package vendortest
 
 import (
@@ -67,6 +69,20 @@ var _ vendors.Vendor = Acme{}
 func (Acme) Names() vendors.Names {
 	return vendors.Names{Vendor: Vendor, Family: Family, Driver: Driver, Option: Option, CDIKind: CDIKind,
 		DevicePrefix: DevicePrefix, Tool: Tool, ToolHelp: ToolHelp, ConfigKind: ConfigKind}
+}
+
+// NoConfig is ACME with a driver that takes no opaque config
+// (vendors.ConfigKindNone), everything else ACME's: it shows that the
+// config kind is optional too, and that a config sent to such a driver is
+// refused with an error naming the driver, never dereferenced. It has
+// ACME's names, so a registry holds one or the other.
+type NoConfig struct{ Acme }
+
+// Names implements vendors.Vendor.
+func (NoConfig) Names() vendors.Names {
+	n := Acme{}.Names()
+	n.ConfigKind = vendors.ConfigKindNone
+	return n
 }
 
 // NewBackend implements vendors.Vendor: one chip per /dev/acme<N> under

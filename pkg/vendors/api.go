@@ -1,0 +1,62 @@
+// Copyright The accel-dra Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package vendors
+
+// api.go turns the registry into what the file formats of
+// api/accel-dra.dev/v1alpha1 need to know of the vendors. The API package
+// imports no vendor: the binaries' main hands it their registry's vendors
+// through these.
+
+import (
+	"fmt"
+
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+)
+
+// ConfigKindNone as Names.ConfigKind is a vendor whose driver takes no
+// opaque config: the decoder refuses any config for it, naming the driver,
+// rather than the vendor's driver ignoring what it cannot honour.
+const ConfigKindNone = "none"
+
+// ConfigDecoder returns the decoder of the opaque configs of r's drivers,
+// each under the config kind its vendor declares, every vendor's
+// visible-devices variable reserved. The webhook and the node agent
+// decode with it; it fails where a kind is not a valid kind name.
+func (r Registry) ConfigDecoder() (*v1alpha1.ConfigDecoder, error) {
+	drivers := make([]v1alpha1.ConfigDriver, 0, len(r.vendors))
+	for _, v := range r.vendors {
+		n := v.Names()
+		kind := n.ConfigKind
+		if kind == ConfigKindNone {
+			kind = v1alpha1.NoConfigKind
+		}
+		drivers = append(drivers, v1alpha1.ConfigDriver{Driver: n.Driver, Kind: kind, VisibleEnv: v.CDI().VisibleEnv})
+	}
+	d, err := v1alpha1.NewConfigDecoder(drivers...)
+	if err != nil {
+		return nil, fmt.Errorf("building the opaque config decoder of the vendors: %w", err)
+	}
+	return d, nil
+}
+
+// ProfileVendors are r's vendors as a hardware profile may name them
+// (v1alpha1.ParseHardwareProfile).
+func (r Registry) ProfileVendors() []v1alpha1.ProfileVendor {
+	out := make([]v1alpha1.ProfileVendor, 0, len(r.vendors))
+	for _, v := range r.vendors {
+		out = append(out, v1alpha1.ProfileVendor{Vendor: string(v.Names().Vendor), LinkType: string(v.ProfileNode().LinkType)})
+	}
+	return out
+}
