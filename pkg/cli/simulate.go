@@ -20,6 +20,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
@@ -27,6 +28,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
+	"github.com/accel-dra/accel-dra/pkg/webhook"
 )
 
 func newSimulateCommand(reg vendors.Registry) *cobra.Command {
@@ -83,7 +85,15 @@ object or node.`,
 			if err != nil {
 				return fmt.Errorf("%s: %w", clusterFile, err)
 			}
-			in, err := simulate.Load(files)
+			configs, err := reg.ConfigDecoder()
+			if err != nil {
+				return err
+			}
+			// A claim whose config the webhook would refuse is an error,
+			// in the webhook's words, not a claim simulated as allocated.
+			in, err := simulate.LoadChecked(files, func(obj runtime.Object, name string) error {
+				return webhook.Validate(configs, obj, name)
+			})
 			if err != nil {
 				return err
 			}

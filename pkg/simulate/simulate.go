@@ -28,7 +28,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -127,6 +129,8 @@ type Inputs struct {
 	Claims  []*resourceapi.ResourceClaim
 	// Sources names the file each claim came from, for errors.
 	Sources map[*resourceapi.ResourceClaim]string
+	// check is LoadChecked's.
+	check Check
 }
 
 // List implements structured.DeviceClassLister.
@@ -154,7 +158,18 @@ var decoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict)
 // in models/). Other kinds are skipped; each template becomes one claim
 // named after it.
 func Load(paths []string) (*Inputs, error) {
-	in := &Inputs{Classes: map[string]*resourceapi.DeviceClass{}, Sources: map[*resourceapi.ResourceClaim]string{}}
+	return LoadChecked(paths, nil)
+}
+
+// Check judges one object read from a file, named name; an error stops
+// the load, naming the file and document.
+type Check func(obj runtime.Object, name string) error
+
+// LoadChecked is Load with check run on every object it keeps (nil: none),
+// e.g. the admission webhook's validation of our drivers' opaque configs,
+// so a claim the API server would refuse is not simulated as allocated.
+func LoadChecked(paths []string, check Check) (*Inputs, error) {
+	in := &Inputs{Classes: map[string]*resourceapi.DeviceClass{}, Sources: map[*resourceapi.ResourceClaim]string{}, check: check}
 	var files []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -211,6 +226,11 @@ func (in *Inputs) loadFile(path string) error {
 		if err != nil {
 			return fmt.Errorf("%s: document %d: %w", path, doc, err)
 		}
+		if in.check != nil {
+			if err := in.check(obj, objectName(obj)); err != nil {
+				return fmt.Errorf("%s: document %d: %w", path, doc, err)
+			}
+		}
 		switch o := obj.(type) {
 		case *resourceapi.DeviceClass:
 			in.Classes[o.Name] = o
@@ -222,6 +242,16 @@ func (in *Inputs) loadFile(path string) error {
 			_ = gvk // workloads (Pods, Jobs) are not simulated yet
 		}
 	}
+}
+
+// objectName is obj's name, as the webhook's messages name it (the file
+// and document say where it is).
+func objectName(obj runtime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetName()
 }
 
 func (in *Inputs) addClaim(source, namespace, name string, spec resourceapi.ResourceClaimSpec) {

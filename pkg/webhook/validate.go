@@ -216,3 +216,20 @@ func fromObject(obj runtime.Object) (o object, ok bool) {
 	}
 	return object{}, false
 }
+
+// Validate judges obj (a ResourceClaim, ResourceClaimTemplate or
+// DeviceClass of any served version) as the webhook does at apply, for
+// tools that read such objects from files (accel-dra simulate): nil if
+// the webhook would admit it, else an error with the message the webhook
+// would deny it with. Other kinds are not looked at.
+func Validate(configs *v1alpha1.ConfigDecoder, obj runtime.Object, name string) error {
+	o, ok := fromObject(obj)
+	if !ok {
+		return nil
+	}
+	errs := o.devices.validate(configs, o.configsPath, o.isClass)
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.New(invalid(o.kind, name, errs).Message)
+}
