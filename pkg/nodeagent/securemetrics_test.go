@@ -161,10 +161,12 @@ func TestSecureMetricsServesOnlyAuthorizedCallers(t *testing.T) {
 	require.EqualValues(t, 2, rv.accessReviews.Load(), "one SubjectAccessReview per user")
 
 	plain, err := http.Get("http://" + addr.String() + "/metrics") //nolint:noctx // a plain request to a TLS port
-	if err == nil {
-		defer plain.Body.Close()
-		require.Equal(t, http.StatusBadRequest, plain.StatusCode, "plain HTTP gets no metrics")
-	}
+	require.NoError(t, err)
+	defer plain.Body.Close()
+	body, err := io.ReadAll(plain.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, plain.StatusCode, "plain HTTP gets no metrics")
+	require.NotContains(t, string(body), "accel_dra")
 }
 
 // TestSecureMetricsFlagsRefuseUnsafeCombinations: secure metrics need a
