@@ -21,6 +21,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"slices"
@@ -253,7 +254,8 @@ func serveHTTPWith(ctx context.Context, addr string, h http.Handler, what string
 	}
 	// An idle or slow client cannot keep one of the few connections.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: LiveTimeout + 10*time.Second, IdleTimeout: 30 * time.Second}
+		WriteTimeout: LiveTimeout + 10*time.Second, IdleTimeout: 30 * time.Second,
+		ErrorLog: log.New(serverLog{klog.FromContext(ctx).WithValues("serving", what)}, "", 0)}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -266,4 +268,21 @@ func serveHTTPWith(ctx context.Context, addr string, h http.Handler, what string
 		}
 	}()
 	return l.Addr(), nil
+}
+
+// serverLog takes the HTTP server's own error lines into the agent's
+// structured log instead of unstructured stderr. Broken-off TLS
+// handshakes (port scanners, a scraper speaking plain HTTP to the secure
+// metrics port) are routine and anyone can cause them, so they go to
+// V(4) rather than flooding the log.
+type serverLog struct{ logger klog.Logger }
+
+func (l serverLog) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	if strings.Contains(line, "TLS handshake error") {
+		l.logger.V(4).Info("HTTP server", "message", line)
+	} else {
+		l.logger.Info("HTTP server", "message", line)
+	}
+	return len(p), nil
 }
