@@ -17,6 +17,7 @@ package nodeagent
 import (
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,8 +30,11 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -229,4 +233,43 @@ func TestMetricsCertificateFilesAreReloaded(t *testing.T) {
 
 	require.NoError(t, os.Remove(s.KeyFile))
 	require.Contains(t, served(cfg), "rotated", "a file mid-rotation keeps the last good pair")
+}
+
+// TestReviewRetries: an API server hiccup (5xx, 429) is retried within
+// the backoff; a refusal (4xx) is not, and its error is the one returned.
+func TestReviewRetries(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	backoff := wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 3}
+	gr := schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}
+	for _, tc := range []struct {
+		name      string
+		errs      []error
+		wantCalls int
+		wantErr   bool
+	}{
+		{name: "success", wantCalls: 1},
+		{name: "internal error, then success", errs: []error{apierrors.NewInternalError(errors.New("etcd"))}, wantCalls: 2},
+		{name: "too many requests, then success", errs: []error{apierrors.NewTooManyRequests("slow down", 1)}, wantCalls: 2},
+		{name: "forbidden is final", errs: []error{apierrors.NewForbidden(gr, "", errors.New("no"))}, wantCalls: 1, wantErr: true},
+		{name: "backoff runs out", errs: []error{
+			apierrors.NewInternalError(errors.New("1")), apierrors.NewInternalError(errors.New("2")), apierrors.NewInternalError(errors.New("3")),
+		}, wantCalls: 3, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			err := withRetries(ctx, backoff, func() error {
+				calls++
+				if calls <= len(tc.errs) {
+					return tc.errs[calls-1]
+				}
+				return nil
+			})
+			require.Equal(t, tc.wantCalls, calls)
+			if tc.wantErr {
+				require.ErrorIs(t, err, tc.errs[calls-1], "the last call's error")
+			} else {
+				require.NoError(t, err)
+			}
+		})
+	}
 }
