@@ -121,6 +121,9 @@ type Options struct {
 	// MetricsAddr, when set, serves /metrics there instead of on
 	// HealthAddr (e.g. 127.0.0.1:51516: metrics on loopback, probes not).
 	MetricsAddr string
+	// MetricsSecure serves MetricsAddr over HTTPS to authenticated and
+	// authorized callers only (--metrics-secure).
+	MetricsSecure SecureMetrics
 	// OnMetricsServing, if set, is told the metrics server's address.
 	OnMetricsServing func(net.Addr)
 	// ChipMetrics reads the chips' utilization, memory, temperature and
@@ -155,6 +158,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if err := resourceslices.CheckTemplates(o.Discovery.Registry, o.PartitionTemplates); err != nil {
 		return fmt.Errorf("--partition-templates: %w", err)
+	}
+	if err := o.MetricsSecure.check(o.MetricsAddr); err != nil {
+		return err
 	}
 	inv, discoverErr := source.Discover(ctx, o.Discovery)
 	if discoverErr != nil && len(inv.Chips) == 0 {
@@ -208,11 +214,11 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if o.MetricsAddr != "" {
-		addr, err := serveMetrics(ctx, o.MetricsAddr, probeServer.metrics)
+		addr, err := serveMetrics(ctx, o.MetricsAddr, probeServer.metrics, o.MetricsSecure, o.Discovery.NodeName, o.KubeClient)
 		if err != nil {
 			return err
 		}
-		logger.Info("Serving metrics", "address", addr.String())
+		logger.Info("Serving metrics", "address", addr.String(), "secure", o.MetricsSecure.Enabled)
 		if o.OnMetricsServing != nil {
 			o.OnMetricsServing(addr)
 		}

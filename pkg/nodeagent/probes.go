@@ -18,8 +18,10 @@ package nodeagent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"slices"
@@ -28,6 +30,7 @@ import (
 	"time"
 
 	"golang.org/x/net/netutil"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/driver"
@@ -208,11 +211,15 @@ func (p *probes) handler() http.Handler {
 }
 
 // serveMetrics serves m's /metrics alone on addr until ctx is done, so
-// the metrics can listen on loopback while the kubelet probes the probe
-// server on the pod IP.
-func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics) (net.Addr, error) {
+// the metrics can listen on loopback, or be served securely (see
+// SecureMetrics), while the kubelet probes the probe server on the pod
+// IP.
+func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, secure SecureMetrics, host string, client kubernetes.Interface) (net.Addr, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
+	if secure.Enabled {
+		return serveSecureMetrics(ctx, addr, mux, secure, host, client)
+	}
 	return serveHTTP(ctx, addr, mux, "metrics")
 }
 
@@ -227,16 +234,28 @@ func (p *probes) serve(ctx context.Context, addr string) (net.Addr, error) {
 // the agent a goroutine and a file descriptor each.
 const maxHTTPConnections = 32
 
-// serveHTTP serves h on addr until ctx is done.
+// serveHTTP serves h on addr over plain HTTP until ctx is done.
 func serveHTTP(ctx context.Context, addr string, h http.Handler, what string) (net.Addr, error) {
+	return serveHTTPWith(ctx, addr, h, what, nil)
+}
+
+// serveHTTPWith serves h on addr until ctx is done, over HTTPS when
+// tlsConfig is set.
+func serveHTTPWith(ctx context.Context, addr string, h http.Handler, what string, tlsConfig *tls.Config) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening for %s on %s: %w", what, addr, err)
 	}
+	// The limit counts TCP connections, before any TLS handshake, so a
+	// flood of unfinished handshakes is bounded too.
 	l = netutil.LimitListener(l, maxHTTPConnections)
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
+	}
 	// An idle or slow client cannot keep one of the few connections.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: LiveTimeout + 10*time.Second, IdleTimeout: 30 * time.Second}
+		WriteTimeout: LiveTimeout + 10*time.Second, IdleTimeout: 30 * time.Second,
+		ErrorLog: log.New(serverLog{klog.FromContext(ctx).WithValues("serving", what)}, "", 0)}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -249,4 +268,21 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, what string) (n
 		}
 	}()
 	return l.Addr(), nil
+}
+
+// serverLog takes the HTTP server's own error lines into the agent's
+// structured log instead of unstructured stderr. Broken-off TLS
+// handshakes (port scanners, a scraper speaking plain HTTP to the secure
+// metrics port) are routine and anyone can cause them, so they go to
+// V(4) rather than flooding the log.
+type serverLog struct{ logger klog.Logger }
+
+func (l serverLog) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	if strings.Contains(line, "TLS handshake error") {
+		l.logger.V(4).Info("HTTP server", "message", line)
+	} else {
+		l.logger.Info("HTTP server", "message", line)
+	}
+	return len(p), nil
 }
