@@ -40,7 +40,7 @@ CONTAINER_TOOL ?= docker
 comma := ,
 space := $(subst ,, )
 
-.PHONY: all build static test test-arm64 testdeps failpoint-agent license generate verify-generate test-e2e bench bench-prepare bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
+.PHONY: all build static check test test-arm64 testdeps failpoint-agent license generate verify-generate test-e2e bench bench-prepare bench-scale lint chart demo demo-cluster demo-cluster-down image image-push image-docker clean
 
 all: build
 
@@ -97,6 +97,17 @@ $(GOVULNCHECK): hack/vuln/go.mod hack/vuln/go.sum
 # source file that lacks it; make lint checks them.
 license:
 	$(GO) run ./hack/license -fix
+
+# The quick loop while editing (a few minutes warm): format, vet, lint,
+# logcheck and the unit tests of pkg/ and api/, none of the slower tiers
+# (test/plugin, test/chart, arm64, hack/image) nor govulncheck. make test
+# is the full run CI makes.
+check: $(GOLANGCI_LINT) $(LOGCHECK)
+	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GOLANGCI_LINT) run --allow-serial-runners ./...
+	$(LOGCHECK) -check-contextual -check-logger-constructor -tags failpoint ./...
+	$(GO) test ./pkg/... ./api/...
 
 lint: verify-generate $(GOLANGCI_LINT) $(LOGCHECK) $(GOVULNCHECK)
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
