@@ -51,7 +51,7 @@ func TestProductionBinariesCarryNoFailpointCode(t *testing.T) {
 	build(filepath.Join(out, "production"), "./cmd/...")
 	bins, err := filepath.Glob(filepath.Join(out, "production", "*"))
 	require.NoError(t, err)
-	require.Len(t, bins, 3, "the CLI, the node agent and the webhook")
+	require.Len(t, bins, 4, "the CLI, the node agent, its CDI hook and the webhook")
 	for _, bin := range bins {
 		syms, env := inspect(t, goTool, bin)
 		require.Empty(t, syms, "%s: symbols of package failpoint", filepath.Base(bin))

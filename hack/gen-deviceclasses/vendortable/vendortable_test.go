@@ -37,20 +37,22 @@ func TestTheTableHoldsWhatTheTemplatesNeed(t *testing.T) {
 	table, err := Build(all.Registry())
 	require.NoError(t, err)
 	require.Equal(t, Vendor{
-		Vendor: "huawei", Driver: "ascend.accel-dra.dev", VisibleDevicesEnv: "ASCEND_VISIBLE_DEVICES",
-		Tool:       Setting{Name: "npu-smi", Flag: "npu-smi", Value: "npuSmi"},
-		Library:    &Setting{Flag: "dcmi-library", Value: "dcmiLibrary"},
-		Partitions: &Partitions{Type: "vnpu"},
+		Vendor: "huawei", Driver: "ascend.accel-dra.dev", DevicePrefix: "npu", VisibleDevicesEnv: "ASCEND_VISIBLE_DEVICES",
+		Tool:    Setting{Name: "npu-smi", Flag: "npu-smi", Value: "npuSmi"},
+		Library: &Setting{Flag: "dcmi-library", Value: "dcmiLibrary"},
+		// The slugs partitionTemplates may name (the chart refuses others).
+		Partitions: &Partitions{Type: "vnpu", Slugs: []string{"vir01", "vir02", "vir02-1c", "vir03-1c-8g", "vir04", "vir04-3c", "vir04-3c-ndvpp",
+			"vir04-4c-dvpp", "vir05-1c-16g", "vir05-1c-8g", "vir06-1c-16g", "vir08", "vir10-3c-16g", "vir10-3c-32g", "vir12-3c-32g", "vir16"}},
 		Mounts: []Mount{
 			{Name: "host-run-vnpu-cfg-lock", Path: "/run/vnpu_cfg_lock", Type: "DirectoryOrCreate", Library: true, Partitions: true},
 			{Name: "host-etc-vnpu-cfg", Path: "/etc/vnpu.cfg", Type: "File", Library: true, Partitions: true},
 		},
 	}, table["ascend"])
 	require.Equal(t, Vendor{
-		Vendor: "cambricon", Driver: "cambricon.accel-dra.dev", VisibleDevicesEnv: "CAMBRICON_VISIBLE_DEVICES",
+		Vendor: "cambricon", Driver: "cambricon.accel-dra.dev", DevicePrefix: "mlu", VisibleDevicesEnv: "CAMBRICON_VISIBLE_DEVICES",
 		Tool:       Setting{Name: "cnmon", Flag: "cnmon", Value: "cnmon"},
 		Library:    &Setting{Flag: "cndev-library", Value: "cndevLibrary"},
-		Partitions: &Partitions{Type: "smlu", Prefix: true},
+		Partitions: &Partitions{Type: "smlu", Prefix: true, Slugs: []string{"smlu-25p", "smlu-50p"}},
 		Mounts:     []Mount{{Name: "host-proc-driver-cambricon", Path: "/proc/driver/cambricon", Type: "Directory"}},
 	}, table["cambricon"])
 	require.Len(t, table, 2)
@@ -62,7 +64,7 @@ func TestAVendorWithOnlyItsNamesHasAnEntry(t *testing.T) {
 	require.NoError(t, err)
 	table, err := Build(reg)
 	require.NoError(t, err)
-	require.Equal(t, Vendor{Vendor: "acme", Driver: vendortest.Driver, VisibleDevicesEnv: vendortest.EnvVisibleDevices,
+	require.Equal(t, Vendor{Vendor: "acme", Driver: vendortest.Driver, DevicePrefix: vendortest.DevicePrefix, VisibleDevicesEnv: vendortest.EnvVisibleDevices,
 		Tool: Setting{Name: vendortest.Tool, Flag: vendortest.Tool, Value: "acmeSmi"}}, table[vendortest.Option])
 	content, err := Render(reg)
 	require.NoError(t, err)
