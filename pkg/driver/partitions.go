@@ -176,7 +176,11 @@ func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed 
 // they were made in another boot, and a record kept would have the
 // re-prepare reuse a device node the tool may give to another claim;
 // those chips are listed again at the next call (d.unsure), which
-// removes a partition there that no claim holds.
+// removes a partition there that no claim holds. It forgets too, with a
+// warning, the partitions of chips that are not on the node (only at
+// start-up: while running, Update keeps a gone chip that claims use): no
+// tool can destroy them, and the record would fail the claim's unprepare
+// at every retry of the kubelet.
 //
 // The claim keeps its CDI device IDs in the checkpoint: the kubelet
 // recorded them, and the prepare that makes its partition again writes
@@ -184,10 +188,6 @@ func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed 
 // container started meanwhile fails rather than gets another's device.
 func (d *Driver) forgetPartitions(ctx context.Context, listed map[int]bool, exists map[[2]int]string) error {
 	logger := klog.FromContext(ctx)
-	why := "destroyed by an unprepare that crashed before saving the checkpoint"
-	if d.rebootID != "" {
-		why = "the node rebooted since the checkpoint recorded it; the claim is prepared again"
-	}
 	forgot := map[types.UID]bool{}
 	for uid, c := range d.prepared.Claims {
 		for i, dev := range c.Devices {
@@ -195,16 +195,17 @@ func (d *Driver) forgetPartitions(ctx context.Context, listed map[int]bool, exis
 			if p == nil {
 				continue
 			}
-			if !listed[p.Chip] {
-				if d.rebootID == "" {
-					continue
-				}
-				d.markUnsure(p.Chip)
-			} else if t, ok := exists[[2]int{p.Chip, p.ID}]; ok && t == p.Template {
+			why, ok := d.whyGone(p, listed, exists)
+			if !ok {
 				continue
 			}
-			logger.Info("Forgetting a recorded partition that no longer exists", "why", why,
-				"claimUID", uid, "device", dev.Device, "partition", fromCheckpoint(p).String(), "chipListed", listed[p.Chip])
+			if _, onNode := d.chipByIndex(p.Chip); !onNode {
+				logger.Error(nil, "Forgetting a recorded partition whose chip is not on this node any more; the claim's unprepare will not destroy it",
+					"claimUID", uid, "device", dev.Device, "partition", fromCheckpoint(p).String(), "chip", p.Chip)
+			} else {
+				logger.Info("Forgetting a recorded partition that no longer exists", "why", why,
+					"claimUID", uid, "device", dev.Device, "partition", fromCheckpoint(p).String(), "chipListed", listed[p.Chip])
+			}
 			c.Devices[i].Partition = nil
 			forgot[uid] = true
 		}
@@ -225,6 +226,28 @@ func (d *Driver) forgetPartitions(ctx context.Context, listed map[int]bool, exis
 			"claim", klog.KRef(d.prepared.Claims[uid].Namespace, d.prepared.Claims[uid].Name), "claimUID", uid)
 	}
 	return errors.Join(errs...)
+}
+
+// whyGone says why recorded partition p is to be forgotten, if it is.
+// A chip not listed is listed again at the next call (markUnsure).
+func (d *Driver) whyGone(p *checkpoint.Partition, listed map[int]bool, exists map[[2]int]string) (string, bool) {
+	if _, ok := d.chipByIndex(p.Chip); !ok {
+		return "its chip is not on this node any more", true
+	}
+	if !listed[p.Chip] {
+		if d.rebootID == "" {
+			return "", false
+		}
+		d.markUnsure(p.Chip)
+		return "the node rebooted since the checkpoint recorded it; the claim is prepared again", true
+	}
+	if t, ok := exists[[2]int{p.Chip, p.ID}]; ok && t == p.Template {
+		return "", false
+	}
+	if d.rebootID != "" {
+		return "the node rebooted since the checkpoint recorded it; the claim is prepared again", true
+	}
+	return "destroyed by an unprepare that crashed before saving the checkpoint", true
 }
 
 // markUnsure has the next call list a chip again (retryOrphans), if it

@@ -27,8 +27,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
 // TestStartUpForgetsGonePartitionsAndTheirClaimsCDISpecs: a claim of two
@@ -204,4 +207,48 @@ func TestTheBootIDIsRecordedOnlyWhenEveryClaimIsBack(t *testing.T) {
 	require.Equal(t, "boot-2", data.BootID)
 	require.NoError(t, n.d.Ready())
 	require.Empty(t, n.d.rebootID, "later forgotten partitions are not blamed on the reboot")
+}
+
+// TestAPartitionOfAChipGoneAtStartIsForgottenAndItsClaimUnprepares: a
+// claim holds a vNPU of chip 1, and the agent starts without chip 1 on
+// the node. Start-up must forget the vNPU, with a warning naming it,
+// and remove the claim's spec, so the kubelet's unprepare succeeds
+// instead of failing at every retry ("chip 1 is not on this node any
+// more"); the claim's chip on the node (npu-0) is unaffected.
+func TestAPartitionOfAChipGoneAtStartIsForgottenAndItsClaimUnprepares(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx := klog.NewContext(t.Context(), logger)
+	n := newTestNode(t)
+	gone, other := n.claim("uid-gone", vnpus...), n.claim("uid-other", "npu-0")
+	for _, c := range []*resourceapi.ResourceClaim{gone, other} {
+		_, _, err := n.d.prepare(ctx, c)
+		require.NoError(t, err)
+	}
+	// The start without chip 1.
+	var chips []inventory.Chip
+	for _, c := range n.d.inv.Chips {
+		if c.Index != 1 {
+			chips = append(chips, c)
+		}
+	}
+	n.d.inv.Chips = chips
+	n.d.index(chips)
+
+	require.NoError(t, n.d.reconcilePartitions(ctx))
+
+	for _, dev := range n.d.prepared.Claims[gone.UID].Devices {
+		require.Nil(t, dev.Partition, "%s is forgotten", dev.Device)
+	}
+	_, specs, _ := n.left(t)
+	require.Equal(t, []types.UID{other.UID}, specs)
+	logs := logger.GetSink().(ktesting.Underlier).GetBuffer().String()
+	require.Contains(t, logs, "Forgetting a recorded partition whose chip is not on this node any more")
+	require.Contains(t, logs, "vnpu 116 (vir05_1c_16g) on chip 1")
+	for _, c := range []*resourceapi.ResourceClaim{gone, other} {
+		_, err := n.d.unprepare(ctx, kubeletplugin.NamespacedObject{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, UID: c.UID})
+		require.NoError(t, err, "unprepare of %s", c.Name)
+	}
+	_, specs, saved := n.left(t)
+	require.Empty(t, specs)
+	require.Empty(t, saved)
 }
