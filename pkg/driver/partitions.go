@@ -167,26 +167,26 @@ func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed 
 				"chip", d.names.ChipDevice(c.Index), "type", inst.Type, "template", inst.Template, "id", inst.ID, "deviceNode", inst.DeviceNode)
 		}
 	}
-	return listed, d.forgetPartitions(ctx, listed, exists)
+	return listed, d.forgetPartitions(ctx, only == nil, listed, exists)
 }
 
 // forgetPartitions forgets the recorded partitions that do not exist on
-// the chips listed (exists) and removes their claims' CDI specs. After a
-// reboot (d.rebootID) it also forgets those on chips it could not list:
-// they were made in another boot, and a record kept would have the
-// re-prepare reuse a device node the tool may give to another claim;
-// those chips are listed again at the next call (d.unsure), which
-// removes a partition there that no claim holds. It forgets too, with a
-// warning, the partitions of chips that are not on the node (only at
-// start-up: while running, Update keeps a gone chip that claims use): no
-// tool can destroy them, and the record would fail the claim's unprepare
-// at every retry of the kubelet.
+// the chips listed (exists) and removes their claims' CDI specs. At
+// start-up (atStart) after a reboot (d.rebootID) it also forgets those on
+// chips it could not list: they were made in another boot, and a record
+// kept would have the re-prepare reuse a device node the tool may give
+// to another claim; those chips are listed again at the next call
+// (d.unsure), which removes a partition there that no claim holds. At
+// start-up it forgets too, with a warning, the partitions of chips that
+// are not on the node (while running, Update keeps a gone chip that
+// claims use): no tool can destroy them, and the record would fail the
+// claim's unprepare at every retry of the kubelet.
 //
 // The claim keeps its CDI device IDs in the checkpoint: the kubelet
 // recorded them, and the prepare that makes its partition again writes
 // its spec under the same IDs. Without a spec they name nothing, so a
 // container started meanwhile fails rather than gets another's device.
-func (d *Driver) forgetPartitions(ctx context.Context, listed map[int]bool, exists map[[2]int]string) error {
+func (d *Driver) forgetPartitions(ctx context.Context, atStart bool, listed map[int]bool, exists map[[2]int]string) error {
 	logger := klog.FromContext(ctx)
 	forgot := map[types.UID]bool{}
 	for uid, c := range d.prepared.Claims {
@@ -195,7 +195,7 @@ func (d *Driver) forgetPartitions(ctx context.Context, listed map[int]bool, exis
 			if p == nil {
 				continue
 			}
-			why, ok := d.whyGone(p, listed, exists)
+			why, ok := d.whyGone(p, atStart, listed, exists)
 			if !ok {
 				continue
 			}
@@ -229,23 +229,27 @@ func (d *Driver) forgetPartitions(ctx context.Context, listed map[int]bool, exis
 }
 
 // whyGone says why recorded partition p is to be forgotten, if it is.
-// A chip not listed is listed again at the next call (markUnsure).
-func (d *Driver) whyGone(p *checkpoint.Partition, listed map[int]bool, exists map[[2]int]string) (string, bool) {
-	if _, ok := d.chipByIndex(p.Chip); !ok {
+// Only start-up (atStart) knows that a record is from before a reboot or
+// that its chip is gone: later, reconcileChips lists only the chips where
+// a create failed, and every record is of this boot (start-up forgot the
+// others), so a chip not listed then keeps its records.
+func (d *Driver) whyGone(p *checkpoint.Partition, atStart bool, listed map[int]bool, exists map[[2]int]string) (string, bool) {
+	const rebooted = "the node rebooted since the checkpoint recorded it; the claim is prepared again"
+	if _, onNode := d.chipByIndex(p.Chip); atStart && !onNode {
 		return "its chip is not on this node any more", true
 	}
 	if !listed[p.Chip] {
-		if d.rebootID == "" {
+		if !atStart || d.rebootID == "" {
 			return "", false
 		}
 		d.markUnsure(p.Chip)
-		return "the node rebooted since the checkpoint recorded it; the claim is prepared again", true
+		return rebooted, true
 	}
 	if t, ok := exists[[2]int{p.Chip, p.ID}]; ok && t == p.Template {
 		return "", false
 	}
-	if d.rebootID != "" {
-		return "the node rebooted since the checkpoint recorded it; the claim is prepared again", true
+	if atStart && d.rebootID != "" {
+		return rebooted, true
 	}
 	return "destroyed by an unprepare that crashed before saving the checkpoint", true
 }

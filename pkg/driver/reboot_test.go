@@ -252,3 +252,32 @@ func TestAPartitionOfAChipGoneAtStartIsForgottenAndItsClaimUnprepares(t *testing
 	require.Empty(t, specs)
 	require.Empty(t, saved)
 }
+
+// TestACallDuringTheRetryKeepsThePartitionsMadeSinceTheReboot: after a
+// reboot, while a claim is still being retried (the boot id not recorded
+// yet), a call lists a chip where a create failed and the tool cannot
+// list it. The partitions re-made in this boot, on that chip and others,
+// must stay with their specs: only start-up forgets the records of
+// chips it cannot list.
+func TestACallDuringTheRetryKeepsThePartitionsMadeSinceTheReboot(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	n := newTestNode(t)
+	n.d.rebootID = "boot-2"
+	back := []*resourceapi.ResourceClaim{n.claim("uid-chip1", "npu-1-vir05-1c-16g-0"), n.claim("uid-chip2", "npu-2-vir05-1c-16g-0")}
+	for _, c := range back {
+		_, _, err := n.d.prepare(ctx, c)
+		require.NoError(t, err)
+	}
+	n.d.markUnsure(1) // a create failed there
+	n.runner.broken = true
+
+	n.d.retryOrphans(ctx)
+
+	parts, specs, _ := n.left(t)
+	require.Len(t, parts, 2)
+	require.ElementsMatch(t, []types.UID{"uid-chip1", "uid-chip2"}, specs, "no spec of a partition made in this boot is removed")
+	for _, c := range back {
+		require.NotNil(t, n.d.prepared.Claims[c.UID].Devices[0].Partition, "%s keeps its partition", c.Name)
+	}
+	require.True(t, n.d.unsure[1], "the chip is listed again at the next call")
+}
