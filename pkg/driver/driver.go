@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/trace"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,8 +144,18 @@ type Driver struct {
 	kube       kubernetes.Interface
 	bootIDFile string
 	// rebootID is the boot id of a start after a reboot, until reprepare
-	// has prepared the checkpoint's claims again and recorded it.
+	// has prepared the checkpoint's claims again and recorded it. Guarded
+	// by mu once the driver serves.
 	rebootID string
+	// missing are the claims of the checkpoint not prepared again since
+	// the reboot (reboot.go), for Ready; guarded by rebootMu, not mu, so
+	// /readyz never waits for a prepare.
+	rebootMu sync.Mutex
+	missing  map[types.UID]missingClaim
+	// stopReprepare ends the background re-prepare, which closes
+	// reprepareDone (nil when none runs).
+	stopReprepare context.CancelFunc
+	reprepareDone chan struct{}
 	// metrics: see metrics.go; its Metrics may be nil (records nothing).
 	metrics driverMetrics
 	// rolling: another instance (the other pod of a rolling update) may
@@ -178,7 +189,10 @@ type Driver struct {
 	// it may have made the partition anyway. Guarded by mu.
 	unsure map[int]bool
 
-	helper *kubeletplugin.Helper
+	// helper serves the DRA socket; registrar registers it with the
+	// kubelet, once the claims of the checkpoint are prepared again
+	// after a reboot (see serve).
+	helper, registrar *kubeletplugin.Helper
 	// regSocket and draSocket are the helper's sockets, for Live.
 	regSocket, draSocket string
 }
@@ -186,7 +200,8 @@ type Driver struct {
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 
 // Start loads the checkpoint, cleans up CDI specs of claims it does not
-// know, registers with the kubelet and publishes the node's ResourceSlices.
+// know, prepares the checkpoint's claims again after a reboot, registers
+// with the kubelet and publishes the node's ResourceSlices.
 func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	logger := klog.FromContext(ctx)
 	if cfg.Vendor == nil {
@@ -247,6 +262,31 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	if err := d.startupReconcile(ctx, dataDir); err != nil {
 		return nil, err
 	}
+	opts := d.pluginOptions(cfg, regDir, dataDir)
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	d.status, d.stopStatus = claimstatus.New(cfg.KubeClient, d.name), stopStatus
+	go d.status.Run(statusCtx)
+	if err := d.serve(ctx, opts); err != nil {
+		d.Stop()
+		return nil, err
+	}
+	// PublishResources returns once the slice informer has listed the
+	// node's slices: while the API server is unreachable it retries (and
+	// logs each failure) until it answers. Say what the wait is for.
+	logger.Info("Publishing ResourceSlices: waiting for the API server to list this node's slices", "driver", d.name, "node", cfg.NodeName)
+	if err := d.helper.PublishResources(ctx, d.resources(d.inv)); err != nil {
+		d.Stop()
+		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
+	}
+	d.trackMetrics()
+	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
+		"chipModes", d.policy.String(), "preparedClaims", len(d.PreparedClaims()))
+	return d, nil
+}
+
+// pluginOptions are the helper's options, and set the helper's socket
+// names for Live.
+func (d *Driver) pluginOptions(cfg Config, regDir, dataDir string) []kubeletplugin.Option {
 	opts := append([]kubeletplugin.Option{
 		kubeletplugin.DriverName(d.name),
 		kubeletplugin.NodeName(cfg.NodeName),
@@ -267,33 +307,34 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 		opts = append(opts, kubeletplugin.EnableDeviceMetadata(true, []schema.GroupVersion{metadatav1beta1.SchemeGroupVersion}),
 			kubeletplugin.CDIDirectory(cfg.CDI.SpecDir()))
 	}
-	statusCtx, stopStatus := context.WithCancel(ctx)
-	d.status, d.stopStatus = claimstatus.New(cfg.KubeClient, d.name), stopStatus
-	go d.status.Run(statusCtx)
-	helper, err := kubeletplugin.Start(ctx, d, opts...)
+	return opts
+}
+
+// serve starts the helper in two halves, as the helper's split
+// deployments do: first the DRA socket alone, on which a round of
+// re-prepare after a reboot runs; then the registration with the
+// kubelet, whose new claims must not take the partitions (and their ids)
+// before the checkpoint's claims have theirs. Both halves get the same
+// options, so the registration names the DRA socket the first serves.
+// Claims the round could not prepare are retried in the background: a
+// bad claim must not keep the node's other claims from the kubelet.
+func (d *Driver) serve(ctx context.Context, opts []kubeletplugin.Option) error {
+	helper, err := kubeletplugin.Start(ctx, d, append(slices.Clone(opts), kubeletplugin.RegistrationService(false))...)
 	if err != nil {
-		stopStatus()
-		return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
+		return fmt.Errorf("starting kubelet plugin %s: serving the DRA socket: %w", d.name, err)
 	}
 	d.helper = helper
-	if err := d.reprepare(ctx); err != nil {
-		helper.Stop()
-		stopStatus()
-		return nil, fmt.Errorf("starting driver %s: %w", d.name, err)
+	if !d.reprepare(ctx) {
+		retryCtx, stop := context.WithCancel(ctx)
+		d.stopReprepare, d.reprepareDone = stop, make(chan struct{})
+		go d.retryReprepare(retryCtx, d.reprepareDone)
 	}
-	// PublishResources returns once the slice informer has listed the
-	// node's slices: while the API server is unreachable it retries (and
-	// logs each failure) until it answers. Say what the wait is for.
-	logger.Info("Publishing ResourceSlices: waiting for the API server to list this node's slices", "driver", d.name, "node", cfg.NodeName)
-	if err := helper.PublishResources(ctx, d.resources(d.inv)); err != nil {
-		helper.Stop()
-		stopStatus()
-		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
+	registrar, err := kubeletplugin.Start(ctx, d, append(slices.Clone(opts), kubeletplugin.DRAService(false))...)
+	if err != nil {
+		return fmt.Errorf("starting kubelet plugin %s: registering with the kubelet: %w", d.name, err)
 	}
-	d.trackMetrics()
-	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
-		"chipModes", d.policy.String(), "preparedClaims", len(d.prepared.Claims))
-	return d, nil
+	d.registrar = registrar
+	return nil
 }
 
 // startupReconcile loads the checkpoint and removes what it does not
@@ -311,9 +352,14 @@ func (d *Driver) startupReconcile(ctx context.Context, dataDir string) error {
 	if err := d.loadState(ctx); err != nil {
 		return err
 	}
-	d.reconcilePartitions(ctx)
+	if err := d.checkBoot(ctx); err != nil {
+		return err
+	}
+	if err := d.reconcilePartitions(ctx); err != nil {
+		return fmt.Errorf("starting driver %s: %w", d.name, err)
+	}
 	d.retryOrphans(ctx)
-	return d.checkBoot(ctx)
+	return nil
 }
 
 // index makes chips the devices the driver serves: the chips by device
@@ -349,19 +395,29 @@ func (d *Driver) Vendor() inventory.Vendor { return d.names.Vendor }
 
 // Registered reports whether the kubelet has confirmed the registration.
 func (d *Driver) Registered() bool {
-	if d.helper == nil {
+	if d.registrar == nil {
 		return false
 	}
-	st := d.helper.RegistrationStatus()
+	st := d.registrar.RegistrationStatus()
 	return st != nil && st.PluginRegistered
 }
 
 // Name is the DRA driver name.
 func (d *Driver) Name() string { return d.name }
 
-// Stop unregisters from the kubelet and stops the slice controller. The
-// slices stay: a restarting plugin takes them over.
+// Stop unregisters from the kubelet and stops the slice controller and
+// the background re-prepare. The slices stay: a restarting plugin takes
+// them over.
 func (d *Driver) Stop() {
+	if d.registrar != nil {
+		d.registrar.Stop()
+	}
+	if d.stopReprepare != nil {
+		// Before the DRA socket goes: a round in flight ends with its
+		// call, and none writes the checkpoint after Stop.
+		d.stopReprepare()
+		<-d.reprepareDone
+	}
 	if d.helper != nil {
 		d.helper.Stop()
 	}

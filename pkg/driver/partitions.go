@@ -17,9 +17,11 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
@@ -107,23 +109,28 @@ func decodeAnnotations(a map[string]string, e *checkpoint.Device) error {
 //   - it destroys those the checkpoint does not list: left by a crash
 //     after the vendor tool made them and before the checkpoint recorded
 //     them (the kubelet got no answer and retries, making a new one);
-//   - it forgets those the checkpoint lists that no longer exist: left by
-//     a crash of unprepare after destroying them and before saving the
-//     checkpoint. The tool reuses ids, so a record kept would make the
-//     kubelet's retry of that unprepare destroy another claim's partition.
+//   - it forgets those the checkpoint lists that no longer exist: gone
+//     with a reboot, or left by a crash of unprepare after destroying
+//     them and before saving the checkpoint. The tool reuses ids, so a
+//     record kept would make the kubelet's retry of that unprepare
+//     destroy another claim's partition; and the claim's CDI spec, where
+//     it survived, is removed for the same reason (forgetPartitions).
 //
-// Errors are logged: a chip whose partitions cannot be listed still serves
-// everything else.
-func (d *Driver) reconcilePartitions(ctx context.Context) {
-	d.reconcileChips(ctx, nil)
+// Errors listing a chip are logged: a chip whose partitions cannot be
+// listed still serves everything else. An error removing a CDI spec is
+// returned: start-up must not serve while a spec may name another
+// claim's partition.
+func (d *Driver) reconcilePartitions(ctx context.Context) error {
+	_, err := d.reconcileChips(ctx, nil)
+	return err
 }
 
 // reconcileChips is reconcilePartitions for the chips only (nil: all
 // Partitioned chips), and returns the chips it could list.
-func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed map[int]bool) {
+func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed map[int]bool, err error) {
 	listed = map[int]bool{}
 	if d.tool == nil {
-		return listed
+		return listed, nil
 	}
 	logger := klog.FromContext(ctx)
 	// known maps chip and id to the recorded template.
@@ -160,28 +167,103 @@ func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed 
 				"chip", d.names.ChipDevice(c.Index), "type", inst.Type, "template", inst.Template, "id", inst.ID, "deviceNode", inst.DeviceNode)
 		}
 	}
-	forgot := false
+	return listed, d.forgetPartitions(ctx, only == nil, listed, exists)
+}
+
+// forgetPartitions forgets the recorded partitions that do not exist on
+// the chips listed (exists) and removes their claims' CDI specs. At
+// start-up (atStart) after a reboot (d.rebootID) it also forgets those on
+// chips it could not list: they were made in another boot, and a record
+// kept would have the re-prepare reuse a device node the tool may give
+// to another claim; those chips are listed again at the next call
+// (d.unsure), which removes a partition there that no claim holds. At
+// start-up it forgets too, with a warning, the partitions of chips that
+// are not on the node (while running, Update keeps a gone chip that
+// claims use): no tool can destroy them, and the record would fail the
+// claim's unprepare at every retry of the kubelet.
+//
+// The claim keeps its CDI device IDs in the checkpoint: the kubelet
+// recorded them, and the prepare that makes its partition again writes
+// its spec under the same IDs. Without a spec they name nothing, so a
+// container started meanwhile fails rather than gets another's device.
+func (d *Driver) forgetPartitions(ctx context.Context, atStart bool, listed map[int]bool, exists map[[2]int]string) error {
+	logger := klog.FromContext(ctx)
+	forgot := map[types.UID]bool{}
 	for uid, c := range d.prepared.Claims {
 		for i, dev := range c.Devices {
 			p := dev.Partition
-			if p == nil || !listed[p.Chip] {
+			if p == nil {
 				continue
 			}
-			if t, ok := exists[[2]int{p.Chip, p.ID}]; ok && t == p.Template {
+			why, ok := d.whyGone(p, atStart, listed, exists)
+			if !ok {
 				continue
 			}
-			logger.Info("Forgetting a recorded partition that no longer exists (destroyed by an unprepare that crashed before saving the checkpoint)",
-				"claimUID", uid, "device", dev.Device, "partition", fromCheckpoint(p).String())
+			if _, onNode := d.chipByIndex(p.Chip); !onNode {
+				logger.Error(nil, "Forgetting a recorded partition whose chip is not on this node any more; the claim's unprepare will not destroy it",
+					"claimUID", uid, "device", dev.Device, "partition", fromCheckpoint(p).String(), "chip", p.Chip)
+			} else {
+				logger.Info("Forgetting a recorded partition that no longer exists", "why", why,
+					"claimUID", uid, "device", dev.Device, "partition", fromCheckpoint(p).String(), "chipListed", listed[p.Chip])
+			}
 			c.Devices[i].Partition = nil
-			forgot = true
+			forgot[uid] = true
 		}
 	}
-	if forgot {
-		if err := d.store.Save(d.prepared); err != nil {
-			logger.Error(err, "Saving the checkpoint without the partitions that no longer exist; the next save writes it")
-		}
+	if len(forgot) == 0 {
+		return nil
 	}
-	return listed
+	if err := d.store.Save(d.prepared); err != nil {
+		logger.Error(err, "Saving the checkpoint without the partitions that no longer exist; the next save writes it")
+	}
+	var errs []error
+	for _, uid := range sortedUIDs(forgot) {
+		if err := d.cdi.Delete(ctx, d.vendor, uid); err != nil {
+			errs = append(errs, fmt.Errorf("removing the CDI spec of claim %s, whose partition no longer exists: %w", d.claimRef(uid), err))
+			continue
+		}
+		logger.Info("Removed the CDI spec of a claim whose partition no longer exists: it named a device node the next partition made may get",
+			"claim", klog.KRef(d.prepared.Claims[uid].Namespace, d.prepared.Claims[uid].Name), "claimUID", uid)
+	}
+	return errors.Join(errs...)
+}
+
+// whyGone says why recorded partition p is to be forgotten, if it is.
+// Only start-up (atStart) knows that a record is from before a reboot or
+// that its chip is gone: later, reconcileChips lists only the chips where
+// a create failed, and every record is of this boot (start-up forgot the
+// others), so a chip not listed then keeps its records.
+func (d *Driver) whyGone(p *checkpoint.Partition, atStart bool, listed map[int]bool, exists map[[2]int]string) (string, bool) {
+	const rebooted = "the node rebooted since the checkpoint recorded it; the claim is prepared again"
+	if _, onNode := d.chipByIndex(p.Chip); atStart && !onNode {
+		return "its chip is not on this node any more", true
+	}
+	if !listed[p.Chip] {
+		if !atStart || d.rebootID == "" {
+			return "", false
+		}
+		d.markUnsure(p.Chip)
+		return rebooted, true
+	}
+	if t, ok := exists[[2]int{p.Chip, p.ID}]; ok && t == p.Template {
+		return "", false
+	}
+	if atStart && d.rebootID != "" {
+		return rebooted, true
+	}
+	return "destroyed by an unprepare that crashed before saving the checkpoint", true
+}
+
+// markUnsure has the next call list a chip again (retryOrphans), if it
+// is a Partitioned chip of this node.
+func (d *Driver) markUnsure(chip int) {
+	if c, ok := d.chipByIndex(chip); !ok || d.policy.ModeOf(c) != partitions.ModePartitioned {
+		return
+	}
+	if d.unsure == nil {
+		d.unsure = map[int]bool{}
+	}
+	d.unsure[chip] = true
 }
 
 // chipByIndex is the chip of index on this node.
@@ -212,7 +294,11 @@ func (d *Driver) saveOrphans(ctx context.Context) {
 // start-up does: a partition there that no claim holds is destroyed.
 func (d *Driver) retryOrphans(ctx context.Context) {
 	if len(d.unsure) > 0 {
-		for chip := range d.reconcileChips(ctx, d.unsure) {
+		listed, err := d.reconcileChips(ctx, d.unsure)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Reconciling the partitions of the chips where a create failed")
+		}
+		for chip := range listed {
 			delete(d.unsure, chip)
 		}
 	}

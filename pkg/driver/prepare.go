@@ -125,10 +125,7 @@ func (d *Driver) createPartitions(ctx context.Context, tx *transaction, p *claim
 			// partition (a wedged library call returns late, a killed tool
 			// got that far): the next call lists the chip and removes what
 			// no claim holds.
-			if d.unsure == nil {
-				d.unsure = map[int]bool{}
-			}
-			d.unsure[chip.Index] = true
+			d.markUnsure(chip.Index)
 			return fmt.Errorf("creating partition %s: %w", pd.entry.Device, err)
 		}
 		logger.V(2).Info("Created partition", "claim", klog.KObj(p.claim), "device", pd.entry.Device, "partition", inst.String())

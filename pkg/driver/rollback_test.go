@@ -54,10 +54,16 @@ type failingRunner struct {
 	// as a tool killed at its deadline or a wedged library call that
 	// returns late can.
 	lateCreate int
+	// broken fails every command, as a vendor tool does before its
+	// driver is loaded.
+	broken bool
 }
 
 func (r *failingRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	cmd := discovery.CommandLine(name, args...)
+	if r.broken {
+		return nil, fmt.Errorf("running %s: the device driver is not loaded (injected)", cmd)
+	}
 	if strings.Contains(cmd, "create") {
 		if r.creates++; r.creates == r.cancelCreate {
 			r.cancel()
@@ -117,7 +123,12 @@ func newTestNode(t *testing.T) *testNode {
 }
 
 func (n *testNode) claim(uid types.UID, devices ...string) *resourceapi.ResourceClaim {
-	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: string(uid), UID: uid},
+	return n.claimIn("default", string(uid), uid, devices...)
+}
+
+// claimIn is claim with its namespace and name.
+func (n *testNode) claimIn(namespace, name string, uid types.UID, devices ...string) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid},
 		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{}}}
 	for _, d := range devices {
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results,

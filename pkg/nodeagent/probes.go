@@ -45,7 +45,8 @@ import (
 // vendor library call has been hung for longer than the hang limit, so an
 // agent whose calls are stuck is restarted; /readyz only when every driver has started and the
 // kubelet has confirmed its registration, so a rolling update waits for
-// the new pod to really serve before stopping the old one. The same server
+// the new pod to really serve before stopping the old one, and every
+// claim prepared before a reboot is prepared again (driver.Ready). The same server
 // has the agent's Prometheus metrics on /metrics, as the kubelet and other
 // node components serve theirs beside their health endpoints.
 type probes struct {
@@ -151,7 +152,11 @@ func (p *probes) ready() error {
 	if len(waiting) > 0 {
 		return fmt.Errorf("not yet registered with the kubelet: %s", strings.Join(waiting, ", "))
 	}
-	return nil
+	var errs []error
+	for _, d := range p.drivers {
+		errs = append(errs, d.Ready())
+	}
+	return errors.Join(errs...)
 }
 
 // LiveTimeout bounds each driver's liveness check. A prepare that makes

@@ -17,7 +17,12 @@
 package e2e_test
 
 import (
+	"context"
+	"net/http"
 	"os"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +32,11 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
 
 // sliceState is what a republication without churn keeps.
@@ -193,4 +202,86 @@ func TestPodsStartAfterAKubeletRestartAndAReboot(t *testing.T) {
 		waitForCDISpecsGone(t, c)
 		waitForClaimGone(t, c)
 	}
+}
+
+// TestARebootOnAPersistentCDIDirNeverHandsAPodAnothersVNPU: the CDI
+// directory survives the reboot (cdiDir on disk, as /etc/cdi), the vNPUs
+// do not, and the partition tool fails at first (its driver not loaded
+// yet), so pod a's claim cannot be prepared again at the agent's start.
+// Its old spec named a vNPU id the tool hands out again: it must be gone
+// once the agent serves, /readyz names the claim, and once the tool
+// works the agent's own retry (no restart) gives the claim a new vNPU
+// and pod a's container starts again. A new pod b's vNPU is never one
+// that a's spec names.
+func TestARebootOnAPersistentCDIDirNeverHandsAPodAnothersVNPU(t *testing.T) {
+	node := cluster.RealNode()
+	setChipModes(t, node, "npu-3=Partitioned", []string{ascend.Driver + "/npu-3-vir05-1c-16g-0"},
+		func(d resourceapi.Device) bool { return len(d.ConsumesCounters) > 0 })
+	ns := newNamespace(t)
+	createTemplate(t, template(ns, "vnpu", exactly("vnpu", "ascend-vnpu.accel-dra.dev", 1)))
+	held := realNodePod(ns, "a", "vnpu")
+	held.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	createPod(t, held)
+	pod := waitForPodRunning(t, ns, "a")
+	claimA := podClaims(t, pod)[0]
+	require.NotEmpty(t, vnpuNodes(t, claimA), "a's spec names its vNPU")
+
+	container := pod.Status.ContainerStatuses[0].ContainerID
+	require.NoError(t, cluster.SimulateRebootWith(t.Context(), "e2e-boot-persistent-cdi",
+		framework.RebootOptions{PersistentCDIDir: true, BrokenPartitionTool: true}, container),
+		"the node comes back (agent log %s)", cluster.AgentLog(node))
+	pid := cluster.AgentPID(node)
+	ref := claimA.Namespace + "/" + claimA.Name + " (" + string(claimA.UID) + ")"
+	var body string
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		code, b, err := cluster.AgentReadyz(ctx)
+		body = b
+		return err == nil && code == http.StatusServiceUnavailable && strings.Contains(b, ref), nil
+	})
+	require.NoError(t, err, "/readyz names a's claim while it is not back; last: %s", body)
+	require.Empty(t, vnpuNodes(t, claimA), "a's spec naming its pre-reboot vNPU is gone")
+
+	require.NoError(t, cluster.FixPartitionTool())
+	require.NoError(t, cluster.WaitForAgent(t.Context(), node), "the agent's retry brings the claim back (agent log %s)", cluster.AgentLog(node))
+	waitForPod(t, ns, "a", "its container started again after the reboot", func(p *corev1.Pod) bool {
+		st := p.Status.ContainerStatuses
+		return len(st) == 1 && st[0].ContainerID != container && st[0].State.Running != nil
+	})
+	nodesA := vnpuNodes(t, claimA)
+	require.NotEmpty(t, nodesA, "a's spec names its new vNPU")
+
+	createPod(t, realNodePod(ns, "b", "vnpu"))
+	b := waitForPodRunning(t, ns, "b")
+	nodesB := vnpuNodes(t, podClaims(t, b)[0])
+	require.NotEmpty(t, nodesB)
+	for _, n := range nodesB {
+		require.NotContains(t, nodesA, n, "a's spec never names b's vNPU")
+	}
+	log, err := os.ReadFile(cluster.AgentLog(node))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "Removed the CDI spec of a claim whose partition no longer exists")
+	require.Equal(t, pid, cluster.AgentPID(node), "the agent was not restarted to get the claim back")
+
+	claimB := podClaims(t, b)[0]
+	for _, name := range []string{"a", "b"} {
+		deletePod(t, ns, name)
+	}
+	for _, c := range []*resourceapi.ResourceClaim{claimA, claimB} {
+		waitForCDISpecsGone(t, c)
+		waitForClaimGone(t, c)
+	}
+}
+
+// vnpuNodes are the vNPU device nodes (vdavinciN) the claim's CDI spec
+// names on the real node.
+func vnpuNodes(t *testing.T, claim *resourceapi.ResourceClaim) []string {
+	t.Helper()
+	var out []string
+	for _, f := range cdiSpecs(t, claim) {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		out = append(out, regexp.MustCompile(`vdavinci[0-9]+`).FindAllString(string(raw), -1)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -402,6 +402,10 @@ func (a *agent) launch(failpoints string) {
 		require.NoError(t, os.RemoveAll(a.cfg.PluginDir))
 	}
 	require.NoError(t, os.RemoveAll(a.cfg.PublishedFile))
+	if a.cfg.HealthAddrFile != "" {
+		// The last run's address is no longer served.
+		require.NoError(t, os.RemoveAll(a.cfg.HealthAddrFile))
+	}
 	raw, err := json.Marshal(a.cfg)
 	require.NoError(t, err)
 	a.starts++

@@ -355,3 +355,32 @@ func TestAFailedPollKeepsTheSlicesAndTheKubeletsLastReport(t *testing.T) {
 		require.Equal(t, healthpb.HealthStatus_HEALTHY, d.GetHealth(), name)
 	}
 }
+
+// TestAChipGoneAtStartLetsItsPartitionsClaimUnprepare: a claim holds an
+// sMLU of card 2, and the agent restarts on a node without card 2 (it
+// fell off the bus while the agent was down). Start-up forgets the sMLU
+// with a warning and removes the claim's spec, so the kubelet's
+// unprepare succeeds, as it does when the chip goes while the agent runs
+// (TestChipsRemovedAndAddedWhileRunningChangeTheSlices), instead of
+// failing at every retry because no chip 2 is there to destroy it on.
+func TestAChipGoneAtStartLetsItsPartitionsClaimUnprepare(t *testing.T) {
+	n := startNode(t, nodeOptions{Profile: "mlu370-x8", Vendor: cambricon.Vendor, ChipModes: "Partitioned"})
+	held := n.claim("held", []string{"mlu-2-smlu-25p-0"})
+	n.mustPrepare(held)
+	require.Len(t, n.partitionsOnChips(), 1)
+
+	n.stop()
+	var chips []inventory.Chip
+	for _, c := range n.inv.Chips {
+		if c.Index != 2 {
+			chips = append(chips, c)
+		}
+	}
+	n.inv.Chips, n.fake.Chips = chips, chips
+	n.start()
+	require.Contains(t, n.logOf(), "Forgetting a recorded partition whose chip is not on this node any more")
+	require.Empty(t, n.cdiFiles(), "the claim's spec named a device node of the gone chip")
+
+	n.unprepare(held)
+	require.Empty(t, n.driver.PreparedClaims())
+}

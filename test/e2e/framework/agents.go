@@ -271,6 +271,15 @@ func (c *Cluster) RestartAgent(ctx context.Context, node string) error {
 	return c.WaitForAgent(ctx, node)
 }
 
+// AgentPID is the process id of node's agent (0: none), to tell whether
+// it was restarted.
+func (c *Cluster) AgentPID(node string) int {
+	if a := c.Agents[node]; a != nil && a.proc != nil {
+		return a.proc.PID
+	}
+	return 0
+}
+
 // AgentLog is the path of the agent's log file.
 func (c *Cluster) AgentLog(node string) string {
 	if a := c.Agents[node]; a != nil && a.proc != nil {

@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,6 +89,27 @@ func (c *Cluster) RestartKubelet(ctx context.Context) error {
 // agent reads it). Then it starts the kubelet and the agent again and
 // waits until the agent serves.
 func (c *Cluster) SimulateReboot(ctx context.Context, bootID string, containerIDs ...string) error {
+	if err := c.SimulateRebootWith(ctx, bootID, RebootOptions{}, containerIDs...); err != nil {
+		return err
+	}
+	return c.WaitForAgent(ctx, c.State.RealNode)
+}
+
+// RebootOptions say what a simulated reboot keeps and breaks.
+type RebootOptions struct {
+	// PersistentCDIDir keeps the CDI directory, as a cdiDir on disk
+	// (/etc/cdi) survives a reboot.
+	PersistentCDIDir bool
+	// BrokenPartitionTool makes the simulated partition tool fail, as a
+	// vendor tool does before its driver is loaded, until
+	// FixPartitionTool.
+	BrokenPartitionTool bool
+}
+
+// SimulateRebootWith is SimulateReboot as o says, without waiting for
+// the agent: with a broken partition tool it is not ready until
+// FixPartitionTool (WaitForAgent then waits for it).
+func (c *Cluster) SimulateRebootWith(ctx context.Context, bootID string, o RebootOptions, containerIDs ...string) error {
 	node := c.State.RealNode
 	a := c.Agents[node]
 	if a == nil {
@@ -104,18 +127,20 @@ func (c *Cluster) SimulateReboot(ctx context.Context, bootID string, containerID
 			return fmt.Errorf("killing container %s: %w: %s", id, err, out)
 		}
 	}
-	specs, err := os.ReadDir(a.CDIDir)
-	if err != nil {
-		return fmt.Errorf("emptying the CDI directory: %w", err)
-	}
-	for _, s := range specs {
-		if err := os.RemoveAll(filepath.Join(a.CDIDir, s.Name())); err != nil {
+	if !o.PersistentCDIDir {
+		if err := emptyDir(a.CDIDir); err != nil {
 			return fmt.Errorf("emptying the CDI directory: %w", err)
 		}
 	}
 	for _, d := range a.Drivers {
-		if err := os.Remove(filepath.Join(a.StateDir, d, profilenode.PartitionStateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		state := filepath.Join(a.StateDir, d, profilenode.PartitionStateFile)
+		if err := os.Remove(state); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing the simulated partitions: %w", err)
+		}
+		if o.BrokenPartitionTool {
+			if err := os.WriteFile(state, []byte(brokenToolState), 0o600); err != nil {
+				return fmt.Errorf("breaking the simulated partition tool: %w", err)
+			}
 		}
 	}
 	boot := filepath.Join(a.Root, driver.BootIDFile)
@@ -128,5 +153,66 @@ func (c *Cluster) SimulateReboot(ctx context.Context, bootID string, containerID
 	if err := c.StartKubelet(ctx); err != nil {
 		return err
 	}
-	return c.RestartAgent(ctx, node)
+	return c.StartAgent(node)
+}
+
+// brokenToolState is what SimulateRebootWith puts in the simulated
+// partition tool's state file so that every command of it fails.
+const brokenToolState = "the device driver is not loaded"
+
+// FixPartitionTool undoes RebootOptions.BrokenPartitionTool on the real
+// node: the tool works again, with no partitions.
+func (c *Cluster) FixPartitionTool() error {
+	a := c.Agents[c.State.RealNode]
+	if a == nil {
+		return fmt.Errorf("no agent on node %s", c.State.RealNode)
+	}
+	for _, d := range a.Drivers {
+		state := filepath.Join(a.StateDir, d, profilenode.PartitionStateFile)
+		raw, err := os.ReadFile(state)
+		if errors.Is(err, os.ErrNotExist) || (err == nil && string(raw) != brokenToolState) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("fixing the simulated partition tool: %w", err)
+		}
+		if err := os.Remove(state); err != nil {
+			return fmt.Errorf("fixing the simulated partition tool: %w", err)
+		}
+	}
+	return nil
+}
+
+// AgentReadyz is the real node's agent's /readyz: its status code and
+// body.
+func (c *Cluster) AgentReadyz(ctx context.Context) (int, string, error) {
+	a := c.Agents[c.State.RealNode]
+	if a == nil {
+		return 0, "", fmt.Errorf("no agent on node %s", c.State.RealNode)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a.HealthAddr+"/readyz", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// emptyDir removes everything in dir.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
