@@ -59,8 +59,8 @@ func TestStartUpForgetsGonePartitionsAndTheirClaimsCDISpecs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			logger, ctx := ktesting.NewTestContext(t)
-			logger = ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+			_, ctx := ktesting.NewTestContext(t)
+			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 			ctx = klog.NewContext(ctx, logger)
 			n := newTestNode(t)
 			vnpu, whole := n.claim("uid-vnpus", vnpus...), n.claim("uid-whole", "npu-0")

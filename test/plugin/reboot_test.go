@@ -324,19 +324,23 @@ func (a *agent) specs(v inventory.Vendor) []types.UID {
 // readyz is the agent's /readyz: its status code and body.
 func (a *agent) readyz() (int, string) {
 	a.t.Helper()
-	var resp *http.Response
+	var code int
+	var body []byte
 	require.Eventually(a.t, func() bool {
 		addr, err := os.ReadFile(a.cfg.HealthAddrFile)
 		if err != nil || len(addr) == 0 {
 			return false
 		}
-		resp, err = http.Get("http://" + string(addr) + "/readyz")
+		resp, err := http.Get("http://" + string(addr) + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		code = resp.StatusCode
+		body, err = io.ReadAll(resp.Body)
 		return err == nil
 	}, time.Minute, 10*time.Millisecond, "the agent serves its probes")
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(a.t, err)
-	return resp.StatusCode, string(body)
+	return code, string(body)
 }
 
 // waitReady waits for /readyz to answer ok: the background re-prepare
