@@ -892,6 +892,8 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			`nodeGroups[0] (a): chipModes entry 2 "gpu-0=Shared": "gpu-0" is not a chip device name (npu-N, mlu-N or npu-*, mlu-*)`},
 		{"an unknown partition template", "kubeletPlugin: {partitionTemplates: [vir99]}",
 			`nodeGroups[0] (ascend): partitionTemplates: "vir99" is the slug of no partition template (known: smlu-25p, smlu-50p, vir01,`},
+		{"the metrics port on the probes' port", "metrics: {port: 51515}",
+			"metrics.port 51515 is kubeletPlugin.healthzPort too: the metrics server and the probe server cannot listen on one port"},
 		{"a group without vendors", "nodeGroups: [{name: none, vendors: []}]",
 			"at '/nodeGroups/0/vendors'"},
 		{"a group name that is no DNS label", "nodeGroups: [{name: Ascend_1, vendors: [ascend]}]",

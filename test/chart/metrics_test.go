@@ -224,3 +224,20 @@ func TestMetricsOptionsThatCannotWorkStopTheRendering(t *testing.T) {
 		require.ErrorContains(t, err, want, values)
 	}
 }
+
+// metrics.bindAddress renders as --metrics-addr the agent's net.Listen
+// takes: an IPv6 address in brackets, IPv4 and empty as they are.
+func TestTheMetricsBindAddressRendersAsAListenAddress(t *testing.T) {
+	for _, tc := range []struct{ bind, want string }{
+		{bind: `""`, want: "--metrics-addr=:51516"},
+		{bind: "127.0.0.1", want: "--metrics-addr=127.0.0.1:51516"},
+		{bind: `"::1"`, want: "--metrics-addr=[::1]:51516"},
+		{bind: `"[fd00::1]"`, want: "--metrics-addr=[fd00::1]:51516"},
+	} {
+		t.Run(tc.bind, func(t *testing.T) {
+			docs := rawDocuments(t, "metrics: {port: 51516, bindAddress: "+tc.bind+"}\n")
+			ds := decodeAs[appsv1.DaemonSet](t, docs["DaemonSet/accel-dra-kubeletplugin-ascend"])
+			require.Contains(t, ds.Spec.Template.Spec.Containers[0].Args, tc.want)
+		})
+	}
+}

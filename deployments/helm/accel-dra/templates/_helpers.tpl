@@ -525,3 +525,18 @@ chart's vendors has (the agent's --partition-templates refuses it).
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The agent's --metrics-addr: metrics.bindAddress and metrics.port, an IPv6
+address in brackets (::1 becomes [::1]:51516, which Go's net.Listen
+takes; ::1:51516 it refuses). Fails for a port the probes already use.
+*/}}
+{{- define "accel-dra.metricsAddr" -}}
+{{- $m := .Values.metrics }}
+{{- if eq (int $m.port) (int .Values.kubeletPlugin.healthzPort) }}
+{{- fail (printf "metrics.port %d is kubeletPlugin.healthzPort too: the metrics server and the probe server cannot listen on one port; set metrics.port 0 to serve /metrics beside the probes, or another port" (int $m.port)) }}
+{{- end }}
+{{- $host := $m.bindAddress | default "" }}
+{{- if and (contains ":" $host) (not (hasPrefix "[" $host)) }}{{ $host = printf "[%s]" $host }}{{ end }}
+{{- printf "%s:%d" $host (int $m.port) }}
+{{- end }}
