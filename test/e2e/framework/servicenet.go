@@ -72,8 +72,38 @@ func (c *Cluster) routeServiceToAPIServer(ctx context.Context) error {
 	if err := os.WriteFile(routeLocalnetPath, []byte("1\n"), 0o644); err != nil {
 		return fmt.Errorf("turning on route_localnet for the kubernetes Service rule: %w", err)
 	}
+	if err := removeStaleServiceRules(ctx, c.opts.Logf); err != nil {
+		return err
+	}
 	if _, err := runContext(ctx, 10*time.Second, "iptables", append([]string{"-t", "nat", "-A"}, rule...)...); err != nil {
 		return fmt.Errorf("adding the kubernetes Service rule (apt install iptables): %w", err)
+	}
+	return nil
+}
+
+// removeStaleServiceRules deletes the rules of earlier clusters that
+// were killed before their Teardown (a CI job stopped mid-run, a killed
+// session). Such a rule comes first in the chain and sends this cluster's
+// pods to an API server that is gone, so the chart's agent never gets
+// ready. Only one e2e cluster runs on a machine at a time: every rule
+// with our comment is stale here.
+func removeStaleServiceRules(ctx context.Context, say func(string, ...any)) error {
+	out, err := runContext(ctx, 10*time.Second, "iptables", "-t", "nat", "-L", "PREROUTING", "-n", "--line-numbers")
+	if err != nil {
+		return fmt.Errorf("listing the nat PREROUTING rules for stale kubernetes Service rules (apt install iptables): %w", err)
+	}
+	var stale []string
+	for _, line := range strings.Split(out.stdout, "\n") {
+		if fields := strings.Fields(line); len(fields) > 0 && strings.Contains(line, natComment) {
+			stale = append(stale, fields[0])
+		}
+	}
+	// From the last, so the numbers of the ones before stay valid.
+	for i := len(stale) - 1; i >= 0; i-- {
+		say("Removing a stale kubernetes Service rule of an earlier cluster (PREROUTING rule %s)", stale[i])
+		if _, err := runContext(ctx, 10*time.Second, "iptables", "-t", "nat", "-D", "PREROUTING", stale[i]); err != nil {
+			return fmt.Errorf("removing the stale kubernetes Service rule %s: %w", stale[i], err)
+		}
 	}
 	return nil
 }
