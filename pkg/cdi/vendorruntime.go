@@ -17,7 +17,10 @@ package cdi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,38 +101,137 @@ func RuntimeFound(v vendors.Vendor, root string) (bool, string) {
 	return false, ""
 }
 
-// omittedVisibleEnv resolves mode into the vendors of reg whose
-// visible-devices variable the specs leave out, and logs a vendor runtime
-// that decided it.
-func omittedVisibleEnv(ctx context.Context, reg vendors.Registry, mode, root string) (map[inventory.Vendor]bool, error) {
-	if err := ValidateVisibleDevicesEnv(mode); err != nil {
+// visibleEnv decides whether the specs list a vendor's chips in its
+// visible-devices variable or set the runtime's neutral value instead.
+//
+// On a node that two node groups serve (one agent for Ascend, one for
+// Cambricon), only the Ascend agent sees /usr/local/Ascend, where
+// ascend-docker-runtime's marker is: the chart mounts a vendor's paths
+// only into the groups serving it (a hostPath cannot be optional). The
+// Cambricon agent would then leave ASCEND_VISIBLE_DEVICES out of its
+// claims' specs, and a Cambricon pod could name Ascend chips for the
+// runtime to inject. So the agent serving a vendor records its finding in
+// the directory the node's agents share, and the others read it at every
+// spec they write: an Ascend agent that starts later still counts.
+type visibleEnv struct {
+	mode   string
+	logger klog.Logger
+	// all are the registry's vendors, for VisibleDevicesOmit.
+	all []inventory.Vendor
+	// own are the vendors whose runtime this agent found itself.
+	own map[inventory.Vendor]bool
+	// shared maps the runtimes' vendors this agent does not serve to
+	// their finding files.
+	shared map[inventory.Vendor]string
+}
+
+// runtimeFinding is the file an agent records its finding in.
+type runtimeFinding struct {
+	Runtime string `json:"runtime"`
+	Found   bool   `json:"found"`
+	Marker  string `json:"marker,omitempty"`
+}
+
+// findingFile is where the finding of vendor v's runtime is recorded.
+func findingFile(dir string, v vendors.Vendor) string {
+	return filepath.Join(dir, "vendor-runtimes", v.Names().Option+".json")
+}
+
+// newVisibleEnv looks for the runtimes of cfg's vendors under
+// cfg.VisibleRoot once, records the findings of the served vendors in
+// cfg.FindingsDir and logs what it decided.
+func newVisibleEnv(ctx context.Context, cfg Config) (*visibleEnv, error) {
+	if err := ValidateVisibleDevicesEnv(cfg.VisibleDevicesEnv); err != nil {
 		return nil, err
 	}
-	omit := map[inventory.Vendor]bool{}
-	for _, x := range reg.All() {
-		n, edits := x.Names(), x.CDI()
-		found, marker := RuntimeFound(x, root)
-		if found {
-			// A warning, in every mode: the runtime injects whatever chips
-			// a container's variable names, so it stays a way around DRA
-			// for any container our specs do not reach (a pod without a
-			// claim of ours). Removing its device injection is a
-			// prerequisite of the driver (docs/install.md).
-			klog.FromContext(ctx).Info("Warning: "+edits.Runtime.Name+" is installed on this node and injects every chip a container's "+
-				edits.VisibleEnv+" names, claimed or not; remove its device injection from the node (docs/install.md). "+
-				"Claimed containers get "+edits.VisibleEnv+"=\""+edits.Runtime.Neutral+"\" unless the mode is set, so their own value is replaced",
-				"found", marker, "mode", mode)
+	logger := klog.FromContext(ctx)
+	ve := &visibleEnv{mode: cfg.VisibleDevicesEnv, logger: logger, own: map[inventory.Vendor]bool{}, shared: map[inventory.Vendor]string{}}
+	served := map[inventory.Vendor]bool{}
+	for _, v := range cfg.Served {
+		served[v] = true
+	}
+	for _, x := range cfg.Registry.All() {
+		ve.all = append(ve.all, x.Names().Vendor)
+		rt := x.CDI().Runtime
+		if rt == nil {
+			continue
 		}
-		switch mode {
-		case "", VisibleDevicesAuto:
-			if found {
-				omit[n.Vendor] = true
-			}
-		case VisibleDevicesOmit:
-			omit[n.Vendor] = true
+		found, marker := RuntimeFound(x, cfg.VisibleRoot)
+		if found {
+			ve.own[x.Names().Vendor] = true
+			warnRuntime(ctx, x, marker, cfg.VisibleDevicesEnv)
+		}
+		if cfg.FindingsDir == "" {
+			continue
+		}
+		if len(served) > 0 && !served[x.Names().Vendor] {
+			ve.shared[x.Names().Vendor] = findingFile(cfg.FindingsDir, x)
+			continue
+		}
+		if err := writeFinding(findingFile(cfg.FindingsDir, x), runtimeFinding{Runtime: rt.Name, Found: found, Marker: marker}); err != nil {
+			return nil, err
 		}
 	}
-	return omit, nil
+	logger.V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", ve.omitted())
+	return ve, nil
+}
+
+// warnRuntime says that x's runtime is installed: a warning in every
+// mode, since the runtime injects whatever chips a container's variable
+// names, so it stays a way around DRA for any container our specs do not
+// reach (a pod without a claim of ours). Removing its device injection is
+// a prerequisite of the driver (docs/install.md).
+func warnRuntime(ctx context.Context, x vendors.Vendor, marker, mode string) {
+	edits := x.CDI()
+	klog.FromContext(ctx).Info("Warning: "+edits.Runtime.Name+" is installed on this node and injects every chip a container's "+
+		edits.VisibleEnv+" names, claimed or not; remove its device injection from the node (docs/install.md). "+
+		"Claimed containers get "+edits.VisibleEnv+"=\""+edits.Runtime.Neutral+"\" unless the mode is set, so their own value is replaced",
+		"found", marker, "mode", mode)
+}
+
+// writeFinding records f at path atomically, so a reader never sees half
+// a file.
+func writeFinding(path string, f runtimeFinding) error {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encoding the finding of %s: %w", f.Runtime, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("recording whether %s is installed: %w", f.Runtime, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("recording whether %s is installed: %w", f.Runtime, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("recording whether %s is installed: %w", f.Runtime, err)
+	}
+	return nil
+}
+
+// omitted returns the vendors whose visible-devices variable the specs
+// leave out now: in auto mode those whose runtime this agent found or
+// another agent of the node recorded as found.
+func (ve *visibleEnv) omitted() map[inventory.Vendor]bool {
+	omit := map[inventory.Vendor]bool{}
+	switch ve.mode {
+	case VisibleDevicesSet:
+		return omit
+	case VisibleDevicesOmit:
+		for _, v := range ve.all {
+			omit[v] = true
+		}
+		return omit
+	}
+	for v := range ve.own {
+		omit[v] = true
+	}
+	for v, path := range ve.shared {
+		if ve.sharedFound(path) {
+			omit[v] = true
+		}
+	}
+	return omit
 }
 
 // ValidateVisibleDevicesEnv checks a Config.VisibleDevicesEnv value, so
@@ -140,4 +242,25 @@ func ValidateVisibleDevicesEnv(mode string) error {
 		return nil
 	}
 	return fmt.Errorf("visible-devices env mode %q is not one of %v", mode, VisibleDevicesEnvValues)
+}
+
+// sharedFound reads the finding another agent of the node recorded at
+// path. No file yet (the agent serving the vendor has never started on
+// this node) is "not found". A file that cannot be read or decoded counts
+// as found: the neutral value then only keeps the runtime from injecting
+// chips, which is the safe side.
+func (ve *visibleEnv) sharedFound(path string) bool {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	var f runtimeFinding
+	if err == nil {
+		err = json.Unmarshal(data, &f)
+	}
+	if err != nil {
+		ve.logger.Error(err, "Cannot read another agent's finding of a vendor runtime: treating the runtime as installed", "path", path)
+		return true
+	}
+	return f.Found
 }

@@ -93,6 +93,16 @@ type Config struct {
 	// Registry has the vendors the node serves: the visible-devices
 	// variables of all of them are reserved in every claim.
 	Registry vendors.Registry
+	// Served are the vendors this agent serves (its --vendors); empty,
+	// all of Registry. The agent serving a vendor sees that vendor's
+	// node paths (the chart mounts them only into its node group), so it
+	// alone decides whether the vendor's runtime is installed.
+	Served []inventory.Vendor
+	// FindingsDir, when set, is a directory every agent of the node
+	// shares (the --state-dir): the agent serving a vendor records there
+	// whether it found the vendor's runtime, and agents of the node's
+	// other groups read it (vendorruntime.go).
+	FindingsDir string
 	// LDCacheHook is the host path of the hook executable (cdihook.Install)
 	// that adds a vendor's LibraryDirs to a container's ld.so cache; empty,
 	// specs get no hook and the libraries are found only where the image
@@ -106,9 +116,9 @@ type Config struct {
 type Writer struct {
 	cfg   Config
 	cache *cdiapi.Cache
-	// omitVisible are the vendors whose visible-devices variable the
-	// specs leave out.
-	omitVisible map[inventory.Vendor]bool
+	// visible decides, per vendor, whether the specs list its chips in
+	// its visible-devices variable (vendorruntime.go).
+	visible *visibleEnv
 }
 
 // NewWriter returns a Writer for cfg and creates the spec directory,
@@ -142,12 +152,11 @@ func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating CDI cache for %s: %w", cfg.SpecDir, err)
 	}
-	omit, err := omittedVisibleEnv(ctx, cfg.Registry, cfg.VisibleDevicesEnv, cfg.VisibleRoot)
+	visible, err := newVisibleEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	klog.FromContext(ctx).V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", omit)
-	return &Writer{cfg: cfg, cache: cache, omitVisible: omit}, nil
+	return &Writer{cfg: cfg, cache: cache, visible: visible}, nil
 }
 
 // SpecDir is the directory the specs are written to.
@@ -390,12 +399,13 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 	// the runtime cannot inject chips the claim does not hold — in the
 	// containers of the other vendor's claims too. Every spec then carries
 	// the same neutral value, so specs of two claims never disagree on it.
+	omitVisible := w.visible.omitted()
 	for _, x := range w.cfg.Registry.All() {
 		e := x.CDI()
 		switch {
-		case x.Names().Vendor == c.Vendor.Names().Vendor && !w.omitVisible[x.Names().Vendor]:
+		case x.Names().Vendor == c.Vendor.Names().Vendor && !omitVisible[x.Names().Vendor]:
 			env = append(env, e.VisibleEnv+"="+joinIndices(indices))
-		case e.Runtime != nil && w.omitVisible[x.Names().Vendor]:
+		case e.Runtime != nil && omitVisible[x.Names().Vendor]:
 			env = append(env, e.VisibleEnv+"="+e.Runtime.Neutral)
 		}
 	}

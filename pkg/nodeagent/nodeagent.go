@@ -197,8 +197,12 @@ func Run(ctx context.Context, o Options) error {
 	} else if removed {
 		logger.Info("Warning: removed the dynamically linked CDI hook an older agent installed; containers of claims it prepared fail to start until prepared again", "dir", o.StateDir)
 	}
+	served, err := source.Served(o.Discovery.Registry, o.Discovery.Vendors)
+	if err != nil {
+		return err
+	}
 	writer, err := cdi.NewWriter(ctx, cdi.Config{SpecDir: o.CDIDir, HostRoot: cdiHostRoot, VisibleRoot: hostRoot, Registry: o.Discovery.Registry,
-		VisibleDevicesEnv: o.VisibleDevicesEnv, LDCacheHook: hook})
+		VisibleDevicesEnv: o.VisibleDevicesEnv, LDCacheHook: hook, Served: served, FindingsDir: o.StateDir})
 	if err != nil {
 		return err
 	}

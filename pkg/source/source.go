@@ -146,6 +146,22 @@ func VendorOption(reg vendors.Registry, v inventory.Vendor) (string, error) {
 	return x.Names().Option, nil
 }
 
+// Served lists the vendors of reg that --vendors (options) selects, in
+// the registry's order; empty options select all.
+func Served(reg vendors.Registry, options []string) ([]inventory.Vendor, error) {
+	want, err := vendorSet(reg, options)
+	if err != nil {
+		return nil, err
+	}
+	var out []inventory.Vendor
+	for _, v := range reg.All() {
+		if want[v.Names().Vendor] {
+			out = append(out, v.Names().Vendor)
+		}
+	}
+	return out, nil
+}
+
 // vendorSet maps --vendors to the inventory vendors of reg; empty means
 // all.
 func vendorSet(reg vendors.Registry, options []string) (map[inventory.Vendor]bool, error) {
