@@ -4,6 +4,15 @@
 GO ?= go
 BIN := bin
 
+# One build configuration for every Go command here, the image's:
+# static (no cgo; the vendor libraries are loaded with purego) and without
+# the build machine's paths. What make test compiles, make image, the
+# arm64 tier and the e2e tier's own binaries then take from the build
+# cache instead of compiling every package of ours and of Kubernetes'
+# client libraries a second time for another configuration.
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+
 # helm, built from the separate tools module hack/tools (pinned in its
 # go.mod, cached by the go command after the first build).
 HELM := $(GO) -C hack/tools run helm.sh/helm/v4/cmd/helm

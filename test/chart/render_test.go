@@ -62,13 +62,46 @@ func chartDir(t *testing.T) string {
 	return filepath.Join(repoRoot(t), "deployments", "helm", "accel-dra")
 }
 
-// helm runs helm from the hack/tools module, the same way the Makefile
-// does, with its state directories in a temporary directory.
+// helmBinDir holds the helm binary TestMain removes at the end.
+var helmBinDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if helmBinDir != "" {
+		_ = os.RemoveAll(helmBinDir)
+	}
+	os.Exit(code)
+}
+
+// helmBinary builds helm from the hack/tools module once, with the
+// flags the Makefile's `go run` uses (so from the same build cache): the
+// tests run helm a few hundred times, and a `go run` per call spent about
+// a second each just checking that nothing changed.
+var helmBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "accel-dra-chart-test-")
+	if err != nil {
+		return "", err
+	}
+	helmBinDir = dir
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "helm")
+	out, err := exec.Command("go", "-C", filepath.Join(root, "hack", "tools"), "build", "-o", bin, "helm.sh/helm/v4/cmd/helm").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building helm from hack/tools: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// helm runs helm from the hack/tools module, as the Makefile does, with
+// its state directories in a temporary directory.
 func helm(t *testing.T, args ...string) (stdout string, err error) {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "the chart tests run helm with the go command")
-	cmd := exec.Command(goTool, append([]string{"-C", filepath.Join(repoRoot(t), "hack", "tools"), "run", "helm.sh/helm/v4/cmd/helm"}, args...)...)
+	bin, err := helmBinary()
+	require.NoError(t, err, "the chart tests build helm with the go command")
+	cmd := exec.Command(bin, args...)
 	home := t.TempDir()
 	cmd.Env = append(os.Environ(),
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),

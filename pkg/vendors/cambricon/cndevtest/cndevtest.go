@@ -20,8 +20,8 @@
 package cndevtest
 
 import (
+	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/accel-dra/accel-dra/pkg/nativetest"
@@ -43,10 +43,24 @@ const (
 )
 
 // Dir is testdata/cndev: the header, the mock, the layout program and the
-// fixtures.
+// fixtures. It is found from the test's working directory (its package's,
+// inside this module), not from this file's compiled path, which
+// -trimpath (make test) turns into an import path.
 func Dir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "cndev")
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "pkg", "vendors", "cambricon", "testdata", "cndev")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("cndevtest: no go.mod above the working directory: run it from a package of the accel-dra module")
+		}
+		dir = parent
+	}
 }
 
 // Fixture is the path of the fixture of a node (mlu270, mlu370-x8, mlu590).
