@@ -35,7 +35,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
@@ -98,6 +100,7 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	t.Run("gang", q.testGang)
 	t.Run("across vendors", q.testAcrossVendors)
 	t.Run("a claim Kueue cannot count", q.testRefused)
+	t.Run("a job without a queue", q.testNoQueue)
 	t.Run("unchanged device-plugin jobs", q.testLegacy)
 	// Last: it restarts the real node's agent with its chips Partitioned
 	// and back.
@@ -246,28 +249,73 @@ func (q *kueueQueue) testRefused(t *testing.T) {
 	q.deleteAll()
 }
 
+// testNoQueue: a Job without the queue-name label, created unsuspended as
+// someone getting past the quota would, is suspended by Kueue's webhook
+// (manageJobsWithoutQueueName) and held with no pods or claims although
+// all the node's 910B3 are free; once labelled with a queue it is
+// admitted like any other.
+func (q *kueueQueue) testNoQueue(t *testing.T) {
+	q.t = t
+	objs := readDemoObjects(t, "kueue/job-train.yaml", q.ns)
+	require.Len(t, objs, 1)
+	job := objs[0]
+	job.SetLabels(nil)
+	require.NoError(t, unstructured.SetNestedField(job.Object, false, "spec", "suspend"))
+	gvr, _, err := cluster.Resource(job)
+	require.NoError(t, err)
+	created, err := cluster.Dynamic.Resource(gvr).Namespace(q.ns).Create(t.Context(), job, metav1.CreateOptions{FieldManager: framework.FieldManager})
+	require.NoError(t, err)
+	name := created.GetName()
+	q.submitted = append(q.submitted, name)
+	suspend, _, _ := unstructured.NestedBool(created.Object, "spec", "suspend")
+	require.True(t, suspend, "Kueue's webhook let the unlabelled job %s start", name)
+
+	q.waitStaysHeld(name, 15*time.Second)
+	require.Empty(t, q.realNodeDevicesInUse(), "the unlabelled job got chips")
+
+	_, err = cluster.Admin.BatchV1().Jobs(q.ns).Patch(t.Context(), name, types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"kueue.x-k8s.io/queue-name":"team-a"}}}`), metav1.PatchOptions{})
+	require.NoError(t, err)
+	q.waitRunning(name, 1)
+	require.Equal(t, map[string]string{quota910B3: "2"}, q.admittedUsage(name))
+	q.deleteAll()
+}
+
 // testLegacy: a job that asks for huawei.com/Ascend910 by count, as with
-// the device plugin, is counted by a quota on that name; the scheduler
-// allocates it on the real node through the extended-resource class; a
-// second one waits for the quota.
+// the device plugin, is charged to the same quota as the claim jobs
+// (kueue-config.yaml maps the class behind the name), so the 4 chips are
+// counted once: with two claim jobs using the queue's 4 910B3 it is held,
+// not admitted to a second quota on the same chips; when one ends it runs
+// on the real node through the extended-resource class.
 func (q *kueueQueue) testLegacy(t *testing.T) {
 	q.t = t
-	legacy := readDemoObjects(t, "kueue/legacy-queue.yaml", q.ns)
-	_, err := cluster.Apply(t.Context(), framework.FieldManager, legacy...)
+	// Kueue v0.19.2 maps the extended resource only from requests; with
+	// limits alone it stays huawei.com/Ascend910, which the queue does not
+	// cover: held, never counted in a quota of its own.
+	objs := readDemoObjects(t, "kueue/job-legacy-train.yaml", q.ns)
+	require.Len(t, objs, 1)
+	containers, _, err := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "containers")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = cluster.Delete(context.Background(), legacy...) })
-	q.waitClusterQueueActive("legacy-npus")
+	unstructured.RemoveNestedField(containers[0].(map[string]any), "resources", "requests")
+	require.NoError(t, unstructured.SetNestedSlice(objs[0].Object, containers, "spec", "template", "spec", "containers"))
+	limitsOnly, err := cluster.Admin.BatchV1().Jobs(q.ns).Create(t.Context(), toJob(t, objs[0]), metav1.CreateOptions{})
+	require.NoError(t, err)
+	q.submitted = append(q.submitted, limitsOnly.Name)
+	q.waitHeld(limitsOnly.Name, "Pending", "resource huawei.com/Ascend910 unavailable in ClusterQueue")
+	q.deleteAll()
 
-	first, firstPods := q.submitRunning("legacy-train", 1)
-	require.Equal(t, map[string]string{"huawei.com/Ascend910": "2"}, q.admittedUsage(first))
-	require.NotNil(t, firstPods[0].pod.Status.ExtendedResourceClaimStatus, "the scheduler made no claim for huawei.com/Ascend910")
-	require.Len(t, firstPods[0].devs, 2)
-	assertAll(t, firstPods[0].devs, ascend.Driver, "Ascend910")
+	train1, train1Pods := q.submitRunning("train", 1)
+	q.submitRunning("train", 1)
+	legacy := q.submit("legacy-train")
+	q.waitHeldForQuota(legacy, quota910B3)
 
-	second := q.submit("legacy-train")
-	q.waitHeldForQuota(second, "huawei.com/Ascend910")
-	q.deleteJob(first, firstPods)
-	require.Len(t, q.waitRunning(second, 1)[0].devs, 2)
+	q.deleteJob(train1, train1Pods)
+	legacyPods := q.waitRunning(legacy, 1)
+	require.Equal(t, map[string]string{quota910B3: "2"}, q.admittedUsage(legacy), "Kueue charges huawei.com/Ascend910 to the mapped quota")
+	require.NotNil(t, legacyPods[0].pod.Status.ExtendedResourceClaimStatus, "the scheduler made no claim for huawei.com/Ascend910")
+	require.Len(t, legacyPods[0].devs, 2)
+	assertAll(t, legacyPods[0].devs, ascend.Driver, "Ascend910B3")
+	require.ElementsMatch(t, deviceNames(train1Pods), deviceNames(legacyPods), "the legacy job got the chips the claim job freed")
 	q.deleteAll()
 }
 
@@ -317,6 +365,14 @@ func (q *kueueQueue) testPartitions(t *testing.T) {
 	q.deleteJob(smlu1, smlu1Pods)
 	require.Regexp(t, `-smlu-25p-\d$`, deviceNames(q.waitRunning(smlu2, 1))[0], "the held job runs on an sMLU once one is released")
 	q.deleteAll()
+}
+
+// toJob converts a Job read from the guide.
+func toJob(t *testing.T, o *unstructured.Unstructured) *batchv1.Job {
+	t.Helper()
+	var j batchv1.Job
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &j))
+	return &j
 }
 
 // kueueQueue submits the guide's jobs to its LocalQueue in ns.
@@ -470,6 +526,30 @@ func (q *kueueQueue) waitHeld(job, reason, text string) {
 			require.False(q.t, strings.HasPrefix(o.Name, job+"-"), "held job %s has claim %s", job, c.Name)
 		}
 	}
+}
+
+// waitStaysHeld waits until Kueue has made a Workload for job and checks
+// for d that the job stays suspended with no pods and its Workload
+// unadmitted. Kueue v0.19.2 gives a DRA workload without a LocalQueue no
+// condition (it logs "localQueue doesn't exist or inactive"), so there is
+// no reason to wait for; a job Kueue let through has pods within seconds.
+func (q *kueueQueue) waitStaysHeld(job string, d time.Duration) {
+	q.t.Helper()
+	err := wait.PollUntilContextTimeout(q.t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
+		return q.workload(job) != nil, nil
+	})
+	require.NoError(q.t, err, "Kueue made no Workload for job %s/%s", q.ns, job)
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		require.True(q.t, ptr.Deref(q.job(job).Spec.Suspend, false), "job %s was unsuspended: %s", job, q.workloadSummary(job))
+		require.Empty(q.t, q.pods(job), "job %s has pods: %s", job, q.workloadSummary(job))
+		for _, typ := range []string{"QuotaReserved", "Admitted"} {
+			c := q.workloadCondition(job, typ)
+			require.False(q.t, c != nil && c["status"] == "True", "job %s: %s", job, q.workloadSummary(job))
+		}
+		time.Sleep(time.Second)
+	}
+	q.t.Logf("Held for %s: %s", d, q.workloadSummary(job))
 }
 
 // workload is the Kueue Workload of a job (owned by it).

@@ -26,7 +26,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -164,7 +166,79 @@ func (v *volcanoRun) testChipQuota(t *testing.T) {
 	require.Empty(t, v.boundPods(v.nsB, s4))
 	v.deleteJob(v.nsB, s3, s3Pods)
 	v.waitRunning(v.nsB, s4, 1)
+	v.testQuotaBypasses(t)
 	v.deleteAll()
+}
+
+// testQuotaBypasses: with quota.yaml in team-b's namespace and its 2
+// MLU370-X8 in use, every other way to the same chips the review found is
+// refused when the claim or pod is created, and the implicit extended
+// resource of a class is held at the claim the scheduler makes for it (a
+// plain pod, not through Volcano: the quota holds any scheduler).
+func (v *volcanoRun) testQuotaBypasses(t *testing.T) {
+	mlu := `device.attributes["accel-dra.dev"].model == "MLU370-X8"`
+	claims := []struct {
+		name, class string
+		cel         []string
+	}{
+		{"the generic class", "accelerator.accel-dra.dev", []string{mlu}},
+		{"the vendor class", "cambricon.accel-dra.dev", []string{mlu}},
+		{"the extended-resource class", "cambricon-mlu.accel-dra.dev", []string{mlu}},
+		{"a partition shape of the chip", "mlu370-x8-smlu-25p.accel-dra.dev", nil},
+	}
+	for _, tc := range claims {
+		t.Run("a claim of "+tc.name, func(t *testing.T) {
+			claim := &resourceapi.ResourceClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: v.nsB, Name: "bypass-" + strings.ReplaceAll(tc.name, " ", "-")},
+				Spec:       resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{exactly("mlus", tc.class, 2, tc.cel...)}}},
+			}
+			_, err := cluster.Admin.ResourceV1().ResourceClaims(v.nsB).Create(t.Context(), claim, metav1.CreateOptions{})
+			require.True(t, apierrors.IsForbidden(err), "claim of %s: want Forbidden, got %v", tc.class, err)
+			requireSays(t, err.Error(), "exceeded quota: mlu370-chips", tc.class+".deviceclass.resource.k8s.io/devices=2")
+			t.Logf("Refused: %v", err)
+		})
+	}
+
+	bypassPod := func(name string, resourceName corev1.ResourceName) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: v.nsB, Name: name},
+			Spec: corev1.PodSpec{
+				NodeSelector:                  map[string]string{"kubernetes.io/hostname": cluster.RealNode()},
+				RestartPolicy:                 corev1.RestartPolicyNever,
+				TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Containers: []corev1.Container{{
+					Name: "main", Image: framework.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+					Command:   []string{"sh", "-c", "sleep 3600"},
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{resourceName: resource.MustParse("2")}},
+				}},
+			},
+		}
+	}
+	t.Run("a pod asking for cambricon.com/mlu", func(t *testing.T) {
+		_, err := cluster.Admin.CoreV1().Pods(v.nsB).Create(t.Context(), bypassPod("bypass-extended", "cambricon.com/mlu"), metav1.CreateOptions{})
+		require.True(t, apierrors.IsForbidden(err), "want Forbidden, got %v", err)
+		requireSays(t, err.Error(), "exceeded quota: mlu370-chips", "requests.cambricon.com/mlu=2")
+		t.Logf("Refused: %v", err)
+	})
+	t.Run("a pod asking for the implicit extended resource of the vendor class", func(t *testing.T) {
+		created := createPod(t, bypassPod("bypass-implicit-0", "deviceclass.resource.kubernetes.io/cambricon.accel-dra.dev"))
+		t.Cleanup(func() {
+			// t.Context() is done by now.
+			_ = cluster.Admin.CoreV1().Pods(v.nsB).Delete(context.Background(), created.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		})
+		ev := v.waitPodEvent(v.nsB, "bypass-implicit", "exceeded quota: mlu370-chips")
+		t.Logf("Held: %s", ev)
+		p, err := cluster.Admin.CoreV1().Pods(v.nsB).Get(t.Context(), created.Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Empty(t, p.Spec.NodeName, "the pod was bound")
+		cl, err := cluster.Admin.ResourceV1().ResourceClaims(v.nsB).List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, c := range cl.Items {
+			for _, o := range c.OwnerReferences {
+				require.NotEqual(t, created.UID, o.UID, "the pod got claim %s", c.Name)
+			}
+		}
+	})
 }
 
 // testAcrossVendors: the demo's train-on-Ascend / serve-on-Cambricon pair
