@@ -265,6 +265,10 @@ type ChipUsage struct {
 	MemoryUsedMB, MemoryTotalMB *float64
 	// Healthy is the NPU row's Health: OK or not.
 	Healthy bool
+	// NoNPURow marks a chip row printed without its NPU row
+	// (ChipInfo.NoNPURow): unhealthy, with no usage; keyed by NPU -1 where
+	// the table does not say its card.
+	NoNPURow bool
 }
 
 // ParseInfoUsage parses `npu-smi info` (as ParseInfo, which it runs) and
@@ -272,7 +276,7 @@ type ChipUsage struct {
 // read leaves that value nil rather than failing the table.
 func ParseInfoUsage(source string, data []byte) (map[[2]int]ChipUsage, error) {
 	out := map[[2]int]ChipUsage{}
-	_, err := parseInfo(source, data, func(c ChipInfo, l infoLayout, npuCells, chipCells []string) {
+	chips, err := parseInfo(source, data, func(c ChipInfo, l infoLayout, npuCells, chipCells []string) {
 		u := ChipUsage{Healthy: c.Healthy()}
 		// "101.8  43  0 / 0": Power(W) Temp(C) Hugepages-Usage(page).
 		if f := strings.Fields(npuCells[2]); len(f) >= 2 {
@@ -294,6 +298,11 @@ func ParseInfoUsage(source string, data []byte) (map[[2]int]ChipUsage, error) {
 		}
 		out[[2]int{c.NPU, c.Chip}] = u
 	})
+	for _, c := range chips {
+		if c.NoNPURow {
+			out[[2]int{c.NPU, c.Chip}] = ChipUsage{NoNPURow: true}
+		}
+	}
 	return out, err
 }
 
@@ -336,6 +345,16 @@ func (t *Telemetry) readNpuSmi(ctx context.Context, chips []inventory.Chip) ([]v
 		}
 		id, ok := ids[logic]
 		u, listed := usage[id]
+		if ok && !listed {
+			// A chip printed without its NPU row, on a card the table
+			// does not say: as discovery, unhealthy.
+			u, listed = usage[[2]int{-1, id[1]}]
+		}
+		if ok && listed && u.NoNPURow {
+			s.Healthy = &u.Healthy
+			s.Fail(call, fmt.Errorf("NPU %d chip %d: npu-smi prints no NPU row for it, as for a chip DCMI says does not exist", id[0], id[1]))
+			return
+		}
 		if !ok || !listed {
 			s.Fail(call, fmt.Errorf("npu-smi lists no chip with logic id %d", logic))
 			return

@@ -141,3 +141,27 @@ func TestTelemetryOfAChipDCMIDoesNotKnow(t *testing.T) {
 	assert.ErrorContains(t, samples[1].Errors[0], "no chip with logic id 42")
 	assert.Nil(t, samples[1].UtilizationRatio)
 }
+
+// A chip npu-smi prints without its NPU row (health 0xFFFFFFFF) reads as
+// unhealthy, as discovery publishes it, and the table still gives the
+// other chips' usage.
+func TestTelemetryWithoutDCMIReportsAChipWithoutItsNPURowUnhealthy(t *testing.T) {
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: vendors.LibraryNone}
+	inv, err := Ascend{}.NewBackend(cfg).Discover(t.Context())
+	require.NoError(t, err)
+	runner[cmdInfo] = dropLines(t, runner[cmdInfo], "| 1     910B3 ")
+	samples, err := Ascend{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+	require.NoError(t, err)
+	require.Len(t, samples, 8)
+	for i, s := range samples {
+		require.NotNil(t, s.Healthy, "chip %d", i)
+		require.Equal(t, i != 1, *s.Healthy, "chip %d", i)
+		if i != 1 {
+			require.NotNil(t, s.UtilizationRatio, "chip %d", i)
+		}
+	}
+	require.Len(t, samples[1].Errors, 1)
+	require.ErrorContains(t, samples[1].Errors[0], "npu-smi prints no NPU row for it")
+}
