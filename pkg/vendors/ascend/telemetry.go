@@ -212,8 +212,14 @@ func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSampl
 }
 
 // readVNPUs adds the chip's vNPUs with their AI core utilization and
-// memory (dcmi_vdev_query_info.computing, as mind-cluster's
-// GetVDevActivityInfo reads vdev_aicore_utilization, dcmi.go line 1267).
+// memory. Only sub-command GET_VDEV_ACTIVITY (5) fills them, as
+// mind-cluster's DcGetVDevActivityInfo reads them (devmanager/dcmi/dcmi.go
+// at 22bb3d98, lines 1244-1270); GET_VDEV_RESOURCE (0) leaves them at the
+// HAL's 0xFF fill (devdrv_vdev.c:478-480 of the driver source), which is
+// why a filled-in value is checked, not trusted. DCMI reads a vNPU's
+// memory only on 310P and fails the whole query elsewhere with -8255
+// (dcmi_inner_info_get_ext.c:867-870, 977-984): such a vNPU is listed
+// without figures and without an error on every read.
 func (t *Telemetry) readVNPUs(lib *dcmiLib, card, dev int32, s *vendors.ChipSample) {
 	if lib.getDeviceInfo == nil {
 		return
@@ -234,24 +240,43 @@ func (t *Telemetry) readVNPUs(lib *dcmiLib, card, dev int32, s *vendors.ChipSamp
 	for _, id := range total.VDevID[:total.VDevNum] {
 		q := dcmiVDevQueryStru{VDevID: id}
 		size := uint32(unsafe.Sizeof(q))
-		if err := lib.call("dcmi_get_device_info", func() int32 {
-			return lib.getDeviceInfo(card, dev, dcmiMainCmdVDevMng, dcmiSubCmdVDevRes, unsafe.Pointer(&q), &size)
-		}); err != nil {
-			s.Fail("dcmi_get_device_info", fmt.Errorf("vNPU %d: %w", id, err))
-			continue
-		}
 		in := vendors.InstanceSample{ID: int(id)}
-		comp := q.QueryInfo.Computing
-		if comp.VDevAICoreUtilization <= 100 {
-			in.UtilizationRatio = vendors.Value(float64(comp.VDevAICoreUtilization) / 100)
-		}
-		if comp.VDevMemoryTotal > 0 && comp.VDevMemoryFree <= comp.VDevMemoryTotal {
-			in.MemoryTotalBytes = vendors.Value(float64(comp.VDevMemoryTotal) * dcmiMiB)
-			in.MemoryUsedBytes = vendors.Value(float64(comp.VDevMemoryTotal-comp.VDevMemoryFree) * dcmiMiB)
+		err := lib.call("dcmi_get_device_info", func() int32 {
+			return lib.getDeviceInfo(card, dev, dcmiMainCmdVDevMng, dcmiSubCmdVDevActivity, unsafe.Pointer(&q), &size)
+		})
+		switch {
+		case notSupported(err):
+		case err != nil:
+			s.Fail("dcmi_get_device_info", fmt.Errorf("vNPU %d activity: %w", id, err))
+		default:
+			in.UtilizationRatio, in.MemoryTotalBytes, in.MemoryUsedBytes = vnpuActivity(q.QueryInfo.Computing)
 		}
 		s.Instances = append(s.Instances, in)
 	}
 }
+
+// vnpuActivity is a vNPU's AI core utilization and memory from
+// GET_VDEV_ACTIVITY, nil where a field holds the 0xFF fill or is out of
+// range. The memory is in KB: npu-exporter publishes it unchanged as
+// vnpu_pod_total_memory and vnpu_pod_used_memory, "unit is 'KB'"
+// (mind-cluster npu-exporter collector/metrics/collector_for_vnpu.go:60-63).
+func vnpuActivity(c dcmiComputingResource) (util, total, used *float64) {
+	if c.VDevAICoreUtilization <= 100 {
+		util = vendors.Value(float64(c.VDevAICoreUtilization) / 100)
+	}
+	if c.VDevMemoryTotal > 0 && c.VDevMemoryTotal <= maxVNPUMemoryKB && c.VDevMemoryFree <= c.VDevMemoryTotal {
+		total = vendors.Value(float64(c.VDevMemoryTotal) * dcmiKiB)
+		used = vendors.Value(float64(c.VDevMemoryTotal-c.VDevMemoryFree) * dcmiKiB)
+	}
+	return util, total, used
+}
+
+// dcmiKiB is one KB as DCMI counts a vNPU's memory.
+const dcmiKiB = 1 << 10
+
+// maxVNPUMemoryKB bounds a vNPU's memory: 1 PiB in KB, far above any chip,
+// far below the 0xFF fill.
+const maxVNPUMemoryKB = 1 << 40
 
 // ChipUsage is what the `npu-smi info` table says a chip uses now; a nil
 // field is one npu-smi prints as NA, or not at all.

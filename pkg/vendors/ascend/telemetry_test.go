@@ -15,6 +15,7 @@
 package ascend
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -58,8 +59,9 @@ func TestTelemetryReadsEachChipThroughDCMI(t *testing.T) {
 			PowerWatts: vendors.Value(150), Healthy: &healthy},
 		{Index: 3, UUID: "uuid-3", UtilizationRatio: vendors.Value(0), MemoryUsedBytes: &used, MemoryTotalBytes: &hbm,
 			TemperatureCelsius: vendors.Value(40), PowerWatts: vendors.Value(70), Healthy: &healthy,
-			// The mock reports a vNPU's utilization and memory as zero.
-			Instances: []vendors.InstanceSample{{ID: 148, UtilizationRatio: vendors.Value(0)}}},
+			// A 910B vNPU's activity query fails (-8255: DCMI reads vNPU
+			// memory on 310P only): listed, no figures, no error.
+			Instances: []vendors.InstanceSample{{ID: 148}}},
 	}
 	require.Len(t, samples[2].Errors, 1)
 	assert.Equal(t, "dcmi_get_device_temperature", samples[2].Errors[0].Call)
@@ -164,4 +166,55 @@ func TestTelemetryWithoutDCMIReportsAChipWithoutItsNPURowUnhealthy(t *testing.T)
 	}
 	require.Len(t, samples[1].Errors, 1)
 	require.ErrorContains(t, samples[1].Errors[0], "npu-smi prints no NPU row for it")
+}
+
+// A vNPU's utilization and memory come from GET_VDEV_ACTIVITY, in KB; the
+// mock fills everything else with 0xFF as the HAL does, so reading another
+// sub-command, or trusting the fill, shows as a wrong figure.
+func TestTelemetryReadsVNPUActivityThroughDCMI(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		env         string
+		util        *float64
+		total, used *float64
+		err         string
+	}{
+		{name: "310P on the host", util: vendors.Value(0.37),
+			total: vendors.Value(float64(43693*4/8) * dcmiMiB), used: vendors.Value(1024 * dcmiMiB)},
+		{name: "310P in a privileged container", env: "env privileged", util: vendors.Value(0.37),
+			total: vendors.Value(float64(43693*4/8) * dcmiMiB), used: vendors.Value(1024 * dcmiMiB)},
+		{name: "310P in an unprivileged container: refused", env: "env container", err: "returned -8002"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lib := buildMockDCMI(t, "atlas-300i-duo", "vdev 1 117 vir04", tc.env)
+			telemetry := filepath.Join(t.TempDir(), "telemetry.txt")
+			require.NoError(t, os.WriteFile(telemetry, []byte("vload 117 37 1024\n"), 0o644))
+			t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", telemetry)
+			tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+			samples, err := tel.Read(t.Context(), chipsWithLogicIDs(1))
+			require.NoError(t, err)
+			require.Len(t, samples, 1)
+			require.Equal(t, []vendors.InstanceSample{{ID: 117, UtilizationRatio: tc.util, MemoryTotalBytes: tc.total, MemoryUsedBytes: tc.used}},
+				samples[0].Instances)
+			if tc.err == "" {
+				require.Empty(t, samples[0].Errors)
+				return
+			}
+			require.Len(t, samples[0].Errors, 1)
+			require.ErrorContains(t, samples[0].Errors[0], tc.err)
+		})
+	}
+}
+
+// The 0xFF fill the HAL leaves in a field it does not fill is no figure.
+func TestVNPUActivityRejectsTheFill(t *testing.T) {
+	fill := dcmiComputingResource{VDevAICoreUtilization: math.MaxUint32, VDevMemoryTotal: math.MaxUint64, VDevMemoryFree: math.MaxUint64}
+	util, total, used := vnpuActivity(fill)
+	require.Nil(t, util)
+	require.Nil(t, total)
+	require.Nil(t, used)
+	util, total, used = vnpuActivity(dcmiComputingResource{VDevAICoreUtilization: 50, VDevMemoryTotal: 2048, VDevMemoryFree: 1024})
+	require.Equal(t, vendors.Value(0.5), util)
+	require.Equal(t, vendors.Value(2048*1024), total)
+	require.Equal(t, vendors.Value(1024*1024), used)
 }

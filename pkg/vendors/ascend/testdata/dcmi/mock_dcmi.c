@@ -598,6 +598,65 @@ int dcmi_get_device_ip(int card_id, int device_id, enum dcmi_port_type input_typ
     return DCMI_OK;
 }
 
+/* vdev_cores is the AI core count a template names ("vir04_3c": 4). */
+static unsigned int vdev_cores(const struct vdev *v) {
+    unsigned int n = 0;
+    sscanf(v->template_name, "vir%u", &n);
+    return n;
+}
+
+/* vdev_resource answers GET_VDEV_RESOURCE as the HAL does
+ * (drvGetSingleVdevInfo, src/ascend_hal/dms/drv_devmng/ascend910/
+ * devdrv_vdev.c:478-480 and get_info_by_vdev_id, 282-316): the whole
+ * query_info set to 0xFF, then the name, the AI cores and the flags; the
+ * activity fields (vdev_aicore_utilization, vdev_memory_total and _free)
+ * stay 0xFF. */
+static int vdev_resource(const struct vdev *v, struct dcmi_vdev_query_stru *q) {
+    memset(&q->query_info, 0xff, sizeof(q->query_info));
+    snprintf(q->query_info.name, DCMI_VDEV_RES_NAME_LEN, "%s", v->template_name);
+    q->query_info.is_container_used = 0;
+    q->query_info.vfid = 0;
+    q->query_info.container_id = 0;
+    q->query_info.computing.aic = (float)vdev_cores(v);
+    return DCMI_OK;
+}
+
+static int read_vnpu_telemetry(unsigned int id, unsigned int *util, unsigned long long *used_mb);
+
+/* vdev_activity answers GET_VDEV_ACTIVITY as the library does. The HAL
+ * sets query_info to 0xFF and fills the AI core utilization only
+ * (drvGetVdevActivityInfo, devdrv_vdev.c:443-446); DCMI then reads the
+ * vNPU's memory, which it can only on a 310P that is no SoC, and fails
+ * the whole query otherwise (dcmi_get_npu_device_info and
+ * dcmi_get_vnpu_memory, dcmi/dcmi_inner/src/dcmi_inner_info_get_ext.c:
+ * 977-984, 845-870; in a container only a privileged one may ask). The
+ * memory is the vNPU's DDR from dsmi_get_resource_info, in KB (npu-exporter
+ * labels vnpu_pod_total_memory "KB"): here the template's share of the
+ * chip's DDR, and the used figure from the telemetry fixture's vload line. */
+static int vdev_activity(const struct chip *c, const struct vdev *v, struct dcmi_vdev_query_stru *q) {
+    unsigned int util = 0;
+    unsigned long long used_mb = 0;
+    int rc = read_vnpu_telemetry(v->id, &util, &used_mb);
+    if (rc != 0) {
+        return rc;
+    }
+    memset(&q->query_info, 0xff, sizeof(q->query_info));
+    q->query_info.computing.vdev_aicore_utilization = util;
+    if (run_env == ENV_CONTAINER) {
+        return DCMI_ERR_OPER_NOT_PERMITTED;
+    }
+    if (chip_type() != CHIP_310P) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
+    unsigned long long total_mb = c->aicore ? c->ddr_mb * vdev_cores(v) / c->aicore : 0;
+    if (used_mb > total_mb) {
+        used_mb = total_mb;
+    }
+    q->query_info.computing.vdev_memory_total = total_mb * 1024;
+    q->query_info.computing.vdev_memory_free = (total_mb - used_mb) * 1024;
+    return DCMI_OK;
+}
+
 int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf,
                          unsigned int *size) {
     FAIL_IF_ASKED();
@@ -621,17 +680,16 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
         *size = sizeof(*r);
         return DCMI_OK;
     }
-    if (sub_cmd == VMNG_SUB_CMD_GET_VDEV_RESOURCE) {
+    if (sub_cmd == VMNG_SUB_CMD_GET_VDEV_RESOURCE || sub_cmd == VMNG_SUB_CMD_GET_VDEV_ACTIVITY) {
         if (*size < sizeof(struct dcmi_vdev_query_stru)) {
             return DCMI_ERR_INVALID_PARAMETER;
         }
         struct dcmi_vdev_query_stru *q = buf;
         for (int i = 0; i < nvdevs; i++) {
             if (vdevs[i].logic == c->logic && vdevs[i].id == q->vdev_id) {
-                memset(&q->query_info, 0, sizeof(q->query_info));
-                snprintf(q->query_info.name, DCMI_VDEV_RES_NAME_LEN, "%s", vdevs[i].template_name);
                 *size = sizeof(*q);
-                return DCMI_OK;
+                return sub_cmd == VMNG_SUB_CMD_GET_VDEV_RESOURCE ? vdev_resource(&vdevs[i], q)
+                                                                 : vdev_activity(c, &vdevs[i], q);
             }
         }
         return DCMI_ERR_DEVICE_NOT_EXIST;
@@ -866,6 +924,8 @@ static int read_telemetry(const struct chip *c, struct telemetry *t) {
             if (logic == c->logic) {
                 t->util = util, t->temp = temp, t->power = power;
             }
+        } else if (strcmp(kind, "vload") == 0) {
+            /* a vNPU's line: read_vnpu_telemetry */
         } else if (strcmp(kind, "fail") == 0 && sscanf(line, "fail %d %63s %d", &logic, fn, &code) == 3) {
             if (logic == c->logic) {
                 snprintf(t->fail_fn, sizeof(t->fail_fn), "%s", fn);
@@ -916,4 +976,28 @@ int dcmi_get_device_power_info(int card_id, int device_id, int *power) {
     TELEMETRY_OR_FAIL(t, c);
     *power = t.power;
     return DCMI_OK;
+}
+
+/* read_vnpu_telemetry reads a vNPU's "vload <vNPU id> <AI core %> <MB in
+ * use>" line from the telemetry fixture; an unlisted vNPU is idle. */
+static int read_vnpu_telemetry(unsigned int id, unsigned int *util, unsigned long long *used_mb) {
+    *util = 0, *used_mb = 0;
+    const char *path = getenv("ACCEL_DRA_DCMI_TELEMETRY");
+    if (path == NULL || *path == '\0') {
+        return 0;
+    }
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char line[256];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned int vid, u;
+        unsigned long long mb;
+        if (sscanf(line, "vload %u %u %llu", &vid, &u, &mb) == 3 && vid == id) {
+            *util = u, *used_mb = mb;
+        }
+    }
+    fclose(f);
+    return 0;
 }
