@@ -223,3 +223,57 @@ func TestMockDCMIBehavesAsTheLibrary(t *testing.T) {
 		require.NoError(t, err, "npu-smi checks the mode before it calls DCMI; discovery offers no vNPUs here")
 	})
 }
+
+// DCMI decides in dcmi_init whether it runs in a container, from its
+// filesystem (dcmi_environment_judge.c:203-290). Our image has no shell,
+// and under containerd its cgroup names no runtime, so only the empty
+// /.dockerenv the image ships tells DCMI. Where DCMI takes a container for
+// the host it renames /etc/vnpu.cfg before rewriting it
+// (dcmi_inner_cfg_persist.c:524-542); a single-file bind mount cannot be
+// renamed, so the record fails and the new vNPU is destroyed again
+// (dcmi_virtual_intf.c:648-653).
+func TestPartitionToolThroughDCMIMakesVNPUsInOurImagesContainer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dockerenv bool
+		err       string
+	}{
+		{name: "our image: /.dockerenv", dockerenv: true},
+		{name: "without /.dockerenv DCMI takes the container for the host", err: "dcmi_create_vdevice returned -8001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, "atlas-800t-a2")
+			host := os.Getenv("ACCEL_DRA_DCMI_ROOT")
+			containerLayout(t, host, tc.dockerenv)
+			root, _ := fixture("atlas-800t-a2")
+			b := New(Config{Root: root, Runner: discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}, Library: lib})
+			inv, err := b.Discover(ctx)
+			require.NoError(t, err)
+			tool := &PartitionTool{dcmi: b.lib}
+			tpl, _ := templateOf(inv.Chips[0], "vir05_1c_16g")
+			made, err := tool.Create(ctx, inv.Chips[0], tpl)
+			cfg := readFile(t, filepath.Join(host, "etc", "vnpu.cfg"))
+			listed, listErr := tool.List(ctx, inv.Chips[0])
+			require.NoError(t, listErr)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.Empty(t, listed, "the library destroys the vNPU it could not record")
+				require.Equal(t, "vnpu_config_recover:enable\n", cfg)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, []vendors.Instance{made}, listed)
+			require.Equal(t, "vnpu_config_recover:enable\n0:100:npu-smi set -t create-vnpu -i 0 -c 0 -f vir05_1c_16g -v 100\n", cfg)
+			require.NoError(t, tool.Destroy(ctx, inv.Chips[0], made))
+			require.Equal(t, "vnpu_config_recover:enable\n", readFile(t, filepath.Join(host, "etc", "vnpu.cfg")))
+		})
+	}
+}
+
+// The image ships the empty /.dockerenv DCMI looks for: the Dockerfile
+// (and hack/image, checked in its own tests) puts it there.
+func TestOurImageShipsTheFileDCMIDetectsItsContainerBy(t *testing.T) {
+	dockerfile := readFile(t, filepath.Join("..", "..", "..", "deployments", "container", "Dockerfile"))
+	require.Regexp(t, `(?m)^COPY --from=build /out/dockerenv /\.dockerenv$`, dockerfile)
+}

@@ -36,6 +36,9 @@ limitations under the License.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dcmi.h"
@@ -75,10 +78,18 @@ struct vdev {
     char template_name[TEMPLATE_NAME_LEN];
 };
 
-/* Where the caller runs (the fixture's env line): the library checks it
- * (dcmi_is_in_phy_machine_root, dcmi_is_in_phy_privileged_docker_root). The
- * mock's caller is always root. */
-enum run_env { ENV_PHYSICAL, ENV_PRIVILEGED, ENV_CONTAINER };
+/* Where the caller runs, as the library decides it (the mock's caller is
+ * always root, never in a VM). dcmi_init decides once whether it runs in a
+ * container, from what it sees of its filesystem (in_container below,
+ * dcmi/dcmi_inner/src/dcmi_environment_judge.c:203-290): in_docker,
+ * dcmi_check_run_in_docker. The kernel driver only tells an unprivileged
+ * ("plain") container from anything else (dmanage_get_container_flag: the
+ * fixture's container-flag line), and the two make the environment flag
+ * (dcmi_determine_environment_flag, 94-121). The checks the mock makes:
+ *   dcmi_is_in_phy_machine_root        !in_docker (341-344): what DCMI
+ *                                      takes for root on the host
+ *   dcmi_is_in_phy_privileged_docker_root  in_docker and not plain (361-364)
+ * So a container DCMI does not detect is the host to it. */
 
 /* Board chip types as the library tells them (dcmi_board_chip_type_is_*),
  * from the first chip's name. */
@@ -103,7 +114,8 @@ static int nchips;
 static int topo[MAX_CHIPS][MAX_CHIPS]; /* by logic id; -1 = default */
 static int topo_default = DCMI_TOPO_TYPE_SYS;
 static int docker_mode = 1;
-static enum run_env run_env = ENV_PHYSICAL;
+static int in_docker;       /* dcmi_check_run_in_docker: the detection */
+static int plain_container; /* the fixture's container-flag plain */
 /* The driver version dcmi_get_driver_version reports: by default that of
  * the driver source the mock follows (25.3.rc1, its version_cap.map). */
 #define DEFAULT_DRIVER_VERSION "25.3.rc1"
@@ -271,7 +283,7 @@ static void save_state(void) {
  * cannot read (the mock then fails dcmi_init, so a broken fixture shows). */
 static int load(void) {
     const char *path = getenv("ACCEL_DRA_DCMI_FIXTURE");
-    nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS, run_env = ENV_PHYSICAL;
+    nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS, plain_container = 0;
     snprintf(driver_version, sizeof(driver_version), "%s", DEFAULT_DRIVER_VERSION);
     memset(topo, -1, sizeof(topo));
     if (path == NULL) {
@@ -348,18 +360,10 @@ static int load(void) {
             docker_mode = ok && strcmp(mode, "docker") == 0;
         } else if (strcmp(kind, "driver-version") == 0) {
             ok = sscanf(line, "driver-version %63s", driver_version) == 1;
-        } else if (strcmp(kind, "env") == 0) {
-            char env[16];
-            ok = sscanf(line, "env %15s", env) == 1;
-            if (ok && strcmp(env, "physical") == 0) {
-                run_env = ENV_PHYSICAL;
-            } else if (ok && strcmp(env, "privileged") == 0) {
-                run_env = ENV_PRIVILEGED;
-            } else if (ok && strcmp(env, "container") == 0) {
-                run_env = ENV_CONTAINER;
-            } else {
-                ok = 0;
-            }
+        } else if (strcmp(kind, "container-flag") == 0) {
+            char flag[16];
+            ok = sscanf(line, "container-flag %15s", flag) == 1 && (strcmp(flag, "plain") == 0 || strcmp(flag, "none") == 0);
+            plain_container = ok && strcmp(flag, "plain") == 0;
         } else if (strcmp(kind, "vdev") == 0 && nvdevs < MAX_VDEVS) {
             struct vdev *v = &vdevs[nvdevs];
             ok = sscanf(line, "vdev %d %u %31s", &v->logic, &v->id, v->template_name) == 3;
@@ -407,11 +411,124 @@ static int load(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Container detection, as dcmi_is_in_docker does it
+ * (dcmi/dcmi_inner/src/dcmi_environment_judge.c:203-290), on the paths
+ * under ACCEL_DRA_DCMI_ROOT (the caller's filesystem):
+ *   1. /proc/self/cgroup has "docker-" or "docker/" (lower-cased);
+ *   2. /.dockerenv exists;
+ *   3. /usr/bin/systemd-detect-virt -c exits 0 (run without a shell);
+ *   4. system("/bin/mount … | grep -Ei '\s+/\s+' | grep -E
+ *      \"isulad|docker|containers|containerd\""), then the same with
+ *      /usr/bin/mount: system() runs /bin/sh -c, so without a shell both
+ *      fail. With one, the mount table is /proc/self/mountinfo: the line
+ *      of the mount at / names its source and options.
+ * ------------------------------------------------------------------------ */
+
+static int cgroup_says_docker(void) {
+    char path[512], line[1024];
+    host_path(path, sizeof(path), "/proc/self/cgroup");
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        for (char *p = line; *p; p++) {
+            *p = (char)tolower((unsigned char)*p);
+        }
+        found = strstr(line, "docker-") != NULL || strstr(line, "docker/") != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+static int exists(const char *p) {
+    char path[512];
+    host_path(path, sizeof(path), p);
+    return access(path, F_OK) == 0;
+}
+
+/* detect_virt runs systemd-detect-virt -c where the caller has it
+ * (dcmi_safe_exec_syscmd_without_output: fork and exec, no shell). */
+static int detect_virt(void) {
+    char path[512];
+    host_path(path, sizeof(path), "/usr/bin/systemd-detect-virt");
+    if (access(path, X_OK) != 0) {
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        return 0;
+    }
+    if (pid == 0) {
+        execl(path, path, "-c", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* mount_says_container is the two system() pipelines: nothing without
+ * /bin/sh; else whether the mount at / mentions a container runtime. */
+static int mount_says_container(void) {
+    if (!exists("/bin/sh") || !(exists("/bin/mount") || exists("/usr/bin/mount"))) {
+        return 0;
+    }
+    char path[512], line[2048];
+    host_path(path, sizeof(path), "/proc/self/mountinfo");
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        char point[512];
+        /* id parent major:minor root mount-point … */
+        if (sscanf(line, "%*s %*s %*s %*s %511s", point) != 1 || strcmp(point, "/") != 0) {
+            continue;
+        }
+        found = strstr(line, "isulad") || strstr(line, "docker") || strstr(line, "containers") ||
+                strstr(line, "containerd");
+    }
+    fclose(f);
+    return found;
+}
+
+static int phy_machine_root(void) { return !in_docker; }
+static int privileged_docker_root(void) { return in_docker && !plain_container; }
+
+static int in_container(void) {
+    return cgroup_says_docker() || exists("/.dockerenv") || detect_virt() || mount_says_container();
+}
+
+/* is_mount_point says whether /proc/self/mountinfo lists p as a mount
+ * point: rename(2) of one fails with EBUSY, as it does for the
+ * single-file bind mount of /etc/vnpu.cfg a container gets. */
+static int is_mount_point(const char *p) {
+    char path[512], line[2048];
+    host_path(path, sizeof(path), "/proc/self/mountinfo");
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        char point[512];
+        found = sscanf(line, "%*s %*s %*s %*s %511s", point) == 1 && strcmp(point, p) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
 int dcmi_init(void) {
     initialized = 0;
     if (load() != 0) {
         return DCMI_ERR_INVALID_PARAMETER;
     }
+    /* dcmi_run_env_init (dcmi_init/src/dcmi_init_basic.c:32-38), once per
+     * dcmi_init as in the library. */
+    in_docker = in_container();
     int rc = failing(__func__);
     if (rc != 0) {
         return rc;
@@ -642,7 +759,7 @@ static int vdev_activity(const struct chip *c, const struct vdev *v, struct dcmi
     }
     memset(&q->query_info, 0xff, sizeof(q->query_info));
     q->query_info.computing.vdev_aicore_utilization = util;
-    if (run_env == ENV_CONTAINER) {
+    if (in_docker && !privileged_docker_root()) {
         return DCMI_ERR_OPER_NOT_PERMITTED;
     }
     if (chip_type() != CHIP_310P) {
@@ -702,7 +819,7 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
  * 910B and 910_93 only on the host or in a privileged container. */
 static int vnpu_permitted(void) {
     enum chip_type t = chip_type();
-    if ((t == CHIP_910B || t == CHIP_910_93) && run_env == ENV_CONTAINER) {
+    if ((t == CHIP_910B || t == CHIP_910_93) && !(phy_machine_root() || privileged_docker_root())) {
         return DCMI_ERR_OPER_NOT_PERMITTED;
     }
     return DCMI_OK;
@@ -712,8 +829,7 @@ static int vnpu_permitted(void) {
  * here (dcmi_save_create_vnpu_cfg, dcmi_virtual_intf.c:492-495). */
 static int persists(void) {
     enum chip_type t = chip_type();
-    return run_env == ENV_PHYSICAL || t == CHIP_910 || t == CHIP_310P ||
-           (t == CHIP_910B && run_env == ENV_PRIVILEGED);
+    return !in_docker || (t == CHIP_910 && in_docker) || t == CHIP_310P || (t == CHIP_910B && privileged_docker_root());
 }
 
 /* cfg_lock takes the vNPU config lock as dcmi_cfg_set_lock does
@@ -727,29 +843,119 @@ static int cfg_lock(void) {
     return open(path, O_RDWR | O_CREAT, 0600);
 }
 
-/* save_create appends the create-vnpu line the library records in
- * /etc/vnpu.cfg (dcmi_cfg_insert_creat_vnpu_cmdline, cfg_persist.c:867-872;
- * the vGroup only on 310P), under the lock. */
+#define CFG_MAX (64 * 1024)
+
+/* read_cfg reads /etc/vnpu.cfg into buf (dcmi_cfg_open_file, "r";
+ * cfg_persist.c:229-260): a missing file is first written with the
+ * library's default content (DCMI_VNPU_CONF_DEFAULT_COMMENT,
+ * dcmi_inner_cfg_persist.h:31). */
+static int read_cfg(char *buf, size_t n) {
+    char path[512];
+    host_path(path, sizeof(path), "/etc/vnpu.cfg");
+    FILE *f = fopen(path, "r");
+    if (f == NULL && errno == ENOENT) {
+        FILE *w = fopen(path, "w");
+        if (w != NULL) {
+            fputs("vnpu_config_recover:enable\n[vnpu-config start]\n[vnpu-config end]\n", w);
+            fclose(w);
+        }
+        f = fopen(path, "r");
+    }
+    if (f == NULL) {
+        return DCMI_ERR_FILE_OPERATE_FAIL; /* cfg_persist.c:884-888 */
+    }
+    size_t len = fread(buf, 1, n - 1, f);
+    buf[len] = '\0';
+    fclose(f);
+    return DCMI_OK;
+}
+
+/* write_cfg is dcmi_cfg_write_to_file (cfg_persist.c:544-590) with
+ * dcmi_cfg_check_cfg_path (524-542): where DCMI does not think it runs in
+ * a container it first renames /etc/vnpu.cfg to /etc/vnpu.cfg.bak, and a
+ * failed rename fails the write (-8001, lines 559-562). rename(2) of a
+ * mount point fails with EBUSY: the single-file bind mount a container
+ * gets of the host's /etc/vnpu.cfg cannot be renamed. */
+static int write_cfg(const char *content) {
+    char path[512], bak[512];
+    host_path(path, sizeof(path), "/etc/vnpu.cfg");
+    host_path(bak, sizeof(bak), "/etc/vnpu.cfg.bak");
+    if (!in_docker) {
+        if (is_mount_point("/etc/vnpu.cfg")) {
+            errno = EBUSY;
+            return DCMI_ERR_INVALID_PARAMETER;
+        }
+        if (rename(path, bak) != 0) {
+            return DCMI_ERR_INVALID_PARAMETER;
+        }
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        (void)rename(bak, path);
+        return DCMI_ERR_FILE_OPERATE_FAIL;
+    }
+    size_t len = strlen(content);
+    int ok = fwrite(content, 1, len, f) == len;
+    ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        (void)rename(bak, path);
+        return DCMI_ERR_FILE_OPERATE_FAIL;
+    }
+    (void)unlink(bak);
+    return DCMI_OK;
+}
+
+/* save_create records the create-vnpu line the library records in
+ * /etc/vnpu.cfg (dcmi_cfg_insert_creat_vnpu_cmdline, cfg_persist.c:855-908;
+ * the vGroup only on 310P), under the lock: the file read, the line added,
+ * the file written again. */
 static int save_create(const struct chip *c, const struct vdev *v) {
     int fd = cfg_lock();
     if (fd < 0) {
         return DCMI_ERR_RESOURCE_OCCUPIED;
     }
-    char path[512];
-    host_path(path, sizeof(path), "/etc/vnpu.cfg");
-    FILE *f = fopen(path, "a");
-    int rc = DCMI_OK;
-    if (f == NULL) {
-        rc = DCMI_ERR_FILE_OPERATE_FAIL; /* cfg_persist.c:884-888 */
-    } else {
+    static char buf[CFG_MAX];
+    int rc = read_cfg(buf, sizeof(buf) - 256);
+    if (rc == DCMI_OK) {
+        size_t len = strlen(buf);
         if (chip_type() == CHIP_310P) {
-            fprintf(f, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u -g %u\n", c->phy, v->id, c->card,
-                    c->device, v->template_name, v->id, v->vfg);
+            snprintf(buf + len, sizeof(buf) - len, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u -g %u\n",
+                     c->phy, v->id, c->card, c->device, v->template_name, v->id, v->vfg);
         } else {
-            fprintf(f, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u\n", c->phy, v->id, c->card,
-                    c->device, v->template_name, v->id);
+            snprintf(buf + len, sizeof(buf) - len, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u\n", c->phy,
+                     v->id, c->card, c->device, v->template_name, v->id);
         }
-        fclose(f);
+        rc = write_cfg(buf);
+    }
+    close(fd);
+    return rc;
+}
+
+/* save_destroy drops the vNPU's line from /etc/vnpu.cfg the same way
+ * (dcmi_save_destroy_vnpu_cfg, dcmi_virtual_intf.c:520-560). */
+static int save_destroy(const struct chip *c, unsigned int id) {
+    int fd = cfg_lock();
+    if (fd < 0) {
+        return DCMI_ERR_RESOURCE_OCCUPIED;
+    }
+    static char buf[CFG_MAX], out[CFG_MAX];
+    int rc = read_cfg(buf, sizeof(buf));
+    if (rc == DCMI_OK) {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "%d:%u:", c->phy, id);
+        out[0] = '\0';
+        size_t olen = 0;
+        for (char *line = buf; *line;) {
+            char *next = strchr(line, '\n');
+            size_t n = next ? (size_t)(next - line + 1) : strlen(line);
+            if (strncmp(line, prefix, strlen(prefix)) != 0 && olen + n < sizeof(out)) {
+                memcpy(out + olen, line, n);
+                olen += n;
+            }
+            line += n;
+        }
+        out[olen] = '\0';
+        rc = write_cfg(out);
     }
     close(fd);
     return rc;
@@ -814,16 +1020,15 @@ int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
     }
     CHIP_OR_FAIL(c, card_id, device_id);
     load_state();
-    if (persists()) {
-        /* The destroy is recorded under the same lock (dcmi_save_destroy_vnpu_cfg). */
-        int fd = cfg_lock();
-        if (fd < 0) {
-            return DCMI_ERR_RESOURCE_OCCUPIED;
-        }
-        close(fd);
-    }
     for (int i = 0; i < nvdevs; i++) {
         if (vdevs[i].logic == c->logic && vdevs[i].id == vdevid) {
+            if (persists()) {
+                /* The destroy is recorded under the same lock. */
+                rc = save_destroy(c, vdevid);
+                if (rc != DCMI_OK) {
+                    return rc;
+                }
+            }
             vdevs[i] = vdevs[--nvdevs];
             save_state();
             return DCMI_OK;
@@ -846,9 +1051,9 @@ int dcmi_get_driver_version(char *driver_ver, unsigned int len) {
  * container (310P: on the host, or as root in a VM). */
 int dcmi_get_vdevice_mode(int *mode) {
     FAIL_IF_ASKED();
-    int allowed = run_env == ENV_PHYSICAL || (chip_type() == CHIP_910B && run_env == ENV_PRIVILEGED);
+    int allowed = phy_machine_root() || (chip_type() == CHIP_910B && privileged_docker_root());
     if (chip_type() == CHIP_310P) {
-        allowed = run_env == ENV_PHYSICAL;
+        allowed = phy_machine_root();
     }
     if (!allowed) {
         return DCMI_ERR_OPER_NOT_PERMITTED;
@@ -864,7 +1069,7 @@ int dcmi_get_vdevice_mode(int *mode) {
  * checks of a mode change with vNPUs in place. */
 int dcmi_set_vdevice_mode(int mode) {
     FAIL_IF_ASKED();
-    if (!(run_env == ENV_PHYSICAL || (chip_type() == CHIP_910B && run_env == ENV_PRIVILEGED))) {
+    if (!(phy_machine_root() || (chip_type() == CHIP_910B && privileged_docker_root()))) {
         return DCMI_ERR_OPER_NOT_PERMITTED;
     }
     if (mode != 0 && mode != 1) {
