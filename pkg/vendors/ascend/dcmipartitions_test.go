@@ -15,6 +15,7 @@
 package ascend
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,7 +35,12 @@ import (
 func discoverDCMI(t *testing.T, fixtureName string, extra ...string) ([]inventory.Chip, *dcmiLib) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	lib := buildMockDCMI(t, fixtureName, extra...)
+	return discoverDCMIWith(ctx, t, fixtureName, buildMockDCMI(t, fixtureName, extra...))
+}
+
+// discoverDCMIWith is discoverDCMI with a mock library already built.
+func discoverDCMIWith(ctx context.Context, t *testing.T, fixtureName, lib string) ([]inventory.Chip, *dcmiLib) {
+	t.Helper()
 	var root string
 	switch fixtureName {
 	case "atlas-800-910a", "atlas-800t-a2", "atlas-300i-duo":
@@ -276,4 +282,43 @@ func TestPartitionToolThroughDCMIMakesVNPUsInOurImagesContainer(t *testing.T) {
 func TestOurImageShipsTheFileDCMIDetectsItsContainerBy(t *testing.T) {
 	dockerfile := readFile(t, filepath.Join("..", "..", "..", "deployments", "container", "Dockerfile"))
 	require.Regexp(t, `(?m)^COPY --from=build /out/dockerenv /\.dockerenv$`, dockerfile)
+}
+
+// Every template offered for a model is one DCMI's template table accepts
+// on that chip (dcmi_virtual_intf.c:26-49, 160-201; the mock keeps the
+// same tables): a template it refuses would make claims that fail at
+// prepare.
+func TestEveryOfferedTemplateIsOneDCMIMakes(t *testing.T) {
+	for _, tc := range []struct {
+		model, fixture string
+		// chip line edit of the fixture: what a chip of the model reports
+		old, new string
+	}{
+		{model: "Ascend910A", fixture: "atlas-800-910a"},
+		{model: "Ascend910B2", fixture: "atlas-800t-a2", old: "910B3 20     65536", new: "910B2 24     65536"},
+		{model: "Ascend910B3", fixture: "atlas-800t-a2"},
+		{model: "Ascend910B4", fixture: "atlas-800t-a2-910b4"},
+		{model: "Ascend310P3", fixture: "atlas-300i-duo"},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, tc.fixture)
+			if tc.old != "" {
+				path := os.Getenv("ACCEL_DRA_DCMI_FIXTURE")
+				edited := strings.ReplaceAll(readFile(t, path), tc.old, tc.new)
+				require.NoError(t, os.WriteFile(path, []byte(edited), 0o644))
+			}
+			chips, dcmi := discoverDCMIWith(ctx, t, tc.fixture, lib)
+			c := chips[0]
+			require.Equal(t, tc.model, c.Model)
+			m, ok := VNPUs{}.Model(c)
+			require.True(t, ok)
+			tool := &PartitionTool{dcmi: dcmi}
+			for _, tpl := range m.Templates {
+				made, err := tool.Create(ctx, c, tpl)
+				require.NoError(t, err, "template %s", tpl.Name)
+				require.NoError(t, tool.Destroy(ctx, c, made))
+			}
+		})
+	}
 }

@@ -46,6 +46,7 @@ limitations under the License.
 /* DCMI return codes (mind-cluster dcmi constants and the DCMI reference). */
 #define DCMI_OK 0
 #define DCMI_ERR_INVALID_PARAMETER (-8001)
+#define DCMI_ERR_INNER (-8005)
 #define DCMI_ERR_OPER_NOT_PERMITTED (-8002)
 #define DCMI_ERR_DEVICE_NOT_EXIST (-8008)
 #define DCMI_ERR_FILE_OPERATE_FAIL (-8014)
@@ -961,6 +962,51 @@ static int save_destroy(const struct chip *c, unsigned int id) {
     return rc;
 }
 
+/* The template tables of dcmi_get_vdev_conf (dcmi_virtual_intf.c:26-49,
+ * 51-126, 160-201, 240-250): 310P and 910 have one; 910B has one per board
+ * bin, chosen by the board id (the mock has none: it tells the bins by the
+ * chip's AI cores and HBM, 24 cores bin0, 20 cores and 32 GB bin2, 20 cores
+ * and 64 GB bin1 or bin2_1, whose lists are the same). An unknown name
+ * answers -8001, a board with no bin -8005 (DCMI_ERR_CODE_INNER_ERR). The
+ * 910_93 has no table there. */
+static const char *const templates_310p[] = {"vir01", "vir02", "vir02_1c", "vir04", "vir04_3c", "vir04_3c_ndvpp",
+                                             "vir04_4c_dvpp", NULL};
+static const char *const templates_910[] = {"vir02", "vir04", "vir08", "vir16", NULL};
+static const char *const templates_910b_bin0[] = {"vir12_3c_32g", "vir06_1c_16g", NULL};
+static const char *const templates_910b_bin1[] = {"vir10_3c_32g", "vir05_1c_16g", NULL};
+static const char *const templates_910b_bin2[] = {"vir10_3c_16g", "vir10_4c_16g_m", "vir10_3c_16g_nm", "vir05_1c_8g", NULL};
+
+static int template_known(const struct chip *c, const char *name) {
+    const char *const *table = NULL;
+    switch (chip_type()) {
+    case CHIP_310P:
+        table = templates_310p;
+        break;
+    case CHIP_910:
+        table = templates_910;
+        break;
+    case CHIP_910B:
+        if (c->aicore == 24) {
+            table = templates_910b_bin0;
+        } else if (c->aicore == 20 && c->hbm_mb <= 32768) {
+            table = templates_910b_bin2;
+        } else if (c->aicore == 20) {
+            table = templates_910b_bin1;
+        } else {
+            return DCMI_ERR_INNER;
+        }
+        break;
+    default:
+        return DCMI_OK;
+    }
+    for (; *table != NULL; table++) {
+        if (strcmp(*table, name) == 0) {
+            return DCMI_OK;
+        }
+    }
+    return DCMI_ERR_INVALID_PARAMETER;
+}
+
 /* dcmi_create_vdevice does not look at the vNPU mode (npu-smi does, before
  * calling it: npucli/src/npu_chip_set.c:1474-1478): dcmi_virtual_intf.c:964-1010. */
 int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,
@@ -973,6 +1019,10 @@ int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_
     CHIP_OR_FAIL(c, card_id, device_id);
     load_state();
     /* vNPU ids of a chip: [phy*16+100, phy*16+115] (npu-smi create-vnpu -v) */
+    rc = template_known(c, vdev->template_name);
+    if (rc != DCMI_OK) {
+        return rc;
+    }
     unsigned int first = c->phy * 16 + 100;
     if (vdev->vdev_id < first || vdev->vdev_id >= first + 16 || vdev->template_name[0] == '\0' ||
         nvdevs >= MAX_VDEVS) {
