@@ -45,6 +45,10 @@ import (
 // DeviceType{Code: 2}), what npu-smi's AICore(%) column shows.
 const dcmiUtilizationAICore = 2
 
+// minTemperatureCelsius is mind-cluster's DefaultTemperatureWhenQueryFailed
+// (devmanager/common/constants.go:146): a reading below it is no reading.
+const minTemperatureCelsius = -275
+
 // dcmiMiB is one MiB: DCMI reports memory in MB (MiB).
 const dcmiMiB = 1 << 20
 
@@ -187,15 +191,24 @@ func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSampl
 	}
 	if t.temperature != nil {
 		var c int32
-		if err := lib.call("dcmi_get_device_temperature", func() int32 { return t.temperature(card, dev, &c) }); err != nil {
+		switch err := lib.call("dcmi_get_device_temperature", func() int32 { return t.temperature(card, dev, &c) }); {
+		case err != nil:
 			s.Fail("dcmi_get_device_temperature", err)
-		} else {
+		case c < minTemperatureCelsius:
+			// mind-cluster's DcGetDeviceTemperature refuses these too
+			// (devmanager/dcmi/dcmi.go:1680-1684 at 22bb3d98).
+			s.Fail("dcmi_get_device_temperature", fmt.Errorf("temperature %d °C is below %d °C", c, minTemperatureCelsius))
+		default:
 			s.TemperatureCelsius = vendors.Value(float64(c))
 		}
 	}
 	if t.power != nil {
 		var p int32
-		if err := lib.call("dcmi_get_device_power_info", func() int32 { return t.power(card, dev, &p) }); err != nil {
+		if err := lib.call("dcmi_get_device_power_info", func() int32 { return t.power(card, dev, &p) }); notSupported(err) {
+			// A 310P chip has no power figure of its own (the driver
+			// answers "not supported" and npu-smi prints NA,
+			// npu_info_print.c:245-251): absent, not an error on every read.
+		} else if err != nil {
 			s.Fail("dcmi_get_device_power_info", err)
 		} else if p >= 0 {
 			s.PowerWatts = vendors.Value(float64(p) / 10)
@@ -288,6 +301,9 @@ type ChipUsage struct {
 	// MemoryUsedMB, MemoryTotalMB are HBM-Usage(MB) where the table has it
 	// and its total is not zero, else Memory-Usage(MB).
 	MemoryUsedMB, MemoryTotalMB *float64
+	// NoPower says the NPU row prints no power by design ("NA" on 310P,
+	// "-" on the A3's second die).
+	NoPower bool
 	// Healthy is the NPU row's Health: OK or not.
 	Healthy bool
 	// NoNPURow marks a chip row printed without its NPU row
@@ -306,6 +322,7 @@ func ParseInfoUsage(source string, data []byte) (map[[2]int]ChipUsage, error) {
 		// "101.8  43  0 / 0": Power(W) Temp(C) Hugepages-Usage(page).
 		if f := strings.Fields(npuCells[2]); len(f) >= 2 {
 			u.PowerW, u.TempC = number(f[0]), number(f[1])
+			u.NoPower = f[0] == "-" || strings.EqualFold(f[0], "NA")
 		}
 		// "0  0 / 0  3318 / 65536": AICore(%) Memory-Usage(MB) [HBM-Usage(MB)].
 		if f := strings.Fields(chipCells[2]); len(f) > 0 {
@@ -396,7 +413,10 @@ func (t *Telemetry) readNpuSmi(ctx context.Context, chips []inventory.Chip) ([]v
 		s.MemoryUsedBytes, s.MemoryTotalBytes = scale(u.MemoryUsedMB, dcmiMiB), scale(u.MemoryTotalMB, dcmiMiB)
 		s.TemperatureCelsius, s.PowerWatts = u.TempC, u.PowerW
 		s.Healthy = &u.Healthy
-		if u.PowerW == nil || u.TempC == nil || u.AICorePercent == nil || u.MemoryUsedMB == nil {
+		// Power is no error where npu-smi prints none by design: NA on
+		// 310P (npu_info_print.c:245-251) and "-" on the A3's second die
+		// (416-425).
+		if (u.PowerW == nil && !u.NoPower) || u.TempC == nil || u.AICorePercent == nil || u.MemoryUsedMB == nil {
 			s.Fail(call, fmt.Errorf("NPU %d chip %d: some values are NA", id[0], id[1]))
 		}
 	}), nil

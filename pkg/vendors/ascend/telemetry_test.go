@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -96,7 +97,8 @@ func TestTelemetryWithoutDCMIReadsTheNpuSmiTable(t *testing.T) {
 		na   bool
 	}{
 		{node: "atlas-800t-a2", want: [5]float64{0, 3318, 65536, 43, 101.8}},
-		{node: "atlas-300i-duo", want: [5]float64{0, 1529, 44280, 48, -1}, na: true},
+		// 310P: npu-smi prints no power (NA), by design, not as a failure.
+		{node: "atlas-300i-duo", want: [5]float64{0, 1529, 44280, 48, -1}},
 	} {
 		t.Run(tc.node, func(t *testing.T) {
 			root, runner := fixture(tc.node)
@@ -217,4 +219,46 @@ func TestVNPUActivityRejectsTheFill(t *testing.T) {
 	require.Equal(t, vendors.Value(0.5), util)
 	require.Equal(t, vendors.Value(2048*1024), total)
 	require.Equal(t, vendors.Value(1024*1024), used)
+}
+
+// Power a chip has none of by design is absent without an error on every
+// read, through DCMI (310P: "not supported") and npu-smi (NA on 310P, "-"
+// on the A3's second die); a temperature below -275 °C is no reading, as
+// mind-cluster refuses it.
+func TestTelemetryLeavesOutWhatAChipDoesNotReport(t *testing.T) {
+	t.Run("310P through DCMI", func(t *testing.T) {
+		lib := buildMockDCMI(t, "atlas-300i-duo")
+		tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+		samples, err := tel.Read(t.Context(), chipsWithLogicIDs(0))
+		require.NoError(t, err)
+		require.Nil(t, samples[0].PowerWatts)
+		require.Empty(t, samples[0].Errors)
+		require.NotNil(t, samples[0].TemperatureCelsius)
+	})
+	t.Run("a temperature below -275 °C through DCMI", func(t *testing.T) {
+		lib := buildMockDCMI(t, "atlas-800t-a2")
+		telemetry := filepath.Join(t.TempDir(), "telemetry.txt")
+		require.NoError(t, os.WriteFile(telemetry, []byte("load 0 10 -276 700\n"), 0o644))
+		t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", telemetry)
+		tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+		samples, err := tel.Read(t.Context(), chipsWithLogicIDs(0))
+		require.NoError(t, err)
+		require.Nil(t, samples[0].TemperatureCelsius)
+		require.Len(t, samples[0].Errors, 1)
+		require.ErrorContains(t, samples[0].Errors[0], "temperature -276 °C is below -275 °C")
+	})
+	t.Run("the A3's second die through npu-smi", func(t *testing.T) {
+		root, _ := fixture("atlas-800t-a2")
+		runner := recordings(t, "atlas-800t-a2")
+		cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: vendors.LibraryNone}
+		inv, err := Ascend{}.NewBackend(cfg).Discover(t.Context())
+		require.NoError(t, err)
+		// npu-smi prints "-" for the power of an A3 module's second die.
+		runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| 101.8 ", "| -     ")
+		samples, err := Ascend{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+		require.NoError(t, err)
+		require.Nil(t, samples[0].PowerWatts)
+		require.Empty(t, samples[0].Errors)
+		require.NotNil(t, samples[1].PowerWatts)
+	})
 }

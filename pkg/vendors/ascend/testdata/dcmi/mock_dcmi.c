@@ -1225,10 +1225,18 @@ int dcmi_get_device_temperature(int card_id, int device_id, int *temperature) {
     return DCMI_OK;
 }
 
+/* A 310P chip has no power figure of its own: dsmi_get_device_power_info
+ * answers "not supported", which dcmi_get_npu_device_power_info returns
+ * (dcmi/dcmi_inner/src/dcmi_inner_info_get.c:1662-1689); npu-smi prints NA
+ * for it (npucli/src/npu_info_print.c:245-251). The card's power is the
+ * MCU's (dcmi_mcu_get_power_info). */
 int dcmi_get_device_power_info(int card_id, int device_id, int *power) {
     FAIL_IF_ASKED();
     CHIP_OR_FAIL(c, card_id, device_id);
     TELEMETRY_OR_FAIL(t, c);
+    if (chip_type() == CHIP_310P) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
     *power = t.power;
     return DCMI_OK;
 }
