@@ -15,6 +15,7 @@
 package ascend
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -261,4 +262,26 @@ func TestTelemetryLeavesOutWhatAChipDoesNotReport(t *testing.T) {
 		require.Empty(t, samples[0].Errors)
 		require.NotNil(t, samples[1].PowerWatts)
 	})
+}
+
+// Telemetry grades an Ascend chip's health as discovery does: level 0 is
+// healthy, level 1 (Warning, a warning-level taint in discovery) and above
+// are not, through DCMI and npu-smi alike.
+func TestTelemetryHealthAgreesWithDiscovery(t *testing.T) {
+	for _, health := range []int{0, 1, 2, 3} {
+		t.Run(fmt.Sprint(health), func(t *testing.T) {
+			lib := buildMockDCMI(t, "atlas-800t-a2", fmt.Sprintf("health 1 %d", health))
+			root, runner := fixture("atlas-800t-a2")
+			cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: lib}
+			inv, err := Ascend{}.NewBackend(cfg).Discover(t.Context())
+			require.NoError(t, err)
+			samples, err := Ascend{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+			require.NoError(t, err)
+			for i, c := range inv.Chips {
+				require.NotNil(t, samples[i].Healthy, "chip %d", c.Index)
+				require.Equal(t, c.Healthy, *samples[i].Healthy, "chip %d (%s)", c.Index, c.HealthReason)
+			}
+			require.Equal(t, health == 0, inv.Chips[1].Healthy)
+		})
+	}
 }
