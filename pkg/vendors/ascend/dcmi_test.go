@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,5 +170,24 @@ func TestDCMILayoutMatchesTheCHeader(t *testing.T) {
 		for i, f := range l.fields {
 			require.Equal(t, c[l.c+" "+f], typ.Field(i).Offset, "offsetof(struct %s, %s), Go field %s", l.c, f, typ.Field(i).Name)
 		}
+	}
+}
+
+// The fixtures say where their facts come from, not which of this
+// project's issues asked for them: an external issue is cited with its
+// project and "#" (nvtop issue #421), never a bare "issue 15".
+func TestFixturesCiteSourcesNotOurIssueNumbers(t *testing.T) {
+	ours := regexp.MustCompile(`(?i)(^|[^a-z#])issues? [0-9]`)
+	for _, dir := range []string{"testdata", filepath.Join("..", "cambricon", "testdata")} {
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || (!strings.HasSuffix(path, ".txt") && !strings.HasSuffix(path, ".md")) {
+				return err
+			}
+			for i, line := range strings.Split(readFile(t, path), "\n") {
+				require.False(t, ours.MatchString(line), "%s:%d cites an issue of ours: %q", path, i+1, line)
+			}
+			return nil
+		})
+		require.NoError(t, err)
 	}
 }
