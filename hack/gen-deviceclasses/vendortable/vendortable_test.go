@@ -41,7 +41,7 @@ func TestTheTableHoldsWhatTheTemplatesNeed(t *testing.T) {
 		Tool:    Setting{Name: "npu-smi", Flag: "npu-smi", Value: "npuSmi"},
 		Library: &Setting{Flag: "dcmi-library", Value: "dcmiLibrary"},
 		// The slugs partitionTemplates may name (the chart refuses others).
-		Partitions: &Partitions{Type: "vnpu", Slugs: []string{"vir01", "vir02", "vir02-1c", "vir03-1c-8g", "vir04", "vir04-3c", "vir04-3c-ndvpp",
+		Partitions: &Partitions{Type: "vnpu", Slugs: []string{"vir01", "vir02", "vir02-1c", "vir04", "vir04-3c", "vir04-3c-ndvpp",
 			"vir04-4c-dvpp", "vir05-1c-16g", "vir05-1c-8g", "vir06-1c-16g", "vir08", "vir10-3c-16g", "vir10-3c-32g", "vir12-3c-32g", "vir16"}},
 		Mounts: []Mount{
 			{Name: "host-run-vnpu-cfg-lock", Path: "/run/vnpu_cfg_lock", Type: "DirectoryOrCreate", Library: true, Partitions: true},

@@ -157,6 +157,12 @@ func buildImage(ctx context.Context, spec Spec, ps PlatformSpec) (v1.Image, erro
 		app.file(path.Join("usr/bin", name), 0o755, data)
 		names = append(names, name)
 	}
+	// An empty /.dockerenv, as the Dockerfile ships it: in an image without
+	// a shell, under containerd or CRI-O, it is the only sign by which
+	// Huawei's DCMI library sees that it runs in a container; taken for the
+	// host it renames the bind-mounted /etc/vnpu.cfg when it records a vNPU,
+	// which fails (docs/hardware.md, "vNPU mode").
+	app.file(".dockerenv", 0o644, nil)
 	appLayer, err := layer(app, spec.Created)
 	if err != nil {
 		return nil, fmt.Errorf("packing the binaries' layer: %w", err)

@@ -101,6 +101,11 @@ func TestTheLayersHoldTheBinariesAndTheCRuntimeOfTheirArchitecture(t *testing.T)
 				require.Equal(t, 0, f.Header.Uid)
 				requireMachine(t, f.Data, tc.machine, b)
 			}
+			// DCMI's container sign (pkg/vendors/ascend: the Dockerfile ships it too).
+			dockerenv, ok := files["/.dockerenv"]
+			require.True(t, ok, "/.dockerenv")
+			require.Equal(t, byte(tar.TypeReg), dockerenv.Header.Typeflag)
+			require.Empty(t, dockerenv.Data)
 			for _, lib := range []string{tc.loader, tc.libstdcx} {
 				_, f, err := files.Resolve(lib)
 				require.NoError(t, err)

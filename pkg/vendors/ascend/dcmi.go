@@ -62,25 +62,26 @@ const LibraryFlagHelp = `path of Huawei's DCMI library libdcmi.so, read through 
 
 // DCMI constants of dcmi.h.
 const (
-	dcmiMaxChipNameLen    = 32
-	dcmiTemplateNameLen   = 32
-	dcmiVDevResNameLen    = 16
-	dcmiVDevForReserve    = 32
-	dcmiVDevSize          = 20
-	dcmiSocSplitMax       = 32
-	dcmiMainCmdVDevMng    = 52
-	dcmiSubCmdVDevRes     = 0
-	dcmiSubCmdTotalRes    = 1
-	dcmiRoCEPort          = 1
-	dcmiMaxErrorCodes     = 128   // mind-cluster MaxErrorCodeCount
-	dcmiMaxCards          = 64    // mind-cluster HiAIMaxCardNum
-	dcmiMaxDevicesInCard  = 4     // mind-cluster HiAIMaxDeviceNum (IsValidDeviceID: device id < 4)
-	dcmiErrNotPermitted   = -8002 // DCMI_ERR_CODE_OPER_NOT_PERMITTED
-	dcmiErrNotReady       = -8012 // DCMI_ERR_CODE_NOT_REDAY
-	dcmiErrFileOperate    = -8014 // DCMI_ERR_CODE_FILE_OPERATE_FAIL
-	dcmiErrOccupied       = -8020 // DCMI_ERR_CODE_RESOURCE_OCCUPIED
-	dcmiErrNotSupported   = -8255
-	dcmiErrFuncNotPresent = -99998 // mind-cluster FuncNotFoundErrorCode
+	dcmiMaxChipNameLen     = 32
+	dcmiTemplateNameLen    = 32
+	dcmiVDevResNameLen     = 16
+	dcmiVDevForReserve     = 32
+	dcmiVDevSize           = 20
+	dcmiSocSplitMax        = 32
+	dcmiMainCmdVDevMng     = 52
+	dcmiSubCmdVDevRes      = 0
+	dcmiSubCmdTotalRes     = 1
+	dcmiSubCmdVDevActivity = 5 // DCMI_VMNG_SUB_CMD_GET_VDEV_ACTIVITY, dcmi_interface_api.h:824
+	dcmiRoCEPort           = 1
+	dcmiMaxErrorCodes      = 128   // mind-cluster MaxErrorCodeCount
+	dcmiMaxCards           = 64    // mind-cluster HiAIMaxCardNum
+	dcmiMaxDevicesInCard   = 4     // mind-cluster HiAIMaxDeviceNum (IsValidDeviceID: device id < 4)
+	dcmiErrNotPermitted    = -8002 // DCMI_ERR_CODE_OPER_NOT_PERMITTED
+	dcmiErrNotReady        = -8012 // DCMI_ERR_CODE_NOT_REDAY
+	dcmiErrFileOperate     = -8014 // DCMI_ERR_CODE_FILE_OPERATE_FAIL
+	dcmiErrOccupied        = -8020 // DCMI_ERR_CODE_RESOURCE_OCCUPIED
+	dcmiErrNotSupported    = -8255
+	dcmiErrFuncNotPresent  = -99998 // mind-cluster FuncNotFoundErrorCode
 	// dcmiVFGIDAny as dcmi_create_vdevice's vfg_id lets the library pick
 	// the vGroup: npu-smi passes it when create-vnpu has no -g (the CANN
 	// driver source, npucli/src/npu_smi.c:83 vfg_id = NPU_INVALID_VALUE,

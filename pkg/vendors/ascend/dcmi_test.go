@@ -20,6 +20,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,8 +42,16 @@ func buildMockDCMI(t *testing.T, fixture string, extra ...string) string {
 	nativetest.Compile(t, "", "-shared", "-fPIC", "-O1", "-I", "testdata/dcmi", "-o", lib, "testdata/dcmi/mock_dcmi.c")
 	data, err := os.ReadFile(filepath.Join("testdata", "dcmi", fixture+".txt"))
 	require.NoError(t, err)
+	var place string
+	lines := slices.DeleteFunc(slices.Clone(extra), func(l string) bool {
+		p, ok := strings.CutPrefix(l, "env ")
+		if ok {
+			place = p
+		}
+		return ok
+	})
 	path := filepath.Join(dir, fixture+".txt")
-	require.NoError(t, os.WriteFile(path, []byte(string(data)+strings.Join(extra, "\n")+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(path, []byte(string(data)+strings.Join(lines, "\n")+"\n"), 0o644))
 	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", path)
 	t.Setenv("ACCEL_DRA_DCMI_STATE", filepath.Join(dir, "vnpus.state"))
 	// The host files DCMI needs for vNPUs (VNPUHostFiles), as the chart
@@ -51,7 +61,53 @@ func buildMockDCMI(t *testing.T, fixture string, extra ...string) string {
 	require.NoError(t, os.MkdirAll(filepath.Join(host, "etc"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(host, "etc", "vnpu.cfg"), []byte("vnpu_config_recover:enable\n"), 0o644))
 	t.Setenv("ACCEL_DRA_DCMI_ROOT", host)
+	layOut(t, host, path, place)
 	return lib
+}
+
+// layOut makes the caller's filesystem under host what DCMI sees where
+// the agent runs (an "env <place>" line of buildMockDCMI's extra lines,
+// which is no fixture line): the mock decides where it runs from that, as
+// the library does (mock_dcmi.c, in_container). "physical" (or none) is
+// root on the host; "privileged" and "container" are our image in a
+// privileged or unprivileged container under containerd: the empty
+// /.dockerenv the image ships, no shell, a cgroup v2 namespace that names
+// no runtime, and the host's /etc/vnpu.cfg as a single-file bind mount;
+// the kernel flags the unprivileged one (container-flag plain).
+func layOut(t *testing.T, host, fixture, place string) {
+	t.Helper()
+	switch place {
+	case "", "physical":
+		return
+	case "privileged", "container":
+	default:
+		t.Fatalf("env %q: want physical, privileged or container", place)
+	}
+	containerLayout(t, host, true)
+	if place == "container" {
+		f, err := os.OpenFile(fixture, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString("container-flag plain\n")
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+}
+
+// containerLayout writes what a container of our image shows DCMI under
+// containerd: /proc/self/cgroup and /proc/self/mountinfo as the kernel
+// shows them there, and /.dockerenv where the image ships it.
+func containerLayout(t *testing.T, host string, dockerenv bool) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(host, "proc", "self"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(host, "proc", "self", "cgroup"), []byte("0::/\n"), 0o644))
+	mountinfo := "1071 992 0:146 / / rw,relatime master:424 - overlay overlay rw,lowerdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/41/fs,upperdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/58/fs,workdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/58/work\n" +
+		"1072 1071 0:148 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw\n" +
+		"1080 1071 253:1 /etc/vnpu.cfg /etc/vnpu.cfg rw,relatime - ext4 /dev/mapper/root rw\n" +
+		"1081 1071 0:25 /vnpu_cfg_lock /run/vnpu_cfg_lock rw,nosuid,nodev - tmpfs tmpfs rw,mode=755\n"
+	require.NoError(t, os.WriteFile(filepath.Join(host, "proc", "self", "mountinfo"), []byte(mountinfo), 0o644))
+	if dockerenv {
+		require.NoError(t, os.WriteFile(filepath.Join(host, ".dockerenv"), nil, 0o644))
+	}
 }
 
 // dcmiLayouts are the C structs of testdata/dcmi/dcmi.h with their fields
@@ -114,5 +170,24 @@ func TestDCMILayoutMatchesTheCHeader(t *testing.T) {
 		for i, f := range l.fields {
 			require.Equal(t, c[l.c+" "+f], typ.Field(i).Offset, "offsetof(struct %s, %s), Go field %s", l.c, f, typ.Field(i).Name)
 		}
+	}
+}
+
+// The fixtures say where their facts come from, not which of this
+// project's issues asked for them: an external issue is cited with its
+// project and "#" (nvtop issue #421), never a bare "issue 15".
+func TestFixturesCiteSourcesNotOurIssueNumbers(t *testing.T) {
+	ours := regexp.MustCompile(`(?i)(^|[^a-z#])issues? [0-9]`)
+	for _, dir := range []string{"testdata", filepath.Join("..", "cambricon", "testdata")} {
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || (!strings.HasSuffix(path, ".txt") && !strings.HasSuffix(path, ".md")) {
+				return err
+			}
+			for i, line := range strings.Split(readFile(t, path), "\n") {
+				require.False(t, ours.MatchString(line), "%s:%d cites an issue of ours: %q", path, i+1, line)
+			}
+			return nil
+		})
+		require.NoError(t, err)
 	}
 }

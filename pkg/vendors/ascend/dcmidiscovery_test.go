@@ -453,3 +453,29 @@ func TestDiscoverThroughDCMIReadsTopologyCodesByDriverVersion(t *testing.T) {
 		})
 	}
 }
+
+// The rings are the Atlas 800's eight 910A: a node of Atlas 300T cards
+// (one PCIe 910A each) has no HCCS between them and is PCIe-only.
+func TestDiscoverGivesNoRingsToA910ANodeThatIsNoAtlas800(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	lib := buildMockDCMI(t, "atlas-800-910a")
+	path := os.Getenv("ACCEL_DRA_DCMI_FIXTURE")
+	var kept []string
+	for _, l := range strings.Split(readFile(t, path), "\n") {
+		if strings.HasPrefix(l, "chip ") && !strings.HasPrefix(l, "chip 0 ") && !strings.HasPrefix(l, "chip 1 ") {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(kept, "\n")), 0o644))
+	root := fakeRoot(t, []string{"0000:61:00.0", "0000:db:00.0"}, "0xd801")
+	// npu-smi refuses the matrix of a 910A on x86 (npu_info.c:1685-1691).
+	inv, err := New(Config{Root: root, Runner: discoverytest.MapRunner{}, Library: lib}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 2)
+	for _, c := range inv.Chips {
+		require.Equal(t, inventory.LinkPCIe, c.LinkType, "chip %d", c.Index)
+		require.Equal(t, fmt.Sprintf("pcie-%d", c.Index), c.LinkGroup, "chip %d", c.Index)
+		require.NotEqual(t, ringSource, c.Sources[SourceLinks])
+	}
+}

@@ -15,6 +15,7 @@
 package ascend
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,7 +35,12 @@ import (
 func discoverDCMI(t *testing.T, fixtureName string, extra ...string) ([]inventory.Chip, *dcmiLib) {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	lib := buildMockDCMI(t, fixtureName, extra...)
+	return discoverDCMIWith(ctx, t, fixtureName, buildMockDCMI(t, fixtureName, extra...))
+}
+
+// discoverDCMIWith is discoverDCMI with a mock library already built.
+func discoverDCMIWith(ctx context.Context, t *testing.T, fixtureName, lib string) ([]inventory.Chip, *dcmiLib) {
+	t.Helper()
 	var root string
 	switch fixtureName {
 	case "atlas-800-910a", "atlas-800t-a2", "atlas-300i-duo":
@@ -222,4 +228,97 @@ func TestMockDCMIBehavesAsTheLibrary(t *testing.T) {
 		_, err := (&PartitionTool{dcmi: lib}).Create(ctx, chips[0], tpl)
 		require.NoError(t, err, "npu-smi checks the mode before it calls DCMI; discovery offers no vNPUs here")
 	})
+}
+
+// DCMI decides in dcmi_init whether it runs in a container, from its
+// filesystem (dcmi_environment_judge.c:203-290). Our image has no shell,
+// and under containerd its cgroup names no runtime, so only the empty
+// /.dockerenv the image ships tells DCMI. Where DCMI takes a container for
+// the host it renames /etc/vnpu.cfg before rewriting it
+// (dcmi_inner_cfg_persist.c:524-542); a single-file bind mount cannot be
+// renamed, so the record fails and the new vNPU is destroyed again
+// (dcmi_virtual_intf.c:648-653).
+func TestPartitionToolThroughDCMIMakesVNPUsInOurImagesContainer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		dockerenv bool
+		err       string
+	}{
+		{name: "our image: /.dockerenv", dockerenv: true},
+		{name: "without /.dockerenv DCMI takes the container for the host", err: "dcmi_create_vdevice returned -8001"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, "atlas-800t-a2")
+			host := os.Getenv("ACCEL_DRA_DCMI_ROOT")
+			containerLayout(t, host, tc.dockerenv)
+			root, _ := fixture("atlas-800t-a2")
+			b := New(Config{Root: root, Runner: discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}, Library: lib})
+			inv, err := b.Discover(ctx)
+			require.NoError(t, err)
+			tool := &PartitionTool{dcmi: b.lib}
+			tpl, _ := templateOf(inv.Chips[0], "vir05_1c_16g")
+			made, err := tool.Create(ctx, inv.Chips[0], tpl)
+			cfg := readFile(t, filepath.Join(host, "etc", "vnpu.cfg"))
+			listed, listErr := tool.List(ctx, inv.Chips[0])
+			require.NoError(t, listErr)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.Empty(t, listed, "the library destroys the vNPU it could not record")
+				require.Equal(t, "vnpu_config_recover:enable\n", cfg)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, []vendors.Instance{made}, listed)
+			require.Equal(t, "vnpu_config_recover:enable\n0:100:npu-smi set -t create-vnpu -i 0 -c 0 -f vir05_1c_16g -v 100\n", cfg)
+			require.NoError(t, tool.Destroy(ctx, inv.Chips[0], made))
+			require.Equal(t, "vnpu_config_recover:enable\n", readFile(t, filepath.Join(host, "etc", "vnpu.cfg")))
+		})
+	}
+}
+
+// The image ships the empty /.dockerenv DCMI looks for: the Dockerfile
+// (and hack/image, checked in its own tests) puts it there.
+func TestOurImageShipsTheFileDCMIDetectsItsContainerBy(t *testing.T) {
+	dockerfile := readFile(t, filepath.Join("..", "..", "..", "deployments", "container", "Dockerfile"))
+	require.Regexp(t, `(?m)^COPY --from=build /out/dockerenv /\.dockerenv$`, dockerfile)
+}
+
+// Every template offered for a model is one DCMI's template table accepts
+// on that chip (dcmi_virtual_intf.c:26-49, 160-201; the mock keeps the
+// same tables): a template it refuses would make claims that fail at
+// prepare.
+func TestEveryOfferedTemplateIsOneDCMIMakes(t *testing.T) {
+	for _, tc := range []struct {
+		model, fixture string
+		// chip line edit of the fixture: what a chip of the model reports
+		old, new string
+	}{
+		{model: "Ascend910A", fixture: "atlas-800-910a"},
+		{model: "Ascend910B2", fixture: "atlas-800t-a2", old: "910B3 20     65536", new: "910B2 24     65536"},
+		{model: "Ascend910B3", fixture: "atlas-800t-a2"},
+		{model: "Ascend910B4", fixture: "atlas-800t-a2-910b4"},
+		{model: "Ascend310P3", fixture: "atlas-300i-duo"},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := buildMockDCMI(t, tc.fixture)
+			if tc.old != "" {
+				path := os.Getenv("ACCEL_DRA_DCMI_FIXTURE")
+				edited := strings.ReplaceAll(readFile(t, path), tc.old, tc.new)
+				require.NoError(t, os.WriteFile(path, []byte(edited), 0o644))
+			}
+			chips, dcmi := discoverDCMIWith(ctx, t, tc.fixture, lib)
+			c := chips[0]
+			require.Equal(t, tc.model, c.Model)
+			m, ok := VNPUs{}.Model(c)
+			require.True(t, ok)
+			tool := &PartitionTool{dcmi: dcmi}
+			for _, tpl := range m.Templates {
+				made, err := tool.Create(ctx, c, tpl)
+				require.NoError(t, err, "template %s", tpl.Name)
+				require.NoError(t, tool.Destroy(ctx, c, made))
+			}
+		})
+	}
 }

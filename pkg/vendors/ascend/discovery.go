@@ -376,7 +376,15 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 			"device", devPath(c.index), "err", info.RowError)
 		faults = append(faults, fault{inventory.ReasonLibraryError, info.RowError})
 	}
-	if c.dcmi != nil && c.dcmi.Failed != nil {
+	if info.NoNPURow {
+		// Its health is none npu-smi can name: reported as DCMI's reader
+		// reports the same chip, so the two readers agree.
+		logger.Info("The npu-smi tool prints no NPU row for this Ascend chip, reporting it unhealthy", "npu", info.NPU, "chip", info.Chip,
+			"device", devPath(c.index), "line", info.Line)
+		faults = append(faults, fault{inventory.ReasonToolHealth(HealthUnknown),
+			fmt.Sprintf("npu-smi reports health %s: it prints the chip without its NPU row (line %d), as it does for a chip DCMI says does not exist (health 0xFFFFFFFF)",
+				HealthUnknown, info.Line)})
+	} else if c.dcmi != nil && c.dcmi.Failed != nil {
 		// Its health is unread: the failed call is why it is unhealthy.
 		logger.Info("A DCMI call failed for this Ascend chip alone, reporting it unhealthy", "npu", info.NPU, "chip", info.Chip,
 			"device", devPath(c.index), "err", c.dcmi.Failed)
@@ -451,7 +459,10 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 			chip.Sources[SourceDeviceIP] = b.libName() + " dcmi_get_device_ip"
 		}
 	} else {
-		chip.Sources = b.toolSources(coresSource, topoSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK)
+		chip.Sources = b.toolSources(coresSource, topoSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK && !info.NoNPURow)
+		if info.NoNPURow {
+			chip.Sources[SourceModel] = b.command("info", "-m") // the table prints no name for it
+		}
 	}
 	return chip, nil
 }
@@ -513,6 +524,7 @@ func (b *Backend) readTool(ctx context.Context, devs []int) ([]ChipInfo, []ChipM
 	if err != nil {
 		return nil, nil, Topology{}, err
 	}
+	infos = b.adoptChipRows(ctx, infos, mappings)
 	if err := b.physicalIDs(ctx, devs, infos, mappings); err != nil {
 		return nil, nil, Topology{}, err
 	}
@@ -524,6 +536,67 @@ func (b *Backend) readTool(ctx context.Context, devs []int) ([]ChipInfo, []ChipM
 		return nil, nil, Topology{}, err
 	}
 	return infos, mappings, topo, nil
+}
+
+// adoptChipRows gives each chip row that npu-smi printed without its NPU
+// row (ChipInfo.NoNPURow: a chip whose health DCMI says does not exist)
+// the NPU id and name that `npu-smi info -m` lists for it, so the chip is
+// published unhealthy, as the DCMI reader publishes it, and the others as
+// they are. A mapping row the table has no chip for is matched to such a
+// row by chip id and whatever ids the row still says; where more than one
+// row fits, the chip keeps no bus id or memory. A row no mapping row fits
+// is left out with a log line.
+func (b *Backend) adoptChipRows(ctx context.Context, infos []ChipInfo, mappings []ChipMapping) []ChipInfo {
+	var orphans, out []ChipInfo
+	listed := map[[2]int]bool{}
+	for _, c := range infos {
+		if c.NoNPURow {
+			orphans = append(orphans, c)
+			continue
+		}
+		listed[[2]int{c.NPU, c.Chip}] = true
+		out = append(out, c)
+	}
+	if len(orphans) == 0 {
+		return infos
+	}
+	logger := klog.FromContext(ctx)
+	used := make([]bool, len(orphans))
+	for _, m := range mappings {
+		if listed[[2]int{m.NPU, m.Chip}] || m.RowError != "" {
+			continue
+		}
+		var fits []int
+		for i, o := range orphans {
+			if o.Chip == m.Chip && (o.NPU < 0 || o.NPU == m.NPU) && (o.LogicID < 0 || o.LogicID == m.LogicID) &&
+				(o.PhysicalID < 0 || m.PhysicalID < 0 || o.PhysicalID == m.PhysicalID) {
+				fits = append(fits, i)
+			}
+		}
+		if len(fits) == 0 {
+			continue // combine says the table lacks it
+		}
+		c := ChipInfo{NPU: m.NPU, Chip: m.Chip, PhysicalID: -1, LogicID: -1, Health: HealthUnknown, NoNPURow: true,
+			Name: strings.TrimSpace(strings.TrimPrefix(m.Name, "Ascend ")), Line: orphans[fits[0]].Line}
+		if len(fits) == 1 {
+			o := orphans[fits[0]]
+			c.PhysicalID, c.LogicID, c.BusID, c.MemoryMB, c.HBM = o.PhysicalID, o.LogicID, o.BusID, o.MemoryMB, o.HBM
+		} else {
+			logger.Info("More than one Ascend chip row without its NPU row fits this chip, publishing it without bus id or memory",
+				"npu", m.NPU, "chip", m.Chip, "command", b.command("info"))
+		}
+		for _, i := range fits {
+			used[i] = true
+		}
+		out = append(out, c)
+	}
+	for i, o := range orphans {
+		if !used[i] {
+			logger.Info("Leaving out an Ascend chip row without its NPU row that no chip of the mapping fits",
+				"chip", o.Chip, "line", o.Line, "command", b.command("info"), "mapping", b.command("info", "-m"))
+		}
+	}
+	return out
 }
 
 func (b *Backend) info(ctx context.Context) ([]ChipInfo, error) {

@@ -1032,3 +1032,76 @@ func TestModelNamePrefixesTheChipNameOnce(t *testing.T) {
 	require.Equal(t, "Ascend910B3", modelName("910B3"))
 	require.Equal(t, "Ascend910", modelName("Ascend910"))
 }
+
+// A chip whose DCMI health is 0xFFFFFFFF ("device does not exist", rc 0)
+// gets its chip row printed without its NPU row (npu_info_print.c:230-238,
+// 405-415). That chip is published unhealthy, named from `npu-smi info -m`,
+// with the bus id its chip row says where one row fits; the node's other
+// chips are published as they are.
+func TestDiscoverPublishesAChipNpuSmiPrintsWithoutItsNPURowUnhealthy(t *testing.T) {
+	for _, tc := range []struct {
+		name, node string
+		drop       []string
+		chips      int
+		dead       map[int]string // index → bus id
+	}{
+		{name: "910B, one card", node: "atlas-800t-a2", drop: []string{"| 1     910B3 "}, chips: 8,
+			dead: map[int]string{1: "0000:c2:00.0"}},
+		{name: "910B, two cards: which row is which is unknown", node: "atlas-800t-a2",
+			drop: []string{"| 1     910B3 ", "| 2     910B3 "}, chips: 8, dead: map[int]string{1: "", 2: ""}},
+		{name: "310P, a card's second chip and the next card's first", node: "atlas-300i-duo",
+			drop:  []string{"| 1       310P3                 | OK              | NA           50", "| 2       310P3                 | OK              | NA           52"},
+			chips: 4, dead: map[int]string{1: "0000:01:00.0", 2: "0000:81:00.0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, logs := discoverytest.BufferedContext(t)
+			root, _ := fixture(tc.node)
+			runner := recordings(t, tc.node)
+			runner[cmdInfo] = dropLines(t, runner[cmdInfo], tc.drop...)
+			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+			require.NoError(t, err)
+			require.Len(t, inv.Chips, tc.chips)
+			require.NoError(t, inv.Validate())
+			for _, c := range inv.Chips {
+				bus, dead := tc.dead[c.Index]
+				require.Equal(t, !dead, c.Healthy, "chip %d", c.Index)
+				require.Equal(t, inv.Chips[0].Model, c.Model, "chip %d: -m names it", c.Index)
+				if !dead {
+					continue
+				}
+				require.Equal(t, inventory.ReasonToolHealth(HealthUnknown), c.HealthReason, "chip %d", c.Index)
+				require.Contains(t, c.HealthMessage, "npu-smi reports health UNKNOWN: it prints the chip without its NPU row")
+				require.Equal(t, bus, c.PCIBusID, "chip %d", c.Index)
+				require.Equal(t, "npu-smi info -m", c.Sources[SourceModel])
+				require.Equal(t, "npu-smi info", c.Sources[SourceHealth], "no error codes are asked for")
+			}
+			require.Contains(t, logs(), "The npu-smi tool prints no NPU row for this Ascend chip, reporting it unhealthy")
+		})
+	}
+}
+
+// Health 0xFFFFFFFF read through DCMI and through npu-smi makes the same
+// chip unhealthy for the same reason.
+func TestBothReadersPublishAChipThatDoesNotExistAsUnknown(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	fix := readFile(t, "testdata/dcmi/atlas-800t-a2.txt")
+	lib := buildMockDCMI(t, "atlas-800t-a2")
+	edited := discoverytest.ReplaceOnce(t, fix, "0000:c2:00.0 d802  0", "0000:c2:00.0 d802  4294967295")
+	require.NoError(t, os.WriteFile(os.Getenv("ACCEL_DRA_DCMI_FIXTURE"), []byte(edited), 0o644))
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	viaDCMI, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+	require.NoError(t, err)
+	runner[cmdInfo] = dropLines(t, runner[cmdInfo], "| 1     910B3 ")
+	viaTool, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
+	require.NoError(t, err)
+	require.Len(t, viaDCMI.Chips, 8)
+	require.Len(t, viaTool.Chips, 8)
+	for i := range viaDCMI.Chips {
+		d, n := viaDCMI.Chips[i], viaTool.Chips[i]
+		require.Equal(t, d.Healthy, n.Healthy, "chip %d", i)
+		require.Equal(t, d.HealthReason, n.HealthReason, "chip %d", i)
+		require.Equal(t, d.PCIBusID, n.PCIBusID, "chip %d", i)
+	}
+	require.False(t, viaTool.Chips[1].Healthy)
+}

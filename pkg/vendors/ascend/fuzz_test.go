@@ -40,14 +40,25 @@ func FuzzParseInfo(f *testing.F) {
 		"",
 		"| NPU Name | Health | Power |\n| Chip Phy-ID | Bus-Id | AICore(%) Memory-Usage(MB) |\n+==+\n| 0 910B3 | ok | 1 |\n| 0 0 | 0000:c1:00.0 | 0 1/2 |\n+==+\n| 0 910B3 | OK | 1 |\n| 0 1 | 0000:c1:00.0 | 0 1/2 |\n",
 		"| NPU Name | Health | Power |\n| Chip | Bus-Id | AICore(%) Memory-Usage(MB) |\n+==+\n| 0 910B3 | OK | 1 |\n",
+		// A chip row without its NPU row (health 0xFFFFFFFF), then a card.
+		"| NPU Name | Health | Power |\n| Chip Device | Bus-Id | AICore(%) Memory-Usage(MB) |\n+==+\n| 0 0 | 0000:01:00.0 | 0 1/2 |\n+--+\n| 1 310P3 | OK | 1 |\n| 1 1 | 0000:01:00.0 | 0 1/2 |\n",
 	)
 	discoverytest.FuzzParser(f, "npu-smi info", ParseInfo, func(t *testing.T, data []byte, chips []ChipInfo) {
 		require.NotEmpty(t, chips)
 		seen := map[[2]int]bool{}
 		for _, c := range chips {
-			require.GreaterOrEqual(t, c.NPU, 0)
 			require.GreaterOrEqual(t, c.Chip, 0)
 			require.GreaterOrEqual(t, c.PhysicalID, -1)
+			if c.NoNPURow {
+				// A chip row without its NPU row: no name, health UNKNOWN,
+				// its card unknown (-1) unless it follows its card's chip.
+				require.GreaterOrEqual(t, c.NPU, -1)
+				require.Empty(t, c.Name)
+				require.Equal(t, HealthUnknown, c.Health)
+				require.Greater(t, c.Line, 0)
+				continue
+			}
+			require.GreaterOrEqual(t, c.NPU, 0)
 			require.False(t, seen[[2]int{c.NPU, c.Chip}], "NPU %d chip %d twice", c.NPU, c.Chip)
 			seen[[2]int{c.NPU, c.Chip}] = true
 			require.NotEmpty(t, c.Name)
@@ -65,13 +76,13 @@ func FuzzParseInfo(f *testing.F) {
 		// The usage of the same table: one entry per chip, no value negative.
 		usage, err := ParseInfoUsage("npu-smi info", data)
 		require.NoError(t, err)
-		parsed := 0
+		keys := map[[2]int]bool{}
 		for _, c := range chips {
 			if c.RowError == "" {
-				parsed++
+				keys[[2]int{c.NPU, c.Chip}] = true
 			}
 		}
-		require.Len(t, usage, parsed, "no usage of a chip whose row does not parse")
+		require.Len(t, usage, len(keys), "no usage of a chip whose row does not parse")
 		for _, u := range usage {
 			for _, v := range []*float64{u.PowerW, u.TempC, u.AICorePercent, u.MemoryUsedMB, u.MemoryTotalMB} {
 				if v != nil {

@@ -75,6 +75,18 @@ type ChipInfo struct {
 	// (inventory.ReasonLibraryError) with only what its NPU row says, the
 	// other chips as they are.
 	RowError string
+	// NoNPURow says npu-smi printed the chip's chip row without its NPU
+	// row. It does so for a chip whose DCMI health is none of the five it
+	// can name: DCMI answers 0xFFFFFFFF ("device does not exist") with
+	// rc 0, npu_common_get_health_state_str refuses it and the printer
+	// returns before the NPU row (npucli/src/npu_common.c:1544-1552,
+	// npu_info_print.c:230-238 and 405-415). Such a row says its chip id,
+	// the second id of the layout, the bus id and memory, not its name or
+	// health; NPU is the card of the row before it where it is a card's
+	// later chip (after a "+---" separator), else -1. Discovery takes the
+	// rest from `npu-smi info -m`, which lists the chip
+	// (npu_info_print.c:773-785), and publishes it unhealthy.
+	NoNPURow bool
 }
 
 // Health values npu-smi prints, spelled as npu-smi spells them.
@@ -136,6 +148,9 @@ func parseInfo(source string, data []byte, row func(c ChipInfo, l infoLayout, np
 		pending ChipInfo
 		npuRow  []string
 		seen    = map[[2]int]bool{}
+		// inCard says the last separator was "+---", which npu-smi prints
+		// between the chips of one card ("+===" ends a card).
+		inCard bool
 	)
 
 lines:
@@ -158,6 +173,7 @@ lines:
 			case wantChipRow:
 				return nil, perr(pending.Line, fmt.Sprintf("NPU %d", pending.NPU), "NPU %d has no chip row under it", pending.NPU)
 			}
+			inCard = strings.HasPrefix(trimmed, "+-") && state == wantSeparator
 			state = wantNPURow
 			continue
 		}
@@ -179,6 +195,29 @@ lines:
 			}
 			layout, state = l, wantSeparator
 		case wantNPURow:
+			if isChipRow(cells, layout) {
+				c := ChipInfo{NPU: -1, PhysicalID: -1, LogicID: -1}
+				if inCard {
+					c.NPU = pending.NPU
+				}
+				if parsed, err := parseChipRow(cells, layout, c); err == nil {
+					c = parsed
+				} else {
+					c.Chip, _ = rowChipID(cells)
+				}
+				c.Health, c.NoNPURow, c.Line = HealthUnknown, true, lineNo
+				if c.NPU >= 0 {
+					key := [2]int{c.NPU, c.Chip}
+					if seen[key] {
+						return nil, perr(lineNo, trimmed, "NPU %d chip %d is listed twice", c.NPU, c.Chip)
+					}
+					seen[key] = true
+				}
+				chips = append(chips, c)
+				// A later chip of this card inherits its NPU, unknown or not.
+				pending, state = c, wantSeparator
+				continue
+			}
 			c, err := parseNPURow(cells)
 			if err != nil {
 				// An NPU row that still says which card and chip name
@@ -233,6 +272,32 @@ lines:
 	return chips, nil
 }
 
+// isChipRow says a row where an NPU row should be is a chip row: its first
+// cell is the chip id (and the layout's second id), numbers only, where an
+// NPU row has "<NPU ID> <Name>", and its second cell is no health word.
+func isChipRow(cells []string, l infoLayout) bool {
+	if len(cells) != 3 {
+		return false
+	}
+	if _, health := healthValues[strings.ToLower(cells[1])]; health {
+		return false
+	}
+	ids := strings.Fields(cells[0])
+	want := 1
+	if l.idColumn != "" {
+		want = 2
+	}
+	if len(ids) != want {
+		return false
+	}
+	for _, id := range ids {
+		if n, err := strconv.Atoi(id); err != nil || n < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // npuRowID is what an NPU row that does not parse still says: its NPU id
 // and chip name, from its first cell "<NPU ID> <Name>".
 func npuRowID(cells []string) (ChipInfo, bool) {
@@ -247,7 +312,8 @@ func npuRowID(cells []string) (ChipInfo, bool) {
 	if err != nil || npu < 0 {
 		return ChipInfo{}, false
 	}
-	return ChipInfo{NPU: npu, Name: f[1], PhysicalID: -1, LogicID: -1}, true
+	// Its health is what did not parse, or was never read: unknown.
+	return ChipInfo{NPU: npu, Name: f[1], Health: HealthUnknown, PhysicalID: -1, LogicID: -1}, true
 }
 
 // rowChipID is the chip id a chip row starts with.

@@ -45,6 +45,10 @@ import (
 // DeviceType{Code: 2}), what npu-smi's AICore(%) column shows.
 const dcmiUtilizationAICore = 2
 
+// minTemperatureCelsius is mind-cluster's DefaultTemperatureWhenQueryFailed
+// (devmanager/common/constants.go:146): a reading below it is no reading.
+const minTemperatureCelsius = -275
+
 // dcmiMiB is one MiB: DCMI reports memory in MB (MiB).
 const dcmiMiB = 1 << 20
 
@@ -187,15 +191,24 @@ func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSampl
 	}
 	if t.temperature != nil {
 		var c int32
-		if err := lib.call("dcmi_get_device_temperature", func() int32 { return t.temperature(card, dev, &c) }); err != nil {
+		switch err := lib.call("dcmi_get_device_temperature", func() int32 { return t.temperature(card, dev, &c) }); {
+		case err != nil:
 			s.Fail("dcmi_get_device_temperature", err)
-		} else {
+		case c < minTemperatureCelsius:
+			// mind-cluster's DcGetDeviceTemperature refuses these too
+			// (devmanager/dcmi/dcmi.go:1680-1684 at 22bb3d98).
+			s.Fail("dcmi_get_device_temperature", fmt.Errorf("temperature %d °C is below %d °C", c, minTemperatureCelsius))
+		default:
 			s.TemperatureCelsius = vendors.Value(float64(c))
 		}
 	}
 	if t.power != nil {
 		var p int32
-		if err := lib.call("dcmi_get_device_power_info", func() int32 { return t.power(card, dev, &p) }); err != nil {
+		if err := lib.call("dcmi_get_device_power_info", func() int32 { return t.power(card, dev, &p) }); notSupported(err) {
+			// A 310P chip has no power figure of its own (the driver
+			// answers "not supported" and npu-smi prints NA,
+			// npu_info_print.c:245-251): absent, not an error on every read.
+		} else if err != nil {
 			s.Fail("dcmi_get_device_power_info", err)
 		} else if p >= 0 {
 			s.PowerWatts = vendors.Value(float64(p) / 10)
@@ -212,8 +225,14 @@ func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSampl
 }
 
 // readVNPUs adds the chip's vNPUs with their AI core utilization and
-// memory (dcmi_vdev_query_info.computing, as mind-cluster's
-// GetVDevActivityInfo reads vdev_aicore_utilization, dcmi.go line 1267).
+// memory. Only sub-command GET_VDEV_ACTIVITY (5) fills them, as
+// mind-cluster's DcGetVDevActivityInfo reads them (devmanager/dcmi/dcmi.go
+// at 22bb3d98, lines 1244-1270); GET_VDEV_RESOURCE (0) leaves them at the
+// HAL's 0xFF fill (devdrv_vdev.c:478-480 of the driver source), which is
+// why a filled-in value is checked, not trusted. DCMI reads a vNPU's
+// memory only on 310P and fails the whole query elsewhere with -8255
+// (dcmi_inner_info_get_ext.c:867-870, 977-984): such a vNPU is listed
+// without figures and without an error on every read.
 func (t *Telemetry) readVNPUs(lib *dcmiLib, card, dev int32, s *vendors.ChipSample) {
 	if lib.getDeviceInfo == nil {
 		return
@@ -234,24 +253,43 @@ func (t *Telemetry) readVNPUs(lib *dcmiLib, card, dev int32, s *vendors.ChipSamp
 	for _, id := range total.VDevID[:total.VDevNum] {
 		q := dcmiVDevQueryStru{VDevID: id}
 		size := uint32(unsafe.Sizeof(q))
-		if err := lib.call("dcmi_get_device_info", func() int32 {
-			return lib.getDeviceInfo(card, dev, dcmiMainCmdVDevMng, dcmiSubCmdVDevRes, unsafe.Pointer(&q), &size)
-		}); err != nil {
-			s.Fail("dcmi_get_device_info", fmt.Errorf("vNPU %d: %w", id, err))
-			continue
-		}
 		in := vendors.InstanceSample{ID: int(id)}
-		comp := q.QueryInfo.Computing
-		if comp.VDevAICoreUtilization <= 100 {
-			in.UtilizationRatio = vendors.Value(float64(comp.VDevAICoreUtilization) / 100)
-		}
-		if comp.VDevMemoryTotal > 0 && comp.VDevMemoryFree <= comp.VDevMemoryTotal {
-			in.MemoryTotalBytes = vendors.Value(float64(comp.VDevMemoryTotal) * dcmiMiB)
-			in.MemoryUsedBytes = vendors.Value(float64(comp.VDevMemoryTotal-comp.VDevMemoryFree) * dcmiMiB)
+		err := lib.call("dcmi_get_device_info", func() int32 {
+			return lib.getDeviceInfo(card, dev, dcmiMainCmdVDevMng, dcmiSubCmdVDevActivity, unsafe.Pointer(&q), &size)
+		})
+		switch {
+		case notSupported(err):
+		case err != nil:
+			s.Fail("dcmi_get_device_info", fmt.Errorf("vNPU %d activity: %w", id, err))
+		default:
+			in.UtilizationRatio, in.MemoryTotalBytes, in.MemoryUsedBytes = vnpuActivity(q.QueryInfo.Computing)
 		}
 		s.Instances = append(s.Instances, in)
 	}
 }
+
+// vnpuActivity is a vNPU's AI core utilization and memory from
+// GET_VDEV_ACTIVITY, nil where a field holds the 0xFF fill or is out of
+// range. The memory is in KB: npu-exporter publishes it unchanged as
+// vnpu_pod_total_memory and vnpu_pod_used_memory, "unit is 'KB'"
+// (mind-cluster npu-exporter collector/metrics/collector_for_vnpu.go:60-63).
+func vnpuActivity(c dcmiComputingResource) (util, total, used *float64) {
+	if c.VDevAICoreUtilization <= 100 {
+		util = vendors.Value(float64(c.VDevAICoreUtilization) / 100)
+	}
+	if c.VDevMemoryTotal > 0 && c.VDevMemoryTotal <= maxVNPUMemoryKB && c.VDevMemoryFree <= c.VDevMemoryTotal {
+		total = vendors.Value(float64(c.VDevMemoryTotal) * dcmiKiB)
+		used = vendors.Value(float64(c.VDevMemoryTotal-c.VDevMemoryFree) * dcmiKiB)
+	}
+	return util, total, used
+}
+
+// dcmiKiB is one KB as DCMI counts a vNPU's memory.
+const dcmiKiB = 1 << 10
+
+// maxVNPUMemoryKB bounds a vNPU's memory: 1 PiB in KB, far above any chip,
+// far below the 0xFF fill.
+const maxVNPUMemoryKB = 1 << 40
 
 // ChipUsage is what the `npu-smi info` table says a chip uses now; a nil
 // field is one npu-smi prints as NA, or not at all.
@@ -263,8 +301,15 @@ type ChipUsage struct {
 	// MemoryUsedMB, MemoryTotalMB are HBM-Usage(MB) where the table has it
 	// and its total is not zero, else Memory-Usage(MB).
 	MemoryUsedMB, MemoryTotalMB *float64
+	// NoPower says the NPU row prints no power by design ("NA" on 310P,
+	// "-" on the A3's second die).
+	NoPower bool
 	// Healthy is the NPU row's Health: OK or not.
 	Healthy bool
+	// NoNPURow marks a chip row printed without its NPU row
+	// (ChipInfo.NoNPURow): unhealthy, with no usage; keyed by NPU -1 where
+	// the table does not say its card.
+	NoNPURow bool
 }
 
 // ParseInfoUsage parses `npu-smi info` (as ParseInfo, which it runs) and
@@ -272,11 +317,12 @@ type ChipUsage struct {
 // read leaves that value nil rather than failing the table.
 func ParseInfoUsage(source string, data []byte) (map[[2]int]ChipUsage, error) {
 	out := map[[2]int]ChipUsage{}
-	_, err := parseInfo(source, data, func(c ChipInfo, l infoLayout, npuCells, chipCells []string) {
+	chips, err := parseInfo(source, data, func(c ChipInfo, l infoLayout, npuCells, chipCells []string) {
 		u := ChipUsage{Healthy: c.Healthy()}
 		// "101.8  43  0 / 0": Power(W) Temp(C) Hugepages-Usage(page).
 		if f := strings.Fields(npuCells[2]); len(f) >= 2 {
 			u.PowerW, u.TempC = number(f[0]), number(f[1])
+			u.NoPower = f[0] == "-" || strings.EqualFold(f[0], "NA")
 		}
 		// "0  0 / 0  3318 / 65536": AICore(%) Memory-Usage(MB) [HBM-Usage(MB)].
 		if f := strings.Fields(chipCells[2]); len(f) > 0 {
@@ -294,6 +340,11 @@ func ParseInfoUsage(source string, data []byte) (map[[2]int]ChipUsage, error) {
 		}
 		out[[2]int{c.NPU, c.Chip}] = u
 	})
+	for _, c := range chips {
+		if c.NoNPURow {
+			out[[2]int{c.NPU, c.Chip}] = ChipUsage{NoNPURow: true}
+		}
+	}
 	return out, err
 }
 
@@ -336,6 +387,16 @@ func (t *Telemetry) readNpuSmi(ctx context.Context, chips []inventory.Chip) ([]v
 		}
 		id, ok := ids[logic]
 		u, listed := usage[id]
+		if ok && !listed {
+			// A chip printed without its NPU row, on a card the table
+			// does not say: as discovery, unhealthy.
+			u, listed = usage[[2]int{-1, id[1]}]
+		}
+		if ok && listed && u.NoNPURow {
+			s.Healthy = &u.Healthy
+			s.Fail(call, fmt.Errorf("NPU %d chip %d: npu-smi prints no NPU row for it, as for a chip DCMI says does not exist", id[0], id[1]))
+			return
+		}
 		if !ok || !listed {
 			s.Fail(call, fmt.Errorf("npu-smi lists no chip with logic id %d", logic))
 			return
@@ -352,7 +413,10 @@ func (t *Telemetry) readNpuSmi(ctx context.Context, chips []inventory.Chip) ([]v
 		s.MemoryUsedBytes, s.MemoryTotalBytes = scale(u.MemoryUsedMB, dcmiMiB), scale(u.MemoryTotalMB, dcmiMiB)
 		s.TemperatureCelsius, s.PowerWatts = u.TempC, u.PowerW
 		s.Healthy = &u.Healthy
-		if u.PowerW == nil || u.TempC == nil || u.AICorePercent == nil || u.MemoryUsedMB == nil {
+		// Power is no error where npu-smi prints none by design: NA on
+		// 310P (npu_info_print.c:245-251) and "-" on the A3's second die
+		// (416-425).
+		if (u.PowerW == nil && !u.NoPower) || u.TempC == nil || u.AICorePercent == nil || u.MemoryUsedMB == nil {
 			s.Fail(call, fmt.Errorf("NPU %d chip %d: some values are NA", id[0], id[1]))
 		}
 	}), nil

@@ -15,6 +15,8 @@
 package ascend
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -58,8 +61,9 @@ func TestTelemetryReadsEachChipThroughDCMI(t *testing.T) {
 			PowerWatts: vendors.Value(150), Healthy: &healthy},
 		{Index: 3, UUID: "uuid-3", UtilizationRatio: vendors.Value(0), MemoryUsedBytes: &used, MemoryTotalBytes: &hbm,
 			TemperatureCelsius: vendors.Value(40), PowerWatts: vendors.Value(70), Healthy: &healthy,
-			// The mock reports a vNPU's utilization and memory as zero.
-			Instances: []vendors.InstanceSample{{ID: 148, UtilizationRatio: vendors.Value(0)}}},
+			// A 910B vNPU's activity query fails (-8255: DCMI reads vNPU
+			// memory on 310P only): listed, no figures, no error.
+			Instances: []vendors.InstanceSample{{ID: 148}}},
 	}
 	require.Len(t, samples[2].Errors, 1)
 	assert.Equal(t, "dcmi_get_device_temperature", samples[2].Errors[0].Call)
@@ -94,7 +98,8 @@ func TestTelemetryWithoutDCMIReadsTheNpuSmiTable(t *testing.T) {
 		na   bool
 	}{
 		{node: "atlas-800t-a2", want: [5]float64{0, 3318, 65536, 43, 101.8}},
-		{node: "atlas-300i-duo", want: [5]float64{0, 1529, 44280, 48, -1}, na: true},
+		// 310P: npu-smi prints no power (NA), by design, not as a failure.
+		{node: "atlas-300i-duo", want: [5]float64{0, 1529, 44280, 48, -1}},
 	} {
 		t.Run(tc.node, func(t *testing.T) {
 			root, runner := fixture(tc.node)
@@ -140,4 +145,143 @@ func TestTelemetryOfAChipDCMIDoesNotKnow(t *testing.T) {
 	require.Len(t, samples[1].Errors, 1)
 	assert.ErrorContains(t, samples[1].Errors[0], "no chip with logic id 42")
 	assert.Nil(t, samples[1].UtilizationRatio)
+}
+
+// A chip npu-smi prints without its NPU row (health 0xFFFFFFFF) reads as
+// unhealthy, as discovery publishes it, and the table still gives the
+// other chips' usage.
+func TestTelemetryWithoutDCMIReportsAChipWithoutItsNPURowUnhealthy(t *testing.T) {
+	root, _ := fixture("atlas-800t-a2")
+	runner := recordings(t, "atlas-800t-a2")
+	cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: vendors.LibraryNone}
+	inv, err := Ascend{}.NewBackend(cfg).Discover(t.Context())
+	require.NoError(t, err)
+	runner[cmdInfo] = dropLines(t, runner[cmdInfo], "| 1     910B3 ")
+	samples, err := Ascend{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+	require.NoError(t, err)
+	require.Len(t, samples, 8)
+	for i, s := range samples {
+		require.NotNil(t, s.Healthy, "chip %d", i)
+		require.Equal(t, i != 1, *s.Healthy, "chip %d", i)
+		if i != 1 {
+			require.NotNil(t, s.UtilizationRatio, "chip %d", i)
+		}
+	}
+	require.Len(t, samples[1].Errors, 1)
+	require.ErrorContains(t, samples[1].Errors[0], "npu-smi prints no NPU row for it")
+}
+
+// A vNPU's utilization and memory come from GET_VDEV_ACTIVITY, in KB; the
+// mock fills everything else with 0xFF as the HAL does, so reading another
+// sub-command, or trusting the fill, shows as a wrong figure.
+func TestTelemetryReadsVNPUActivityThroughDCMI(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		env         string
+		util        *float64
+		total, used *float64
+		err         string
+	}{
+		{name: "310P on the host", util: vendors.Value(0.37),
+			total: vendors.Value(float64(43693*4/8) * dcmiMiB), used: vendors.Value(1024 * dcmiMiB)},
+		{name: "310P in a privileged container", env: "env privileged", util: vendors.Value(0.37),
+			total: vendors.Value(float64(43693*4/8) * dcmiMiB), used: vendors.Value(1024 * dcmiMiB)},
+		{name: "310P in an unprivileged container: refused", env: "env container", err: "returned -8002"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lib := buildMockDCMI(t, "atlas-300i-duo", "vdev 1 117 vir04", tc.env)
+			telemetry := filepath.Join(t.TempDir(), "telemetry.txt")
+			require.NoError(t, os.WriteFile(telemetry, []byte("vload 117 37 1024\n"), 0o644))
+			t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", telemetry)
+			tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+			samples, err := tel.Read(t.Context(), chipsWithLogicIDs(1))
+			require.NoError(t, err)
+			require.Len(t, samples, 1)
+			require.Equal(t, []vendors.InstanceSample{{ID: 117, UtilizationRatio: tc.util, MemoryTotalBytes: tc.total, MemoryUsedBytes: tc.used}},
+				samples[0].Instances)
+			if tc.err == "" {
+				require.Empty(t, samples[0].Errors)
+				return
+			}
+			require.Len(t, samples[0].Errors, 1)
+			require.ErrorContains(t, samples[0].Errors[0], tc.err)
+		})
+	}
+}
+
+// The 0xFF fill the HAL leaves in a field it does not fill is no figure.
+func TestVNPUActivityRejectsTheFill(t *testing.T) {
+	fill := dcmiComputingResource{VDevAICoreUtilization: math.MaxUint32, VDevMemoryTotal: math.MaxUint64, VDevMemoryFree: math.MaxUint64}
+	util, total, used := vnpuActivity(fill)
+	require.Nil(t, util)
+	require.Nil(t, total)
+	require.Nil(t, used)
+	util, total, used = vnpuActivity(dcmiComputingResource{VDevAICoreUtilization: 50, VDevMemoryTotal: 2048, VDevMemoryFree: 1024})
+	require.Equal(t, vendors.Value(0.5), util)
+	require.Equal(t, vendors.Value(2048*1024), total)
+	require.Equal(t, vendors.Value(1024*1024), used)
+}
+
+// Power a chip has none of by design is absent without an error on every
+// read, through DCMI (310P: "not supported") and npu-smi (NA on 310P, "-"
+// on the A3's second die); a temperature below -275 °C is no reading, as
+// mind-cluster refuses it.
+func TestTelemetryLeavesOutWhatAChipDoesNotReport(t *testing.T) {
+	t.Run("310P through DCMI", func(t *testing.T) {
+		lib := buildMockDCMI(t, "atlas-300i-duo")
+		tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+		samples, err := tel.Read(t.Context(), chipsWithLogicIDs(0))
+		require.NoError(t, err)
+		require.Nil(t, samples[0].PowerWatts)
+		require.Empty(t, samples[0].Errors)
+		require.NotNil(t, samples[0].TemperatureCelsius)
+	})
+	t.Run("a temperature below -275 °C through DCMI", func(t *testing.T) {
+		lib := buildMockDCMI(t, "atlas-800t-a2")
+		telemetry := filepath.Join(t.TempDir(), "telemetry.txt")
+		require.NoError(t, os.WriteFile(telemetry, []byte("load 0 10 -276 700\n"), 0o644))
+		t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", telemetry)
+		tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+		samples, err := tel.Read(t.Context(), chipsWithLogicIDs(0))
+		require.NoError(t, err)
+		require.Nil(t, samples[0].TemperatureCelsius)
+		require.Len(t, samples[0].Errors, 1)
+		require.ErrorContains(t, samples[0].Errors[0], "temperature -276 °C is below -275 °C")
+	})
+	t.Run("the A3's second die through npu-smi", func(t *testing.T) {
+		root, _ := fixture("atlas-800t-a2")
+		runner := recordings(t, "atlas-800t-a2")
+		cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: vendors.LibraryNone}
+		inv, err := Ascend{}.NewBackend(cfg).Discover(t.Context())
+		require.NoError(t, err)
+		// npu-smi prints "-" for the power of an A3 module's second die.
+		runner[cmdInfo] = discoverytest.ReplaceOnce(t, runner[cmdInfo], "| 101.8 ", "| -     ")
+		samples, err := Ascend{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+		require.NoError(t, err)
+		require.Nil(t, samples[0].PowerWatts)
+		require.Empty(t, samples[0].Errors)
+		require.NotNil(t, samples[1].PowerWatts)
+	})
+}
+
+// Telemetry grades an Ascend chip's health as discovery does: level 0 is
+// healthy, level 1 (Warning, a warning-level taint in discovery) and above
+// are not, through DCMI and npu-smi alike.
+func TestTelemetryHealthAgreesWithDiscovery(t *testing.T) {
+	for _, health := range []int{0, 1, 2, 3} {
+		t.Run(fmt.Sprint(health), func(t *testing.T) {
+			lib := buildMockDCMI(t, "atlas-800t-a2", fmt.Sprintf("health 1 %d", health))
+			root, runner := fixture("atlas-800t-a2")
+			cfg := vendors.BackendConfig{Root: root, Runner: runner, Library: lib}
+			inv, err := Ascend{}.NewBackend(cfg).Discover(t.Context())
+			require.NoError(t, err)
+			samples, err := Ascend{}.NewTelemetry(cfg).Read(t.Context(), inv.Chips)
+			require.NoError(t, err)
+			for i, c := range inv.Chips {
+				require.NotNil(t, samples[i].Healthy, "chip %d", c.Index)
+				require.Equal(t, c.Healthy, *samples[i].Healthy, "chip %d (%s)", c.Index, c.HealthReason)
+			}
+			require.Equal(t, health == 0, inv.Chips[1].Healthy)
+		})
+	}
 }

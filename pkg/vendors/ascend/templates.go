@@ -39,8 +39,12 @@ var vnpuModels = map[string]vendors.PartitionModel{
 	"Ascend910A": {AICPUs: 15, MaxInstances: 16, Templates: []vendors.Template{
 		vnpu("vir02", 2, 2184, 1), vnpu("vir04", 4, 4369, 1), vnpu("vir08", 8, 8738, 3), vnpu("vir16", 16, 17476, 7),
 	}},
+	// 910B2: the 24-core bin of DCMI's 910B template table accepts only
+	// vir12_3c_32g and vir06_1c_16g (CANN driver source
+	// dcmi/dcmi_interface/src/dcmi_virtual_intf.c:34-36, 160-201); HAMi's
+	// vir03_1c_8g is refused there, so it is not offered.
 	"Ascend910B2": {AICPUs: 6, MaxInstances: 16, Templates: []vendors.Template{
-		vnpu("vir03_1c_8g", 3, 8192, 1), vnpu("vir06_1c_16g", 6, 16384, 1), vnpu("vir12_3c_32g", 12, 32768, 3),
+		vnpu("vir06_1c_16g", 6, 16384, 1), vnpu("vir12_3c_32g", 12, 32768, 3),
 	}},
 	// 910B3/910B4: 6 AI CPUs, Huawei's own figure (Ascend/mind-cluster
 	// component/ascend-for-volcano/plugin/vnode.go:71-80, initTemplate:

@@ -239,21 +239,27 @@ func ParseTopo(source string, data []byte) (Topology, error) {
 // and npu-smi refuses `info -t topo` for them on x86
 // (npucli/src/npu_info.c:1685-1691) and on ARM shows HCCS only across NUMA
 // nodes in SMP mode.
+//
+// The rings are the Atlas 800's, a server of eight 910A (module910x8,
+// type.go:38-39: npuNumPerHccs 4, nodeNPUNumber 8), not every node whose
+// chips are 910A: an Atlas 300T training card is one PCIe 910A, a node of
+// such cards has no HCCS between them, and is read as PCIe-only.
 const (
 	ringChipName = "910A"
+	ringNodeSize = 8
 	ringSize     = 4
 	ringSource   = "Ascend 910A model: HCCS rings of NPUs 0-3 and 4-7 (Huawei's Volcano plugin, module910x8)"
 )
 
-// ringModel tells whether the node's chips are 910A, whose link groups
-// are the model's rings.
+// ringModel tells whether the node is an Atlas 800 910A server, eight
+// 910A, whose link groups are the model's rings.
 func ringModel(names []string) bool {
 	for _, n := range names {
 		if n != ringChipName {
 			return false
 		}
 	}
-	return len(names) > 0
+	return len(names) == ringNodeSize
 }
 
 // ringGroups returns "hccs-K" for every chip in a ring with another chip

@@ -22,22 +22,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 )
 
-func TestParseTopoReadsTheTwoRingsOfAn910AServer(t *testing.T) {
-	topo, err := ParseTopo(cmdTopo, []byte(readFile(t, "testdata/topo/910a-two-rings.txt")))
-	require.NoError(t, err)
-	require.True(t, topo.Supported)
-	require.False(t, topo.ByPhysicalID)
-	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, topo.IDs)
-	require.True(t, topo.HCCS(0, 3))
-	require.True(t, topo.HCCS(5, 7))
-	require.False(t, topo.HCCS(3, 4), "no HCCS between the rings")
-	require.False(t, topo.HCCS(2, 2))
-	require.Equal(t, "PIX", topo.Codes[0][4])
-	require.Equal(t, "PHB", topo.Codes[0][7])
-	require.Equal(t, "SYS", topo.Codes[1][4])
-	require.Equal(t, "24-47,72-95", topo.CPUAffinity[6])
-}
-
 func TestParseTopoReadsTheMeshOfAn910B3Server(t *testing.T) {
 	topo, err := ParseTopo(cmdTopo, []byte(readRecording(t, "atlas-800t-a2", "info", "-t", "topo")))
 	require.NoError(t, err)

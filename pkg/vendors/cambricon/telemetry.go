@@ -152,11 +152,21 @@ func (t *Telemetry) readChip(l *CNDev, h int32, s *vendors.ChipSample) {
 			s.PowerWatts = vendors.Value(float64(p.Usage))
 		}
 	}
-	hs := cndevCardHealthState{Version: cndevVersion6}
-	if err := do(l, "cndevGetCardHealthState", func() int32 { return l.health(&hs, h) }); err != nil {
-		s.Fail("cndevGetCardHealthState", err)
-	} else {
-		ok := hs.DeviceState == cndevDeviceGood && hs.DriverState == cndevDriverRunning
+	// Health is graded as discovery grades it (readHealth): with
+	// cndevGetCardHealthStateV2 its overall grade counts, so a card the
+	// library grades Warn or Fail is not healthy here either.
+	var graded CardInfo
+	read := true
+	_ = readHealth(l, &graded, h, func(name string, f func() int32) (bool, error) {
+		if err := do(l, name, f); err != nil {
+			s.Fail(name, err)
+			read = false
+			return false, nil
+		}
+		return true, nil
+	})
+	if read {
+		ok := graded.DeviceHealth == HealthGood && graded.DriverState == DriverRunning
 		s.Healthy = &ok
 	}
 	readSMLU(l, h, s)

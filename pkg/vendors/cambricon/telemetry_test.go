@@ -17,10 +17,12 @@ package cambricon
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -130,4 +132,40 @@ func TestTelemetryWithoutCNDevOrCnmonFails(t *testing.T) {
 	tel := Cambricon{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Runner: discovery.RecordedRunner{Dir: t.TempDir()}, Library: vendors.LibraryNone})
 	_, err := tel.Read(t.Context(), []inventory.Chip{{Index: 0}})
 	require.ErrorContains(t, err, "without libcndev.so")
+}
+
+// Telemetry grades a card's health as discovery does: with
+// cndevGetCardHealthStateV2 an overall Warn or Fail is no healthy card in
+// either, and a card the metrics call healthy is one discovery publishes
+// healthy.
+func TestTelemetryHealthAgreesWithDiscovery(t *testing.T) {
+	fixtureText, err := os.ReadFile(cndevtest.Fixture("mlu590"))
+	require.NoError(t, err)
+	text := strings.Replace(string(fixtureText), "device index=3 name=MLU590-M9", "device index=3 overall=warn incident=26 name=MLU590-M9", 1)
+	text = strings.Replace(text, "device index=4 name=MLU590-M9", "device index=4 overall=fail incident=15 name=MLU590-M9", 1)
+	text = strings.Replace(text, "device index=5 name=MLU590-M9", "device index=5 health=problem name=MLU590-M9", 1)
+	f := filepath.Join(t.TempDir(), "mlu590-graded.txt")
+	require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
+	root, _ := fixture("mlu590")
+	for _, tc := range []struct {
+		name   string
+		cflags []string
+	}{
+		{name: "with cndevGetCardHealthStateV2"},
+		{name: "an older library without it", cflags: noHealthV2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			lib := mockNode(t, f, tc.cflags...)
+			inv, err := New(Config{Root: root, Runner: failingRunner{t}, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			samples, err := Cambricon{}.NewTelemetry(vendors.BackendConfig{Root: root, Library: lib}).Read(ctx, inv.Chips)
+			require.NoError(t, err)
+			require.Len(t, samples, len(inv.Chips))
+			for i, c := range inv.Chips {
+				require.NotNil(t, samples[i].Healthy, "chip %d", c.Index)
+				require.Equal(t, c.Healthy, *samples[i].Healthy, "chip %d (%s)", c.Index, c.HealthReason)
+			}
+		})
+	}
 }

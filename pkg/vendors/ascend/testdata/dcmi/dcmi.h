@@ -198,6 +198,7 @@ struct dcmi_soc_total_resource {
 /* sub commands of DCMI_MAIN_CMD_VDEV_MNG */
 #define VMNG_SUB_CMD_GET_VDEV_RESOURCE 0
 #define VMNG_SUB_CMD_GET_TOTAL_RESOURCE 1
+#define VMNG_SUB_CMD_GET_VDEV_ACTIVITY 5 /* DCMI_VMNG_SUB_CMD_GET_VDEV_ACTIVITY, dcmi_interface_api.h:824 */
 
 int dcmi_init(void);
 int dcmi_get_card_list(int *card_num, int *card_list, int list_len);

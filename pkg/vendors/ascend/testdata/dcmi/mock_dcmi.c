@@ -36,6 +36,9 @@ limitations under the License.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dcmi.h"
@@ -43,6 +46,7 @@ limitations under the License.
 /* DCMI return codes (mind-cluster dcmi constants and the DCMI reference). */
 #define DCMI_OK 0
 #define DCMI_ERR_INVALID_PARAMETER (-8001)
+#define DCMI_ERR_INNER (-8005)
 #define DCMI_ERR_OPER_NOT_PERMITTED (-8002)
 #define DCMI_ERR_DEVICE_NOT_EXIST (-8008)
 #define DCMI_ERR_FILE_OPERATE_FAIL (-8014)
@@ -75,10 +79,18 @@ struct vdev {
     char template_name[TEMPLATE_NAME_LEN];
 };
 
-/* Where the caller runs (the fixture's env line): the library checks it
- * (dcmi_is_in_phy_machine_root, dcmi_is_in_phy_privileged_docker_root). The
- * mock's caller is always root. */
-enum run_env { ENV_PHYSICAL, ENV_PRIVILEGED, ENV_CONTAINER };
+/* Where the caller runs, as the library decides it (the mock's caller is
+ * always root, never in a VM). dcmi_init decides once whether it runs in a
+ * container, from what it sees of its filesystem (in_container below,
+ * dcmi/dcmi_inner/src/dcmi_environment_judge.c:203-290): in_docker,
+ * dcmi_check_run_in_docker. The kernel driver only tells an unprivileged
+ * ("plain") container from anything else (dmanage_get_container_flag: the
+ * fixture's container-flag line), and the two make the environment flag
+ * (dcmi_determine_environment_flag, 94-121). The checks the mock makes:
+ *   dcmi_is_in_phy_machine_root        !in_docker (341-344): what DCMI
+ *                                      takes for root on the host
+ *   dcmi_is_in_phy_privileged_docker_root  in_docker and not plain (361-364)
+ * So a container DCMI does not detect is the host to it. */
 
 /* Board chip types as the library tells them (dcmi_board_chip_type_is_*),
  * from the first chip's name. */
@@ -103,7 +115,8 @@ static int nchips;
 static int topo[MAX_CHIPS][MAX_CHIPS]; /* by logic id; -1 = default */
 static int topo_default = DCMI_TOPO_TYPE_SYS;
 static int docker_mode = 1;
-static enum run_env run_env = ENV_PHYSICAL;
+static int in_docker;       /* dcmi_check_run_in_docker: the detection */
+static int plain_container; /* the fixture's container-flag plain */
 /* The driver version dcmi_get_driver_version reports: by default that of
  * the driver source the mock follows (25.3.rc1, its version_cap.map). */
 #define DEFAULT_DRIVER_VERSION "25.3.rc1"
@@ -271,7 +284,7 @@ static void save_state(void) {
  * cannot read (the mock then fails dcmi_init, so a broken fixture shows). */
 static int load(void) {
     const char *path = getenv("ACCEL_DRA_DCMI_FIXTURE");
-    nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS, run_env = ENV_PHYSICAL;
+    nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS, plain_container = 0;
     snprintf(driver_version, sizeof(driver_version), "%s", DEFAULT_DRIVER_VERSION);
     memset(topo, -1, sizeof(topo));
     if (path == NULL) {
@@ -348,18 +361,10 @@ static int load(void) {
             docker_mode = ok && strcmp(mode, "docker") == 0;
         } else if (strcmp(kind, "driver-version") == 0) {
             ok = sscanf(line, "driver-version %63s", driver_version) == 1;
-        } else if (strcmp(kind, "env") == 0) {
-            char env[16];
-            ok = sscanf(line, "env %15s", env) == 1;
-            if (ok && strcmp(env, "physical") == 0) {
-                run_env = ENV_PHYSICAL;
-            } else if (ok && strcmp(env, "privileged") == 0) {
-                run_env = ENV_PRIVILEGED;
-            } else if (ok && strcmp(env, "container") == 0) {
-                run_env = ENV_CONTAINER;
-            } else {
-                ok = 0;
-            }
+        } else if (strcmp(kind, "container-flag") == 0) {
+            char flag[16];
+            ok = sscanf(line, "container-flag %15s", flag) == 1 && (strcmp(flag, "plain") == 0 || strcmp(flag, "none") == 0);
+            plain_container = ok && strcmp(flag, "plain") == 0;
         } else if (strcmp(kind, "vdev") == 0 && nvdevs < MAX_VDEVS) {
             struct vdev *v = &vdevs[nvdevs];
             ok = sscanf(line, "vdev %d %u %31s", &v->logic, &v->id, v->template_name) == 3;
@@ -407,11 +412,124 @@ static int load(void) {
     return 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Container detection, as dcmi_is_in_docker does it
+ * (dcmi/dcmi_inner/src/dcmi_environment_judge.c:203-290), on the paths
+ * under ACCEL_DRA_DCMI_ROOT (the caller's filesystem):
+ *   1. /proc/self/cgroup has "docker-" or "docker/" (lower-cased);
+ *   2. /.dockerenv exists;
+ *   3. /usr/bin/systemd-detect-virt -c exits 0 (run without a shell);
+ *   4. system("/bin/mount … | grep -Ei '\s+/\s+' | grep -E
+ *      \"isulad|docker|containers|containerd\""), then the same with
+ *      /usr/bin/mount: system() runs /bin/sh -c, so without a shell both
+ *      fail. With one, the mount table is /proc/self/mountinfo: the line
+ *      of the mount at / names its source and options.
+ * ------------------------------------------------------------------------ */
+
+static int cgroup_says_docker(void) {
+    char path[512], line[1024];
+    host_path(path, sizeof(path), "/proc/self/cgroup");
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        for (char *p = line; *p; p++) {
+            *p = (char)tolower((unsigned char)*p);
+        }
+        found = strstr(line, "docker-") != NULL || strstr(line, "docker/") != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+static int exists(const char *p) {
+    char path[512];
+    host_path(path, sizeof(path), p);
+    return access(path, F_OK) == 0;
+}
+
+/* detect_virt runs systemd-detect-virt -c where the caller has it
+ * (dcmi_safe_exec_syscmd_without_output: fork and exec, no shell). */
+static int detect_virt(void) {
+    char path[512];
+    host_path(path, sizeof(path), "/usr/bin/systemd-detect-virt");
+    if (access(path, X_OK) != 0) {
+        return 0;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        return 0;
+    }
+    if (pid == 0) {
+        execl(path, path, "-c", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* mount_says_container is the two system() pipelines: nothing without
+ * /bin/sh; else whether the mount at / mentions a container runtime. */
+static int mount_says_container(void) {
+    if (!exists("/bin/sh") || !(exists("/bin/mount") || exists("/usr/bin/mount"))) {
+        return 0;
+    }
+    char path[512], line[2048];
+    host_path(path, sizeof(path), "/proc/self/mountinfo");
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        char point[512];
+        /* id parent major:minor root mount-point … */
+        if (sscanf(line, "%*s %*s %*s %*s %511s", point) != 1 || strcmp(point, "/") != 0) {
+            continue;
+        }
+        found = strstr(line, "isulad") || strstr(line, "docker") || strstr(line, "containers") ||
+                strstr(line, "containerd");
+    }
+    fclose(f);
+    return found;
+}
+
+static int phy_machine_root(void) { return !in_docker; }
+static int privileged_docker_root(void) { return in_docker && !plain_container; }
+
+static int in_container(void) {
+    return cgroup_says_docker() || exists("/.dockerenv") || detect_virt() || mount_says_container();
+}
+
+/* is_mount_point says whether /proc/self/mountinfo lists p as a mount
+ * point: rename(2) of one fails with EBUSY, as it does for the
+ * single-file bind mount of /etc/vnpu.cfg a container gets. */
+static int is_mount_point(const char *p) {
+    char path[512], line[2048];
+    host_path(path, sizeof(path), "/proc/self/mountinfo");
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        char point[512];
+        found = sscanf(line, "%*s %*s %*s %*s %511s", point) == 1 && strcmp(point, p) == 0;
+    }
+    fclose(f);
+    return found;
+}
+
 int dcmi_init(void) {
     initialized = 0;
     if (load() != 0) {
         return DCMI_ERR_INVALID_PARAMETER;
     }
+    /* dcmi_run_env_init (dcmi_init/src/dcmi_init_basic.c:32-38), once per
+     * dcmi_init as in the library. */
+    in_docker = in_container();
     int rc = failing(__func__);
     if (rc != 0) {
         return rc;
@@ -598,6 +716,65 @@ int dcmi_get_device_ip(int card_id, int device_id, enum dcmi_port_type input_typ
     return DCMI_OK;
 }
 
+/* vdev_cores is the AI core count a template names ("vir04_3c": 4). */
+static unsigned int vdev_cores(const struct vdev *v) {
+    unsigned int n = 0;
+    sscanf(v->template_name, "vir%u", &n);
+    return n;
+}
+
+/* vdev_resource answers GET_VDEV_RESOURCE as the HAL does
+ * (drvGetSingleVdevInfo, src/ascend_hal/dms/drv_devmng/ascend910/
+ * devdrv_vdev.c:478-480 and get_info_by_vdev_id, 282-316): the whole
+ * query_info set to 0xFF, then the name, the AI cores and the flags; the
+ * activity fields (vdev_aicore_utilization, vdev_memory_total and _free)
+ * stay 0xFF. */
+static int vdev_resource(const struct vdev *v, struct dcmi_vdev_query_stru *q) {
+    memset(&q->query_info, 0xff, sizeof(q->query_info));
+    snprintf(q->query_info.name, DCMI_VDEV_RES_NAME_LEN, "%s", v->template_name);
+    q->query_info.is_container_used = 0;
+    q->query_info.vfid = 0;
+    q->query_info.container_id = 0;
+    q->query_info.computing.aic = (float)vdev_cores(v);
+    return DCMI_OK;
+}
+
+static int read_vnpu_telemetry(unsigned int id, unsigned int *util, unsigned long long *used_mb);
+
+/* vdev_activity answers GET_VDEV_ACTIVITY as the library does. The HAL
+ * sets query_info to 0xFF and fills the AI core utilization only
+ * (drvGetVdevActivityInfo, devdrv_vdev.c:443-446); DCMI then reads the
+ * vNPU's memory, which it can only on a 310P that is no SoC, and fails
+ * the whole query otherwise (dcmi_get_npu_device_info and
+ * dcmi_get_vnpu_memory, dcmi/dcmi_inner/src/dcmi_inner_info_get_ext.c:
+ * 977-984, 845-870; in a container only a privileged one may ask). The
+ * memory is the vNPU's DDR from dsmi_get_resource_info, in KB (npu-exporter
+ * labels vnpu_pod_total_memory "KB"): here the template's share of the
+ * chip's DDR, and the used figure from the telemetry fixture's vload line. */
+static int vdev_activity(const struct chip *c, const struct vdev *v, struct dcmi_vdev_query_stru *q) {
+    unsigned int util = 0;
+    unsigned long long used_mb = 0;
+    int rc = read_vnpu_telemetry(v->id, &util, &used_mb);
+    if (rc != 0) {
+        return rc;
+    }
+    memset(&q->query_info, 0xff, sizeof(q->query_info));
+    q->query_info.computing.vdev_aicore_utilization = util;
+    if (in_docker && !privileged_docker_root()) {
+        return DCMI_ERR_OPER_NOT_PERMITTED;
+    }
+    if (chip_type() != CHIP_310P) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
+    unsigned long long total_mb = c->aicore ? c->ddr_mb * vdev_cores(v) / c->aicore : 0;
+    if (used_mb > total_mb) {
+        used_mb = total_mb;
+    }
+    q->query_info.computing.vdev_memory_total = total_mb * 1024;
+    q->query_info.computing.vdev_memory_free = (total_mb - used_mb) * 1024;
+    return DCMI_OK;
+}
+
 int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf,
                          unsigned int *size) {
     FAIL_IF_ASKED();
@@ -621,17 +798,16 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
         *size = sizeof(*r);
         return DCMI_OK;
     }
-    if (sub_cmd == VMNG_SUB_CMD_GET_VDEV_RESOURCE) {
+    if (sub_cmd == VMNG_SUB_CMD_GET_VDEV_RESOURCE || sub_cmd == VMNG_SUB_CMD_GET_VDEV_ACTIVITY) {
         if (*size < sizeof(struct dcmi_vdev_query_stru)) {
             return DCMI_ERR_INVALID_PARAMETER;
         }
         struct dcmi_vdev_query_stru *q = buf;
         for (int i = 0; i < nvdevs; i++) {
             if (vdevs[i].logic == c->logic && vdevs[i].id == q->vdev_id) {
-                memset(&q->query_info, 0, sizeof(q->query_info));
-                snprintf(q->query_info.name, DCMI_VDEV_RES_NAME_LEN, "%s", vdevs[i].template_name);
                 *size = sizeof(*q);
-                return DCMI_OK;
+                return sub_cmd == VMNG_SUB_CMD_GET_VDEV_RESOURCE ? vdev_resource(&vdevs[i], q)
+                                                                 : vdev_activity(c, &vdevs[i], q);
             }
         }
         return DCMI_ERR_DEVICE_NOT_EXIST;
@@ -644,7 +820,7 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
  * 910B and 910_93 only on the host or in a privileged container. */
 static int vnpu_permitted(void) {
     enum chip_type t = chip_type();
-    if ((t == CHIP_910B || t == CHIP_910_93) && run_env == ENV_CONTAINER) {
+    if ((t == CHIP_910B || t == CHIP_910_93) && !(phy_machine_root() || privileged_docker_root())) {
         return DCMI_ERR_OPER_NOT_PERMITTED;
     }
     return DCMI_OK;
@@ -654,8 +830,7 @@ static int vnpu_permitted(void) {
  * here (dcmi_save_create_vnpu_cfg, dcmi_virtual_intf.c:492-495). */
 static int persists(void) {
     enum chip_type t = chip_type();
-    return run_env == ENV_PHYSICAL || t == CHIP_910 || t == CHIP_310P ||
-           (t == CHIP_910B && run_env == ENV_PRIVILEGED);
+    return !in_docker || (t == CHIP_910 && in_docker) || t == CHIP_310P || (t == CHIP_910B && privileged_docker_root());
 }
 
 /* cfg_lock takes the vNPU config lock as dcmi_cfg_set_lock does
@@ -669,32 +844,167 @@ static int cfg_lock(void) {
     return open(path, O_RDWR | O_CREAT, 0600);
 }
 
-/* save_create appends the create-vnpu line the library records in
- * /etc/vnpu.cfg (dcmi_cfg_insert_creat_vnpu_cmdline, cfg_persist.c:867-872;
- * the vGroup only on 310P), under the lock. */
+#define CFG_MAX (64 * 1024)
+
+/* read_cfg reads /etc/vnpu.cfg into buf (dcmi_cfg_open_file, "r";
+ * cfg_persist.c:229-260): a missing file is first written with the
+ * library's default content (DCMI_VNPU_CONF_DEFAULT_COMMENT,
+ * dcmi_inner_cfg_persist.h:31). */
+static int read_cfg(char *buf, size_t n) {
+    char path[512];
+    host_path(path, sizeof(path), "/etc/vnpu.cfg");
+    FILE *f = fopen(path, "r");
+    if (f == NULL && errno == ENOENT) {
+        FILE *w = fopen(path, "w");
+        if (w != NULL) {
+            fputs("vnpu_config_recover:enable\n[vnpu-config start]\n[vnpu-config end]\n", w);
+            fclose(w);
+        }
+        f = fopen(path, "r");
+    }
+    if (f == NULL) {
+        return DCMI_ERR_FILE_OPERATE_FAIL; /* cfg_persist.c:884-888 */
+    }
+    size_t len = fread(buf, 1, n - 1, f);
+    buf[len] = '\0';
+    fclose(f);
+    return DCMI_OK;
+}
+
+/* write_cfg is dcmi_cfg_write_to_file (cfg_persist.c:544-590) with
+ * dcmi_cfg_check_cfg_path (524-542): where DCMI does not think it runs in
+ * a container it first renames /etc/vnpu.cfg to /etc/vnpu.cfg.bak, and a
+ * failed rename fails the write (-8001, lines 559-562). rename(2) of a
+ * mount point fails with EBUSY: the single-file bind mount a container
+ * gets of the host's /etc/vnpu.cfg cannot be renamed. */
+static int write_cfg(const char *content) {
+    char path[512], bak[512];
+    host_path(path, sizeof(path), "/etc/vnpu.cfg");
+    host_path(bak, sizeof(bak), "/etc/vnpu.cfg.bak");
+    if (!in_docker) {
+        if (is_mount_point("/etc/vnpu.cfg")) {
+            errno = EBUSY;
+            return DCMI_ERR_INVALID_PARAMETER;
+        }
+        if (rename(path, bak) != 0) {
+            return DCMI_ERR_INVALID_PARAMETER;
+        }
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        (void)rename(bak, path);
+        return DCMI_ERR_FILE_OPERATE_FAIL;
+    }
+    size_t len = strlen(content);
+    int ok = fwrite(content, 1, len, f) == len;
+    ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        (void)rename(bak, path);
+        return DCMI_ERR_FILE_OPERATE_FAIL;
+    }
+    (void)unlink(bak);
+    return DCMI_OK;
+}
+
+/* save_create records the create-vnpu line the library records in
+ * /etc/vnpu.cfg (dcmi_cfg_insert_creat_vnpu_cmdline, cfg_persist.c:855-908;
+ * the vGroup only on 310P), under the lock: the file read, the line added,
+ * the file written again. */
 static int save_create(const struct chip *c, const struct vdev *v) {
     int fd = cfg_lock();
     if (fd < 0) {
         return DCMI_ERR_RESOURCE_OCCUPIED;
     }
-    char path[512];
-    host_path(path, sizeof(path), "/etc/vnpu.cfg");
-    FILE *f = fopen(path, "a");
-    int rc = DCMI_OK;
-    if (f == NULL) {
-        rc = DCMI_ERR_FILE_OPERATE_FAIL; /* cfg_persist.c:884-888 */
-    } else {
+    static char buf[CFG_MAX];
+    int rc = read_cfg(buf, sizeof(buf) - 256);
+    if (rc == DCMI_OK) {
+        size_t len = strlen(buf);
         if (chip_type() == CHIP_310P) {
-            fprintf(f, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u -g %u\n", c->phy, v->id, c->card,
-                    c->device, v->template_name, v->id, v->vfg);
+            snprintf(buf + len, sizeof(buf) - len, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u -g %u\n",
+                     c->phy, v->id, c->card, c->device, v->template_name, v->id, v->vfg);
         } else {
-            fprintf(f, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u\n", c->phy, v->id, c->card,
-                    c->device, v->template_name, v->id);
+            snprintf(buf + len, sizeof(buf) - len, "%d:%u:npu-smi set -t create-vnpu -i %d -c %d -f %s -v %u\n", c->phy,
+                     v->id, c->card, c->device, v->template_name, v->id);
         }
-        fclose(f);
+        rc = write_cfg(buf);
     }
     close(fd);
     return rc;
+}
+
+/* save_destroy drops the vNPU's line from /etc/vnpu.cfg the same way
+ * (dcmi_save_destroy_vnpu_cfg, dcmi_virtual_intf.c:520-560). */
+static int save_destroy(const struct chip *c, unsigned int id) {
+    int fd = cfg_lock();
+    if (fd < 0) {
+        return DCMI_ERR_RESOURCE_OCCUPIED;
+    }
+    static char buf[CFG_MAX], out[CFG_MAX];
+    int rc = read_cfg(buf, sizeof(buf));
+    if (rc == DCMI_OK) {
+        char prefix[64];
+        snprintf(prefix, sizeof(prefix), "%d:%u:", c->phy, id);
+        out[0] = '\0';
+        size_t olen = 0;
+        for (char *line = buf; *line;) {
+            char *next = strchr(line, '\n');
+            size_t n = next ? (size_t)(next - line + 1) : strlen(line);
+            if (strncmp(line, prefix, strlen(prefix)) != 0 && olen + n < sizeof(out)) {
+                memcpy(out + olen, line, n);
+                olen += n;
+            }
+            line += n;
+        }
+        out[olen] = '\0';
+        rc = write_cfg(out);
+    }
+    close(fd);
+    return rc;
+}
+
+/* The template tables of dcmi_get_vdev_conf (dcmi_virtual_intf.c:26-49,
+ * 51-126, 160-201, 240-250): 310P and 910 have one; 910B has one per board
+ * bin, chosen by the board id (the mock has none: it tells the bins by the
+ * chip's AI cores and HBM, 24 cores bin0, 20 cores and 32 GB bin2, 20 cores
+ * and 64 GB bin1 or bin2_1, whose lists are the same). An unknown name
+ * answers -8001, a board with no bin -8005 (DCMI_ERR_CODE_INNER_ERR). The
+ * 910_93 has no table there. */
+static const char *const templates_310p[] = {"vir01", "vir02", "vir02_1c", "vir04", "vir04_3c", "vir04_3c_ndvpp",
+                                             "vir04_4c_dvpp", NULL};
+static const char *const templates_910[] = {"vir02", "vir04", "vir08", "vir16", NULL};
+static const char *const templates_910b_bin0[] = {"vir12_3c_32g", "vir06_1c_16g", NULL};
+static const char *const templates_910b_bin1[] = {"vir10_3c_32g", "vir05_1c_16g", NULL};
+static const char *const templates_910b_bin2[] = {"vir10_3c_16g", "vir10_4c_16g_m", "vir10_3c_16g_nm", "vir05_1c_8g", NULL};
+
+static int template_known(const struct chip *c, const char *name) {
+    const char *const *table = NULL;
+    switch (chip_type()) {
+    case CHIP_310P:
+        table = templates_310p;
+        break;
+    case CHIP_910:
+        table = templates_910;
+        break;
+    case CHIP_910B:
+        if (c->aicore == 24) {
+            table = templates_910b_bin0;
+        } else if (c->aicore == 20 && c->hbm_mb <= 32768) {
+            table = templates_910b_bin2;
+        } else if (c->aicore == 20) {
+            table = templates_910b_bin1;
+        } else {
+            return DCMI_ERR_INNER;
+        }
+        break;
+    default:
+        return DCMI_OK;
+    }
+    for (; *table != NULL; table++) {
+        if (strcmp(*table, name) == 0) {
+            return DCMI_OK;
+        }
+    }
+    return DCMI_ERR_INVALID_PARAMETER;
 }
 
 /* dcmi_create_vdevice does not look at the vNPU mode (npu-smi does, before
@@ -709,6 +1019,10 @@ int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_
     CHIP_OR_FAIL(c, card_id, device_id);
     load_state();
     /* vNPU ids of a chip: [phy*16+100, phy*16+115] (npu-smi create-vnpu -v) */
+    rc = template_known(c, vdev->template_name);
+    if (rc != DCMI_OK) {
+        return rc;
+    }
     unsigned int first = c->phy * 16 + 100;
     if (vdev->vdev_id < first || vdev->vdev_id >= first + 16 || vdev->template_name[0] == '\0' ||
         nvdevs >= MAX_VDEVS) {
@@ -756,16 +1070,15 @@ int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
     }
     CHIP_OR_FAIL(c, card_id, device_id);
     load_state();
-    if (persists()) {
-        /* The destroy is recorded under the same lock (dcmi_save_destroy_vnpu_cfg). */
-        int fd = cfg_lock();
-        if (fd < 0) {
-            return DCMI_ERR_RESOURCE_OCCUPIED;
-        }
-        close(fd);
-    }
     for (int i = 0; i < nvdevs; i++) {
         if (vdevs[i].logic == c->logic && vdevs[i].id == vdevid) {
+            if (persists()) {
+                /* The destroy is recorded under the same lock. */
+                rc = save_destroy(c, vdevid);
+                if (rc != DCMI_OK) {
+                    return rc;
+                }
+            }
             vdevs[i] = vdevs[--nvdevs];
             save_state();
             return DCMI_OK;
@@ -788,9 +1101,9 @@ int dcmi_get_driver_version(char *driver_ver, unsigned int len) {
  * container (310P: on the host, or as root in a VM). */
 int dcmi_get_vdevice_mode(int *mode) {
     FAIL_IF_ASKED();
-    int allowed = run_env == ENV_PHYSICAL || (chip_type() == CHIP_910B && run_env == ENV_PRIVILEGED);
+    int allowed = phy_machine_root() || (chip_type() == CHIP_910B && privileged_docker_root());
     if (chip_type() == CHIP_310P) {
-        allowed = run_env == ENV_PHYSICAL;
+        allowed = phy_machine_root();
     }
     if (!allowed) {
         return DCMI_ERR_OPER_NOT_PERMITTED;
@@ -806,7 +1119,7 @@ int dcmi_get_vdevice_mode(int *mode) {
  * checks of a mode change with vNPUs in place. */
 int dcmi_set_vdevice_mode(int mode) {
     FAIL_IF_ASKED();
-    if (!(run_env == ENV_PHYSICAL || (chip_type() == CHIP_910B && run_env == ENV_PRIVILEGED))) {
+    if (!(phy_machine_root() || (chip_type() == CHIP_910B && privileged_docker_root()))) {
         return DCMI_ERR_OPER_NOT_PERMITTED;
     }
     if (mode != 0 && mode != 1) {
@@ -866,6 +1179,8 @@ static int read_telemetry(const struct chip *c, struct telemetry *t) {
             if (logic == c->logic) {
                 t->util = util, t->temp = temp, t->power = power;
             }
+        } else if (strcmp(kind, "vload") == 0) {
+            /* a vNPU's line: read_vnpu_telemetry */
         } else if (strcmp(kind, "fail") == 0 && sscanf(line, "fail %d %63s %d", &logic, fn, &code) == 3) {
             if (logic == c->logic) {
                 snprintf(t->fail_fn, sizeof(t->fail_fn), "%s", fn);
@@ -910,10 +1225,42 @@ int dcmi_get_device_temperature(int card_id, int device_id, int *temperature) {
     return DCMI_OK;
 }
 
+/* A 310P chip has no power figure of its own: dsmi_get_device_power_info
+ * answers "not supported", which dcmi_get_npu_device_power_info returns
+ * (dcmi/dcmi_inner/src/dcmi_inner_info_get.c:1662-1689); npu-smi prints NA
+ * for it (npucli/src/npu_info_print.c:245-251). The card's power is the
+ * MCU's (dcmi_mcu_get_power_info). */
 int dcmi_get_device_power_info(int card_id, int device_id, int *power) {
     FAIL_IF_ASKED();
     CHIP_OR_FAIL(c, card_id, device_id);
     TELEMETRY_OR_FAIL(t, c);
+    if (chip_type() == CHIP_310P) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
     *power = t.power;
     return DCMI_OK;
+}
+
+/* read_vnpu_telemetry reads a vNPU's "vload <vNPU id> <AI core %> <MB in
+ * use>" line from the telemetry fixture; an unlisted vNPU is idle. */
+static int read_vnpu_telemetry(unsigned int id, unsigned int *util, unsigned long long *used_mb) {
+    *util = 0, *used_mb = 0;
+    const char *path = getenv("ACCEL_DRA_DCMI_TELEMETRY");
+    if (path == NULL || *path == '\0') {
+        return 0;
+    }
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char line[256];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned int vid, u;
+        unsigned long long mb;
+        if (sscanf(line, "vload %u %u %llu", &vid, &u, &mb) == 3 && vid == id) {
+            *util = u, *used_mb = mb;
+        }
+    }
+    fclose(f);
+    return 0;
 }
