@@ -181,15 +181,47 @@ type poolDevices struct {
 // Build computes the view of snap. Slices of an older generation of
 // their pool (left over while the agent replaces them) are skipped.
 func Build(snap *livecluster.Snapshot, opts Options) (*View, error) {
+	g, err := groupSlices(snap, opts)
+	if err != nil {
+		return nil, err
+	}
+	allocs := allocationsOf(snap, g.ours)
+	v := &View{Chips: []Chip{}}
+	for _, p := range g.pools {
+		v.Chips = append(v.Chips, p.chips(allocs, preparedReady)...)
+	}
+	slices.SortFunc(v.Chips, func(a, b Chip) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool),
+			cmp.Compare(ptr.Deref(a.Index, -1), ptr.Deref(b.Index, -1)), cmp.Compare(a.Device, b.Device))
+	})
+	for _, o := range g.others {
+		v.OtherDrivers = append(v.OtherDrivers, *o)
+	}
+	slices.SortFunc(v.OtherDrivers, func(a, b OtherPool) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool))
+	})
+	return v, nil
+}
+
+// slicesByPool are the newest slices of snap on the node asked for,
+// grouped by pool: ours by their devices, other drivers' counted.
+type slicesByPool struct {
+	// ours says, by driver, whether the driver is one of ours.
+	ours   map[string]bool
+	pools  map[[2]string]*poolDevices
+	others map[[2]string]*OtherPool
+}
+
+// groupSlices groups the newest generation of snap's slices by driver and
+// pool; an error if a node was asked for and no slice names it.
+func groupSlices(snap *livecluster.Snapshot, opts Options) (slicesByPool, error) {
 	newest := map[[2]string]int64{}
 	for i := range snap.Slices {
 		s := &snap.Slices[i]
 		k := [2]string{s.Spec.Driver, s.Spec.Pool.Name}
 		newest[k] = max(newest[k], s.Spec.Pool.Generation)
 	}
-	ours := map[string]bool{}
-	pools := map[[2]string]*poolDevices{}
-	others := map[[2]string]*OtherPool{}
+	g := slicesByPool{ours: map[string]bool{}, pools: map[[2]string]*poolDevices{}, others: map[[2]string]*OtherPool{}}
 	nodeSeen := opts.Node == ""
 	for i := range snap.Slices {
 		s := &snap.Slices[i]
@@ -202,37 +234,50 @@ func Build(snap *livecluster.Snapshot, opts Options) (*View, error) {
 			continue
 		}
 		nodeSeen = true
-		our, known := ours[s.Spec.Driver]
+		our, known := g.ours[s.Spec.Driver]
 		if !known {
 			_, our = opts.Registry.ByDriver(s.Spec.Driver)
-			ours[s.Spec.Driver] = our
+			g.ours[s.Spec.Driver] = our
 		}
-		if !our {
-			o := others[k]
-			if o == nil {
-				o = &OtherPool{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Node: node}
-				others[k] = o
-			}
-			o.Slices++
-			o.Devices += len(s.Spec.Devices)
-			continue
-		}
-		p := pools[k]
-		if p == nil {
-			p = &poolDevices{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, node: node, counterSets: map[string]resourceapi.CounterSet{}}
-			pools[k] = p
-		}
-		for j := range s.Spec.Devices {
-			p.devices = append(p.devices, &s.Spec.Devices[j])
-		}
-		for _, cs := range s.Spec.SharedCounters {
-			p.counterSets[cs.Name] = cs
+		if our {
+			g.addOurs(s, k, node)
+		} else {
+			g.addOther(s, k, node)
 		}
 	}
 	if !nodeSeen {
-		return nil, fmt.Errorf("no ResourceSlice is published for node %q: the node does not exist or no DRA driver runs there (accel-dra chips without --node lists the nodes that have chips)", opts.Node)
+		return slicesByPool{}, fmt.Errorf("no ResourceSlice is published for node %q: the node does not exist or no DRA driver runs there (accel-dra chips without --node lists the nodes that have chips)", opts.Node)
 	}
+	return g, nil
+}
 
+func (g slicesByPool) addOurs(s *resourceapi.ResourceSlice, k [2]string, node string) {
+	p := g.pools[k]
+	if p == nil {
+		p = &poolDevices{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, node: node, counterSets: map[string]resourceapi.CounterSet{}}
+		g.pools[k] = p
+	}
+	for j := range s.Spec.Devices {
+		p.devices = append(p.devices, &s.Spec.Devices[j])
+	}
+	for _, cs := range s.Spec.SharedCounters {
+		p.counterSets[cs.Name] = cs
+	}
+}
+
+func (g slicesByPool) addOther(s *resourceapi.ResourceSlice, k [2]string, node string) {
+	o := g.others[k]
+	if o == nil {
+		o = &OtherPool{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Node: node}
+		g.others[k] = o
+	}
+	o.Slices++
+	o.Devices += len(s.Spec.Devices)
+}
+
+// allocationsOf are the allocated devices of our drivers in snap's
+// claims, by device.
+func allocationsOf(snap *livecluster.Snapshot, ours map[string]bool) map[deviceKey][]allocation {
 	allocs := map[deviceKey][]allocation{}
 	for i := range snap.Claims {
 		c := &snap.Claims[i]
@@ -248,31 +293,18 @@ func Build(snap *livecluster.Snapshot, opts Options) (*View, error) {
 			allocs[k] = append(allocs[k], allocation{claim: c, result: r})
 		}
 	}
-	// readyOf says whether the node agent prepared r: its status entry
-	// (driver, pool, device, shareID) has condition Ready.
-	readyOf := func(c *resourceapi.ResourceClaim, r *resourceapi.DeviceRequestAllocationResult) bool {
-		for _, d := range c.Status.Devices {
-			if d.Driver == r.Driver && d.Pool == r.Pool && d.Device == r.Device && ptr.Deref(d.ShareID, "") == string(ptr.Deref(r.ShareID, "")) {
-				return apimeta.IsStatusConditionTrue(d.Conditions, "Ready")
-			}
+	return allocs
+}
+
+// preparedReady says whether the node agent prepared r: its status entry
+// (driver, pool, device, shareID) has condition Ready.
+func preparedReady(c *resourceapi.ResourceClaim, r *resourceapi.DeviceRequestAllocationResult) bool {
+	for _, d := range c.Status.Devices {
+		if d.Driver == r.Driver && d.Pool == r.Pool && d.Device == r.Device && ptr.Deref(d.ShareID, "") == string(ptr.Deref(r.ShareID, "")) {
+			return apimeta.IsStatusConditionTrue(d.Conditions, "Ready")
 		}
-		return false
 	}
-	v := &View{Chips: []Chip{}}
-	for _, p := range pools {
-		v.Chips = append(v.Chips, p.chips(allocs, readyOf)...)
-	}
-	slices.SortFunc(v.Chips, func(a, b Chip) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool),
-			cmp.Compare(ptr.Deref(a.Index, -1), ptr.Deref(b.Index, -1)), cmp.Compare(a.Device, b.Device))
-	})
-	for _, o := range others {
-		v.OtherDrivers = append(v.OtherDrivers, *o)
-	}
-	slices.SortFunc(v.OtherDrivers, func(a, b OtherPool) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool))
-	})
-	return v, nil
+	return false
 }
 
 // attr reads a string attribute by its qualified name or, for the

@@ -339,6 +339,9 @@ func (f found) topoID(t Topology) int {
 	return f.info.NPU
 }
 
+// long: one chip from every source (npu-smi, sysfs, PCI, library) in the
+// order they override each other; vendor-internal, left whole while that
+// code is reworked (issue 42).
 func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, version, topoSource string, sharedBus bool) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
 	info := c.info

@@ -171,6 +171,9 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 }
 
 // fault is one reason a chip is unhealthy (inventory.Chip.MarkUnhealthy).
+// long: one chip from every source (cnmon, sysfs, PCI, library) in the
+// order they override each other; vendor-internal, left whole while that
+// code is reworked (issue 42).
 func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups map[int]string, r reader) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
 	var faults []fault
