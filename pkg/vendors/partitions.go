@@ -161,9 +161,19 @@ func (m PartitionModel) Slots(c inventory.Chip) []Slot {
 
 // Usage sums what the partitions in list take from a chip of the model.
 func (m PartitionModel) Usage(list []Instance) Counters {
+	templates := make([]string, len(list))
+	for i, p := range list {
+		templates[i] = p.Template
+	}
+	return m.UsageOf(templates)
+}
+
+// UsageOf sums what partitions of the named templates take from a chip
+// of the model; a name the model does not know takes nothing.
+func (m PartitionModel) UsageOf(templates []string) Counters {
 	var u Counters
-	for _, p := range list {
-		if t, ok := m.Template(p.Template); ok {
+	for _, name := range templates {
+		if t, ok := m.Template(name); ok {
 			u.Cores += t.Cores
 			u.MemoryBytes += t.MemoryBytes
 			u.AICPUs += t.AICPUs
@@ -175,7 +185,15 @@ func (m PartitionModel) Usage(list []Instance) Counters {
 // FitsNextTo checks that one more partition of t fits next to list on
 // chip c of the model.
 func (m PartitionModel) FitsNextTo(c inventory.Chip, list []Instance, t Template) error {
-	u, total := m.Usage(list), m.Counters(c)
+	return m.FitsWith(c, m.Usage(list), t)
+}
+
+// FitsWith is the one rule for whether a partition fits its chip: one
+// more partition of t fits on chip c of the model next to partitions
+// that take u. The node agent checks a claim's partitions with it before
+// the vendor tool runs, and the simulated tool before it makes one.
+func (m PartitionModel) FitsWith(c inventory.Chip, u Counters, t Template) error {
+	total := m.Counters(c)
 	switch {
 	case u.Cores+t.Cores > total.Cores:
 		return fmt.Errorf("not enough AI cores left on chip %d for %s: %d of %d in use", c.Index, t.Name, u.Cores, total.Cores)
