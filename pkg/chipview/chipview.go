@@ -41,6 +41,7 @@ package chipview
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,6 +53,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -63,15 +65,6 @@ const (
 	Free      State = "free"
 	Allocated State = "allocated"
 	Prepared  State = "prepared"
-)
-
-// Mode is how the chip is published (the agent's --chip-modes).
-type Mode string
-
-const (
-	Whole       Mode = "whole"
-	Partitioned Mode = "partitioned"
-	Shared      Mode = "shared"
 )
 
 // View is what `accel-dra chips` prints: our chips, and the pools of
@@ -93,7 +86,9 @@ type Chip struct {
 	Memory    *resource.Quantity `json:"memory,omitempty"`
 	Cores     *resource.Quantity `json:"cores,omitempty"`
 	LinkGroup string             `json:"linkGroup,omitempty"`
-	Mode      Mode               `json:"mode"`
+	// Mode is how the chip is published (the agent's --chip-modes),
+	// shown in lower case ("whole") as the view always has.
+	Mode partitions.Mode `json:"mode"`
 	// Taints are the chip device's taints; none means healthy.
 	Taints []resourceapi.DeviceTaint `json:"taints,omitempty"`
 	State  State                     `json:"state"`
@@ -108,6 +103,39 @@ type Chip struct {
 	// shared chips (the consumable capacity: memory and cores).
 	Left map[string]resource.Quantity `json:"left,omitempty"`
 }
+
+// MarshalJSON writes the chip with its mode in lower case ("whole"), as
+// `accel-dra chips -o json` always has.
+func (c Chip) MarshalJSON() ([]byte, error) {
+	type plain Chip
+	return json.Marshal(struct {
+		plain
+		Mode string `json:"mode"`
+	}{plain(c), modeName(c.Mode)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *Chip) UnmarshalJSON(data []byte) error {
+	type plain Chip
+	var in struct {
+		plain
+		Mode string `json:"mode"`
+	}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*c = Chip(in.plain)
+	c.Mode = partitions.Mode(in.Mode)
+	for _, m := range partitions.Modes {
+		if strings.EqualFold(in.Mode, string(m)) {
+			c.Mode = m
+		}
+	}
+	return nil
+}
+
+// modeName is how the view shows a chip mode: in lower case.
+func modeName(m partitions.Mode) string { return strings.ToLower(string(m)) }
 
 // Healthy says whether no taint keeps new claims off the chip (a taint
 // with effect None only informs).
@@ -344,7 +372,7 @@ func (p *poolDevices) chips(allocs map[deviceKey][]allocation, ready func(*resou
 			Model:     stringAttr(d, p.driver, names.AttrModel),
 			LinkGroup: stringAttr(d, p.driver, names.AttrLinkGroup),
 			Taints:    d.Taints,
-			Mode:      Whole,
+			Mode:      partitions.ModeWhole,
 		}
 		if a, ok := attr(d, p.driver, names.AttrIndex); ok {
 			c.Index = a.IntValue
@@ -357,9 +385,9 @@ func (p *poolDevices) chips(allocs map[deviceKey][]allocation, ready func(*resou
 		}
 		switch {
 		case ptr.Deref(d.AllowMultipleAllocations, false):
-			c.Mode = Shared
+			c.Mode = partitions.ModeShared
 		case len(d.ConsumesCounters) > 0 || len(parts[d.Name]) > 0:
-			c.Mode = Partitioned
+			c.Mode = partitions.ModePartitioned
 		}
 		devices := append([]*resourceapi.Device{d}, parts[d.Name]...)
 		for _, dev := range devices {
@@ -382,9 +410,9 @@ func (p *poolDevices) chips(allocs map[deviceKey][]allocation, ready func(*resou
 			}
 		}
 		switch c.Mode {
-		case Shared:
+		case partitions.ModeShared:
 			c.Left = sharedLeft(d, c.Holders)
-		case Partitioned:
+		case partitions.ModePartitioned:
 			c.Left = p.countersLeft(d, devices, allocs)
 		}
 		out = append(out, c)
