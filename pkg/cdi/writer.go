@@ -52,6 +52,7 @@ import (
 	cdiparser "tags.cncf.io/container-device-interface/pkg/parser"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdihook"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
@@ -109,6 +110,10 @@ type Writer struct {
 	// omitVisible are the vendors whose visible-devices variable the
 	// specs leave out.
 	omitVisible map[inventory.Vendor]bool
+	// reserved are the visible-devices variables of every vendor of
+	// cfg.Registry, which no claim's config may set: worked out once
+	// here, checked for every device prepared.
+	reserved []string
 }
 
 // NewWriter returns a Writer for cfg and creates the spec directory,
@@ -147,7 +152,7 @@ func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
 		return nil, err
 	}
 	klog.FromContext(ctx).V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", omit)
-	return &Writer{cfg: cfg, cache: cache, omitVisible: omit}, nil
+	return &Writer{cfg: cfg, cache: cache, omitVisible: omit, reserved: cfg.Registry.ReservedEnv()}, nil
 }
 
 // SpecDir is the directory the specs are written to.
@@ -446,7 +451,7 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	if err != nil {
 		return cdispec.Device{}, err
 	}
-	env, err := deviceEnv(c, d, v.driver, w.cfg.Registry, v.VisibleEnv)
+	env, err := deviceEnv(c, d, v.driver, v.VisibleEnv, w.reserved)
 	if err != nil {
 		return cdispec.Device{}, err
 	}
@@ -557,7 +562,7 @@ func (w *Writer) hostPath(p string) string {
 // variables sorted by name. User variables that would override the
 // driver's own are an error naming the variable, not silently dropped: a
 // workload that depends on them would otherwise run with a surprise.
-func deviceEnv(c Claim, d Device, driver string, reg vendors.Registry, own string) ([]string, error) {
+func deviceEnv(c Claim, d Device, driver, own string, reserved []string) ([]string, error) {
 	key := DeviceEnvKey(d.Name)
 	// The claim-wide DRA_DRIVER and DRA_CLAIM_UID hold one value per
 	// container, the last spec's, when a container gets devices of two
@@ -574,9 +579,10 @@ func deviceEnv(c Claim, d Device, driver string, reg vendors.Registry, own strin
 		env = append(env, key+"_"+suffix+"="+d.DriverEnv[suffix])
 	}
 
-	// The API's validation, which the webhook ran at apply; again here
-	// for configs applied before it, or without it.
-	if errs := reg.ValidateEnv(own, d.Env); len(errs) > 0 {
+	// The API's validation, which the webhook ran at apply (the config
+	// decoder, with the same reserved variables); again here for configs
+	// applied before it, or without it.
+	if errs := v1alpha1.ValidateEnv(own, reserved, d.Env); len(errs) > 0 {
 		return nil, fmt.Errorf("configuration: %w", errs.ToAggregate())
 	}
 	for _, k := range sortedKeys(d.Env) {

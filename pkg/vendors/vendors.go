@@ -382,20 +382,6 @@ func (r Registry) VendorFor(driver string) inventory.Vendor {
 	return ""
 }
 
-// ReservedEnv lists, sorted, the variables besides the
-// v1alpha1.ReservedEnvPrefix ones that configuration may not set: every vendor's visible-devices
-// variable, since a container can hold devices of
-// several vendors. The API's config validation (and so the webhook) and
-// the CDI writer both refuse them.
-func (r Registry) ReservedEnv() []string {
-	var out []string
-	for _, v := range r.vendors {
-		out = append(out, v.CDI().VisibleEnv)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Options lists the --vendors values of the vendors, sorted.
 func (r Registry) Options() []string {
 	var out []string
