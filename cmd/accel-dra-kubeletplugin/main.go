@@ -68,7 +68,9 @@ type agentFlags struct {
 func newCommand() *cobra.Command {
 	// The vendors the agent serves: every one accel-dra supports.
 	reg := all.Registry()
-	a := &agentFlags{o: nodeagent.Options{Discovery: source.Options{Registry: reg}}}
+	// Each vendor's management library, opened once, here, and handed to
+	// discovery, the partition tools, telemetry and the liveness probe.
+	a := &agentFlags{o: nodeagent.Options{Discovery: source.Options{Registry: reg, Opened: reg.NewLibraries()}}}
 	cmd := &cobra.Command{
 		Use:   "accel-dra-kubeletplugin",
 		Short: "accel-dra node agent: publish Ascend and Cambricon chips as DRA devices and prepare them through CDI",

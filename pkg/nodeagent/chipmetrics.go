@@ -70,7 +70,7 @@ func telemetry(o Options, v vendors.Vendor) vendors.Telemetry {
 		// Recorded tool output is a snapshot: nothing to read over time.
 		return nil
 	}
-	return v.NewTelemetry(o.Discovery.BackendConfig(rootOf(o),
+	return v.NewTelemetry(o.Discovery.BackendConfig(v, rootOf(o),
 		discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
 		o.Discovery.Libraries[v.Names().Option]))
 }

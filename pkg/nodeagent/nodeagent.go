@@ -190,6 +190,11 @@ type agent struct {
 // Run discovers the chips and serves them until ctx is done. It returns
 // an error if nothing could be started, or a fatal error of a driver.
 func Run(ctx context.Context, o Options) error {
+	if o.Discovery.Opened == nil {
+		// One Library per vendor for every user of it, where main did not
+		// make them (tests).
+		o.Discovery.Opened = o.Discovery.Registry.NewLibraries()
+	}
 	a := &agent{o: o, hostRoot: rootOf(o)}
 	if err := a.validate(); err != nil {
 		return err
@@ -306,10 +311,7 @@ func (a *agent) startProbes(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	a.probes = &probes{want: len(a.found), metrics: metrics.New(), separateMetrics: o.Metrics.Addr != "", liveTimeout: o.Health.LivenessTimeout,
 		hangLimit: o.Health.LibraryHangLimit, discoveryErr: a.discoverErr}
-	var err error
-	if a.probes.libraries, err = libraryWatches(o.Discovery); err != nil {
-		return err
-	}
+	a.probes.libraries = libraryWatches(o.Discovery)
 	if o.Metrics.Addr != "" {
 		addr, err := serveMetrics(ctx, o.Metrics.Addr, a.probes.metrics, o.Metrics.Secure, o.Discovery.NodeName, o.KubeClient)
 		if err != nil {
@@ -529,7 +531,7 @@ func partitionTool(o Options, v vendors.Vendor, inv inventory.Inventory, hostRoo
 		if o.FakeDevices {
 			fake.Root = hostRoot
 		}
-		return parts.NewTool(fake, "", vendors.LibraryNone), nil
+		return parts.NewTool(vendors.BackendConfig{Runner: fake, Library: vendors.LibraryNone}), nil
 	}
 	if o.Discovery.ToolOutput != "" {
 		return nil, nil
@@ -538,8 +540,8 @@ func partitionTool(o Options, v vendors.Vendor, inv inventory.Inventory, hostRoo
 	if root == "" {
 		root = "/"
 	}
-	return parts.NewTool(discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
-		root, o.Discovery.Libraries[v.Names().Option]), nil
+	return parts.NewTool(o.Discovery.BackendConfig(v, root, discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
+		o.Discovery.Libraries[v.Names().Option])), nil
 }
 
 func targets(drivers []*driver.Driver) []devicemonitor.Target {

@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
@@ -31,10 +30,11 @@ type Partitions interface {
 	// known), or false when its model has no partitions.
 	Model(c inventory.Chip) (PartitionModel, bool)
 	// NewTool returns the tool that makes, lists and removes partitions:
-	// through the vendor's management library at library ("" the
-	// vendor's default paths under root, LibraryNone never) where it
-	// loads, else by running the vendor's tool through runner.
-	NewTool(runner discovery.CommandRunner, root, library string) PartitionTool
+	// through the vendor's management library (cfg.Opened where main
+	// holds it, else the one at cfg.Library: "" the vendor's default
+	// paths under cfg.Root, LibraryNone never) where it loads, else by
+	// running the vendor's tool through cfg.Runner.
+	NewTool(cfg BackendConfig) PartitionTool
 	// Edits returns what a container of partition inst of chip c gets, as
 	// the vendor's device plugin gives it.
 	Edits(c inventory.Chip, inst Instance) (PartitionEdits, error)

@@ -73,6 +73,11 @@ type BackendConfig struct {
 	// DefaultLibraryCallTimeout). A library is loaded once per process:
 	// the first backend to load it sets its deadline.
 	LibraryCallTimeout time.Duration
+	// Opened, when set, is the vendor's library as main holds it: the
+	// backend, partition tool and telemetry load and use the library
+	// through it, so they share one load and its hung calls show on the
+	// liveness probe. Library still says where to load it from.
+	Opened *Library
 	// PartitionMode is the partition mode the cluster admin declares for
 	// the node (PartitionModeAuto, PartitionModeOn, PartitionModeOff).
 	// Inside a container the vendor's mode query may be refused, so a
