@@ -61,6 +61,26 @@ func (l *Library) Loaded() LoadedLibrary {
 	return nil
 }
 
+// LoadLibrary is a vendor's library of type T loaded with open (nil when
+// it cannot): through l, main's Library, where the caller has one, so it
+// loads once for all its users; else open's own.
+func LoadLibrary[T interface {
+	comparable
+	LoadedLibrary
+}](l *Library, open func() T) T {
+	if l == nil {
+		return open()
+	}
+	var none T
+	loaded, _ := l.Load(func() LoadedLibrary {
+		if x := open(); x != none {
+			return x
+		}
+		return nil
+	}).(T)
+	return loaded
+}
+
 var _ LibraryWatch = (*Library)(nil)
 
 // HungLibraryCall implements LibraryWatch: nil until the library is

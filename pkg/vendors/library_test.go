@@ -48,3 +48,20 @@ func TestALibraryLoadsOnceForAllItsUsers(t *testing.T) {
 	require.Nil(t, failed.Load(load), "is not tried again: its users read with the tool")
 	require.Nil(t, failed.HungLibraryCall())
 }
+
+// TestLoadLibraryTurnsATypedNilIntoNone: a vendor's open returns a nil
+// pointer when its library does not load; the Library holds none then,
+// not a typed nil that would look loaded.
+func TestLoadLibraryTurnsATypedNilIntoNone(t *testing.T) {
+	var l vendors.Library
+	got := vendors.LoadLibrary(&l, func() *hungPointer { return nil })
+	require.Nil(t, got)
+	require.Nil(t, l.Loaded())
+	require.Nil(t, l.HungLibraryCall())
+	want := &hungPointer{}
+	require.Same(t, want, vendors.LoadLibrary(nil, func() *hungPointer { return want }), "without main's Library, open's own")
+}
+
+type hungPointer struct{}
+
+func (*hungPointer) HungLibraryCall() *vendors.HungCall { return nil }

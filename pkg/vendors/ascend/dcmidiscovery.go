@@ -43,16 +43,7 @@ var dcmiHealth = []string{HealthOK, HealthWarning, HealthAlarm, HealthCritical}
 // is read with npu-smi; the reason is logged once.
 func (b *Backend) library(ctx context.Context) *dcmiLib {
 	b.libOnce.Do(func() {
-		if b.opened == nil {
-			b.lib = b.openLibrary(ctx)
-			return
-		}
-		b.lib, _ = b.opened.Load(func() vendors.LoadedLibrary {
-			if lib := b.openLibrary(ctx); lib != nil {
-				return lib
-			}
-			return nil
-		}).(*dcmiLib)
+		b.lib = vendors.LoadLibrary(b.opened, func() *dcmiLib { return b.openLibrary(ctx) })
 	})
 	return b.lib
 }

@@ -68,19 +68,14 @@ func (VNPUs) NewTool(cfg vendors.BackendConfig) vendors.PartitionTool {
 	// A library that does not load is logged by discovery, which
 	// loads it first; the tool then uses npu-smi like discovery.
 	// Discovery loaded it first, with the configured call deadline.
-	open := func() vendors.LoadedLibrary {
-		if path := findDCMI(cfg.Root, cfg.Library); path != "" {
-			if l, err := openDCMI(path, 0); err == nil {
-				return l
-			}
+	t.dcmi = vendors.LoadLibrary(cfg.Opened, func() *dcmiLib {
+		path := findDCMI(cfg.Root, cfg.Library)
+		if path == "" {
+			return nil
 		}
-		return nil
-	}
-	if cfg.Opened != nil {
-		t.dcmi, _ = cfg.Opened.Load(open).(*dcmiLib)
-	} else if l := open(); l != nil {
-		t.dcmi = l.(*dcmiLib)
-	}
+		l, _ := openDCMI(path, 0)
+		return l
+	})
 	return t
 }
 

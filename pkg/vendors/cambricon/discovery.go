@@ -367,16 +367,7 @@ type reader struct {
 // where it has one (Config.Opened); it logs once why it could not.
 func (b *Backend) loadLibrary(ctx context.Context) *CNDev {
 	b.once.Do(func() {
-		if b.opened == nil {
-			b.lib = b.openLibrary(ctx)
-			return
-		}
-		b.lib, _ = b.opened.Load(func() vendors.LoadedLibrary {
-			if l := b.openLibrary(ctx); l != nil {
-				return l
-			}
-			return nil
-		}).(*CNDev)
+		b.lib = vendors.LoadLibrary(b.opened, func() *CNDev { return b.openLibrary(ctx) })
 	})
 	return b.lib
 }

@@ -273,17 +273,10 @@ func (SMLUs) NewTool(cfg vendors.BackendConfig) vendors.PartitionTool {
 	if cfg.Library == vendors.LibraryNone {
 		return t
 	}
-	open := func() vendors.LoadedLibrary {
-		if l, err := OpenCNDev(cfg.Root, cfg.Library); err == nil {
-			return l
-		}
-		return nil
-	}
-	if cfg.Opened != nil {
-		t.Library, _ = cfg.Opened.Load(open).(*CNDev)
-	} else if l := open(); l != nil {
-		t.Library = l.(*CNDev)
-	}
+	t.Library = vendors.LoadLibrary(cfg.Opened, func() *CNDev {
+		l, _ := OpenCNDev(cfg.Root, cfg.Library)
+		return l
+	})
 	return t
 }
 
