@@ -40,7 +40,7 @@ const (
 	EnvAdminAccess = "DRA_ADMIN_ACCESS"
 	// Every variable above starts with v1alpha1.ReservedEnvPrefix: user
 	// configuration may set none of them, now or when more are added
-	// (vendors.Registry.ValidateEnv).
+	// (v1alpha1.ValidateEnv).
 
 	// Suffixes of the per-device variables DRA_DEVICE_<NAME>_<SUFFIX> the
 	// driver sets for partitions, shares and admin access (never for a whole

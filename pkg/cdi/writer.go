@@ -52,6 +52,7 @@ import (
 	cdiparser "tags.cncf.io/container-device-interface/pkg/parser"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdihook"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
@@ -119,6 +120,10 @@ type Writer struct {
 	// visible decides, per vendor, whether the specs list its chips in
 	// its visible-devices variable (vendorruntime.go).
 	visible *visibleEnv
+	// reserved are the visible-devices variables of every vendor of
+	// cfg.Registry, which no claim's config may set: worked out once
+	// here, checked for every device prepared.
+	reserved []string
 }
 
 // NewWriter returns a Writer for cfg and creates the spec directory,
@@ -156,7 +161,7 @@ func NewWriter(ctx context.Context, cfg Config) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{cfg: cfg, cache: cache, visible: visible}, nil
+	return &Writer{cfg: cfg, cache: cache, visible: visible, reserved: cfg.Registry.ReservedEnv()}, nil
 }
 
 // SpecDir is the directory the specs are written to.
@@ -456,7 +461,7 @@ func (w *Writer) device(c Claim, d Device, v vendorEdits) (cdispec.Device, error
 	if err != nil {
 		return cdispec.Device{}, err
 	}
-	env, err := deviceEnv(c, d, v.driver, w.cfg.Registry, v.VisibleEnv)
+	env, err := deviceEnv(c, d, v.driver, v.VisibleEnv, w.reserved)
 	if err != nil {
 		return cdispec.Device{}, err
 	}
@@ -567,7 +572,7 @@ func (w *Writer) hostPath(p string) string {
 // variables sorted by name. User variables that would override the
 // driver's own are an error naming the variable, not silently dropped: a
 // workload that depends on them would otherwise run with a surprise.
-func deviceEnv(c Claim, d Device, driver string, reg vendors.Registry, own string) ([]string, error) {
+func deviceEnv(c Claim, d Device, driver, own string, reserved []string) ([]string, error) {
 	key := DeviceEnvKey(d.Name)
 	// The claim-wide DRA_DRIVER and DRA_CLAIM_UID hold one value per
 	// container, the last spec's, when a container gets devices of two
@@ -584,9 +589,10 @@ func deviceEnv(c Claim, d Device, driver string, reg vendors.Registry, own strin
 		env = append(env, key+"_"+suffix+"="+d.DriverEnv[suffix])
 	}
 
-	// The API's validation, which the webhook ran at apply; again here
-	// for configs applied before it, or without it.
-	if errs := reg.ValidateEnv(own, d.Env); len(errs) > 0 {
+	// The API's validation, which the webhook ran at apply (the config
+	// decoder, with the same reserved variables); again here for configs
+	// applied before it, or without it.
+	if errs := v1alpha1.ValidateEnv(own, reserved, d.Env); len(errs) > 0 {
 		return nil, fmt.Errorf("configuration: %w", errs.ToAggregate())
 	}
 	for _, k := range sortedKeys(d.Env) {

@@ -214,105 +214,130 @@ type holder struct {
 
 // Read reads every driver's chips once and replaces the served series.
 func (c *Collector) Read(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	now := c.cfg.Now()
-	containers := c.containers(ctx)
-	var out []sample
-	seenIdle := map[string]bool{}
+	r := reading{now: c.cfg.Now(), containers: c.containers(ctx), seenIdle: map[string]bool{}}
 	for _, d := range c.cfg.Drivers {
 		if d.Telemetry == nil || len(d.Chips) == 0 {
 			continue
 		}
-		samples, err := c.read(ctx, d)
-		if err != nil {
-			c.readErrors.WithLabelValues(d.Name, "read").Inc()
-			c.logOnce(logger, d.Name, "Cannot read the chips' telemetry; their series are left out", "driver", d.Name, "err", err)
-			continue
-		}
-		c.recovered(logger, d.Name, "driver", d.Name)
-		holders := c.holders(d, containers)
-		for i, s := range samples {
-			if i >= len(d.Chips) {
-				break
-			}
-			chip := d.Chips[i]
-			device := d.Names.ChipDevice(chip.Index)
-			failed := map[string]bool{}
-			for _, e := range s.Errors {
-				failed[e.Call] = true
-				c.readErrors.WithLabelValues(d.Name, e.Call).Inc()
-				c.logOnce(logger, d.Name+"/"+device+"/"+e.Call, "Cannot read a chip quantity; its series is left out until it reads again",
-					"driver", d.Name, "device", device, "call", e.Call, "err", e.Err)
-			}
-			for key := range c.logged {
-				if call, ok := strings.CutPrefix(key, d.Name+"/"+device+"/"); ok && !failed[call] {
-					c.recovered(logger, key, "driver", d.Name, "device", device, "call", call)
-				}
-			}
-			chipKey := d.Name + "/" + device
-			if s.UtilizationRatio != nil && *s.UtilizationRatio > 0 {
-				c.lastBusy[chipKey] = now
-			}
-			hs := holders[device]
-			if len(hs) == 0 {
-				hs = []holder{{}}
-			}
-			seen := map[string]bool{}
-			for _, h := range hs {
-				labels := []string{c.cfg.Node, d.Name, device, chip.UUID, chip.Model, h.namespace, h.pod, h.container, h.claim, h.access}
-				key := strings.Join(labels, "\x00")
-				if seen[key] {
-					continue
-				}
-				seen[key] = true
-				add := func(ds *prometheus.Desc, v *float64) {
-					if v != nil {
-						out = append(out, sample{desc: ds, value: *v, labels: labels})
-					}
-				}
-				add(descUtilization, s.UtilizationRatio)
-				add(descMemoryUsed, s.MemoryUsedBytes)
-				add(descMemoryTotal, s.MemoryTotalBytes)
-				add(descTemperature, s.TemperatureCelsius)
-				add(descPower, s.PowerWatts)
-				if s.Healthy != nil {
-					v := 0.0
-					if *s.Healthy {
-						v = 1
-					}
-					add(descHealthy, &v)
-				}
-				if h.access == AccessWorkload && s.UtilizationRatio != nil {
-					heldKey := chipKey + "/" + string(h.uid)
-					seenIdle[heldKey] = true
-					from, ok := c.heldFrom[heldKey]
-					if !ok {
-						from = now
-						c.heldFrom[heldKey] = now
-					}
-					if b, ok := c.lastBusy[chipKey]; ok && b.After(from) {
-						from = b
-					}
-					idle := now.Sub(from).Seconds()
-					add(descIdle, &idle)
-				}
-			}
-			for _, in := range s.Instances {
-				if in.UtilizationRatio != nil {
-					out = append(out, sample{desc: descPartition, value: *in.UtilizationRatio,
-						labels: []string{c.cfg.Node, d.Name, device, chip.UUID, chip.Model, fmt.Sprint(in.ID)}})
-				}
-			}
-		}
+		c.readDriver(ctx, &r, d)
 	}
+	// A claim that no longer holds its chip starts idle afresh.
 	for k := range c.heldFrom {
-		if !seenIdle[k] {
+		if !r.seenIdle[k] {
 			delete(c.heldFrom, k)
 		}
 	}
 	c.mu.Lock()
-	c.last = out
+	c.last = r.out
 	c.mu.Unlock()
+}
+
+// reading is one Read in progress: its time, the kubelet's containers
+// of the claims, the series so far and the held chips seen (heldFrom's
+// keys still current).
+type reading struct {
+	now        time.Time
+	containers []Container
+	out        []sample
+	seenIdle   map[string]bool
+}
+
+// readDriver adds the series of d's chips to r.
+func (c *Collector) readDriver(ctx context.Context, r *reading, d Driver) {
+	logger := klog.FromContext(ctx)
+	samples, err := c.read(ctx, d)
+	if err != nil {
+		c.readErrors.WithLabelValues(d.Name, "read").Inc()
+		c.logOnce(logger, d.Name, "Cannot read the chips' telemetry; their series are left out", "driver", d.Name, "err", err)
+		return
+	}
+	c.recovered(logger, d.Name, "driver", d.Name)
+	holders := c.holders(d, r.containers)
+	for i, s := range samples {
+		if i >= len(d.Chips) {
+			break
+		}
+		chip := d.Chips[i]
+		device := d.Names.ChipDevice(chip.Index)
+		c.countCallErrors(logger, d, device, s)
+		chipKey := d.Name + "/" + device
+		if s.UtilizationRatio != nil && *s.UtilizationRatio > 0 {
+			c.lastBusy[chipKey] = r.now
+		}
+		hs := holders[device]
+		if len(hs) == 0 {
+			hs = []holder{{}}
+		}
+		seen := map[string]bool{}
+		for _, h := range hs {
+			labels := []string{c.cfg.Node, d.Name, device, chip.UUID, chip.Model, h.namespace, h.pod, h.container, h.claim, h.access}
+			key := strings.Join(labels, "\x00")
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			c.addHolderSeries(r, chipKey, h, labels, s)
+		}
+		for _, in := range s.Instances {
+			if in.UtilizationRatio != nil {
+				r.out = append(r.out, sample{desc: descPartition, value: *in.UtilizationRatio,
+					labels: []string{c.cfg.Node, d.Name, device, chip.UUID, chip.Model, fmt.Sprint(in.ID)}})
+			}
+		}
+	}
+}
+
+// countCallErrors counts and logs (once) the calls that failed for one
+// chip, and logs the recovery of those that read again.
+func (c *Collector) countCallErrors(logger klog.Logger, d Driver, device string, s vendors.ChipSample) {
+	failed := map[string]bool{}
+	for _, e := range s.Errors {
+		failed[e.Call] = true
+		c.readErrors.WithLabelValues(d.Name, e.Call).Inc()
+		c.logOnce(logger, d.Name+"/"+device+"/"+e.Call, "Cannot read a chip quantity; its series is left out until it reads again",
+			"driver", d.Name, "device", device, "call", e.Call, "err", e.Err)
+	}
+	for key := range c.logged {
+		if call, ok := strings.CutPrefix(key, d.Name+"/"+device+"/"); ok && !failed[call] {
+			c.recovered(logger, key, "driver", d.Name, "device", device, "call", call)
+		}
+	}
+}
+
+// addHolderSeries adds one chip's series, labelled for one holder, to r;
+// for a workload's claim also how long the chip has been idle in it.
+func (c *Collector) addHolderSeries(r *reading, chipKey string, h holder, labels []string, s vendors.ChipSample) {
+	add := func(ds *prometheus.Desc, v *float64) {
+		if v != nil {
+			r.out = append(r.out, sample{desc: ds, value: *v, labels: labels})
+		}
+	}
+	add(descUtilization, s.UtilizationRatio)
+	add(descMemoryUsed, s.MemoryUsedBytes)
+	add(descMemoryTotal, s.MemoryTotalBytes)
+	add(descTemperature, s.TemperatureCelsius)
+	add(descPower, s.PowerWatts)
+	if s.Healthy != nil {
+		v := 0.0
+		if *s.Healthy {
+			v = 1
+		}
+		add(descHealthy, &v)
+	}
+	if h.access == AccessWorkload && s.UtilizationRatio != nil {
+		heldKey := chipKey + "/" + string(h.uid)
+		r.seenIdle[heldKey] = true
+		from, ok := c.heldFrom[heldKey]
+		if !ok {
+			from = r.now
+			c.heldFrom[heldKey] = r.now
+		}
+		if b, ok := c.lastBusy[chipKey]; ok && b.After(from) {
+			from = b
+		}
+		idle := r.now.Sub(from).Seconds()
+		add(descIdle, &idle)
+	}
 }
 
 // read reads d's chips within the read timeout. A library call cannot be

@@ -41,6 +41,7 @@ package chipview
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,6 +53,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -63,15 +65,6 @@ const (
 	Free      State = "free"
 	Allocated State = "allocated"
 	Prepared  State = "prepared"
-)
-
-// Mode is how the chip is published (the agent's --chip-modes).
-type Mode string
-
-const (
-	Whole       Mode = "whole"
-	Partitioned Mode = "partitioned"
-	Shared      Mode = "shared"
 )
 
 // View is what `accel-dra chips` prints: our chips, and the pools of
@@ -93,7 +86,9 @@ type Chip struct {
 	Memory    *resource.Quantity `json:"memory,omitempty"`
 	Cores     *resource.Quantity `json:"cores,omitempty"`
 	LinkGroup string             `json:"linkGroup,omitempty"`
-	Mode      Mode               `json:"mode"`
+	// Mode is how the chip is published (the agent's --chip-modes),
+	// shown in lower case ("whole") as the view always has.
+	Mode partitions.Mode `json:"mode"`
 	// Taints are the chip device's taints; none means healthy.
 	Taints []resourceapi.DeviceTaint `json:"taints,omitempty"`
 	State  State                     `json:"state"`
@@ -108,6 +103,39 @@ type Chip struct {
 	// shared chips (the consumable capacity: memory and cores).
 	Left map[string]resource.Quantity `json:"left,omitempty"`
 }
+
+// MarshalJSON writes the chip with its mode in lower case ("whole"), as
+// `accel-dra chips -o json` always has.
+func (c Chip) MarshalJSON() ([]byte, error) {
+	type plain Chip
+	return json.Marshal(struct {
+		plain
+		Mode string `json:"mode"`
+	}{plain(c), modeName(c.Mode)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (c *Chip) UnmarshalJSON(data []byte) error {
+	type plain Chip
+	var in struct {
+		plain
+		Mode string `json:"mode"`
+	}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*c = Chip(in.plain)
+	c.Mode = partitions.Mode(in.Mode)
+	for _, m := range partitions.Modes {
+		if strings.EqualFold(in.Mode, string(m)) {
+			c.Mode = m
+		}
+	}
+	return nil
+}
+
+// modeName is how the view shows a chip mode: in lower case.
+func modeName(m partitions.Mode) string { return strings.ToLower(string(m)) }
 
 // Healthy says whether no taint keeps new claims off the chip (a taint
 // with effect None only informs).
@@ -181,15 +209,47 @@ type poolDevices struct {
 // Build computes the view of snap. Slices of an older generation of
 // their pool (left over while the agent replaces them) are skipped.
 func Build(snap *livecluster.Snapshot, opts Options) (*View, error) {
+	g, err := groupSlices(snap, opts)
+	if err != nil {
+		return nil, err
+	}
+	allocs := allocationsOf(snap, g.ours)
+	v := &View{Chips: []Chip{}}
+	for _, p := range g.pools {
+		v.Chips = append(v.Chips, p.chips(allocs, preparedReady)...)
+	}
+	slices.SortFunc(v.Chips, func(a, b Chip) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool),
+			cmp.Compare(ptr.Deref(a.Index, -1), ptr.Deref(b.Index, -1)), cmp.Compare(a.Device, b.Device))
+	})
+	for _, o := range g.others {
+		v.OtherDrivers = append(v.OtherDrivers, *o)
+	}
+	slices.SortFunc(v.OtherDrivers, func(a, b OtherPool) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool))
+	})
+	return v, nil
+}
+
+// slicesByPool are the newest slices of snap on the node asked for,
+// grouped by pool: ours by their devices, other drivers' counted.
+type slicesByPool struct {
+	// ours says, by driver, whether the driver is one of ours.
+	ours   map[string]bool
+	pools  map[[2]string]*poolDevices
+	others map[[2]string]*OtherPool
+}
+
+// groupSlices groups the newest generation of snap's slices by driver and
+// pool; an error if a node was asked for and no slice names it.
+func groupSlices(snap *livecluster.Snapshot, opts Options) (slicesByPool, error) {
 	newest := map[[2]string]int64{}
 	for i := range snap.Slices {
 		s := &snap.Slices[i]
 		k := [2]string{s.Spec.Driver, s.Spec.Pool.Name}
 		newest[k] = max(newest[k], s.Spec.Pool.Generation)
 	}
-	ours := map[string]bool{}
-	pools := map[[2]string]*poolDevices{}
-	others := map[[2]string]*OtherPool{}
+	g := slicesByPool{ours: map[string]bool{}, pools: map[[2]string]*poolDevices{}, others: map[[2]string]*OtherPool{}}
 	nodeSeen := opts.Node == ""
 	for i := range snap.Slices {
 		s := &snap.Slices[i]
@@ -202,37 +262,50 @@ func Build(snap *livecluster.Snapshot, opts Options) (*View, error) {
 			continue
 		}
 		nodeSeen = true
-		our, known := ours[s.Spec.Driver]
+		our, known := g.ours[s.Spec.Driver]
 		if !known {
 			_, our = opts.Registry.ByDriver(s.Spec.Driver)
-			ours[s.Spec.Driver] = our
+			g.ours[s.Spec.Driver] = our
 		}
-		if !our {
-			o := others[k]
-			if o == nil {
-				o = &OtherPool{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Node: node}
-				others[k] = o
-			}
-			o.Slices++
-			o.Devices += len(s.Spec.Devices)
-			continue
-		}
-		p := pools[k]
-		if p == nil {
-			p = &poolDevices{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, node: node, counterSets: map[string]resourceapi.CounterSet{}}
-			pools[k] = p
-		}
-		for j := range s.Spec.Devices {
-			p.devices = append(p.devices, &s.Spec.Devices[j])
-		}
-		for _, cs := range s.Spec.SharedCounters {
-			p.counterSets[cs.Name] = cs
+		if our {
+			g.addOurs(s, k, node)
+		} else {
+			g.addOther(s, k, node)
 		}
 	}
 	if !nodeSeen {
-		return nil, fmt.Errorf("no ResourceSlice is published for node %q: the node does not exist or no DRA driver runs there (accel-dra chips without --node lists the nodes that have chips)", opts.Node)
+		return slicesByPool{}, fmt.Errorf("no ResourceSlice is published for node %q: the node does not exist or no DRA driver runs there (accel-dra chips without --node lists the nodes that have chips)", opts.Node)
 	}
+	return g, nil
+}
 
+func (g slicesByPool) addOurs(s *resourceapi.ResourceSlice, k [2]string, node string) {
+	p := g.pools[k]
+	if p == nil {
+		p = &poolDevices{driver: s.Spec.Driver, pool: s.Spec.Pool.Name, node: node, counterSets: map[string]resourceapi.CounterSet{}}
+		g.pools[k] = p
+	}
+	for j := range s.Spec.Devices {
+		p.devices = append(p.devices, &s.Spec.Devices[j])
+	}
+	for _, cs := range s.Spec.SharedCounters {
+		p.counterSets[cs.Name] = cs
+	}
+}
+
+func (g slicesByPool) addOther(s *resourceapi.ResourceSlice, k [2]string, node string) {
+	o := g.others[k]
+	if o == nil {
+		o = &OtherPool{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Node: node}
+		g.others[k] = o
+	}
+	o.Slices++
+	o.Devices += len(s.Spec.Devices)
+}
+
+// allocationsOf are the allocated devices of our drivers in snap's
+// claims, by device.
+func allocationsOf(snap *livecluster.Snapshot, ours map[string]bool) map[deviceKey][]allocation {
 	allocs := map[deviceKey][]allocation{}
 	for i := range snap.Claims {
 		c := &snap.Claims[i]
@@ -248,31 +321,18 @@ func Build(snap *livecluster.Snapshot, opts Options) (*View, error) {
 			allocs[k] = append(allocs[k], allocation{claim: c, result: r})
 		}
 	}
-	// readyOf says whether the node agent prepared r: its status entry
-	// (driver, pool, device, shareID) has condition Ready.
-	readyOf := func(c *resourceapi.ResourceClaim, r *resourceapi.DeviceRequestAllocationResult) bool {
-		for _, d := range c.Status.Devices {
-			if d.Driver == r.Driver && d.Pool == r.Pool && d.Device == r.Device && ptr.Deref(d.ShareID, "") == string(ptr.Deref(r.ShareID, "")) {
-				return apimeta.IsStatusConditionTrue(d.Conditions, "Ready")
-			}
+	return allocs
+}
+
+// preparedReady says whether the node agent prepared r: its status entry
+// (driver, pool, device, shareID) has condition Ready.
+func preparedReady(c *resourceapi.ResourceClaim, r *resourceapi.DeviceRequestAllocationResult) bool {
+	for _, d := range c.Status.Devices {
+		if d.Driver == r.Driver && d.Pool == r.Pool && d.Device == r.Device && ptr.Deref(d.ShareID, "") == string(ptr.Deref(r.ShareID, "")) {
+			return apimeta.IsStatusConditionTrue(d.Conditions, "Ready")
 		}
-		return false
 	}
-	v := &View{Chips: []Chip{}}
-	for _, p := range pools {
-		v.Chips = append(v.Chips, p.chips(allocs, readyOf)...)
-	}
-	slices.SortFunc(v.Chips, func(a, b Chip) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool),
-			cmp.Compare(ptr.Deref(a.Index, -1), ptr.Deref(b.Index, -1)), cmp.Compare(a.Device, b.Device))
-	})
-	for _, o := range others {
-		v.OtherDrivers = append(v.OtherDrivers, *o)
-	}
-	slices.SortFunc(v.OtherDrivers, func(a, b OtherPool) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Driver, b.Driver), cmp.Compare(a.Pool, b.Pool))
-	})
-	return v, nil
+	return false
 }
 
 // attr reads a string attribute by its qualified name or, for the
@@ -312,7 +372,7 @@ func (p *poolDevices) chips(allocs map[deviceKey][]allocation, ready func(*resou
 			Model:     stringAttr(d, p.driver, names.AttrModel),
 			LinkGroup: stringAttr(d, p.driver, names.AttrLinkGroup),
 			Taints:    d.Taints,
-			Mode:      Whole,
+			Mode:      partitions.ModeWhole,
 		}
 		if a, ok := attr(d, p.driver, names.AttrIndex); ok {
 			c.Index = a.IntValue
@@ -325,9 +385,9 @@ func (p *poolDevices) chips(allocs map[deviceKey][]allocation, ready func(*resou
 		}
 		switch {
 		case ptr.Deref(d.AllowMultipleAllocations, false):
-			c.Mode = Shared
+			c.Mode = partitions.ModeShared
 		case len(d.ConsumesCounters) > 0 || len(parts[d.Name]) > 0:
-			c.Mode = Partitioned
+			c.Mode = partitions.ModePartitioned
 		}
 		devices := append([]*resourceapi.Device{d}, parts[d.Name]...)
 		for _, dev := range devices {
@@ -350,9 +410,9 @@ func (p *poolDevices) chips(allocs map[deviceKey][]allocation, ready func(*resou
 			}
 		}
 		switch c.Mode {
-		case Shared:
+		case partitions.ModeShared:
 			c.Left = sharedLeft(d, c.Holders)
-		case Partitioned:
+		case partitions.ModePartitioned:
 			c.Left = p.countersLeft(d, devices, allocs)
 		}
 		out = append(out, c)

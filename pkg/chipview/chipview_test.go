@@ -29,6 +29,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/chipview"
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 	"github.com/accel-dra/accel-dra/pkg/livecluster/liveclustertest"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
 const (
@@ -104,7 +105,7 @@ func claim(ns, name string, results []resourceapi.DeviceRequestAllocationResult,
 // row is what a test expects of one chip.
 type row struct {
 	state   chipview.State
-	mode    chipview.Mode
+	mode    partitions.Mode
 	holders []string // namespace/claim
 	admin   []string
 	pods    []string // of all holders
@@ -134,9 +135,9 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 	}{{
 		name: "nothing allocated: every chip is free, partitioned and shared chips have everything left",
 		want: map[[2]string]row{
-			{"a2-0", "npu-0"}: {state: chipview.Free, mode: chipview.Partitioned, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi", "aicpu": "6"}},
-			{"a2-0", "npu-1"}: {state: chipview.Free, mode: chipview.Shared, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi"}},
-			{"a2-0", "npu-7"}: {state: chipview.Free, mode: chipview.Whole, healthy: false},
+			{"a2-0", "npu-0"}: {state: chipview.Free, mode: partitions.ModePartitioned, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi", "aicpu": "6"}},
+			{"a2-0", "npu-1"}: {state: chipview.Free, mode: partitions.ModeShared, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi"}},
+			{"a2-0", "npu-7"}: {state: chipview.Free, mode: partitions.ModeWhole, healthy: false},
 		},
 	}, {
 		name: "a whole chip allocated and not yet prepared names its claim and pod",
@@ -144,7 +145,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 			claim("ml", "train", []resourceapi.DeviceRequestAllocationResult{result(ascend, "a2-0", "npu-2")}, reservedFor("train-0")),
 		},
 		want: map[[2]string]row{
-			{"a2-0", "npu-2"}: {state: chipview.Allocated, mode: chipview.Whole, healthy: true, holders: []string{"ml/train"}, pods: []string{"train-0"}},
+			{"a2-0", "npu-2"}: {state: chipview.Allocated, mode: partitions.ModeWhole, healthy: true, holders: []string{"ml/train"}, pods: []string{"train-0"}},
 		},
 	}, {
 		name: "a prepared claim shared by two pods holds both of its chips",
@@ -152,8 +153,8 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 			claim("ml", "pair", []resourceapi.DeviceRequestAllocationResult{result(cambricon, "infer-0", "mlu-0"), result(cambricon, "infer-0", "mlu-1")}, reservedFor("a", "b"), prepared),
 		},
 		want: map[[2]string]row{
-			{"infer-0", "mlu-0"}: {state: chipview.Prepared, mode: chipview.Whole, healthy: true, holders: []string{"ml/pair"}, pods: []string{"a", "b"}},
-			{"infer-0", "mlu-1"}: {state: chipview.Prepared, mode: chipview.Whole, healthy: true, holders: []string{"ml/pair"}, pods: []string{"a", "b"}},
+			{"infer-0", "mlu-0"}: {state: chipview.Prepared, mode: partitions.ModeWhole, healthy: true, holders: []string{"ml/pair"}, pods: []string{"a", "b"}},
+			{"infer-0", "mlu-1"}: {state: chipview.Prepared, mode: partitions.ModeWhole, healthy: true, holders: []string{"ml/pair"}, pods: []string{"a", "b"}},
 		},
 	}, {
 		name: "an admin-access monitor is shown apart and leaves the chip free; with a workload the chip is the workload's",
@@ -162,8 +163,8 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 			claim("ml", "train", []resourceapi.DeviceRequestAllocationResult{result(ascend, "a2-0", "npu-3")}, reservedFor("train-0"), prepared),
 		},
 		want: map[[2]string]row{
-			{"a2-0", "npu-2"}: {state: chipview.Free, mode: chipview.Whole, healthy: true, admin: []string{"mon/watch"}, pods: nil},
-			{"a2-0", "npu-3"}: {state: chipview.Prepared, mode: chipview.Whole, healthy: true, holders: []string{"ml/train"}, admin: []string{"mon/watch"}, pods: []string{"train-0"}},
+			{"a2-0", "npu-2"}: {state: chipview.Free, mode: partitions.ModeWhole, healthy: true, admin: []string{"mon/watch"}, pods: nil},
+			{"a2-0", "npu-3"}: {state: chipview.Prepared, mode: partitions.ModeWhole, healthy: true, holders: []string{"ml/train"}, admin: []string{"mon/watch"}, pods: []string{"train-0"}},
 		},
 	}, {
 		name: "two vNPUs of a partitioned chip take their counters from it",
@@ -172,7 +173,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 			claim("ml", "small-b", []resourceapi.DeviceRequestAllocationResult{result(ascend, "a2-0", "npu-0-vir05-1c-16g-3")}),
 		},
 		want: map[[2]string]row{
-			{"a2-0", "npu-0"}: {state: chipview.Allocated, mode: chipview.Partitioned, healthy: true, holders: []string{"ml/small-a", "ml/small-b"},
+			{"a2-0", "npu-0"}: {state: chipview.Allocated, mode: partitions.ModePartitioned, healthy: true, holders: []string{"ml/small-a", "ml/small-b"},
 				left: map[string]string{"cores": "10", "memory": "32Gi", "aicpu": "4"}},
 		},
 	}, {
@@ -181,7 +182,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 			claim("ml", "whole", []resourceapi.DeviceRequestAllocationResult{result(ascend, "a2-0", "npu-0")}, prepared),
 		},
 		want: map[[2]string]row{
-			{"a2-0", "npu-0"}: {state: chipview.Prepared, mode: chipview.Partitioned, healthy: true, holders: []string{"ml/whole"},
+			{"a2-0", "npu-0"}: {state: chipview.Prepared, mode: partitions.ModePartitioned, healthy: true, holders: []string{"ml/whole"},
 				left: map[string]string{"cores": "0", "memory": "0", "aicpu": "0"}},
 		},
 	}, {
@@ -191,7 +192,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 			claim("ml", "infer-b", []resourceapi.DeviceRequestAllocationResult{share(result(ascend, "a2-0", "npu-1"), "s2", "8Gi")}, reservedFor("infer-b-0"), prepared),
 		},
 		want: map[[2]string]row{
-			{"a2-0", "npu-1"}: {state: chipview.Prepared, mode: chipview.Shared, healthy: true, holders: []string{"ml/infer-a", "ml/infer-b"},
+			{"a2-0", "npu-1"}: {state: chipview.Prepared, mode: partitions.ModeShared, healthy: true, holders: []string{"ml/infer-a", "ml/infer-b"},
 				pods: []string{"infer-a-0", "infer-b-0"}, left: map[string]string{"cores": "20", "memory": "40Gi"}},
 		},
 	}, {
@@ -201,7 +202,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 			claim("ml", "infer-b", []resourceapi.DeviceRequestAllocationResult{share(result(ascend, "a2-0", "npu-1"), "s2", "16Gi")}),
 		},
 		want: map[[2]string]row{
-			{"a2-0", "npu-1"}: {state: chipview.Allocated, mode: chipview.Shared, healthy: true, holders: []string{"ml/infer-a", "ml/infer-b"},
+			{"a2-0", "npu-1"}: {state: chipview.Allocated, mode: partitions.ModeShared, healthy: true, holders: []string{"ml/infer-a", "ml/infer-b"},
 				left: map[string]string{"cores": "20", "memory": "32Gi"}},
 		},
 	}, {
@@ -295,7 +296,7 @@ func TestSlicesOfAnOlderPoolGenerationAreSkipped(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, v.Chips, 8, "each chip once")
 	for _, c := range v.Chips {
-		require.Equal(t, chipview.Partitioned, c.Mode, "%s is as the newest generation publishes it", c.Device)
+		require.Equal(t, partitions.ModePartitioned, c.Mode, "%s is as the newest generation publishes it", c.Device)
 	}
 }
 
@@ -361,7 +362,7 @@ func TestHealthShowsEachCauseAndAWarningDoesNotCountUnhealthy(t *testing.T) {
 			short: "maintenance:NoExecute", wide: "accel-dra.dev/maintenance:NoExecute", unhealthy: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &chipview.View{Chips: []chipview.Chip{{Node: "n", Device: "npu-0", Model: "Ascend910B3", Mode: chipview.Whole, State: chipview.Free, Taints: tc.taints}}}
+			v := &chipview.View{Chips: []chipview.Chip{{Node: "n", Device: "npu-0", Model: "Ascend910B3", Mode: partitions.ModeWhole, State: chipview.Free, Taints: tc.taints}}}
 			for wide, want := range map[bool]string{false: tc.short, true: tc.wide} {
 				var out bytes.Buffer
 				require.NoError(t, chipview.PrintTable(&out, v, wide))

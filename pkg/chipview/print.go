@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
 // PrintTable writes the chips one per line, then the pools of other
@@ -45,7 +46,7 @@ func PrintTable(w io.Writer, v *View, wide bool) error {
 			if c.Index != nil {
 				index = fmt.Sprint(*c.Index)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(c.Node), c.Driver, c.Device, index, dash(c.Model), c.Mode,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(c.Node), c.Driver, c.Device, index, dash(c.Model), modeName(c.Mode),
 				quantity(c.Memory), quantity(c.Cores), dash(c.LinkGroup), health(c.Taints, true), c.State,
 				holders(c.Holders, true), holders(c.AdminHolders, true), usage(c))
 			continue
@@ -161,7 +162,7 @@ func holders(hs []Holder, wide bool) string {
 func usage(c Chip) string {
 	var use string
 	switch c.Mode {
-	case Partitioned:
+	case partitions.ModePartitioned:
 		counts := map[string]int{}
 		var templates []string
 		for _, h := range c.Holders {
@@ -182,7 +183,7 @@ func usage(c Chip) string {
 		if use == "" {
 			use = "no partitions"
 		}
-	case Shared:
+	case partitions.ModeShared:
 		use = fmt.Sprintf("%d shares", len(c.Holders))
 		if len(c.Holders) == 1 {
 			use = "1 share"

@@ -31,42 +31,11 @@ func newChipsCommand(reg vendors.Registry) *cobra.Command {
 	var node, output string
 	var summary bool
 	cmd := &cobra.Command{
-		Use:   "chips [--node NAME] [--summary] [-o table|wide|json|yaml]",
-		Short: "Show every chip of a live cluster: its state and the claims and pods that hold it",
-		Long: `chips reads the ResourceSlices and ResourceClaims of the cluster your
-kubeconfig points at (as kubectl does: --kubeconfig, KUBECONFIG, --context)
-and prints one line per chip of the ascend.accel-dra.dev and
-cambricon.accel-dra.dev drivers: node, device, model, memory, link group,
-health (the device's taints), state, the claims holding it with the pods in
-their reservedFor, admin-access claims apart (they see the chip but hold
-nothing), and for partitioned and shared chips the partitions or shares in
-use and the capacity left.
-
-State is free (no claim holds the chip or a part of it), allocated (the
-scheduler gave it to a claim the node agent has not prepared yet) or
-prepared (the node agent prepared it for every claim holding it: each
-claim's status.devices has the device's entry with condition Ready).
-
---summary counts chips per model (per node and model with -o wide): total,
-allocated (whole or in part), free (held by nothing and untainted) and
-unhealthy (tainted). Pools of other drivers are listed, not interpreted.
-
-It is cluster-wide (-n and -A change nothing), makes one list request per
-kind and never writes to the cluster. The ClusterRole accel-dra-viewer of
-the chart grants what it reads.`,
-		Example: `  # every chip of the cluster
-  accel-dra chips
-
-  # the chips of one node, with driver, mode and full taints
-  accel-dra chips --node a2-0 -o wide
-
-  # chips per model, and per node and model
-  accel-dra chips --summary
-  accel-dra chips --summary -o wide
-
-  # as a kubectl plugin (the binary installed as kubectl-accel_dra)
-  kubectl accel-dra chips --context prod`,
-		Args: cobra.NoArgs,
+		Use:     "chips [--node NAME] [--summary] [-o table|wide|json|yaml]",
+		Short:   "Show every chip of a live cluster: its state and the claims and pods that hold it",
+		Long:    chipsLong,
+		Example: chipsExample,
+		Args:    cobra.NoArgs,
 	}
 	conn := livecluster.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&node, "node", "", "Show only the chips of this node")
@@ -111,6 +80,41 @@ the chart grants what it reads.`,
 	}
 	return cmd
 }
+
+const chipsLong = `chips reads the ResourceSlices and ResourceClaims of the cluster your
+kubeconfig points at (as kubectl does: --kubeconfig, KUBECONFIG, --context)
+and prints one line per chip of the ascend.accel-dra.dev and
+cambricon.accel-dra.dev drivers: node, device, model, memory, link group,
+health (the device's taints), state, the claims holding it with the pods in
+their reservedFor, admin-access claims apart (they see the chip but hold
+nothing), and for partitioned and shared chips the partitions or shares in
+use and the capacity left.
+
+State is free (no claim holds the chip or a part of it), allocated (the
+scheduler gave it to a claim the node agent has not prepared yet) or
+prepared (the node agent prepared it for every claim holding it: each
+claim's status.devices has the device's entry with condition Ready).
+
+--summary counts chips per model (per node and model with -o wide): total,
+allocated (whole or in part), free (held by nothing and untainted) and
+unhealthy (tainted). Pools of other drivers are listed, not interpreted.
+
+It is cluster-wide (-n and -A change nothing), makes one list request per
+kind and never writes to the cluster. The ClusterRole accel-dra-viewer of
+the chart grants what it reads.`
+
+const chipsExample = `  # every chip of the cluster
+  accel-dra chips
+
+  # the chips of one node, with driver, mode and full taints
+  accel-dra chips --node a2-0 -o wide
+
+  # chips per model, and per node and model
+  accel-dra chips --summary
+  accel-dra chips --summary -o wide
+
+  # as a kubectl plugin (the binary installed as kubectl-accel_dra)
+  kubectl accel-dra chips --context prod`
 
 // printStructured writes v as indented JSON or as YAML.
 func printStructured(w io.Writer, format string, v any) error {

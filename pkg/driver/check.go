@@ -32,7 +32,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // claimPlan is a checked claim: what each of its results for this driver
@@ -268,18 +267,13 @@ func (d *Driver) checkPartition(u usage, device string, s slot) error {
 	if hs := u.devices[parent]; len(hs) > 0 {
 		return fmt.Errorf("device %s is a partition of %s, which is prepared whole for %s: refusing to give out a chip and its partition", device, parent, d.heldBy(u, hs[0].uid, hs[0].result))
 	}
-	total := s.model.Counters(s.chip)
-	used := vendors.Counters{}
-	for _, p := range u.partitions[s.chip.Index] {
-		if t, ok := s.model.Template(p.template); ok {
-			used.Cores += t.Cores
-			used.MemoryBytes += t.MemoryBytes
-			used.AICPUs += t.AICPUs
-		}
+	prepared := u.partitions[s.chip.Index]
+	templates := make([]string, len(prepared))
+	for i, p := range prepared {
+		templates[i] = p.template
 	}
-	if used.Cores+s.template.Cores > total.Cores || used.MemoryBytes+s.template.MemoryBytes > total.MemoryBytes ||
-		(total.AICPUs > 0 && used.AICPUs+s.template.AICPUs > total.AICPUs) {
-		return fmt.Errorf("device %s (%s) does not fit on %s next to the %d partitions prepared there: refusing to over-commit the chip", device, s.template.Name, parent, len(u.partitions[s.chip.Index]))
+	if err := s.model.FitsWith(s.chip, s.model.UsageOf(templates), s.template); err != nil {
+		return fmt.Errorf("device %s (%s) does not fit on %s next to the %d partitions prepared there: refusing to over-commit the chip: %w", device, s.template.Name, parent, len(prepared), err)
 	}
 	return nil
 }

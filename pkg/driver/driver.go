@@ -204,6 +204,42 @@ var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 // with the kubelet and publishes the node's ResourceSlices.
 func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	logger := klog.FromContext(ctx)
+	d, err := newDriver(cfg)
+	if err != nil {
+		return nil, err
+	}
+	regDir, dataDir, err := d.pluginDirs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.startupReconcile(ctx, dataDir); err != nil {
+		return nil, err
+	}
+	opts := d.pluginOptions(cfg, regDir, dataDir)
+	statusCtx, stopStatus := context.WithCancel(ctx)
+	d.status, d.stopStatus = claimstatus.New(cfg.KubeClient, d.name), stopStatus
+	go d.status.Run(statusCtx)
+	if err := d.serve(ctx, opts); err != nil {
+		d.Stop()
+		return nil, err
+	}
+	// PublishResources returns once the slice informer has listed the
+	// node's slices: while the API server is unreachable it retries (and
+	// logs each failure) until it answers. Say what the wait is for.
+	logger.Info("Publishing ResourceSlices: waiting for the API server to list this node's slices", "driver", d.name, "node", cfg.NodeName)
+	if err := d.helper.PublishResources(ctx, d.resources(d.inv)); err != nil {
+		d.Stop()
+		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
+	}
+	d.trackMetrics()
+	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
+		"chipModes", d.policy.String(), "preparedClaims", len(d.PreparedClaims()))
+	return d, nil
+}
+
+// newDriver is the driver cfg describes, with its chips indexed and
+// their health as discovered, before anything is read or served.
+func newDriver(cfg Config) (*Driver, error) {
 	if cfg.Vendor == nil {
 		return nil, errors.New("starting driver: no vendor")
 	}
@@ -244,8 +280,13 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	d.index(d.inv.Chips)
 	d.setHealth(d.inv.Chips, nil, time.Time{})
+	return d, nil
+}
 
-	regDir, dataDir := cfg.RegistrarDir, cfg.PluginDataDir
+// pluginDirs are the kubelet's registration directory and the driver's
+// plugin data directory, made if missing.
+func (d *Driver) pluginDirs(cfg Config) (regDir, dataDir string, err error) {
+	regDir, dataDir = cfg.RegistrarDir, cfg.PluginDataDir
 	if regDir == "" {
 		regDir = kubeletplugin.KubeletRegistryDir
 	}
@@ -256,32 +297,10 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	// directory; a DaemonSet mounting the parents cannot either.
 	for _, dir := range []string{regDir, dataDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
+			return "", "", fmt.Errorf("starting kubelet plugin %s: %w", d.name, err)
 		}
 	}
-	if err := d.startupReconcile(ctx, dataDir); err != nil {
-		return nil, err
-	}
-	opts := d.pluginOptions(cfg, regDir, dataDir)
-	statusCtx, stopStatus := context.WithCancel(ctx)
-	d.status, d.stopStatus = claimstatus.New(cfg.KubeClient, d.name), stopStatus
-	go d.status.Run(statusCtx)
-	if err := d.serve(ctx, opts); err != nil {
-		d.Stop()
-		return nil, err
-	}
-	// PublishResources returns once the slice informer has listed the
-	// node's slices: while the API server is unreachable it retries (and
-	// logs each failure) until it answers. Say what the wait is for.
-	logger.Info("Publishing ResourceSlices: waiting for the API server to list this node's slices", "driver", d.name, "node", cfg.NodeName)
-	if err := d.helper.PublishResources(ctx, d.resources(d.inv)); err != nil {
-		d.Stop()
-		return nil, fmt.Errorf("publishing ResourceSlices of %s: %w", d.name, err)
-	}
-	d.trackMetrics()
-	logger.Info("Driver started", "driver", d.name, "node", cfg.NodeName, "chips", len(d.inv.Chips), "partitionDevices", len(d.slots),
-		"chipModes", d.policy.String(), "preparedClaims", len(d.PreparedClaims()))
-	return d, nil
+	return regDir, dataDir, nil
 }
 
 // pluginOptions are the helper's options, and set the helper's socket

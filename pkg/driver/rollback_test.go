@@ -112,7 +112,7 @@ func newTestNode(t *testing.T) *testNode {
 	n := &testNode{cdiDir: filepath.Join(dir, "cdi"), ckptDir: filepath.Join(dir, "state")}
 	n.runner = &failingRunner{fake: &profilenode.PartitionTool{StatePath: filepath.Join(dir, "partitions.json"),
 		Vendors: []vendors.Vendor{ascend.Ascend{}}, Chips: inv.Chips}}
-	tool := ascend.VNPUs{}.NewTool(n.runner, "", vendors.LibraryNone)
+	tool := ascend.VNPUs{}.NewTool(vendors.BackendConfig{Runner: n.runner, Library: vendors.LibraryNone})
 	writer, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: n.cdiDir, HostRoot: filepath.Join(dir, "root")})
 	require.NoError(t, err)
 	n.d = &Driver{name: ascend.Driver, vendor: ascend.Ascend{}, names: ascend.Ascend{}.Names(), parts: ascend.VNPUs{}, node: "node-0", inv: inv.Only(ascend.Vendor),

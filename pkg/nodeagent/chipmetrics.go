@@ -32,7 +32,7 @@ import (
 // into m's registry until ctx ends: through each vendor's library on a
 // real node, simulated on a profile node.
 func startChipMetrics(ctx context.Context, o Options, inv inventory.Inventory, drivers []*driver.Driver, m *metrics.Metrics) error {
-	cfg := chipmetrics.Config{Node: o.Discovery.NodeName, Interval: o.ChipMetricsInterval}
+	cfg := chipmetrics.Config{Node: o.Discovery.NodeName, Interval: o.Metrics.ChipInterval}
 	for _, d := range drivers {
 		v, ok := o.Discovery.Registry.Lookup(d.Vendor())
 		if !ok {
@@ -41,8 +41,8 @@ func startChipMetrics(ctx context.Context, o Options, inv inventory.Inventory, d
 		cfg.Drivers = append(cfg.Drivers, chipmetrics.Driver{Name: d.Name(), Pool: o.Discovery.NodeName, Names: v.Names(),
 			Telemetry: telemetry(o, v), Chips: inv.ChipsOf(v.Names().Vendor), Prepared: d.PreparedSnapshot})
 	}
-	if o.PodResourcesSocket != "" {
-		pr, err := chipmetrics.NewKubeletPodResources(o.PodResourcesSocket)
+	if o.Metrics.PodResourcesSocket != "" {
+		pr, err := chipmetrics.NewKubeletPodResources(o.Metrics.PodResourcesSocket)
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func startChipMetrics(ctx context.Context, o Options, inv inventory.Inventory, d
 	if err := c.Register(m.Registry()); err != nil {
 		return fmt.Errorf("starting the chip metrics: %w", err)
 	}
-	klog.FromContext(ctx).Info("Reading chip telemetry", "interval", cfg.Interval, "podResources", o.PodResourcesSocket)
+	klog.FromContext(ctx).Info("Reading chip telemetry", "interval", cfg.Interval, "podResources", o.Metrics.PodResourcesSocket)
 	go c.Run(ctx)
 	return nil
 }
@@ -70,7 +70,7 @@ func telemetry(o Options, v vendors.Vendor) vendors.Telemetry {
 		// Recorded tool output is a snapshot: nothing to read over time.
 		return nil
 	}
-	return v.NewTelemetry(o.Discovery.BackendConfig(rootOf(o),
+	return v.NewTelemetry(o.Discovery.BackendConfig(v, rootOf(o),
 		discovery.ExecRunner{Tools: o.Discovery.ToolPaths(), Timeout: o.Discovery.ToolTimeout},
 		o.Discovery.Libraries[v.Names().Option]))
 }

@@ -90,21 +90,17 @@ type libraryWatch struct {
 // cannot be interrupted; only a new process gets the library back.
 const DefaultLibraryHangLimit = 6 * vendors.DefaultLibraryCallTimeout
 
-// libraryWatches are the discovery backends of o that call a vendor
-// library. They load nothing: they look at the library the agent's
-// discovery, health monitor and partition tool loaded.
-func libraryWatches(o source.Options) ([]libraryWatch, error) {
-	backends, err := source.Backends(o)
-	if err != nil {
-		return nil, err
-	}
+// libraryWatches are the vendors' libraries as main holds them
+// (o.Opened). They load nothing: they look at the library the agent's
+// discovery loaded, which the partition tools and telemetry share.
+func libraryWatches(o source.Options) []libraryWatch {
 	var out []libraryWatch
-	for _, b := range backends {
-		if w, ok := b.(vendors.LibraryWatch); ok {
-			out = append(out, libraryWatch{vendor: b.Name(), watch: w})
+	for _, v := range o.Registry.All() {
+		if l := o.Opened[v.Names().Option]; l != nil {
+			out = append(out, libraryWatch{vendor: v.Names().Option, watch: l})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // hungLibraries fails for each vendor library with a call hung for longer

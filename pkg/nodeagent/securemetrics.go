@@ -56,8 +56,8 @@ import (
 type SecureMetrics struct {
 	// Enabled serves /metrics over HTTPS to callers whose bearer token the
 	// API server accepts (TokenReview) and who may get the non-resource
-	// URL /metrics (SubjectAccessReview). It needs MetricsAddr: the
-	// kubelet's probes on HealthAddr stay plain and unauthenticated.
+	// URL /metrics (SubjectAccessReview). It needs MetricsOptions.Addr: the
+	// kubelet's probes on HealthOptions.Addr stay plain and unauthenticated.
 	Enabled bool
 	// CertFile and KeyFile are the serving certificate and key (PEM),
 	// read again when either file changes (a rotated Secret); both empty:

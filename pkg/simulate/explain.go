@@ -141,100 +141,118 @@ func (c *Candidates) Nearest() (node string, have int, ok bool) {
 // upstream library as the allocator does; it is the explanation of both
 // simulate and why.
 func Explain(ctx context.Context, pool Pool, claim *resourceapi.ResourceClaim) []*Candidates {
-	matches := func(sels []resourceapi.DeviceSelector, driver string, d resourceapi.Device) bool {
-		return SelectorsMatch(ctx, pool.Cache, sels, driver, d)
-	}
 	counters := availableCounters(pool)
 	var out []*Candidates
 	for _, r := range claim.Spec.Devices.Requests {
-		type choice struct {
-			name, class string
-			count       int64
-			mode        resourceapi.DeviceAllocationMode
-			sels        []resourceapi.DeviceSelector
-			tolerations []resourceapi.DeviceToleration
-		}
-		var choices []choice
-		if e := r.Exactly; e != nil {
-			choices = append(choices, choice{r.Name, e.DeviceClassName, e.Count, e.AllocationMode, e.Selectors, e.Tolerations})
-		}
-		for _, s := range r.FirstAvailable {
-			choices = append(choices, choice{r.Name + "/" + s.Name, s.DeviceClassName, s.Count, s.AllocationMode, s.Selectors, s.Tolerations})
-		}
-		for _, ch := range choices {
-			c := &Candidates{Request: ch.name, Class: ch.class, Count: ch.count, Mode: ch.mode,
-				MatchAttribute: constraintAttr(claim, r.Name), Nodes: map[string]*NodeCandidates{}}
-			class, err := pool.Classes.Get(ch.class)
-			if err != nil || class == nil {
-				c.ClassMissing = true
-				out = append(out, c)
-				continue
-			}
-			c.match = func(driver string, d resourceapi.Device) bool {
-				return matches(class.Spec.Selectors, driver, d) && matches(ch.sels, driver, d)
-			}
-			taints := sets.New[string]()
-			groups := map[string]map[string]int{} // node -> attribute value -> free devices
-			for _, s := range pool.Slices {
-				node := s.Spec.Pool.Name
-				if s.Spec.NodeName != nil {
-					node = *s.Spec.NodeName
-				}
-				for _, d := range s.Spec.Devices {
-					if !matches(class.Spec.Selectors, s.Spec.Driver, d) {
-						continue
-					}
-					c.ClassMatched++
-					if !matches(ch.sels, s.Spec.Driver, d) {
-						continue
-					}
-					c.PassSelectors++
-					n := c.Nodes[node]
-					if n == nil {
-						n = &NodeCandidates{}
-						c.Nodes[node] = n
-					}
-					id := structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)
-					if inUse(pool.Allocated, id, d) || !counters.fit(s.Spec.Driver, s.Spec.Pool.Name, d) {
-						c.InUse++
-						n.InUse++
-						continue
-					}
-					if t := untolerated(d.Taints, ch.tolerations); len(t) > 0 {
-						c.Tainted++
-						n.Tainted++
-						taints.Insert(t...)
-						continue
-					}
-					c.Free++
-					n.Free++
-					if c.MatchAttribute != "" {
-						if v, ok := d.Attributes[resourceapi.QualifiedName(c.MatchAttribute)]; ok && v.StringValue != nil {
-							if groups[node] == nil {
-								groups[node] = map[string]int{}
-							}
-							groups[node][*v.StringValue]++
-						}
-					}
-				}
-			}
-			c.Taints = sets.List(taints)
-			for node, byValue := range groups {
-				for v, k := range byValue {
-					n := c.Nodes[node]
-					if k > n.Group || k == n.Group && v < n.GroupValue {
-						n.Group, n.GroupValue = k, v
-					}
-					where := node + " " + v
-					if k > c.LargestGroup || k == c.LargestGroup && where < c.GroupWhere {
-						c.LargestGroup, c.GroupWhere = k, where
-					}
-				}
-			}
-			out = append(out, c)
+		for _, ch := range requestChoices(r) {
+			out = append(out, explainChoice(ctx, pool, counters, ch, constraintAttr(claim, r.Name)))
 		}
 	}
 	return out
+}
+
+// requestChoice is one way to satisfy a request: the request itself
+// (Exactly) or one of its firstAvailable subrequests.
+type requestChoice struct {
+	name, class string
+	count       int64
+	mode        resourceapi.DeviceAllocationMode
+	sels        []resourceapi.DeviceSelector
+	tolerations []resourceapi.DeviceToleration
+}
+
+func requestChoices(r resourceapi.DeviceRequest) []requestChoice {
+	var choices []requestChoice
+	if e := r.Exactly; e != nil {
+		choices = append(choices, requestChoice{r.Name, e.DeviceClassName, e.Count, e.AllocationMode, e.Selectors, e.Tolerations})
+	}
+	for _, s := range r.FirstAvailable {
+		choices = append(choices, requestChoice{r.Name + "/" + s.Name, s.DeviceClassName, s.Count, s.AllocationMode, s.Selectors, s.Tolerations})
+	}
+	return choices
+}
+
+// explainChoice counts the candidates of one choice of a request whose
+// claim constrains matchAttribute (empty: none).
+func explainChoice(ctx context.Context, pool Pool, counters counterLeft, ch requestChoice, matchAttribute resourceapi.FullyQualifiedName) *Candidates {
+	matches := func(sels []resourceapi.DeviceSelector, driver string, d resourceapi.Device) bool {
+		return SelectorsMatch(ctx, pool.Cache, sels, driver, d)
+	}
+	c := &Candidates{Request: ch.name, Class: ch.class, Count: ch.count, Mode: ch.mode,
+		MatchAttribute: matchAttribute, Nodes: map[string]*NodeCandidates{}}
+	class, err := pool.Classes.Get(ch.class)
+	if err != nil || class == nil {
+		c.ClassMissing = true
+		return c
+	}
+	c.match = func(driver string, d resourceapi.Device) bool {
+		return matches(class.Spec.Selectors, driver, d) && matches(ch.sels, driver, d)
+	}
+	taints := sets.New[string]()
+	groups := map[string]map[string]int{} // node -> attribute value -> free devices
+	for _, s := range pool.Slices {
+		node := s.Spec.Pool.Name
+		if s.Spec.NodeName != nil {
+			node = *s.Spec.NodeName
+		}
+		for _, d := range s.Spec.Devices {
+			if !matches(class.Spec.Selectors, s.Spec.Driver, d) {
+				continue
+			}
+			c.ClassMatched++
+			if !matches(ch.sels, s.Spec.Driver, d) {
+				continue
+			}
+			c.PassSelectors++
+			n := c.Nodes[node]
+			if n == nil {
+				n = &NodeCandidates{}
+				c.Nodes[node] = n
+			}
+			id := structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, d.Name)
+			if inUse(pool.Allocated, id, d) || !counters.fit(s.Spec.Driver, s.Spec.Pool.Name, d) {
+				c.InUse++
+				n.InUse++
+				continue
+			}
+			if t := untolerated(d.Taints, ch.tolerations); len(t) > 0 {
+				c.Tainted++
+				n.Tainted++
+				taints.Insert(t...)
+				continue
+			}
+			c.Free++
+			n.Free++
+			if c.MatchAttribute != "" {
+				if v, ok := d.Attributes[resourceapi.QualifiedName(c.MatchAttribute)]; ok && v.StringValue != nil {
+					if groups[node] == nil {
+						groups[node] = map[string]int{}
+					}
+					groups[node][*v.StringValue]++
+				}
+			}
+		}
+	}
+	c.Taints = sets.List(taints)
+	c.setLargestGroups(groups)
+	return c
+}
+
+// setLargestGroups sets each node's and the pool's largest group of free
+// devices sharing the matchAttribute's value (ties: the smaller value).
+func (c *Candidates) setLargestGroups(groups map[string]map[string]int) {
+	for node, byValue := range groups {
+		for v, k := range byValue {
+			n := c.Nodes[node]
+			if k > n.Group || k == n.Group && v < n.GroupValue {
+				n.Group, n.GroupValue = k, v
+			}
+			where := node + " " + v
+			if k > c.LargestGroup || k == c.LargestGroup && where < c.GroupWhere {
+				c.LargestGroup, c.GroupWhere = k, where
+			}
+		}
+	}
 }
 
 // SelectorsMatch says whether a device passes CEL selectors (a class's or

@@ -65,6 +65,12 @@ type Options struct {
 	// LibraryCallTimeout bounds each call into a management library
 	// (vendors.BackendConfig.LibraryCallTimeout; zero: the default).
 	LibraryCallTimeout time.Duration
+	// Opened are the vendors' libraries as the node agent's main holds
+	// them (vendors.Registry.NewLibraries), by vendor option: every
+	// backend made from these options, the partition tools and telemetry
+	// share them (vendors.BackendConfig.Opened). Nil: each backend loads
+	// its library itself, as a one-off command does.
+	Opened map[string]*vendors.Library
 	// PartitionMode is the partition mode the admin declares for the
 	// node (vendors.BackendConfig.PartitionMode: auto, on, off; empty is
 	// auto), passed to every vendor's backend.
@@ -111,17 +117,19 @@ func Backends(o Options) ([]discovery.Backend, error) {
 				// machine's library would mix in its chips.
 				library = vendors.LibraryNone
 			}
-			backends = append(backends, v.NewBackend(o.BackendConfig(root, runner, library)))
+			backends = append(backends, v.NewBackend(o.BackendConfig(v, root, runner, library)))
 		}
 	}
 	return backends, nil
 }
 
-// BackendConfig is what the vendors' backends (discovery,
-// telemetry) are given on this node: root, runner and library as the
-// caller resolved them, and the options every backend shares.
-func (o Options) BackendConfig(root string, runner discovery.CommandRunner, library string) vendors.BackendConfig {
-	return vendors.BackendConfig{Root: root, Runner: runner, Library: library, LibraryCallTimeout: o.LibraryCallTimeout, PartitionMode: o.PartitionMode}
+// BackendConfig is what vendor v's backends (discovery, telemetry,
+// partition tool) are given on this node: root, runner and library as the
+// caller resolved them, v's library as main holds it, and the options
+// every backend shares.
+func (o Options) BackendConfig(v vendors.Vendor, root string, runner discovery.CommandRunner, library string) vendors.BackendConfig {
+	return vendors.BackendConfig{Root: root, Runner: runner, Library: library, LibraryCallTimeout: o.LibraryCallTimeout, PartitionMode: o.PartitionMode,
+		Opened: o.Opened[v.Names().Option]}
 }
 
 // ToolPaths maps the vendor tools' names to the configured paths, for

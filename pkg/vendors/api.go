@@ -35,6 +35,23 @@ const ConfigKindNone = "none"
 // visible-devices variable reserved. The webhook and the node agent
 // decode with it; it fails where a kind is not a valid kind name.
 func (r Registry) ConfigDecoder() (*v1alpha1.ConfigDecoder, error) {
+	d, err := v1alpha1.NewConfigDecoder(r.configDrivers()...)
+	if err != nil {
+		return nil, fmt.Errorf("building the opaque config decoder of the vendors: %w", err)
+	}
+	return d, nil
+}
+
+// ReservedEnv lists, sorted, the variables besides the
+// v1alpha1.ReservedEnvPrefix ones that configuration may not set: every
+// vendor's visible-devices variable, as the config decoder reserves them
+// (v1alpha1.ReservedEnv).
+func (r Registry) ReservedEnv() []string {
+	return v1alpha1.ReservedEnv(r.configDrivers()...)
+}
+
+// configDrivers are r's drivers as the API's config checks see them.
+func (r Registry) configDrivers() []v1alpha1.ConfigDriver {
 	drivers := make([]v1alpha1.ConfigDriver, 0, len(r.vendors))
 	for _, v := range r.vendors {
 		n := v.Names()
@@ -44,11 +61,7 @@ func (r Registry) ConfigDecoder() (*v1alpha1.ConfigDecoder, error) {
 		}
 		drivers = append(drivers, v1alpha1.ConfigDriver{Driver: n.Driver, Kind: kind, VisibleEnv: v.CDI().VisibleEnv})
 	}
-	d, err := v1alpha1.NewConfigDecoder(drivers...)
-	if err != nil {
-		return nil, fmt.Errorf("building the opaque config decoder of the vendors: %w", err)
-	}
-	return d, nil
+	return drivers
 }
 
 // ProfileVendors are r's vendors as a hardware profile may name them

@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
@@ -31,10 +30,11 @@ type Partitions interface {
 	// known), or false when its model has no partitions.
 	Model(c inventory.Chip) (PartitionModel, bool)
 	// NewTool returns the tool that makes, lists and removes partitions:
-	// through the vendor's management library at library ("" the
-	// vendor's default paths under root, LibraryNone never) where it
-	// loads, else by running the vendor's tool through runner.
-	NewTool(runner discovery.CommandRunner, root, library string) PartitionTool
+	// through the vendor's management library (cfg.Opened where main
+	// holds it, else the one at cfg.Library: "" the vendor's default
+	// paths under cfg.Root, LibraryNone never) where it loads, else by
+	// running the vendor's tool through cfg.Runner.
+	NewTool(cfg BackendConfig) PartitionTool
 	// Edits returns what a container of partition inst of chip c gets, as
 	// the vendor's device plugin gives it.
 	Edits(c inventory.Chip, inst Instance) (PartitionEdits, error)
@@ -161,9 +161,19 @@ func (m PartitionModel) Slots(c inventory.Chip) []Slot {
 
 // Usage sums what the partitions in list take from a chip of the model.
 func (m PartitionModel) Usage(list []Instance) Counters {
+	templates := make([]string, len(list))
+	for i, p := range list {
+		templates[i] = p.Template
+	}
+	return m.UsageOf(templates)
+}
+
+// UsageOf sums what partitions of the named templates take from a chip
+// of the model; a name the model does not know takes nothing.
+func (m PartitionModel) UsageOf(templates []string) Counters {
 	var u Counters
-	for _, p := range list {
-		if t, ok := m.Template(p.Template); ok {
+	for _, name := range templates {
+		if t, ok := m.Template(name); ok {
 			u.Cores += t.Cores
 			u.MemoryBytes += t.MemoryBytes
 			u.AICPUs += t.AICPUs
@@ -175,7 +185,15 @@ func (m PartitionModel) Usage(list []Instance) Counters {
 // FitsNextTo checks that one more partition of t fits next to list on
 // chip c of the model.
 func (m PartitionModel) FitsNextTo(c inventory.Chip, list []Instance, t Template) error {
-	u, total := m.Usage(list), m.Counters(c)
+	return m.FitsWith(c, m.Usage(list), t)
+}
+
+// FitsWith is the one rule for whether a partition fits its chip: one
+// more partition of t fits on chip c of the model next to partitions
+// that take u. The node agent checks a claim's partitions with it before
+// the vendor tool runs, and the simulated tool before it makes one.
+func (m PartitionModel) FitsWith(c inventory.Chip, u Counters, t Template) error {
+	total := m.Counters(c)
 	switch {
 	case u.Cores+t.Cores > total.Cores:
 		return fmt.Errorf("not enough AI cores left on chip %d for %s: %d of %d in use", c.Index, t.Name, u.Cores, total.Cores)

@@ -73,6 +73,11 @@ type BackendConfig struct {
 	// DefaultLibraryCallTimeout). A library is loaded once per process:
 	// the first backend to load it sets its deadline.
 	LibraryCallTimeout time.Duration
+	// Opened, when set, is the vendor's library as main holds it: the
+	// backend, partition tool and telemetry load and use the library
+	// through it, so they share one load and its hung calls show on the
+	// liveness probe. Library still says where to load it from.
+	Opened *Library
 	// PartitionMode is the partition mode the cluster admin declares for
 	// the node (PartitionModeAuto, PartitionModeOn, PartitionModeOff).
 	// Inside a container the vendor's mode query may be refused, so a
@@ -380,20 +385,6 @@ func (r Registry) VendorFor(driver string) inventory.Vendor {
 		return x.Names().Vendor
 	}
 	return ""
-}
-
-// ReservedEnv lists, sorted, the variables besides the
-// v1alpha1.ReservedEnvPrefix ones that configuration may not set: every vendor's visible-devices
-// variable, since a container can hold devices of
-// several vendors. The API's config validation (and so the webhook) and
-// the CDI writer both refuse them.
-func (r Registry) ReservedEnv() []string {
-	var out []string
-	for _, v := range r.vendors {
-		out = append(out, v.CDI().VisibleEnv)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Options lists the --vendors values of the vendors, sorted.

@@ -41,6 +41,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/test/e2e/framework"
 )
@@ -167,7 +168,7 @@ func TestTheChipsViewNamesWhoHoldsEachChipOfTheRealNode(t *testing.T) {
 
 	t.Run("the shared chip shows its two shares and the memory left", func(t *testing.T) {
 		c := row(sharedName)
-		require.Equal(t, chipview.Shared, c.Mode)
+		require.Equal(t, partitions.ModeShared, c.Mode)
 		require.Len(t, c.Holders, 2)
 		left := c.Memory.DeepCopy()
 		for _, h := range c.Holders {

@@ -118,9 +118,9 @@ type agentConfig struct {
 	ChipMetricsInterval time.Duration
 	MetricsAddrFile     string
 	// PodUID, when set, makes the agent one pod of a rolling update
-	// (nodeagent.Options.PodUID).
+	// (nodeagent.PluginOptions.PodUID).
 	PodUID types.UID
-	// DeviceMetadata is nodeagent.Options.DeviceMetadata.
+	// DeviceMetadata is nodeagent.CDIOptions.DeviceMetadata.
 	DeviceMetadata bool
 	// Without a Profile the agent discovers the chips under Root through
 	// these vendor libraries and tools (source.Options), re-reading them
@@ -128,7 +128,7 @@ type agentConfig struct {
 	Libraries, Tools   map[string]string
 	LibraryCallTimeout time.Duration
 	HealthInterval     time.Duration
-	// LibraryHangLimit is nodeagent.Options.LibraryHangLimit.
+	// LibraryHangLimit is nodeagent.HealthOptions.LibraryHangLimit.
 	LibraryHangLimit time.Duration
 	// HealthAddrFile, when set, serves /livez and /readyz on a loopback
 	// port whose address the child writes to that file.
@@ -175,33 +175,26 @@ func childAgent(raw string) int {
 		go reportPublished(ctx, cfg, client)
 	}
 	err := nodeagent.Run(klog.NewContext(ctx, klog.Background()), nodeagent.Options{
-		Discovery:      cfg.discovery(),
-		FakeDevices:    cfg.Profile != "",
-		HealthInterval: cfg.HealthInterval,
-		ChipModes:      cfg.ChipModes,
-		RegistrarDir:   cfg.RegistrarDir,
-		PluginDir:      cfg.PluginDir,
-		CDIDir:         cfg.CDIDir,
-		StateDir:       cfg.StateDir,
-		KubeClient:     client,
-		PodUID:         cfg.PodUID,
-		DeviceMetadata: cfg.DeviceMetadata,
+		Discovery:   cfg.discovery(),
+		FakeDevices: cfg.Profile != "",
+		Publish:     nodeagent.PublishOptions{ChipModes: cfg.ChipModes},
+		Plugin: nodeagent.PluginOptions{RegistrarDir: cfg.RegistrarDir, PluginDir: cfg.PluginDir, StateDir: cfg.StateDir,
+			PodUID: cfg.PodUID},
+		CDI:        nodeagent.CDIOptions{Dir: cfg.CDIDir, DeviceMetadata: cfg.DeviceMetadata},
+		KubeClient: client,
 
-		ChipMetrics:         cfg.ChipMetrics,
-		ChipMetricsInterval: cfg.ChipMetricsInterval,
-		MetricsAddr:         metricsAddr(cfg),
-		OnMetricsServing: func(a net.Addr) {
-			if err := os.WriteFile(cfg.MetricsAddrFile, []byte(a.String()), 0o644); err != nil {
-				fmt.Fprintln(os.Stderr, "child agent:", err)
-			}
-		},
-		HealthAddr:       healthAddr(cfg),
-		LibraryHangLimit: cfg.LibraryHangLimit,
-		OnHealthServing: func(a net.Addr) {
-			if err := os.WriteFile(cfg.HealthAddrFile, []byte(a.String()), 0o644); err != nil {
-				fmt.Fprintln(os.Stderr, "child agent:", err)
-			}
-		},
+		Metrics: nodeagent.MetricsOptions{Chips: cfg.ChipMetrics, ChipInterval: cfg.ChipMetricsInterval, Addr: metricsAddr(cfg),
+			OnServing: func(a net.Addr) {
+				if err := os.WriteFile(cfg.MetricsAddrFile, []byte(a.String()), 0o644); err != nil {
+					fmt.Fprintln(os.Stderr, "child agent:", err)
+				}
+			}},
+		Health: nodeagent.HealthOptions{Interval: cfg.HealthInterval, Addr: healthAddr(cfg), LibraryHangLimit: cfg.LibraryHangLimit,
+			OnServing: func(a net.Addr) {
+				if err := os.WriteFile(cfg.HealthAddrFile, []byte(a.String()), 0o644); err != nil {
+					fmt.Fprintln(os.Stderr, "child agent:", err)
+				}
+			}},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child agent:", err)

@@ -43,10 +43,10 @@ func TestTheNodeAgentExportsChipTelemetryOnItsOwnMetricsPort(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o, client := simulatedAgent(t, "atlas-800t-a2")
-	o.ChipMetrics, o.ChipMetricsInterval = true, 20*time.Millisecond
-	o.MetricsAddr = "127.0.0.1:0"
+	o.Metrics.Chips, o.Metrics.ChipInterval = true, 20*time.Millisecond
+	o.Metrics.Addr = "127.0.0.1:0"
 	metricsAddr := make(chan net.Addr, 1)
-	o.OnMetricsServing = func(a net.Addr) { metricsAddr <- a }
+	o.Metrics.OnServing = func(a net.Addr) { metricsAddr <- a }
 	healthAddr, done := runWithProbes(ctx, t, o)
 	addr := <-metricsAddr
 
@@ -83,7 +83,7 @@ func TestTheNodeAgentExportsChipTelemetryOnItsOwnMetricsPort(t *testing.T) {
 	}
 	_, err := client.ResourceV1().ResourceClaims("team-a").Create(ctx, claim, metav1.CreateOptions{})
 	require.NoError(t, err)
-	dra := dialAgent(ctx, t, o.RegistrarDir, ascend.Driver)
+	dra := dialAgent(ctx, t, o.Plugin.RegistrarDir, ascend.Driver)
 	resp, err := dra.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claim)})
 	require.NoError(t, err)
 	require.Empty(t, resp.Claims[string(claim.UID)].Error)

@@ -476,7 +476,7 @@ func TestAVendorToolThatHangsOrPrintsGarbageFailsTheStartClearly(t *testing.T) {
 			tools := discoverytest.CopyTree(t, filepath.Join(fixture, "npu-smi"))
 			o.Discovery = source.Options{Registry: registry, Root: discoverytest.CopyTree(t, filepath.Join(fixture, "root")), NodeName: nodeName,
 				Tools: map[string]string{ascend.NpuSmi: installTool(t, tools, tt.tool)}, ToolTimeout: toolTimeout}
-			o.FakeDevices, o.ChipModes = false, "Whole"
+			o.FakeDevices, o.Publish.ChipModes = false, "Whole"
 			done := make(chan error, 1)
 			go func() { done <- nodeagent.Run(ctx, o) }()
 
@@ -501,7 +501,7 @@ func TestAVendorToolThatHangsOrPrintsGarbageFailsTheStartClearly(t *testing.T) {
 			list, err := client.ResourceV1().ResourceSlices().List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
 			require.Empty(t, list.Items, "nothing is published")
-			require.Empty(t, files(t, o.CDIDir, o.StateDir))
+			require.Empty(t, files(t, o.CDI.Dir, o.Plugin.StateDir))
 		})
 	}
 }

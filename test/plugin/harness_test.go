@@ -204,7 +204,7 @@ func (n *node) start() {
 	}
 	v := vendorOf(t, n.vendor)
 	cfg := driver.Config{
-		Policy: n.policy, PartitionTool: v.Partitions().NewTool(n.commands, "", vendors.LibraryNone),
+		Policy: n.policy, PartitionTool: v.Partitions().NewTool(vendors.BackendConfig{Runner: n.commands, Library: vendors.LibraryNone}),
 		Vendor: v, NodeName: nodeName, Inventory: n.inv, CDI: writer, Configs: configs,
 		StateDir: n.stateDir, KubeClient: n.client,
 		OnFatal:      func(err error) { t.Errorf("fatal driver error: %v", err) },

@@ -303,7 +303,7 @@ func TestTheNodeAgentServesItsMetricsBesideItsProbes(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o, _ := simulatedAgent(t, "mixed-910b-mlu370")
-	o.ChipModes = "Partitioned"
+	o.Publish.ChipModes = "Partitioned"
 	addr, done := runWithProbes(ctx, t, o)
 
 	scrape := func() map[string]float64 {

@@ -253,13 +253,11 @@ func TestTheNodeAgentServesEveryProfileThroughTheMockLibraries(t *testing.T) {
 			t.Cleanup(func() { os.RemoveAll(sockets) })
 			client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
 			o := nodeagent.Options{
-				Discovery:    disc,
-				ChipModes:    "Partitioned",
-				RegistrarDir: filepath.Join(sockets, "reg"),
-				PluginDir:    filepath.Join(sockets, "plugins"),
-				CDIDir:       filepath.Join(dir, "cdi"),
-				StateDir:     filepath.Join(dir, "state"),
-				KubeClient:   client,
+				Discovery:  disc,
+				Publish:    nodeagent.PublishOptions{ChipModes: "Partitioned"},
+				Plugin:     nodeagent.PluginOptions{RegistrarDir: filepath.Join(sockets, "reg"), PluginDir: filepath.Join(sockets, "plugins"), StateDir: filepath.Join(dir, "state")},
+				CDI:        nodeagent.CDIOptions{Dir: filepath.Join(dir, "cdi")},
+				KubeClient: client,
 			}
 			done := make(chan error)
 			go func() { done <- nodeagent.Run(ctx, o) }()
@@ -308,11 +306,11 @@ func TestTheNodeAgentServesEveryProfileThroughTheMockLibraries(t *testing.T) {
 				}
 			}
 
-			kubelet := dialAgent(ctx, t, o.RegistrarDir, p.driver)
+			kubelet := dialAgent(ctx, t, o.Plugin.RegistrarDir, p.driver)
 
 			// A whole chip.
 			whole := nativeClaim(p, "whole", fmt.Sprintf("%s-%d", prefixOf(p), p.whole))
-			spec := prepareNative(ctx, t, client, kubelet, o.CDIDir, whole)
+			spec := prepareNative(ctx, t, client, kubelet, o.CDI.Dir, whole)
 			require.Contains(t, spec, "hostPath: "+filepath.Join(root, "dev", p.wholeNode))
 			require.Contains(t, spec, "path: /dev/"+p.wholeNode)
 			visibleEnv := ascend.EnvVisibleDevices
@@ -326,7 +324,7 @@ func TestTheNodeAgentServesEveryProfileThroughTheMockLibraries(t *testing.T) {
 
 			if p.partition != "" {
 				part := nativeClaim(p, "part", p.partition)
-				spec := prepareNative(ctx, t, client, kubelet, o.CDIDir, part)
+				spec := prepareNative(ctx, t, client, kubelet, o.CDI.Dir, part)
 				require.Contains(t, spec, "hostPath: "+filepath.Join(root, p.partitionNode))
 				if p.option == ascend.Option {
 					require.Contains(t, spec, "ASCEND_RUNTIME_OPTIONS=VIRTUAL", "a vNPU runs as a virtual device")

@@ -61,13 +61,11 @@ func simulatedAgent(t *testing.T, profile string) (nodeagent.Options, *fake.Clie
 	dir := t.TempDir()
 	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
 	return nodeagent.Options{
-		Discovery:    source.Options{Registry: registry, Profile: profile, NodeName: nodeName, Root: filepath.Join(dir, "root")},
-		FakeDevices:  true,
-		RegistrarDir: filepath.Join(sockets, "reg"),
-		PluginDir:    filepath.Join(sockets, "plugins"),
-		CDIDir:       filepath.Join(dir, "cdi"),
-		StateDir:     filepath.Join(dir, "state"),
-		KubeClient:   client,
+		Discovery:   source.Options{Registry: registry, Profile: profile, NodeName: nodeName, Root: filepath.Join(dir, "root")},
+		FakeDevices: true,
+		Plugin:      nodeagent.PluginOptions{RegistrarDir: filepath.Join(sockets, "reg"), PluginDir: filepath.Join(sockets, "plugins"), StateDir: filepath.Join(dir, "state")},
+		CDI:         nodeagent.CDIOptions{Dir: filepath.Join(dir, "cdi")},
+		KubeClient:  client,
 	}, client
 }
 
@@ -75,9 +73,9 @@ func simulatedAgent(t *testing.T, profile string) (nodeagent.Options, *fake.Clie
 // and returns the server's address, once it listens, and the agent's result.
 func runWithProbes(ctx context.Context, t *testing.T, o nodeagent.Options) (net.Addr, <-chan error) {
 	t.Helper()
-	o.HealthAddr = "127.0.0.1:0"
+	o.Health.Addr = "127.0.0.1:0"
 	healthAddr := make(chan net.Addr, 1)
-	o.OnHealthServing = func(a net.Addr) { healthAddr <- a }
+	o.Health.OnServing = func(a net.Addr) { healthAddr <- a }
 	done := make(chan error, 1)
 	go func() { done <- nodeagent.Run(ctx, o) }()
 	select {
@@ -139,7 +137,7 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 
 	var ids []string
 	for _, driverName := range []string{ascend.Driver, cambricon.Driver} {
-		regSock := filepath.Join(o.RegistrarDir, driverName+"-reg.sock")
+		regSock := filepath.Join(o.Plugin.RegistrarDir, driverName+"-reg.sock")
 		require.Eventually(t, func() bool { _, err := os.Stat(regSock); return err == nil }, 30*time.Second, 20*time.Millisecond, "%s registers", driverName)
 		reg, err := grpc.NewClient("unix://"+regSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
@@ -162,7 +160,7 @@ func TestTheNodeAgentServesBothVendorsOfAMixedNode(t *testing.T) {
 	code, _ = probe("/readyz")
 	require.Equal(t, http.StatusOK, code, "ready once both drivers are registered")
 
-	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(o.CDIDir), cdiapi.WithAutoRefresh(false))
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(o.CDI.Dir), cdiapi.WithAutoRefresh(false))
 	require.NoError(t, err)
 	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
 	_, err = cache.InjectDevices(spec, ids...)
@@ -202,7 +200,7 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o, client := simulatedAgent(t, "mlu590")
-	o.ChipModes = "Partitioned,mlu-0=Shared"
+	o.Publish.ChipModes = "Partitioned,mlu-0=Shared"
 	done := make(chan error)
 	go func() { done <- nodeagent.Run(ctx, o) }()
 
@@ -215,19 +213,19 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 	_, err := client.ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{})
 	require.NoError(t, err)
 
-	kubelet := dialAgent(ctx, t, o.RegistrarDir, cambricon.Driver)
+	kubelet := dialAgent(ctx, t, o.Plugin.RegistrarDir, cambricon.Driver)
 
 	resp, err := kubelet.NodePrepareResources(ctx, &drapb.NodePrepareResourcesRequest{Claims: pbClaims(claim)})
 	require.NoError(t, err)
 	require.Empty(t, resp.Claims[string(claim.UID)].Error)
-	fake := &profilenode.PartitionTool{StatePath: filepath.Join(o.StateDir, cambricon.Driver, profilenode.PartitionStateFile)}
+	fake := &profilenode.PartitionTool{StatePath: filepath.Join(o.Plugin.StateDir, cambricon.Driver, profilenode.PartitionStateFile)}
 	list, err := fake.Instances()
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.Equal(t, "/dev/cambricon-caps/cap_dev3_mi1", list[0].DeviceNode)
 	require.FileExists(t, filepath.Join(o.Discovery.Root, list[0].DeviceNode))
 
-	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(o.CDIDir), cdiapi.WithAutoRefresh(false))
+	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(o.CDI.Dir), cdiapi.WithAutoRefresh(false))
 	require.NoError(t, err)
 	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
 	_, err = cache.InjectDevices(spec, resp.Claims[string(claim.UID)].Devices[0].CdiDeviceIds...)
@@ -260,7 +258,7 @@ func TestTheNodeAgentMakesPartitionsOnASimulatedNodeWithItsFakeTool(t *testing.T
 
 func TestTheNodeAgentRefusesChipModesItDoesNotKnow(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Registry: registry, Profile: "mlu270", NodeName: "n"}, ChipModes: "mlu-0=Sliced"})
+	err := nodeagent.Run(ctx, nodeagent.Options{Discovery: source.Options{Registry: registry, Profile: "mlu270", NodeName: "n"}, Publish: nodeagent.PublishOptions{ChipModes: "mlu-0=Sliced"}})
 	require.EqualError(t, err, `--chip-modes: chip modes entry 1 "mlu-0=Sliced": mode "Sliced" is not one of Partitioned, Shared, Whole`)
 }
 
@@ -275,7 +273,7 @@ func TestLivenessFailsWhileTheDriversCallsAreStuck(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	o, _ := simulatedAgent(t, "atlas-800t-a2")
-	o.PodUID, o.LivenessTimeout = "pod-live", time.Second
+	o.Plugin.PodUID, o.Health.LivenessTimeout = "pod-live", time.Second
 	addr, done := runWithProbes(ctx, t, o)
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr.String() + path)
@@ -286,7 +284,7 @@ func TestLivenessFailsWhileTheDriversCallsAreStuck(t *testing.T) {
 		return resp.StatusCode, string(body)
 	}
 	livez := func() (int, string) { return get("/livez") }
-	lock := filepath.Join(o.PluginDir, ascend.Driver, driver.SerializeLockFile)
+	lock := filepath.Join(o.Plugin.PluginDir, ascend.Driver, driver.SerializeLockFile)
 	require.Eventually(t, func() bool {
 		_, body := get("/readyz")
 		return strings.Contains(body, "not yet registered with the kubelet")

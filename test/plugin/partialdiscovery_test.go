@@ -53,13 +53,11 @@ func TestOneVendorsFailedDiscoveryDoesNotStopTheOthersDriver(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(sockets) })
 	client := newFakeClient(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, UID: "node-uid"}})
 	o := nodeagent.Options{
-		Discovery:      source.Options{Registry: registry, Root: root, ToolOutput: tools, NodeName: nodeName},
-		RegistrarDir:   filepath.Join(sockets, "reg"),
-		PluginDir:      filepath.Join(sockets, "plugins"),
-		CDIDir:         filepath.Join(dir, "cdi"),
-		StateDir:       filepath.Join(dir, "state"),
-		KubeClient:     client,
-		HealthInterval: 50 * time.Millisecond,
+		Discovery:  source.Options{Registry: registry, Root: root, ToolOutput: tools, NodeName: nodeName},
+		Plugin:     nodeagent.PluginOptions{RegistrarDir: filepath.Join(sockets, "reg"), PluginDir: filepath.Join(sockets, "plugins"), StateDir: filepath.Join(dir, "state")},
+		CDI:        nodeagent.CDIOptions{Dir: filepath.Join(dir, "cdi")},
+		KubeClient: client,
+		Health:     nodeagent.HealthOptions{Interval: 50 * time.Millisecond},
 	}
 	addr, done := runWithProbes(ctx, t, o)
 

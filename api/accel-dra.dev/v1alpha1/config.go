@@ -150,7 +150,8 @@ const ReservedEnvPrefix = "DRA_"
 // config's driver, reserved that of every driver the node may serve (a
 // container can hold devices of several). It is the one check of the
 // config decoder (so the admission webhook, at apply) and of the CDI
-// writer (at prepare, through vendors.Registry.ValidateEnv), so a config
+// writer (at prepare, with vendors.Registry.ReservedEnv worked out once at
+// start), so a config
 // the node agent would refuse is refused when it is applied. Errors are
 // under the path "env", in key order.
 func ValidateEnv(own string, reserved []string, env map[string]string) field.ErrorList {

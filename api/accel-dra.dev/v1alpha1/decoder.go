@@ -67,6 +67,20 @@ var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 // must not take.
 var fileKinds = []string{SimulatedClusterKind, HardwareProfileKind}
 
+// ReservedEnv lists, sorted, the visible-devices variables of the
+// drivers: besides the ReservedEnvPrefix ones, those a config may not set
+// (ValidateEnv's reserved).
+func ReservedEnv(drivers ...ConfigDriver) []string {
+	var out []string
+	for _, c := range drivers {
+		if c.VisibleEnv != "" {
+			out = append(out, c.VisibleEnv)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // NewConfigDecoder returns the decoder of the drivers' configs. It fails
 // when a driver name is empty or listed twice, or a kind is not a kind
 // name or is taken already.
@@ -78,16 +92,13 @@ func NewConfigDecoder(drivers ...ConfigDriver) (*ConfigDecoder, error) {
 			return nil, fmt.Errorf("config of driver %q: %w", c.Driver, err)
 		}
 		d.byDriver[c.Driver] = c
-		if c.VisibleEnv != "" {
-			d.reserved = append(d.reserved, c.VisibleEnv)
-		}
 		if c.Kind == NoConfigKind {
 			continue
 		}
 		d.byKind[c.Kind] = c
 		scheme.AddKnownTypeWithName(SchemeGroupVersion.WithKind(c.Kind), &DeviceConfig{})
 	}
-	sort.Strings(d.reserved)
+	d.reserved = ReservedEnv(drivers...)
 	// Strict: an unknown or duplicated field is an error, not silently
 	// dropped, so a typo in a config never goes unnoticed.
 	d.decoder = json.NewSerializerWithOptions(json.DefaultMetaFactory, scheme, scheme, json.SerializerOptions{Strict: true})

@@ -37,33 +37,40 @@ import (
 // 告警, 2 重要告警, 3 紧急告警: the dcmi_get_device_health reference).
 var dcmiHealth = []string{HealthOK, HealthWarning, HealthAlarm, HealthCritical}
 
-// library loads libdcmi.so once: the configured path or the first default
+// library loads libdcmi.so once, through the agent's one Library where
+// it has one (Config.Opened): the configured path or the first default
 // one under the root. A node without it, or with one that does not load,
 // is read with npu-smi; the reason is logged once.
 func (b *Backend) library(ctx context.Context) *dcmiLib {
 	b.libOnce.Do(func() {
-		logger := klog.FromContext(ctx)
-		if b.libraryPath == vendors.LibraryNone {
-			logger.V(2).Info("DCMI switched off, reading Ascend chips with npu-smi")
-			return
-		}
-		path := findDCMI(b.root, b.libraryPath)
-		if path == "" {
-			// V(2): the agent's default verbosity (the chart's logVerbosity)
-			// shows it, `accel-dra discover` on a workstation does not.
-			logger.V(2).Info("No libdcmi.so on this node, reading Ascend chips with npu-smi",
-				"lookedIn", prefixAll(b.root, DefaultDCMILibraries))
-			return
-		}
-		lib, err := openDCMI(path, b.callTimeout)
-		if err != nil {
-			logger.Info("Cannot use libdcmi.so, reading Ascend chips with npu-smi", "path", path, "err", err)
-			return
-		}
-		logger.Info("Reading Ascend chips and making vNPUs through DCMI", "path", path)
-		b.lib = lib
+		b.lib = vendors.LoadLibrary(b.opened, func() *dcmiLib { return b.openLibrary(ctx) })
 	})
 	return b.lib
+}
+
+// openLibrary loads libdcmi.so as configured; nil, logged, when it
+// cannot.
+func (b *Backend) openLibrary(ctx context.Context) *dcmiLib {
+	logger := klog.FromContext(ctx)
+	if b.libraryPath == vendors.LibraryNone {
+		logger.V(2).Info("DCMI switched off, reading Ascend chips with npu-smi")
+		return nil
+	}
+	path := findDCMI(b.root, b.libraryPath)
+	if path == "" {
+		// V(2): the agent's default verbosity (the chart's logVerbosity)
+		// shows it, `accel-dra discover` on a workstation does not.
+		logger.V(2).Info("No libdcmi.so on this node, reading Ascend chips with npu-smi",
+			"lookedIn", prefixAll(b.root, DefaultDCMILibraries))
+		return nil
+	}
+	lib, err := openDCMI(path, b.callTimeout)
+	if err != nil {
+		logger.Info("Cannot use libdcmi.so, reading Ascend chips with npu-smi", "path", path, "err", err)
+		return nil
+	}
+	logger.Info("Reading Ascend chips and making vNPUs through DCMI", "path", path)
+	return lib
 }
 
 func prefixAll(root string, paths []string) []string {

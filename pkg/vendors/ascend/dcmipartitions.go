@@ -33,7 +33,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
@@ -61,17 +60,22 @@ func openDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 
 // NewTool implements vendors.Partitions: vNPUs through the node's
 // libdcmi.so where it loads, else with npu-smi.
-func (VNPUs) NewTool(runner discovery.CommandRunner, root, library string) vendors.PartitionTool {
-	t := &PartitionTool{Runner: runner, hostFiles: "/"}
-	if library == vendors.LibraryNone {
+func (VNPUs) NewTool(cfg vendors.BackendConfig) vendors.PartitionTool {
+	t := &PartitionTool{Runner: cfg.Runner, hostFiles: "/"}
+	if cfg.Library == vendors.LibraryNone {
 		return t
 	}
-	if path := findDCMI(root, library); path != "" {
-		// A library that does not load is logged by discovery, which
-		// loads it first; the tool then uses npu-smi like discovery.
-		// Discovery loaded it first, with the configured call deadline.
-		t.dcmi, _ = openDCMI(path, 0)
-	}
+	// A library that does not load is logged by discovery, which
+	// loads it first; the tool then uses npu-smi like discovery.
+	// Discovery loaded it first, with the configured call deadline.
+	t.dcmi = vendors.LoadLibrary(cfg.Opened, func() *dcmiLib {
+		path := findDCMI(cfg.Root, cfg.Library)
+		if path == "" {
+			return nil
+		}
+		l, _ := openDCMI(path, 0)
+		return l
+	})
 	return t
 }
 
@@ -165,6 +169,12 @@ func (a *PartitionTool) vnpuHint(err error) string {
 	return ""
 }
 
+var _ vendors.LoadedLibrary = (*dcmiLib)(nil)
+
+// HungLibraryCall implements vendors.LoadedLibrary: the call into l that
+// has not returned since its deadline.
+func (l *dcmiLib) HungLibraryCall() *vendors.HungCall { return l.calls.Hung() }
+
 var _ vendors.LibraryWatch = (*Backend)(nil)
 
 // HungLibraryCall implements vendors.LibraryWatch: the hung call of the
@@ -172,6 +182,9 @@ var _ vendors.LibraryWatch = (*Backend)(nil)
 func (b *Backend) HungLibraryCall() *vendors.HungCall {
 	if b.libraryPath == vendors.LibraryNone {
 		return nil
+	}
+	if b.opened != nil {
+		return b.opened.HungLibraryCall()
 	}
 	path := findDCMI(b.root, b.libraryPath)
 	openMu.Lock()

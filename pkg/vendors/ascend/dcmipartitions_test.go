@@ -75,7 +75,7 @@ func TestPartitionToolMakesVNPUsThroughDCMIOnEveryModel(t *testing.T) {
 			tpl, ok := templateOf(c, tc.template)
 			require.True(t, ok)
 			// An empty runner: npu-smi must not be run for vNPUs when DCMI is loaded.
-			tool := VNPUs{}.NewTool(discoverytest.MapRunner{}, "/nonexistent", lib.path)
+			tool := VNPUs{}.NewTool(vendors.BackendConfig{Runner: discoverytest.MapRunner{}, Root: "/nonexistent", Library: lib.path})
 
 			none, err := tool.List(ctx, c)
 			require.NoError(t, err)
@@ -138,7 +138,7 @@ func TestPartitionToolThroughDCMIFailsWhenListingFails(t *testing.T) {
 
 func TestLibraryPartitionToolUsesNpuSmiWithoutALibrary(t *testing.T) {
 	for _, library := range []string{"", "none", "/nonexistent/libdcmi.so"} {
-		tool := VNPUs{}.NewTool(discoverytest.MapRunner{}, t.TempDir(), library).(*PartitionTool)
+		tool := VNPUs{}.NewTool(vendors.BackendConfig{Runner: discoverytest.MapRunner{}, Root: t.TempDir(), Library: library}).(*PartitionTool)
 		require.Nil(t, tool.dcmi, "library %q", library)
 	}
 }

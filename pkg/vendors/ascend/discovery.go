@@ -49,6 +49,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/discovery/pci"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // Device node names, as the Ascend device plugin and docker runtime mount
@@ -95,6 +96,9 @@ type Config struct {
 	// PartitionMode is the vNPU mode the admin declares for the node
 	// (vendors.PartitionModeAuto, On, Off; "" is auto): partitionmode.go.
 	PartitionMode string
+	// Opened, when set, is libdcmi.so as the agent's main holds it
+	// (vendors.BackendConfig.Opened): loaded through it.
+	Opened *vendors.Library
 }
 
 // Backend discovers Ascend chips. It implements discovery.Backend.
@@ -116,6 +120,7 @@ type Backend struct {
 	partitionMode string
 	libOnce       sync.Once
 	lib           *dcmiLib
+	opened        *vendors.Library
 }
 
 var _ discovery.Backend = (*Backend)(nil)
@@ -123,7 +128,7 @@ var _ discovery.Backend = (*Backend)(nil)
 // New returns a backend for cfg.
 func New(cfg Config) *Backend {
 	b := &Backend{root: cfg.Root, runner: cfg.Runner, npuSmi: cfg.NpuSmi, libraryPath: cfg.Library, callTimeout: cfg.LibraryCallTimeout,
-		partitionMode: cfg.PartitionMode}
+		partitionMode: cfg.PartitionMode, opened: cfg.Opened}
 	if b.root == "" {
 		b.root = "/"
 	}
@@ -339,6 +344,9 @@ func (f found) topoID(t Topology) int {
 	return f.info.NPU
 }
 
+// long: one chip from every source (npu-smi, sysfs, PCI, library) in the
+// order they override each other; vendor-internal, left whole while that
+// code is reworked (issue 42).
 func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, version, topoSource string, sharedBus bool) (inventory.Chip, error) {
 	logger := klog.FromContext(ctx)
 	info := c.info

@@ -137,6 +137,8 @@ func ParseInfo(source string, data []byte) ([]ChipInfo, error) {
 
 // parseInfo is ParseInfo; row, when set, is also given each chip with the
 // cells of its two rows.
+// long: a single-pass parser of npu-smi's table, its state local to it;
+// vendor-internal parsing, reworked separately (issue 42).
 func parseInfo(source string, data []byte, row func(c ChipInfo, l infoLayout, npuCells, chipCells []string)) ([]ChipInfo, error) {
 	perr := func(line int, text, format string, args ...any) error {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}

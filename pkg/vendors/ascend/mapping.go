@@ -61,6 +61,8 @@ var (
 
 // ParseMapping parses the output of `npu-smi info -m`. source is the command
 // line, used in errors.
+// long: a single-pass parser of npu-smi's table, its state local to it;
+// vendor-internal parsing, reworked separately (issue 42).
 func ParseMapping(source string, data []byte) ([]ChipMapping, error) {
 	perr := func(line int, text, format string, args ...any) error {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}

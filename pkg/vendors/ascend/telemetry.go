@@ -54,7 +54,7 @@ const dcmiMiB = 1 << 20
 
 // NewTelemetry implements vendors.Vendor.
 func (Ascend) NewTelemetry(cfg vendors.BackendConfig) vendors.Telemetry {
-	return &Telemetry{b: New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})}
+	return &Telemetry{b: New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, Opened: cfg.Opened})}
 }
 
 // Telemetry reads Ascend chips through DCMI (vendors.Telemetry).

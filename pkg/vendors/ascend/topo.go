@@ -103,6 +103,8 @@ func (t Topology) HCCS(a, b int) bool {
 
 // ParseTopo parses the output of `npu-smi info -t topo`. source is the
 // command line, used in errors and in Skipped.
+// long: a single-pass parser of npu-smi's matrix, its state local to it;
+// vendor-internal parsing, reworked separately (issue 42).
 func ParseTopo(source string, data []byte) (Topology, error) {
 	perr := func(line int, text, format string, args ...any) error {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}

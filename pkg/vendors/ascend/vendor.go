@@ -62,7 +62,7 @@ func (Ascend) Names() vendors.Names {
 // NewBackend implements vendors.Vendor.
 func (Ascend) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
 	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, LibraryCallTimeout: cfg.LibraryCallTimeout,
-		PartitionMode: cfg.PartitionMode})
+		PartitionMode: cfg.PartitionMode, Opened: cfg.Opened})
 }
 
 // ProfileNode implements vendors.Vendor.

@@ -386,6 +386,12 @@ func (l *CNDev) call(what, fn string, f func() int32) error {
 	return nil
 }
 
+var _ vendors.LoadedLibrary = (*CNDev)(nil)
+
+// HungLibraryCall implements vendors.LoadedLibrary: the call into l that
+// has not returned since its deadline.
+func (l *CNDev) HungLibraryCall() *vendors.HungCall { return l.calls.Hung() }
+
 var _ vendors.LibraryWatch = (*Backend)(nil)
 
 // HungLibraryCall implements vendors.LibraryWatch: the hung call of the
@@ -393,6 +399,9 @@ var _ vendors.LibraryWatch = (*Backend)(nil)
 func (b *Backend) HungLibraryCall() *vendors.HungCall {
 	if b.library == vendors.LibraryNone {
 		return nil
+	}
+	if b.opened != nil {
+		return b.opened.HungLibraryCall()
 	}
 	path := findCNDev(b.root, b.library)
 	cndevMu.Lock()

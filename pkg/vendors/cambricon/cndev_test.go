@@ -266,13 +266,13 @@ func TestTheNodeToolUsesTheLibraryWhereItLoads(t *testing.T) {
 	quarter, ok := templateOf(c, "25p.5827mb")
 	require.True(t, ok)
 
-	tool := SMLUs{}.NewTool(failingRunner{t}, "/", lib)
+	tool := SMLUs{}.NewTool(vendors.BackendConfig{Runner: failingRunner{t}, Root: "/", Library: lib})
 	inst, err := tool.Create(ctx, c, quarter)
 	require.NoError(t, err, "through libcndev: the failing runner would fail a cnmon run")
 	require.Equal(t, "/dev/cambricon-caps/cap_dev3_mi1", inst.DeviceNode)
 	require.NoError(t, tool.Destroy(ctx, c, inst))
 
-	tool = SMLUs{}.NewTool(failingRunner{t}, "/", vendors.LibraryNone)
+	tool = SMLUs{}.NewTool(vendors.BackendConfig{Runner: failingRunner{t}, Root: "/", Library: vendors.LibraryNone})
 	require.Nil(t, tool.(*PartitionTool).Library, "none: cnmon only")
 }
 

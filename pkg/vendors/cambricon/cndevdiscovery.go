@@ -41,6 +41,9 @@ import (
 // 224-227); each with a log line naming the call and the code. A wedged
 // library (a call past its deadline) still fails discovery: no later call
 // would answer.
+// long: the libcndev calls per card in the order the library needs them,
+// each failure handled where it happens; vendor-internal, reworked
+// separately (issue 42).
 func (b *Backend) readLibrary(ctx context.Context, l *CNDev) (reader, error) {
 	logger := klog.FromContext(ctx)
 	fn := func(name string) string { return CNDevLibrary + " " + name }

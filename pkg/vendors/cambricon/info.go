@@ -124,6 +124,8 @@ func ParseInfoCards(source string, data []byte) (InfoListing, error) {
 // could not (the rest of a bad block is skipped), and an error for output
 // it cannot split into cards. onValue, when set, is also given every value
 // line of a card by its section path ("Power/Usage").
+// long: a single-pass parser of cnmon's blocks, its state local to it;
+// vendor-internal parsing, reworked separately (issue 42).
 func parseInfo(source string, data []byte, onValue func(card int, path, value string)) ([]CardInfo, []BadCard, error) {
 	var (
 		cards []CardInfo

@@ -268,14 +268,15 @@ func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst vend
 // NewTool implements vendors.Partitions: sMLUs through the node's
 // libcndev where it loads, else with cnmon. A library
 // that does not load is logged by discovery, which loads it first.
-func (SMLUs) NewTool(runner discovery.CommandRunner, root, library string) vendors.PartitionTool {
-	t := &PartitionTool{Runner: runner}
-	if library == vendors.LibraryNone {
+func (SMLUs) NewTool(cfg vendors.BackendConfig) vendors.PartitionTool {
+	t := &PartitionTool{Runner: cfg.Runner}
+	if cfg.Library == vendors.LibraryNone {
 		return t
 	}
-	if l, err := OpenCNDev(root, library); err == nil {
-		t.Library = l
-	}
+	t.Library = vendors.LoadLibrary(cfg.Opened, func() *CNDev {
+		l, _ := OpenCNDev(cfg.Root, cfg.Library)
+		return l
+	})
 	return t
 }
 

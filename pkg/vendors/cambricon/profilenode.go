@@ -26,6 +26,8 @@ import (
 // ProfileNodeCommand implements vendors.Partitions: cnmon's
 // sMLU commands as PartitionTool runs them (smlu -c N -l, -p, -C, -D) in
 // the layouts of testdata/smlu.
+// long: one switch over the simulated sMLU sub-commands, each a few lines;
+// vendor-internal, reworked separately (issue 42).
 func (SMLUs) ProfileNodeCommand(n vendors.ProfileNodePartitions, cmd string, args []string) ([]byte, error) {
 	fl := vendors.ToolFlags(args)
 	if len(args) == 0 || args[0] != "smlu" {

@@ -71,7 +71,7 @@ type (
 
 // NewTelemetry implements vendors.Vendor.
 func (Cambricon) NewTelemetry(cfg vendors.BackendConfig) vendors.Telemetry {
-	return &Telemetry{b: New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library})}
+	return &Telemetry{b: New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, Opened: cfg.Opened})}
 }
 
 // Telemetry reads Cambricon chips through CNDev (vendors.Telemetry).

@@ -98,6 +98,8 @@ func (t Topology) MLULinkPorts(a int) int {
 
 // ParseTopo parses the output of `cnmon topo -m`. source is the command
 // line, used in errors.
+// long: a single-pass parser of cnmon's matrix, its state local to it;
+// vendor-internal parsing, reworked separately (issue 42).
 func ParseTopo(source string, data []byte) (Topology, error) {
 	perr := func(line int, text, format string, args ...any) error {
 		return &discovery.ParseError{Source: source, Line: line, Text: text, Msg: fmt.Sprintf(format, args...)}

@@ -61,7 +61,7 @@ func (Cambricon) Names() vendors.Names {
 
 // NewBackend implements vendors.Vendor.
 func (Cambricon) NewBackend(cfg vendors.BackendConfig) discovery.Backend {
-	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, LibraryCallTimeout: cfg.LibraryCallTimeout})
+	return New(Config{Root: cfg.Root, Runner: cfg.Runner, Library: cfg.Library, LibraryCallTimeout: cfg.LibraryCallTimeout, Opened: cfg.Opened})
 }
 
 // ProfileNode implements vendors.Vendor.
