@@ -132,8 +132,9 @@ type runtimeFinding struct {
 	Marker  string `json:"marker,omitempty"`
 }
 
-// findingFile is where the finding of vendor v's runtime is recorded.
-func findingFile(dir string, v vendors.Vendor) string {
+// RuntimeFindingFile is where an agent whose state directory is dir
+// records the finding of vendor v's runtime.
+func RuntimeFindingFile(dir string, v vendors.Vendor) string {
 	return filepath.Join(dir, "vendor-runtimes", v.Names().Option+".json")
 }
 
@@ -165,11 +166,14 @@ func newVisibleEnv(ctx context.Context, cfg Config) (*visibleEnv, error) {
 			continue
 		}
 		if len(served) > 0 && !served[x.Names().Vendor] {
-			ve.shared[x.Names().Vendor] = findingFile(cfg.FindingsDir, x)
+			ve.shared[x.Names().Vendor] = RuntimeFindingFile(cfg.FindingsDir, x)
 			continue
 		}
-		if err := writeFinding(findingFile(cfg.FindingsDir, x), runtimeFinding{Runtime: rt.Name, Found: found, Marker: marker}); err != nil {
-			return nil, err
+		// Not fatal: the finding only informs the node's other agents,
+		// and a full or read-only state directory must not stop this one
+		// from serving the claims it has prepared.
+		if err := writeFinding(RuntimeFindingFile(cfg.FindingsDir, x), runtimeFinding{Runtime: rt.Name, Found: found, Marker: marker}); err != nil {
+			logger.Error(err, "Cannot tell the node's other agents whether a vendor runtime is installed; their claims' specs may leave its variable alone", "runtime", rt.Name)
 		}
 	}
 	logger.V(2).Info("Visible-devices variables in CDI specs", "mode", cfg.VisibleDevicesEnv, "omittedFor", ve.omitted())

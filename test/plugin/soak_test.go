@@ -35,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/accel-dra/accel-dra/pkg/cdi"
 	"github.com/accel-dra/accel-dra/pkg/driver"
 	"github.com/accel-dra/accel-dra/pkg/failpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -136,6 +137,13 @@ func TestSoak(t *testing.T) {
 		wantState = append(wantState, filepath.Join(d, driver.CheckpointFile))
 		if s.kinds[string(v)+" partition"] > 0 {
 			wantState = append(wantState, filepath.Join(d, profilenode.PartitionStateFile))
+		}
+	}
+	// What the agent, serving every vendor, tells the node's other agents
+	// of the vendor runtimes it looked for.
+	for _, x := range registry.All() {
+		if x.CDI().Runtime != nil {
+			wantState = append(wantState, cdi.RuntimeFindingFile(s.a.cfg.StateDir, x))
 		}
 	}
 	require.ElementsMatch(t, wantState, slices.Collect(maps.Keys(files(t, s.a.cfg.StateDir))), "the state directory holds no temporary or set-aside file")
