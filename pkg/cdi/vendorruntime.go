@@ -194,20 +194,33 @@ func warnRuntime(ctx context.Context, x vendors.Vendor, marker, mode string) {
 }
 
 // writeFinding records f at path atomically, so a reader never sees half
-// a file.
+// a file. The temporary file is unique: during a rolling upgrade the old
+// and the new agent pod of a node write the same finding at once.
 func writeFinding(path string, f runtimeFinding) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encoding the finding of %s: %w", f.Runtime, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("recording whether %s is installed: %w", f.Runtime, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
 		return fmt.Errorf("recording whether %s is installed: %w", f.Runtime, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
 		return fmt.Errorf("recording whether %s is installed: %w", f.Runtime, err)
 	}
 	return nil
