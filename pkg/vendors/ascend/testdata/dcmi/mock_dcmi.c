@@ -470,30 +470,37 @@ static int detect_virt(void) {
     return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-/* mount_says_container is the two system() pipelines: nothing without
- * /bin/sh; else whether the mount at / mentions a container runtime. */
-static int mount_says_container(void) {
-    if (!exists("/bin/sh") || !(exists("/bin/mount") || exists("/usr/bin/mount"))) {
-        return 0;
-    }
-    char path[512], line[2048];
+/* mount_line copies into line the /proc/self/mountinfo line (under
+ * ACCEL_DRA_DCMI_ROOT) of the mount at point, and says whether there is
+ * one. Its fields: id parent major:minor root mount-point … */
+static int mount_line(const char *point, char *line, int size) {
+    char path[512];
     host_path(path, sizeof(path), "/proc/self/mountinfo");
     FILE *f = fopen(path, "r");
     if (f == NULL) {
         return 0;
     }
     int found = 0;
-    while (!found && fgets(line, sizeof(line), f) != NULL) {
-        char point[512];
-        /* id parent major:minor root mount-point … */
-        if (sscanf(line, "%*s %*s %*s %*s %511s", point) != 1 || strcmp(point, "/") != 0) {
-            continue;
-        }
-        found = strstr(line, "isulad") || strstr(line, "docker") || strstr(line, "containers") ||
-                strstr(line, "containerd");
+    while (!found && fgets(line, size, f) != NULL) {
+        char p[512];
+        found = sscanf(line, "%*s %*s %*s %*s %511s", p) == 1 && strcmp(p, point) == 0;
     }
     fclose(f);
     return found;
+}
+
+/* mount_says_container is the two system() pipelines: nothing without
+ * /bin/sh; else whether the mount at / mentions a container runtime. */
+static int mount_says_container(void) {
+    if (!exists("/bin/sh") || !(exists("/bin/mount") || exists("/usr/bin/mount"))) {
+        return 0;
+    }
+    char line[2048];
+    if (!mount_line("/", line, sizeof(line))) {
+        return 0;
+    }
+    return strstr(line, "isulad") || strstr(line, "docker") || strstr(line, "containers") ||
+           strstr(line, "containerd");
 }
 
 static int phy_machine_root(void) { return !in_docker; }
@@ -507,19 +514,8 @@ static int in_container(void) {
  * point: rename(2) of one fails with EBUSY, as it does for the
  * single-file bind mount of /etc/vnpu.cfg a container gets. */
 static int is_mount_point(const char *p) {
-    char path[512], line[2048];
-    host_path(path, sizeof(path), "/proc/self/mountinfo");
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        return 0;
-    }
-    int found = 0;
-    while (!found && fgets(line, sizeof(line), f) != NULL) {
-        char point[512];
-        found = sscanf(line, "%*s %*s %*s %*s %511s", point) == 1 && strcmp(point, p) == 0;
-    }
-    fclose(f);
-    return found;
+    char line[2048];
+    return mount_line(p, line, sizeof(line));
 }
 
 int dcmi_init(void) {
