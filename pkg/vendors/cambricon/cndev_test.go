@@ -402,18 +402,27 @@ func TestOneCardsFailingCNDevCallNeverHidesTheNode(t *testing.T) {
 	}
 }
 
+// gradedMLU590Fixture writes the mlu590 fixture with card 3 graded a
+// warning and card 4 a failure by cndevGetCardHealthStateV2, and card 5
+// given device5's fields, and returns its path.
+func gradedMLU590Fixture(t *testing.T, device5 string) string {
+	t.Helper()
+	fixtureText, err := os.ReadFile(cndevtest.Fixture("mlu590"))
+	require.NoError(t, err)
+	text := strings.Replace(string(fixtureText), "device index=3 name=MLU590-M9", "device index=3 overall=warn incident=26 name=MLU590-M9", 1)
+	text = strings.Replace(text, "device index=4 name=MLU590-M9", "device index=4 overall=fail incident=15 name=MLU590-M9", 1)
+	text = strings.Replace(text, "device index=5 name=MLU590-M9", "device index=5 "+device5+" name=MLU590-M9", 1)
+	f := filepath.Join(t.TempDir(), "mlu590-graded.txt")
+	require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
+	return f
+}
+
 // cndevGetCardHealthStateV2's overall grade: a warning makes the card
 // HealthWarning (a taint that informs), a failure HealthFail, each with
 // the library's incidents in the message; a library without V2 reads the
 // V1 states and sees neither.
 func TestCNDevHealthV2GradesWarningsAndFailures(t *testing.T) {
-	fixtureText, err := os.ReadFile(cndevtest.Fixture("mlu590"))
-	require.NoError(t, err)
-	text := strings.Replace(string(fixtureText), "device index=3 name=MLU590-M9", "device index=3 overall=warn incident=26 name=MLU590-M9", 1)
-	text = strings.Replace(text, "device index=4 name=MLU590-M9", "device index=4 overall=fail incident=15 name=MLU590-M9", 1)
-	text = strings.Replace(text, "device index=5 name=MLU590-M9", "device index=5 health=problem overall=warn incident=3 name=MLU590-M9", 1)
-	f := filepath.Join(t.TempDir(), "mlu590-graded.txt")
-	require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
+	f := gradedMLU590Fixture(t, "health=problem overall=warn incident=3")
 	root, _ := fixture("mlu590")
 
 	for _, tc := range []struct {

@@ -17,7 +17,6 @@ package cambricon
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -139,13 +138,7 @@ func TestTelemetryWithoutCNDevOrCnmonFails(t *testing.T) {
 // either, and a card the metrics call healthy is one discovery publishes
 // healthy.
 func TestTelemetryHealthAgreesWithDiscovery(t *testing.T) {
-	fixtureText, err := os.ReadFile(cndevtest.Fixture("mlu590"))
-	require.NoError(t, err)
-	text := strings.Replace(string(fixtureText), "device index=3 name=MLU590-M9", "device index=3 overall=warn incident=26 name=MLU590-M9", 1)
-	text = strings.Replace(text, "device index=4 name=MLU590-M9", "device index=4 overall=fail incident=15 name=MLU590-M9", 1)
-	text = strings.Replace(text, "device index=5 name=MLU590-M9", "device index=5 health=problem name=MLU590-M9", 1)
-	f := filepath.Join(t.TempDir(), "mlu590-graded.txt")
-	require.NoError(t, os.WriteFile(f, []byte(text), 0o644))
+	f := gradedMLU590Fixture(t, "health=problem")
 	root, _ := fixture("mlu590")
 	for _, tc := range []struct {
 		name   string
