@@ -72,6 +72,17 @@ func TestTelemetryReadsEachChipThroughDCMI(t *testing.T) {
 	assert.Equal(t, want, samples)
 }
 
+// dcmiTelemetryOf is the telemetry of mock DCMI library lib, whose
+// telemetry calls report the chips' load as the lines of load say
+// (format in mock_dcmi.c).
+func dcmiTelemetryOf(t *testing.T, lib, load string) vendors.Telemetry {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "telemetry.txt")
+	require.NoError(t, os.WriteFile(path, []byte(load), 0o644))
+	t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", path)
+	return Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+}
+
 func TestTelemetryFollowsTheChipsLoad(t *testing.T) {
 	lib := buildMockDCMI(t, "atlas-800t-a2")
 	path := filepath.Join(t.TempDir(), "telemetry.txt")
@@ -190,10 +201,7 @@ func TestTelemetryReadsVNPUActivityThroughDCMI(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lib := buildMockDCMI(t, "atlas-300i-duo", "vdev 1 117 vir04", tc.env)
-			telemetry := filepath.Join(t.TempDir(), "telemetry.txt")
-			require.NoError(t, os.WriteFile(telemetry, []byte("vload 117 37 1024\n"), 0o644))
-			t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", telemetry)
-			tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+			tel := dcmiTelemetryOf(t, lib, "vload 117 37 1024\n")
 			samples, err := tel.Read(t.Context(), chipsWithLogicIDs(1))
 			require.NoError(t, err)
 			require.Len(t, samples, 1)
@@ -238,10 +246,7 @@ func TestTelemetryLeavesOutWhatAChipDoesNotReport(t *testing.T) {
 	})
 	t.Run("a temperature below -275 °C through DCMI", func(t *testing.T) {
 		lib := buildMockDCMI(t, "atlas-800t-a2")
-		telemetry := filepath.Join(t.TempDir(), "telemetry.txt")
-		require.NoError(t, os.WriteFile(telemetry, []byte("load 0 10 -276 700\n"), 0o644))
-		t.Setenv("ACCEL_DRA_DCMI_TELEMETRY", telemetry)
-		tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+		tel := dcmiTelemetryOf(t, lib, "load 0 10 -276 700\n")
 		samples, err := tel.Read(t.Context(), chipsWithLogicIDs(0))
 		require.NoError(t, err)
 		require.Nil(t, samples[0].TemperatureCelsius)
