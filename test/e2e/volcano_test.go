@@ -200,19 +200,9 @@ func (v *volcanoRun) testQuotaBypasses(t *testing.T) {
 	}
 
 	bypassPod := func(name string, resourceName corev1.ResourceName) *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: v.nsB, Name: name},
-			Spec: corev1.PodSpec{
-				NodeSelector:                  map[string]string{"kubernetes.io/hostname": cluster.RealNode()},
-				RestartPolicy:                 corev1.RestartPolicyNever,
-				TerminationGracePeriodSeconds: ptr.To[int64](1),
-				Containers: []corev1.Container{{
-					Name: "main", Image: framework.BusyboxImage, ImagePullPolicy: corev1.PullNever,
-					Command:   []string{"sh", "-c", "sleep 3600"},
-					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{resourceName: resource.MustParse("2")}},
-				}},
-			},
-		}
+		pod := realNodePod(v.nsB, name)
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{resourceName: resource.MustParse("2")}
+		return pod
 	}
 	t.Run("a pod asking for cambricon.com/mlu", func(t *testing.T) {
 		_, err := cluster.Admin.CoreV1().Pods(v.nsB).Create(t.Context(), bypassPod("bypass-extended", "cambricon.com/mlu"), metav1.CreateOptions{})
