@@ -39,6 +39,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/chipmetrics"
 	"github.com/accel-dra/accel-dra/pkg/devicemonitor"
 	"github.com/accel-dra/accel-dra/pkg/discovery"
+	"github.com/accel-dra/accel-dra/pkg/fabric"
 	"github.com/accel-dra/accel-dra/pkg/flagenv"
 	"github.com/accel-dra/accel-dra/pkg/logflags"
 	"github.com/accel-dra/accel-dra/pkg/nodeagent"
@@ -97,6 +98,7 @@ Every flag can also be set by the environment variable in brackets.`,
 	a.addPublishFlags(f)
 	a.addHealthFlags(f)
 	a.addMetricsFlags(f)
+	a.addFabricFlags(f)
 	// Kubernetes' logging flags (--logging-format text or json, -v,
 	// --vmodule, ...); logs go to stderr.
 	a.logging = logflags.Add(f, "ACCEL_DRA_LOGGING_FORMAT")
@@ -200,6 +202,17 @@ func (a *agentFlags) addMetricsFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.Metrics.Chips, "chip-metrics", true, "export every chip's utilization, memory, temperature, power and health, labelled with the claim, pod and container holding it (accel_dra_chip_*; docs/health-metrics.md) [ACCEL_DRA_CHIP_METRICS=false]")
 	f.DurationVar(&o.Metrics.ChipInterval, "chip-metrics-interval", chipmetrics.DefaultInterval, "how often the chip metrics read the chips through the vendor libraries [ACCEL_DRA_CHIP_METRICS_INTERVAL]")
 	f.StringVar(&o.Metrics.PodResourcesSocket, "pod-resources-socket", chipmetrics.DefaultPodResourcesSocket, "the kubelet's PodResources socket, where the chip metrics find the pods and containers of a claim; empty leaves those labels out [ACCEL_DRA_POD_RESOURCES_SOCKET]")
+}
+
+func (a *agentFlags) addFabricFlags(f *pflag.FlagSet) {
+	o := &a.o.Fabric
+	f.BoolVar(&o.Labels, "fabric-labels", false, "write the fabric labels accel-dra.dev/superpod (from the chips' super pod), fabric-leaf and fabric-spine (from --fabric-leaf-label, --fabric-spine-label, --fabric-level-configmap) on this node; needs patch on nodes [ACCEL_DRA_FABRIC_LABELS=true]")
+	f.StringVar(&o.SuperPodScope, "superpod-scope", "", "prefix of the super pod label value (<scope>.sp-<id>), one per super-pod cluster: a super pod id is unique only within its super-pod cluster [ACCEL_DRA_SUPERPOD_SCOPE]")
+	f.StringVar(&o.LeafLabel, "fabric-leaf-label", "", "existing node label whose value names the node's leaf switch, e.g. volcano.sh/tor [ACCEL_DRA_FABRIC_LEAF_LABEL]")
+	f.StringVar(&o.SpineLabel, "fabric-spine-label", "", "existing node label whose value names the node's spine [ACCEL_DRA_FABRIC_SPINE_LABEL]")
+	f.StringVar(&o.LevelConfigMap, "fabric-level-configmap", "", "namespace/name of the admin's ConfigMap mapping node names to leaf and spine (key "+fabric.LevelMapKey+"); needs get on it [ACCEL_DRA_FABRIC_LEVEL_CONFIGMAP]")
+	f.BoolVar(&o.Mirror, "mirror-topotree-superpodid", false, "also write mind-cluster's "+fabric.MirrorSuperPod+" label with the chips' super pod id, only where the node has none or the same [ACCEL_DRA_MIRROR_TOPOTREE_SUPERPODID=true]")
+	f.DurationVar(&o.Interval, "fabric-label-interval", nodeagent.DefaultFabricInterval, "how often the fabric labels are checked against their sources [ACCEL_DRA_FABRIC_LABEL_INTERVAL]")
 }
 
 func clientConfig(kubeconfig string) (*rest.Config, error) {

@@ -69,6 +69,8 @@ type Options struct {
 	Health HealthOptions
 	// Metrics is /metrics and the chips' telemetry.
 	Metrics MetricsOptions
+	// Fabric is the fabric labels of the agent's own Node.
+	Fabric FabricOptions
 }
 
 // PluginOptions are the drivers' kubelet plugin directories and state.
@@ -249,6 +251,9 @@ func (a *agent) validate() error {
 	}
 	if err := resourceslices.CheckTemplates(o.Discovery.Registry, o.Publish.PartitionTemplates); err != nil {
 		return fmt.Errorf("--partition-templates: %w", err)
+	}
+	if err := o.Fabric.check(); err != nil {
+		return err
 	}
 	return o.Metrics.Secure.check(o.Metrics.Addr)
 }
@@ -449,6 +454,9 @@ func (a *agent) serve(ctx, stopped context.Context, cancel context.CancelCauseFu
 	}
 	if a.discoverErr != nil {
 		go retryDiscovery(ctx, o, a.found, a.probes, cancel)
+	}
+	if o.Fabric.Labels && o.KubeClient != nil {
+		go labelNode(ctx, o, o.Discovery.Registry, a.inv)
 	}
 	logger.Info("Serving", "node", o.Discovery.NodeName, "drivers", len(a.drivers))
 	<-ctx.Done()

@@ -80,7 +80,9 @@ type valuesCase struct {
 	securityContext *corev1.SecurityContext
 	// probes: the health server and its probes are on.
 	probes bool
-	// policy: the ValidatingAdmissionPolicy and its binding are installed.
+	// policy: the ValidatingAdmissionPolicies and their bindings are
+	// installed, the ResourceSlice one and, with the fabric node labels
+	// the cases keep on wherever the policy is, the Node one.
 	policy bool
 }
 
@@ -208,8 +210,12 @@ func args(groups ...[]string) []string {
 // realArgs are the arguments after commonArgs on real hardware: the
 // group's vendors, chip and partition modes, and each vendor's tool.
 func realArgs(vendors, chipModes, partitionMode string, tools ...string) []string {
-	return append([]string{"--vendors=" + vendors, "--chip-modes=" + chipModes, "--partition-mode=" + partitionMode, "--healthz-addr=:51515", "--root=/host", "--cdi-host-root=/"}, tools...)
+	return slices.Concat([]string{"--vendors=" + vendors, "--chip-modes=" + chipModes, "--partition-mode=" + partitionMode, "--healthz-addr=:51515"},
+		fabricArgs, []string{"--root=/host", "--cdi-host-root=/"}, tools)
 }
+
+// fabricArgs follow the health address: the default fabric node labels.
+var fabricArgs = []string{"--fabric-labels=true", "--fabric-label-interval=5m"}
 
 // withTemplates inserts --partition-templates after --partition-mode, where
 // the DaemonSet passes it.
@@ -220,7 +226,8 @@ func withTemplates(args []string, templates string) []string {
 
 // simArgs are the arguments after commonArgs in simulation.
 func simArgs(vendors, chipModes, profile, fakeDevices, root string) []string {
-	return []string{"--vendors=" + vendors, "--chip-modes=" + chipModes, "--partition-mode=auto", "--healthz-addr=:51515", "--profile=" + profile, "--fake-devices=" + fakeDevices, "--root=" + root, "--cdi-host-root=" + root}
+	return slices.Concat([]string{"--vendors=" + vendors, "--chip-modes=" + chipModes, "--partition-mode=auto", "--healthz-addr=:51515"}, fabricArgs,
+		[]string{"--profile=" + profile, "--fake-devices=" + fakeDevices, "--root=" + root, "--cdi-host-root=" + root})
 }
 
 const (
@@ -394,7 +401,7 @@ nodeGroups:
 		name: "every node, both vendors in one group, shared chips, no probes and no admission policy",
 		values: `
 nodeGroups: [{name: all, vendors: [ascend, cambricon]}]
-kubeletPlugin: {healthzPort: 0, chipModes: "Shared", visibleDevicesEnv: omit, health: {interval: "0", unhealthyTaintEffect: NoExecute}}
+kubeletPlugin: {healthzPort: 0, chipModes: "Shared", visibleDevicesEnv: omit, health: {interval: "0", unhealthyTaintEffect: NoExecute}, fabric: {nodeLabels: false}}
 validatingAdmissionPolicy: {enabled: false}
 logVerbosity: 5
 logging: {format: json}
@@ -415,7 +422,7 @@ logging: {format: json}
 // agentKinds are the kinds rendered for the node agent with the defaults:
 // a DaemonSet per default node group (Ascend, Cambricon).
 var agentKinds = []string{"*v1.ServiceAccount", "*v1.ClusterRole", "*v1.ClusterRoleBinding", "*v1.DaemonSet", "*v1.DaemonSet", "*v1.ClusterRole",
-	"*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding"}
+	"*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding", "*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding"}
 
 func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T) {
 	for _, c := range cases {
@@ -430,7 +437,8 @@ func TestEveryRenderedDocumentDecodesStrictlyIntoItsKubernetesType(t *testing.T)
 				want = append(want, "*v1.DeviceClass")
 			}
 			if c.policy {
-				want = append(want, "*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding")
+				want = append(want, "*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding",
+					"*v1.ValidatingAdmissionPolicy", "*v1.ValidatingAdmissionPolicyBinding")
 			}
 			// These cases leave the webhook at its defaults: on, with a
 			// certificate made by Helm.
@@ -544,6 +552,10 @@ func TestTheClusterRoleGrantsExactlyWhatTheAgentUses(t *testing.T) {
 				// pkg/claimstatus: server-side apply of status.devices.
 				{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/status"}, Verbs: []string{"patch"}},
 				{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims/driver"}, ResourceNames: servedDrivers(t, c), Verbs: []string{"associated-node:patch"}},
+			}
+			if c.policy {
+				// pkg/nodeagent: server-side apply of the fabric labels.
+				want = append(want, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"patch"}})
 			}
 			r := render(t, c)
 			role := r.clusterRole(t)

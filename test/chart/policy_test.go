@@ -21,10 +21,12 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -104,12 +106,29 @@ func compilePolicy(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionP
 	return cp
 }
 
-// request is one write to a ResourceSlice.
+// request is one write to a ResourceSlice or a Node.
 type request struct {
 	user      user.Info
 	operation admission.Operation
-	object    *resourcev1.ResourceSlice
-	oldObject *resourcev1.ResourceSlice
+	object    runtime.Object
+	oldObject runtime.Object
+}
+
+// kindOf is the kind and resource of a request's objects.
+func kindOf(t *testing.T, r request) (schema.GroupVersionKind, schema.GroupVersionResource) {
+	t.Helper()
+	obj := r.object
+	if obj == nil {
+		obj = r.oldObject
+	}
+	switch obj.(type) {
+	case *resourcev1.ResourceSlice:
+		return resourcev1.SchemeGroupVersion.WithKind("ResourceSlice"), resourcev1.SchemeGroupVersion.WithResource("resourceslices")
+	case *corev1.Node:
+		return corev1.SchemeGroupVersion.WithKind("Node"), corev1.SchemeGroupVersion.WithResource("nodes")
+	}
+	require.Failf(t, "no kind", "%T", obj)
+	return schema.GroupVersionKind{}, schema.GroupVersionResource{}
 }
 
 // admit evaluates the policy for r as the apiserver would and returns
@@ -117,15 +136,14 @@ type request struct {
 // validations (none: allowed).
 func (cp *compiledPolicy) admit(t *testing.T, r request) (matched bool, denied []string) {
 	t.Helper()
-	gvk := resourcev1.SchemeGroupVersion.WithKind("ResourceSlice")
-	gvr := resourcev1.SchemeGroupVersion.WithResource("resourceslices")
+	gvk, gvr := kindOf(t, r)
 	var obj, old runtime.Object
 	name := ""
 	if r.object != nil {
-		obj, name = r.object, r.object.Name
+		obj, name = r.object, r.object.(metav1.Object).GetName()
 	}
 	if r.oldObject != nil {
-		old, name = r.oldObject, r.oldObject.Name
+		old, name = r.oldObject, r.oldObject.(metav1.Object).GetName()
 	}
 	attr := admission.NewAttributesRecord(obj, old, gvk, "", name, gvr, "", r.operation, nil, false, r.user)
 	versioned := &admission.VersionedAttributes{

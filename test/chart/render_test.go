@@ -318,12 +318,38 @@ func (r *rendering) serviceAccount(t *testing.T) *corev1.ServiceAccount {
 	return only[*corev1.ServiceAccount](t, r)
 }
 
+// policy and policyBinding are the ResourceSlice policy of the agent;
+// nodePolicy and nodePolicyBinding the Node policy of its fabric labels.
 func (r *rendering) policy(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	return only[*admissionregistrationv1.ValidatingAdmissionPolicy](t, r)
+	return named[*admissionregistrationv1.ValidatingAdmissionPolicy](t, r, "-resourceslices")
 }
 
 func (r *rendering) policyBinding(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return only[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, r)
+	return named[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, r, "-resourceslices")
+}
+
+func (r *rendering) nodePolicy(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return named[*admissionregistrationv1.ValidatingAdmissionPolicy](t, r, "-nodes")
+}
+
+func (r *rendering) nodePolicyBinding(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return named[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, r, "-nodes")
+}
+
+// named is the one object of type T whose name ends in suffix.
+func named[T interface {
+	runtime.Object
+	GetName() string
+}](t *testing.T, r *rendering, suffix string) T {
+	t.Helper()
+	var out []T
+	for _, o := range objectsOf[T](r) {
+		if strings.HasSuffix(o.GetName(), suffix) {
+			out = append(out, o)
+		}
+	}
+	require.Len(t, out, 1, "exactly one %T named *%s", *new(T), suffix)
+	return out[0]
 }
 
 func (r *rendering) deployment(t *testing.T) *appsv1.Deployment {

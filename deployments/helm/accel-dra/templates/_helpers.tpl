@@ -540,3 +540,18 @@ takes; ::1:51516 it refuses). Fails for a port the probes already use.
 {{- if and (contains ":" $host) (not (hasPrefix "[" $host)) }}{{ $host = printf "[%s]" $host }}{{ end }}
 {{- printf "%s:%d" $host (int $m.port) }}
 {{- end }}
+
+{{/*
+Fabric labels need the policy that keeps the agent to its own Node's
+accel-dra.dev/ labels: without it the agent's patch on nodes would reach
+every node and label.
+*/}}
+{{- define "accel-dra.fabric.check" -}}
+{{- $f := .Values.kubeletPlugin.fabric }}
+{{- if and $f.nodeLabels (not .Values.validatingAdmissionPolicy.enabled) }}
+{{- fail "kubeletPlugin.fabric.nodeLabels needs validatingAdmissionPolicy.enabled: the policy keeps the agent's writes to its own Node and to accel-dra.dev/ labels" }}
+{{- end }}
+{{- if and (not $f.nodeLabels) (or $f.leafLabel $f.spineLabel $f.levelConfigMap $f.mirrorTopotreeSuperPodID $f.superPodScope) }}
+{{- fail "kubeletPlugin.fabric: leafLabel, spineLabel, levelConfigMap, superPodScope and mirrorTopotreeSuperPodID need nodeLabels: true" }}
+{{- end }}
+{{- end }}
