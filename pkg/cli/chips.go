@@ -39,7 +39,7 @@ func newChipsCommand(reg vendors.Registry) *cobra.Command {
 	}
 	conn := livecluster.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&node, "node", "", "Show only the chips of this node")
-	cmd.Flags().BoolVar(&summary, "summary", false, "Count chips per model (per node and model with -o wide)")
+	cmd.Flags().BoolVar(&summary, "summary", false, "Count chips per model and super pod (per node too with -o wide)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "Output format: table, wide, json or yaml")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		switch output {
@@ -95,7 +95,8 @@ scheduler gave it to a claim the node agent has not prepared yet) or
 prepared (the node agent prepared it for every claim holding it: each
 claim's status.devices has the device's entry with condition Ready).
 
---summary counts chips per model (per node and model with -o wide): total,
+--summary counts chips per model, and per super pod in clusters with
+super pods (per node too with -o wide): total,
 allocated (whole or in part), free (held by nothing and untainted) and
 unhealthy (tainted). Pools of other drivers are listed, not interpreted.
 

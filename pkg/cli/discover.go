@@ -47,7 +47,7 @@ func NewRootCommand(reg vendors.Registry) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDiscoverCommand(reg), newSimulateCommand(reg), newChipsCommand(reg), newWhyCommand(reg))
+	root.AddCommand(newDiscoverCommand(reg), newSimulateCommand(reg), newChipsCommand(reg), newWhyCommand(reg), newTopologyCommand())
 	return root
 }
 
