@@ -94,6 +94,9 @@ func ChipData(c inventory.Chip) v1alpha1.DeviceStatusData {
 		PCIBusID:      c.PCIBusID,
 		DriverVersion: c.DriverVersion,
 		DeviceIP:      c.DeviceIP,
+		SuperPodID:    c.SuperPod,
+		SuperDeviceID: c.SuperDeviceID,
+		ServerIndex:   c.ServerIndex,
 	}
 }
 

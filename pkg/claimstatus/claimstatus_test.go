@@ -404,3 +404,10 @@ func TestChipDataIsTheChipsFacts(t *testing.T) {
 	require.Equal(t, v1alpha1.DeviceStatusData{UUID: "u-0", Model: "Ascend910A", Index: ptr.To(0), PCIBusID: "0000:11:00.0",
 		DriverVersion: "23.0.3", DeviceIP: "192.168.100.101/24"}, ChipData(c))
 }
+
+func TestChipDataCarriesTheChipsPlaceInItsSuperPod(t *testing.T) {
+	c := inventory.Chip{Vendor: ascendvendor.Vendor, Model: "Ascend910C", Index: 3, DeviceIP: "10.0.3.46/24",
+		SuperPod: "1", SuperDeviceID: ptr.To[int64](114622475), ServerIndex: ptr.To[int64](27), Module: "1"}
+	require.Equal(t, v1alpha1.DeviceStatusData{Model: "Ascend910C", Index: ptr.To(3), DeviceIP: "10.0.3.46/24",
+		SuperPodID: "1", SuperDeviceID: ptr.To[int64](114622475), ServerIndex: ptr.To[int64](27)}, ChipData(c))
+}

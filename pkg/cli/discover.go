@@ -47,7 +47,7 @@ func NewRootCommand(reg vendors.Registry) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newDiscoverCommand(reg), newSimulateCommand(reg), newChipsCommand(reg), newWhyCommand(reg), newTopologyCommand())
+	root.AddCommand(newDiscoverCommand(reg), newSimulateCommand(reg), newChipsCommand(reg), newWhyCommand(reg), newTopologyCommand(), newRankTableCommand(reg))
 	return root
 }
 

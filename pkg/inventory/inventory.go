@@ -75,6 +75,16 @@ type Chip struct {
 	// interface address in CIDR form, e.g. 192.168.100.101/24; empty if the
 	// chip has none or discovery does not know it.
 	DeviceIP string
+	// SuperPod, SuperDeviceID and ServerIndex place the chip in its super
+	// pod (Atlas A3 and later: the super pod id, SDID and server index of
+	// DCMI's SPOD_INFO), published as accel-dra.dev/superPod,
+	// superDeviceID and serverIndex and written into the claim status for
+	// rank tables; "" and nil where the chip has none or it is unknown.
+	// Module is the 910C module whose two dies belong together.
+	SuperPod      string
+	SuperDeviceID *int64
+	ServerIndex   *int64
+	Module        string
 	// PartitionModeOff says why the vendor's partition mode is off for this
 	// chip (Ascend: the node is not in vNPU docker mode; Cambricon: sMLU is
 	// not enabled on the chip), as discovery detected it; empty when it is

@@ -62,6 +62,17 @@ type DeviceStatusData struct {
 	// rank table calls device_ip (netip.ParsePrefix(d.DeviceIP) and
 	// .Addr()). The same value is the entry's networkData.ips[0].
 	DeviceIP string `json:"deviceIP,omitempty"`
+	// SuperPodID is the super pod the chip is in (Atlas A3 and later, the
+	// accel-dra.dev/superPod attribute); what an HCCL rank table v1.2
+	// calls super_pod_id.
+	SuperPodID string `json:"superPodID,omitempty"`
+	// SuperDeviceID is the chip's SDID within its super pod (the
+	// accel-dra.dev/superDeviceID attribute), an HCCL rank table's
+	// super_device_id.
+	SuperDeviceID *int64 `json:"superDeviceID,omitempty"`
+	// ServerIndex is the index of the chip's server in its super pod (the
+	// accel-dra.dev/serverIndex attribute).
+	ServerIndex *int64 `json:"serverIndex,omitempty"`
 }
 
 // Keys of DeviceStatusData in JSON and as device attributes (unqualified,
@@ -75,6 +86,9 @@ const (
 	StatusKeyTemplate      = "template"
 	StatusKeyInstanceID    = "instanceID"
 	StatusKeyDeviceIP      = "deviceIP"
+	StatusKeySuperPodID    = "superPodID"
+	StatusKeySuperDeviceID = "superDeviceID"
+	StatusKeyServerIndex   = "serverIndex"
 )
 
 // Attributes returns the same facts as device attributes, keyed as in
@@ -108,6 +122,12 @@ func (d DeviceStatusData) Attributes() map[string]resourceapi.DeviceAttribute {
 	str(StatusKeyTemplate, d.Template)
 	num(StatusKeyInstanceID, d.InstanceID)
 	str(StatusKeyDeviceIP, d.DeviceIP)
+	str(StatusKeySuperPodID, d.SuperPodID)
+	for key, value := range map[string]*int64{StatusKeySuperDeviceID: d.SuperDeviceID, StatusKeyServerIndex: d.ServerIndex} {
+		if value != nil {
+			attrs[key] = resourceapi.DeviceAttribute{IntValue: ptr.To(*value)}
+		}
+	}
 	return attrs
 }
 

@@ -75,6 +75,14 @@ func TestAttributesGiveTheSameFactsUnderTheSameKeys(t *testing.T) {
 				"instanceID":    {IntValue: ptr.To[int64](101)},
 				"deviceIP":      {StringValue: ptr.To("10.20.0.3/24")},
 			}},
+		{name: "a super pod chip's place in its super pod, SDID 0 included",
+			data: v1alpha1.DeviceStatusData{DeviceIP: "10.20.0.3/24", SuperPodID: "1", SuperDeviceID: ptr.To[int64](0), ServerIndex: ptr.To[int64](2)},
+			want: map[string]resourceapi.DeviceAttribute{
+				"deviceIP":      {StringValue: ptr.To("10.20.0.3/24")},
+				"superPodID":    {StringValue: ptr.To("1")},
+				"superDeviceID": {IntValue: ptr.To[int64](0)},
+				"serverIndex":   {IntValue: ptr.To[int64](2)},
+			}},
 		{name: "index 0 is an attribute, empty fields are none",
 			data: v1alpha1.DeviceStatusData{Model: "MLU370-X8", Index: ptr.To(0)},
 			want: map[string]resourceapi.DeviceAttribute{

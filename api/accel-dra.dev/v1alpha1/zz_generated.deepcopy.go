@@ -100,6 +100,16 @@ func (in *DeviceStatusData) DeepCopyInto(out *DeviceStatusData) {
 		*out = new(int)
 		**out = **in
 	}
+	if in.SuperDeviceID != nil {
+		in, out := &in.SuperDeviceID, &out.SuperDeviceID
+		*out = new(int64)
+		**out = **in
+	}
+	if in.ServerIndex != nil {
+		in, out := &in.ServerIndex, &out.ServerIndex
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 
