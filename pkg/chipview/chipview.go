@@ -52,6 +52,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
+	"github.com/accel-dra/accel-dra/pkg/fabric"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
@@ -86,6 +87,9 @@ type Chip struct {
 	Memory    *resource.Quantity `json:"memory,omitempty"`
 	Cores     *resource.Quantity `json:"cores,omitempty"`
 	LinkGroup string             `json:"linkGroup,omitempty"`
+	// SuperPod is the chip's super pod (accel-dra.dev/superPod), by which
+	// the summary groups.
+	SuperPod string `json:"superPod,omitempty"`
 	// Mode is how the chip is published (the agent's --chip-modes),
 	// shown in lower case ("whole") as the view always has.
 	Mode partitions.Mode `json:"mode"`
@@ -371,6 +375,7 @@ func (p *poolDevices) chips(allocs map[deviceKey][]allocation, ready func(*resou
 			Node: p.node, Driver: p.driver, Pool: p.pool, Device: d.Name,
 			Model:     stringAttr(d, p.driver, names.AttrModel),
 			LinkGroup: stringAttr(d, p.driver, names.AttrLinkGroup),
+			SuperPod:  stringAttr(d, p.driver, fabric.AttrSuperPod),
 			Taints:    d.Taints,
 			Mode:      partitions.ModeWhole,
 		}

@@ -76,14 +76,22 @@ func PrintTable(w io.Writer, v *View, wide bool) error {
 // (the rows are then per node, see Summarize).
 func PrintSummary(w io.Writer, rows []ModelSummary, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	// The super pod column shows only in clusters with super pods.
+	superPods := slices.ContainsFunc(rows, func(r ModelSummary) bool { return r.SuperPod != "" })
+	var head []string
 	if wide {
-		fmt.Fprintln(tw, "NODE\tMODEL\tTOTAL\tALLOCATED\tFREE\tUNHEALTHY")
-	} else {
-		fmt.Fprintln(tw, "MODEL\tTOTAL\tALLOCATED\tFREE\tUNHEALTHY")
+		head = append(head, "NODE")
 	}
+	if superPods {
+		head = append(head, "SUPER POD")
+	}
+	fmt.Fprintln(tw, strings.Join(append(head, "MODEL", "TOTAL", "ALLOCATED", "FREE", "UNHEALTHY"), "\t"))
 	for _, r := range rows {
 		if wide {
 			fmt.Fprintf(tw, "%s\t", dash(r.Node))
+		}
+		if superPods {
+			fmt.Fprintf(tw, "%s\t", dash(r.SuperPod))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", dash(r.Model), r.Total, r.Allocated, r.Free, r.Unhealthy)
 	}

@@ -24,8 +24,11 @@ import (
 // device plugins.
 type ModelSummary struct {
 	// Node is empty in the cluster-wide summary.
-	Node  string `json:"node,omitempty"`
-	Model string `json:"model"`
+	Node string `json:"node,omitempty"`
+	// SuperPod groups the chips of a super pod (accel-dra.dev/superPod);
+	// empty for chips in none.
+	SuperPod string `json:"superPod,omitempty"`
+	Model    string `json:"model"`
 	Total int    `json:"total"`
 	// Allocated chips are held, whole or in part (a partition, a share).
 	Allocated int `json:"allocated"`
@@ -36,19 +39,19 @@ type ModelSummary struct {
 	Unhealthy int `json:"unhealthy"`
 }
 
-// Summarize counts chips per model, and per node too when perNode,
-// ordered by node and model.
+// Summarize counts chips per super pod and model, and per node too when
+// perNode, ordered by node, super pod and model.
 func Summarize(chips []Chip, perNode bool) []ModelSummary {
-	type key struct{ node, model string }
+	type key struct{ node, superPod, model string }
 	byKey := map[key]*ModelSummary{}
 	for _, c := range chips {
-		k := key{model: c.Model}
+		k := key{superPod: c.SuperPod, model: c.Model}
 		if perNode {
 			k.node = c.Node
 		}
 		s := byKey[k]
 		if s == nil {
-			s = &ModelSummary{Node: k.node, Model: k.model}
+			s = &ModelSummary{Node: k.node, SuperPod: k.superPod, Model: k.model}
 			byKey[k] = s
 		}
 		s.Total++
@@ -67,7 +70,7 @@ func Summarize(chips []Chip, perNode bool) []ModelSummary {
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b ModelSummary) int {
-		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Model, b.Model))
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.SuperPod, b.SuperPod), cmp.Compare(a.Model, b.Model))
 	})
 	return out
 }

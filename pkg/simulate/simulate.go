@@ -95,6 +95,8 @@ type ClusterOptions struct {
 // as the node agent with that --chip-modes would publish them.
 func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster, opts ClusterOptions) (*Cluster, error) {
 	out := &Cluster{registry: opts.Registry}
+	// servers counts each super pod's nodes: a node's server index.
+	servers := map[string]int64{}
 	for i, n := range c.Nodes {
 		p, err := profile.Load(opts.Registry, n.Profile)
 		if err != nil {
@@ -115,9 +117,14 @@ func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster, opts Cluste
 			for k, v := range n.Labels {
 				labels[k] = v
 			}
-			out.Nodes = append(out.Nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
+			node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+			stampFabric(n, node, &inv, servers[n.SuperPod])
+			servers[n.SuperPod]++
+			nodeSlices := resourceslices.SlicesFor(opts.Registry, name, inv, resourceslices.Options{Policy: policy})
+			stampSlices(opts.Registry, nodeSlices, inv)
+			out.Nodes = append(out.Nodes, node)
 			out.chips = append(out.chips, nodeChips{node: name, inv: inv, policy: policy})
-			out.Slices = append(out.Slices, resourceslices.SlicesFor(opts.Registry, name, inv, resourceslices.Options{Policy: policy})...)
+			out.Slices = append(out.Slices, nodeSlices...)
 		}
 	}
 	return out, nil

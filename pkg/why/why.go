@@ -398,6 +398,11 @@ func (e *explainer) explainClaims(ctx context.Context, pod *v1.Pod, claims []pod
 			e.allocated(pc)
 		}
 	}
+	if len(pending) > 0 && pod != nil {
+		if err := e.domains(pod); err != nil {
+			return nil, err
+		}
+	}
 	if len(pending) > 0 {
 		if err := e.pending(ctx, pod, ours, pending, lister, cache); err != nil {
 			return nil, err

@@ -46,6 +46,15 @@ type SimulatedNode struct {
 	// checked when the cluster is built (pkg/simulate), which knows the
 	// syntax.
 	ChipModes string `json:"chipModes,omitempty"`
+	// SuperPod is the super pod of the nodes' chips (Atlas A3 and later):
+	// their accel-dra.dev/superPod, and the node label
+	// accel-dra.dev/superpod the node agent writes (sp-<id>). Each node
+	// of a super pod is its next server (serverIndex), in file order.
+	SuperPod string `json:"superPod,omitempty"`
+	// Leaf and Spine are the nodes' fabric levels, the node labels
+	// accel-dra.dev/fabric-leaf and fabric-spine the admin gives them.
+	Leaf  string `json:"leaf,omitempty"`
+	Spine string `json:"spine,omitempty"`
 }
 
 // NodeNames expands Count into the node names, in order.
@@ -103,6 +112,11 @@ func (c *SimulatedCluster) Validate() error {
 		}
 		if total += max(n.Count, 1); total > MaxSimulatedNodes {
 			return fmt.Errorf("%s.count: the cluster has %d nodes with this entry, more than the %d a simulated cluster may have", field, total, MaxSimulatedNodes)
+		}
+		for key, value := range map[string]string{"superPod": n.SuperPod, "leaf": n.Leaf, "spine": n.Spine} {
+			if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+				return fmt.Errorf("%s.%s: %q is not a valid label value: %s", field, key, value, errs[0])
+			}
 		}
 		for _, name := range n.NodeNames() {
 			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {

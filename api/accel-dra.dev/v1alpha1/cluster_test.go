@@ -55,6 +55,8 @@ func TestParseSimulatedClusterRejectsBadFilesNamingTheField(t *testing.T) {
 		{"duplicate node", head + "nodes:\n- name: a-0\n  profile: p\n- name: a\n  profile: p\n  count: 1\n", `c.yaml: nodes[1].name: node "a-0" is also defined by nodes[0]`},
 		{"invalid name", head + "nodes:\n- name: Bad_Name\n  profile: p\n", `c.yaml: nodes[0].name: node name "Bad_Name" is not valid`},
 		{"not YAML", "nodes: [", "c.yaml: decoding SimulatedCluster"},
+		{"a super pod that is no label value", head + "nodes:\n- name: a\n  profile: p\n  superPod: sp 1\n", `c.yaml: nodes[0].superPod: "sp 1" is not a valid label value`},
+		{"a leaf that is no label value", head + "nodes:\n- name: a\n  profile: p\n  leaf: -leaf\n", `c.yaml: nodes[0].leaf: "-leaf" is not a valid label value`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
