@@ -29,7 +29,7 @@ type ModelSummary struct {
 	// empty for chips in none.
 	SuperPod string `json:"superPod,omitempty"`
 	Model    string `json:"model"`
-	Total int    `json:"total"`
+	Total    int    `json:"total"`
 	// Allocated chips are held, whole or in part (a partition, a share).
 	Allocated int `json:"allocated"`
 	// Free chips are held by no claim and not tainted: a new claim can

@@ -36,7 +36,7 @@ import (
 // Versions of the rank table (ascend-operator common.Version1,
 // common.Version1Dot2).
 const (
-	Version1    = "1.0"
+	Version1     = "1.0"
 	Version1Dot2 = "1.2"
 	// StatusCompleted is the status of a table every rank of which is
 	// known (ascend-operator utils.CompletedRTStatus).

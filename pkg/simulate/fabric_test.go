@@ -36,17 +36,17 @@ func TestNodeGroupsCarryTheirSuperPodAndFabricLevels(t *testing.T) {
 		labels[n.Name] = n.Labels
 	}
 	require.Equal(t, map[string]map[string]string{
-		"sp1-0":  {"kubernetes.io/hostname": "sp1-0", fabric.LabelSuperPod: "sp-1", fabric.LabelSpine: "spine-1"},
-		"sp1-1":  {"kubernetes.io/hostname": "sp1-1", fabric.LabelSuperPod: "sp-1", fabric.LabelSpine: "spine-1"},
-		"sp2":    {"kubernetes.io/hostname": "sp2", fabric.LabelSuperPod: "sp-2", fabric.LabelSpine: "spine-1"},
-		"roce":   {"kubernetes.io/hostname": "roce", fabric.LabelLeaf: "tor-a", fabric.LabelSpine: "spine-1"},
+		"sp1-0": {"kubernetes.io/hostname": "sp1-0", fabric.LabelSuperPod: "sp-1", fabric.LabelSpine: "spine-1"},
+		"sp1-1": {"kubernetes.io/hostname": "sp1-1", fabric.LabelSuperPod: "sp-1", fabric.LabelSpine: "spine-1"},
+		"sp2":   {"kubernetes.io/hostname": "sp2", fabric.LabelSuperPod: "sp-2", fabric.LabelSpine: "spine-1"},
+		"roce":  {"kubernetes.io/hostname": "roce", fabric.LabelLeaf: "tor-a", fabric.LabelSpine: "spine-1"},
 	}, labels)
 
 	// Each node of a super pod is its next server: npu-3 of sp1-1 is die 1
 	// of chip 1 on server 1, SDID 1<<22 | 1<<18 | 1<<16 | 3.
 	type place struct {
-		superPod            string
-		serverIndex, sdid   int64
+		superPod          string
+		serverIndex, sdid int64
 	}
 	got := map[string]place{}
 	for _, s := range cl.Slices {
