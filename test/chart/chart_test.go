@@ -936,6 +936,14 @@ func TestValuesThatCannotWorkStopTheRenderingWithAReason(t *testing.T) {
 			"webhook.certManager.issuerRef needs webhook.certManager.enabled"},
 		{"an issuer without a name", "webhook: {certManager: {enabled: true, issuerRef: {kind: ClusterIssuer}}}",
 			"webhook.certManager.issuerRef.name must name the cert-manager Issuer or ClusterIssuer"},
+		{"fabric labels without the policy that keeps the agent to its own Node", "validatingAdmissionPolicy: {enabled: false}",
+			"kubeletPlugin.fabric.nodeLabels needs validatingAdmissionPolicy.enabled"},
+		{"a fabric source without the fabric labels", "kubeletPlugin: {fabric: {nodeLabels: false, leafLabel: volcano.sh/tor}}",
+			"kubeletPlugin.fabric: leafLabel, spineLabel, levelConfigMap, superPodScope and mirrorTopotreeSuperPodID need nodeLabels: true"},
+		{"a leaf label that is no label key", "kubeletPlugin: {fabric: {leafLabel: 'volcano.sh/tor rack'}}",
+			"at '/kubeletPlugin/fabric/leafLabel'"},
+		{"a super pod scope that is no label value", "kubeletPlugin: {fabric: {superPodScope: 'hall 2'}}",
+			"at '/kubeletPlugin/fabric/superPodScope'"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -53,25 +53,6 @@ func TestTheFabricValuesBecomeTheAgentsFlagsAndAReadOfOneConfigMap(t *testing.T)
 	require.Empty(t, objectsOf[*rbacv1.Role](render(t, cases[0])), "no ConfigMap, no Role")
 }
 
-func TestTheChartRefusesFabricLabelsItCannotKeepToTheAgentsNode(t *testing.T) {
-	tests := []struct{ name, values, reason string }{
-		{"labels without the policy", "validatingAdmissionPolicy: {enabled: false}",
-			"kubeletPlugin.fabric.nodeLabels needs validatingAdmissionPolicy.enabled"},
-		{"a source without the labels", "kubeletPlugin: {fabric: {nodeLabels: false, leafLabel: volcano.sh/tor}}",
-			"kubeletPlugin.fabric: leafLabel, spineLabel, levelConfigMap, superPodScope and mirrorTopotreeSuperPodID need nodeLabels: true"},
-		{"a leaf label that is no label key", "kubeletPlugin: {fabric: {leafLabel: 'volcano.sh/tor rack'}}",
-			"at '/kubeletPlugin/fabric/leafLabel'"},
-		{"a scope that is no label value", "kubeletPlugin: {fabric: {superPodScope: 'hall 2'}}",
-			"at '/kubeletPlugin/fabric/superPodScope'"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := helmTemplate(t, tc.values)
-			require.ErrorContains(t, err, tc.reason)
-		})
-	}
-}
-
 func node(name string, labels map[string]string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{PodCIDR: "10.0.0.0/24"}}
 }
