@@ -187,6 +187,7 @@ func (d *Driver) partitionEdits(pd *plannedDevice) error {
 		return err
 	}
 	pd.virtual = edits.Virtual
+	pd.dev.NotVisible = edits.NotVisible
 	for _, n := range edits.DeviceNodes {
 		pd.dev.Nodes = append(pd.dev.Nodes, cdi.DeviceNode{Path: n.Path, HostPath: n.HostPath})
 	}

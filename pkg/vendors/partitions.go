@@ -261,6 +261,10 @@ type PartitionEdits struct {
 	// Virtual says the id is a virtual device (an Ascend vNPU): a claim of
 	// only such partitions gets the vendor's CDIEdits.VirtualEnv.
 	Virtual bool
+	// NotVisible says the vendor's visible-devices variable does not list
+	// the partition at all, as the vendor's device plugin never sets it
+	// for one (a Cambricon sMLU); VisibleID is then unused.
+	NotVisible bool
 }
 
 // FindInstance returns the instance with id among insts: the vendor tools
