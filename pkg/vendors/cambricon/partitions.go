@@ -241,7 +241,7 @@ func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl vendo
 // Destroy implements vendors.PartitionTool.
 func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst vendors.Instance) error {
 	if l := t.libraryFor(); l != nil {
-		return t.libDestroy(l, c, inst)
+		return t.libDestroy(ctx, l, c, inst)
 	}
 	existing, err := t.List(ctx, c)
 	if err != nil {
