@@ -82,6 +82,8 @@ func TestClaimSpecsMatchTheGoldenFiles(t *testing.T) {
 				{Path: "/dev/cambricon-caps/cap_dev2_mi1", HostPath: "/dev/cambricon-caps/cap_dev2_mi1"},
 			}
 			d.DriverEnv = map[string]string{"PARTITION": "25p.5827mb", "MEMORY": "6110052352", "CORES": "4"}
+			// No CAMBRICON_VISIBLE_DEVICES for an sMLU, as the device plugin.
+			d.NotVisible = true
 		}},
 		// A node that still has the Ascend runtime: auto sets
 		// ASCEND_VISIBLE_DEVICES to the runtime's neutral empty value;

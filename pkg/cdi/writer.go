@@ -184,6 +184,10 @@ type Device struct {
 	// VisibleID, when set, is what the vendor's visible-devices variable
 	// lists for this device instead of the chip index (a vNPU's id).
 	VisibleID *int
+	// NotVisible leaves the device out of the vendor's visible-devices
+	// variable (a Cambricon sMLU, vendors.PartitionEdits.NotVisible); a
+	// claim of only such devices gets no such variable.
+	NotVisible bool
 	// DriverEnv are per-device variables the driver sets besides UUID and
 	// MODEL, by suffix: {"MEMORY": "8589934592"} becomes
 	// DRA_DEVICE_<NAME>_MEMORY=8589934592.
@@ -192,6 +196,18 @@ type Device struct {
 	// ReadClaim, so the plugin can rebuild what it prepared (a partition)
 	// from the spec alone.
 	Annotations map[string]string
+}
+
+// visibleID is what the vendor's visible-devices variable lists for d,
+// false when it lists nothing for it.
+func (d Device) visibleID() (int, bool) {
+	switch {
+	case d.NotVisible:
+		return 0, false
+	case d.VisibleID != nil:
+		return *d.VisibleID, true
+	}
+	return d.Chip.Index, true
 }
 
 // DeviceNode is a device file of a container: Path inside it, HostPath on
@@ -382,10 +398,8 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		}
 		spec.Devices = append(spec.Devices, dev)
 		ids[d.Name] = []string{cdiparser.QualifiedName(vendor, class, dev.Name)}
-		if d.VisibleID != nil {
-			indices = append(indices, *d.VisibleID)
-		} else {
-			indices = append(indices, d.Chip.Index)
+		if id, ok := d.visibleID(); ok {
+			indices = append(indices, id)
 		}
 	}
 
@@ -408,9 +422,11 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 	for _, x := range w.cfg.Registry.All() {
 		e := x.CDI()
 		switch {
-		case x.Names().Vendor == c.Vendor.Names().Vendor && !omitVisible[x.Names().Vendor]:
+		case x.Names().Vendor == c.Vendor.Names().Vendor && !omitVisible[x.Names().Vendor] && len(indices) > 0:
 			env = append(env, e.VisibleEnv+"="+joinIndices(indices))
-		case e.Runtime != nil && omitVisible[x.Names().Vendor]:
+		case e.Runtime != nil && (omitVisible[x.Names().Vendor] || x.Names().Vendor == c.Vendor.Names().Vendor):
+			// Also a claim of only devices the variable does not list:
+			// the runtime must not act on a value the pod set.
 			env = append(env, e.VisibleEnv+"="+e.Runtime.Neutral)
 		}
 	}

@@ -217,6 +217,43 @@ func TestOneClaimWithAnAscendAndACambriconRequestGivesBothVisibleLists(t *testin
 		"deleting one vendor's spec leaves the other's")
 }
 
+// A device the vendor's visible-devices variable does not list (an sMLU)
+// is left out of it: a claim of a whole chip and an sMLU lists the chip
+// only, a claim of only an sMLU gets no variable, as Cambricon's device
+// plugin sets none for an sMLU.
+func TestDevicesNotVisibleAreLeftOutOfTheVisibleDevicesList(t *testing.T) {
+	n := newNode(t, "mlu370-x8", nil)
+	w, dir := n.writer(t)
+	for _, tc := range []struct {
+		name    string
+		indices []int
+		want    string // "" for no variable
+	}{
+		{name: "a chip and an sMLU", indices: []int{1, 2}, want: "CAMBRICON_VISIBLE_DEVICES=1"},
+		{name: "an sMLU only", indices: []int{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := n.claim(uid, cambricon.Vendor, tc.indices...)
+			smlu := &c.Devices[len(c.Devices)-1]
+			smlu.NotVisible = true
+			ids, err := w.Write(context.Background(), c)
+			require.NoError(t, err)
+			got := inject(t, dir, flatten(c, ids)...)
+			var visible []string
+			for _, e := range got.Process.Env {
+				if strings.HasPrefix(e, "CAMBRICON_VISIBLE_DEVICES=") {
+					visible = append(visible, e)
+				}
+			}
+			if tc.want == "" {
+				require.Empty(t, visible)
+			} else {
+				require.Equal(t, []string{tc.want}, visible)
+			}
+		})
+	}
+}
+
 // Agents before wrote the specs as YAML. After an upgrade the claims they
 // prepared still have one: it must be listed (start-up cleanup), read
 // (rebuilding a lost checkpoint), replaced when the claim is prepared

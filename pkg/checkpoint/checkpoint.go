@@ -38,6 +38,11 @@ import (
 // formats before it (VersionV2, VersionV1), converting them; any other is
 // refused with a *VersionError.
 //
+// v4 lets a share (KindShare) carry the partition the driver made for it
+// (Device.Partition): on a Shared chip whose vendor's driver carves the
+// shares, each share is a partition of its size. A v3 reader refuses such
+// a share rather than forget its partition.
+//
 // v3 adds the node's boot id (Data.BootID), so a start after a reboot
 // knows that the CDI specs (on tmpfs) and the partitions the claims
 // need may be gone, and the partitions left to destroy (Data.Orphans).
@@ -47,7 +52,11 @@ import (
 // change: a plugin that predates them read a newer file as whole chips
 // and forgot its partitions. A new kind or field now changes the version,
 // so an older plugin refuses the file instead of misreading it.
-const Version = "accel-dra.dev/checkpoint/v3"
+const Version = "accel-dra.dev/checkpoint/v4"
+
+// VersionV3 is the format before v4: the same, without partitions of
+// shares.
+const VersionV3 = "accel-dra.dev/checkpoint/v3"
 
 // VersionV2 is the format before v3: the same, without the boot id.
 const VersionV2 = "accel-dra.dev/checkpoint/v2"
@@ -61,7 +70,8 @@ const (
 	// KindPartition is a partition device: the plugin made the partition
 	// (Device.Partition) for the claim.
 	KindPartition DeviceKind = "partition"
-	// KindShare is a share of a Shared chip (Device.Share).
+	// KindShare is a share of a Shared chip (Device.Share), with the
+	// partition made for it where the vendor's driver carves shares.
 	KindShare DeviceKind = "share"
 	// KindAdmin is a chip or partition device allocated with admin access
 	// (a monitoring or debugging claim): it holds nothing, so other
@@ -148,8 +158,8 @@ func (d Data) validate() error {
 					err = errors.New("has a share")
 				}
 			case KindShare:
-				if dev.Share == nil || dev.Partition != nil {
-					err = errors.New("needs a share and no partition")
+				if dev.Share == nil {
+					err = errors.New("needs a share")
 				}
 			default:
 				err = errors.New("is not a kind of this format")
@@ -227,6 +237,8 @@ func (s *Store) Load() (Data, error) {
 	var decode func(json.RawMessage) (Data, error)
 	switch f.Version {
 	case Version:
+		decode = decodeV4
+	case VersionV3:
 		decode = decodeV3
 	case VersionV2:
 		decode = decodeV2
@@ -257,12 +269,29 @@ func (s *Store) Load() (Data, error) {
 	return d, nil
 }
 
-func decodeV3(raw json.RawMessage) (Data, error) {
+func decodeV4(raw json.RawMessage) (Data, error) {
 	var d Data
 	if err := json.Unmarshal(raw, &d); err != nil {
 		return Data{}, err
 	}
 	return d, d.validate()
+}
+
+// decodeV3 reads v3 data: v4's, with no share that has a partition.
+func decodeV3(raw json.RawMessage) (Data, error) {
+	d, err := decodeV4(raw)
+	if err != nil {
+		return Data{}, err
+	}
+	for uid, c := range d.Claims {
+		for i, dev := range c.Devices {
+			if dev.Kind == KindShare && dev.Partition != nil {
+				return Data{}, fmt.Errorf("claim %s device %d (%s) of kind %q has a partition", uid, i, dev.Device, dev.Kind)
+			}
+		}
+	}
+	d.ConvertedFrom = VersionV3
+	return d, nil
 }
 
 // decodeV2 reads v2 data: v3's claims, with no boot id.

@@ -104,10 +104,10 @@ func TestACorruptCheckpointIsDetectedAndCanBeSetAside(t *testing.T) {
 		{"not JSON", func(string) string { return "\x00\x01garbage" }, "invalid character"},
 		{"JSON of another shape", func(string) string { return `["claims"]` }, "cannot unmarshal array"},
 		{"a device of no kind", func(s string) string { return reseal(t, s, `"kind":"chip",`, "") },
-			`format accel-dra.dev/checkpoint/v3: claim uid-1 device 0 (npu-0) of kind "" is not a kind of this format`},
+			`format accel-dra.dev/checkpoint/v4: claim uid-1 device 0 (npu-0) of kind "" is not a kind of this format`},
 		{"a share without its share", func(s string) string {
 			return reseal(t, s, `"kind":"partition"`, `"kind":"share"`)
-		}, `claim uid-2 device 0 (npu-1-vir04-0) of kind "share" needs a share and no partition`},
+		}, `claim uid-2 device 0 (npu-1-vir04-0) of kind "share" needs a share`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestACheckpointOfANewerFormatIsRefusedNotSetAside(t *testing.T) {
 	require.NoError(t, s.Save(sample))
 	raw, err := os.ReadFile(s.Path())
 	require.NoError(t, err)
-	newer := strings.Replace(string(raw), checkpoint.Version, "accel-dra.dev/checkpoint/v4", 1)
+	newer := strings.Replace(string(raw), checkpoint.Version, "accel-dra.dev/checkpoint/v5", 1)
 	require.NoError(t, os.WriteFile(s.Path(), []byte(newer), 0o600))
 
 	_, err = s.Load()
@@ -159,8 +159,8 @@ func TestACheckpointOfANewerFormatIsRefusedNotSetAside(t *testing.T) {
 	require.ErrorAs(t, err, &verr)
 	var corrupt *checkpoint.CorruptError
 	require.False(t, errors.As(err, &corrupt), "not corrupt: nothing may set it aside")
-	require.Equal(t, "accel-dra.dev/checkpoint/v4", verr.Version)
-	require.EqualError(t, err, "checkpoint "+s.Path()+` has format version "accel-dra.dev/checkpoint/v4", this plugin reads only "accel-dra.dev/checkpoint/v3" and older: `+
+	require.Equal(t, "accel-dra.dev/checkpoint/v5", verr.Version)
+	require.EqualError(t, err, "checkpoint "+s.Path()+` has format version "accel-dra.dev/checkpoint/v5", this plugin reads only "accel-dra.dev/checkpoint/v4" and older: `+
 		"refusing to start rather than forget the claims it lists; run the plugin version that wrote it, or unprepare those claims and remove the file")
 	after, err := os.ReadFile(s.Path())
 	require.NoError(t, err)
@@ -237,7 +237,7 @@ func TestACheckpointOfTodaysV1AgentConverts(t *testing.T) {
 
 // TestACheckpointOfTheV2AgentConverts: testdata/v2.json is what the agent
 // wrote before the boot id (v1.json saved by it): it loads with the same
-// claims and no boot id; saved again it is v3 and keeps a boot id.
+// claims and no boot id; saved again it is v4 and keeps a boot id.
 func TestACheckpointOfTheV2AgentConverts(t *testing.T) {
 	dir := t.TempDir()
 	raw, err := os.ReadFile(filepath.Join("testdata", "v2.json"))
@@ -261,10 +261,42 @@ func TestACheckpointOfTheV2AgentConverts(t *testing.T) {
 	require.NoError(t, v2.Save(d))
 	saved, err := os.ReadFile(v2.Path())
 	require.NoError(t, err)
-	require.Contains(t, string(saved), `"version": "accel-dra.dev/checkpoint/v3"`)
+	require.Contains(t, string(saved), `"version": "accel-dra.dev/checkpoint/v4"`)
 	again, err := v2.Load()
 	require.NoError(t, err)
 	require.Empty(t, again.ConvertedFrom)
 	require.Equal(t, d.BootID, again.BootID)
 	require.Equal(t, d.Claims, again.Claims)
+}
+
+// A share may carry the partition made for it from v4 on: it round-trips,
+// and a v3 file, whose writer knew no such share, still loads (converted)
+// unless it has one, which v3 did not allow.
+func TestAShareWithItsPartitionNeedsV4(t *testing.T) {
+	share := checkpoint.Data{Claims: map[types.UID]checkpoint.Claim{"uid-s": {Namespace: "ns", Name: "s", Devices: []checkpoint.Device{{
+		Kind: checkpoint.KindShare, Request: "mlu", Pool: "node", Device: "mlu-5", CDIDeviceIDs: []string{"accel-dra.dev/cambricon=x"},
+		Share:     &checkpoint.Share{ID: "5e1d0c4b-8f3a-4c2e-9b7d-6a5f4e3d2c1b"},
+		Partition: &checkpoint.Partition{Type: "smlu", Chip: 5, Template: "25p.5825mb", ID: 1, DeviceNode: "/dev/cambricon-caps/cap_dev5_mi1"},
+	}}}}}
+	s := checkpoint.New(t.TempDir(), "checkpoint.json")
+	require.NoError(t, s.Save(share))
+	d, err := s.Load()
+	require.NoError(t, err)
+	require.Equal(t, share, d)
+
+	raw, err := os.ReadFile(s.Path())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(s.Path(), []byte(strings.Replace(string(raw), checkpoint.Version, checkpoint.VersionV3, 1)), 0o600))
+	_, err = s.Load()
+	require.ErrorContains(t, err, `format accel-dra.dev/checkpoint/v3: claim uid-s device 0 (mlu-5) of kind "share" has a partition`)
+
+	require.NoError(t, s.Save(sample))
+	raw, err = os.ReadFile(s.Path())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(s.Path(), []byte(strings.Replace(string(raw), checkpoint.Version, checkpoint.VersionV3, 1)), 0o600))
+	d, err = s.Load()
+	require.NoError(t, err)
+	require.Equal(t, checkpoint.VersionV3, d.ConvertedFrom)
+	d.ConvertedFrom = ""
+	require.Equal(t, sample, d)
 }

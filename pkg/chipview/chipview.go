@@ -93,6 +93,9 @@ type Chip struct {
 	// Mode is how the chip is published (the agent's --chip-modes),
 	// shown in lower case ("whole") as the view always has.
 	Mode partitions.Mode `json:"mode"`
+	// ShareEnforcement is a Shared chip's accel-dra.dev/shareEnforcement:
+	// "hardware" where each share is a partition the vendor's driver makes.
+	ShareEnforcement string `json:"shareEnforcement,omitempty"`
 	// Taints are the chip device's taints; none means healthy.
 	Taints []resourceapi.DeviceTaint `json:"taints,omitempty"`
 	State  State                     `json:"state"`
@@ -391,6 +394,7 @@ func (p *poolDevices) chips(allocs map[deviceKey][]allocation, ready func(*resou
 		switch {
 		case ptr.Deref(d.AllowMultipleAllocations, false):
 			c.Mode = partitions.ModeShared
+			c.ShareEnforcement = stringAttr(d, p.driver, partitions.AttrShareEnforcement)
 		case len(d.ConsumesCounters) > 0 || len(parts[d.Name]) > 0:
 			c.Mode = partitions.ModePartitioned
 		}

@@ -196,6 +196,9 @@ func usage(c Chip) string {
 		if len(c.Holders) == 1 {
 			use = "1 share"
 		}
+		if c.ShareEnforcement == partitions.EnforcementHardware {
+			use += " (hardware-enforced)"
+		}
 	default:
 		return "-"
 	}

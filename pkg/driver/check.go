@@ -25,6 +25,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
 	"github.com/accel-dra/accel-dra/pkg/cdi"
@@ -32,6 +33,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
+	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // claimPlan is a checked claim: what each of its results for this driver
@@ -64,8 +66,10 @@ type planner struct {
 	plan    *claimPlan
 	configs map[string]requestConfig
 	u       usage
-	// earlier are the devices of the claim's earlier prepare, by name.
-	earlier map[string]checkpoint.Device
+	// earlier are the devices of the claim's earlier prepare, by name,
+	// and its shares by share ID.
+	earlier       map[string]checkpoint.Device
+	earlierShares map[types.UID]checkpoint.Device
 	// seen is the first result of each device.
 	seen map[string]int
 }
@@ -87,9 +91,12 @@ func (d *Driver) check(claim *resourceapi.ResourceClaim) (*claimPlan, error) {
 	}
 	prev, had := d.prepared.Claims[claim.UID]
 	pl := planner{d: d, plan: &claimPlan{claim: claim, had: had, devices: make([]plannedDevice, 0, len(results))}, configs: configs, u: d.usage(claim.UID),
-		earlier: map[string]checkpoint.Device{}, seen: map[string]int{}}
+		earlier: map[string]checkpoint.Device{}, earlierShares: map[types.UID]checkpoint.Device{}, seen: map[string]int{}}
 	for _, dev := range prev.Devices {
 		pl.earlier[dev.Device] = dev
+		if dev.Share != nil {
+			pl.earlierShares[dev.Share.ID] = dev
+		}
 	}
 	for i, r := range results {
 		if err := pl.add(i, r); err != nil {
@@ -143,12 +150,15 @@ func (pl *planner) add(i int, r resourceapi.DeviceRequestAllocationResult) error
 }
 
 // share plans a share of a Shared chip: the capacity the scheduler gave
-// it, if it fits next to the chip's other shares.
+// it, if it fits next to the chip's other shares, and, where the
+// vendor's driver carves shares, the partition to make for it.
 func (pl *planner) share(field string, i int, p *plannedDevice, chip inventory.Chip, strategy v1alpha1.SharingStrategy, again bool) error {
 	r := p.result
 	memory := consumed(r, names.CapMemory, chip.MemoryBytes)
 	cores := consumed(r, names.CapCores, int64(chip.Cores))
-	if memory < chip.MemoryBytes && strategy == v1alpha1.SharingExclusive {
+	grid, sized, enforced := pl.d.policy.ShareGrid(chip)
+	whole := memory >= chip.MemoryBytes || (enforced && grid.Whole(memory))
+	if !whole && strategy == v1alpha1.SharingExclusive {
 		return fmt.Errorf("%s: device %s is a share (%s of %s memory) of a shared chip, but the config of request %q says sharing.strategy: %s; request all of its memory or use strategy %s",
 			field, r.Device, resource.NewQuantity(memory, resource.BinarySI), resource.NewQuantity(chip.MemoryBytes, resource.BinarySI),
 			r.Request, v1alpha1.SharingExclusive, v1alpha1.SharingShared)
@@ -171,6 +181,32 @@ func (pl *planner) share(field string, i int, p *plannedDevice, chip inventory.C
 	if again {
 		p.dev.Name = r.Device + "-" + string(*r.ShareID)
 	}
+	if !enforced || whole {
+		return nil
+	}
+	return pl.sizedPartition(field, i, p, chip, sized, memory, cores)
+}
+
+// sizedPartition plans the partition a share of a Shared chip becomes
+// where the vendor's driver carves shares: of the share's size, or the
+// one an earlier prepare of the claim made for it.
+func (pl *planner) sizedPartition(field string, i int, p *plannedDevice, chip inventory.Chip, sized vendors.SizedPartitions, memory, cores int64) error {
+	r := p.result
+	// SizedTemplate checks the size against the grid the request policy
+	// published: a result off it is a stale or forged allocation.
+	t, err := sized.SizedTemplate(chip, memory, cores)
+	if err != nil {
+		return fmt.Errorf("%s: the share of %s (%s memory, %d cores) does not fit the request policy the driver published for it: %w",
+			field, r.Device, resource.NewQuantity(memory, resource.BinarySI), cores, err)
+	}
+	p.dev.DriverEnv[cdi.EnvSuffixPartition] = t.Name
+	pl.u.partitions[chip.Index] = append(pl.u.partitions[chip.Index], partitionUse{uid: pl.plan.claim.UID, result: i, device: r.Device, template: t.Name})
+	if e, ok := pl.earlierShares[*r.ShareID]; ok && e.Partition != nil && e.Partition.Template == t.Name {
+		// Prepared before (a kubelet retry, a restart): reuse it.
+		p.entry.Partition = e.Partition
+		return nil
+	}
+	p.create = &slot{chip: chip, template: t}
 	return nil
 }
 

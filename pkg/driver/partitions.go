@@ -27,7 +27,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/checkpoint"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -103,8 +102,9 @@ func decodeAnnotations(a map[string]string, e *checkpoint.Device) error {
 	return nil
 }
 
-// reconcilePartitions makes the partitions on the Partitioned chips agree
-// with the checkpoint:
+// reconcilePartitions makes the partitions on the chips where the driver
+// makes them (Partitioned chips, Shared chips whose shares the vendor's
+// driver carves) agree with the checkpoint:
 //
 //   - it destroys those the checkpoint does not list: left by a crash
 //     after the vendor tool made them and before the checkpoint recorded
@@ -126,7 +126,7 @@ func (d *Driver) reconcilePartitions(ctx context.Context) error {
 }
 
 // reconcileChips is reconcilePartitions for the chips only (nil: all
-// Partitioned chips), and returns the chips it could list.
+// chips with partitions), and returns the chips it could list.
 func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed map[int]bool, err error) {
 	listed = map[int]bool{}
 	if d.tool == nil {
@@ -144,7 +144,7 @@ func (d *Driver) reconcileChips(ctx context.Context, only map[int]bool) (listed 
 	}
 	exists := map[[2]int]string{}
 	for _, c := range d.inv.Chips {
-		if d.policy.ModeOf(c) != partitions.ModePartitioned || (only != nil && !only[c.Index]) {
+		if !d.policy.MakesPartitions(c) || (only != nil && !only[c.Index]) {
 			continue
 		}
 		list, err := d.tool.List(ctx, c)
@@ -254,10 +254,10 @@ func (d *Driver) whyGone(p *checkpoint.Partition, atStart bool, listed map[int]b
 	return "destroyed by an unprepare that crashed before saving the checkpoint", true
 }
 
-// markUnsure has the next call list a chip again (retryOrphans), if it
-// is a Partitioned chip of this node.
+// markUnsure has the next call list a chip again (retryOrphans), if the
+// driver makes partitions on it.
 func (d *Driver) markUnsure(chip int) {
-	if c, ok := d.chipByIndex(chip); !ok || d.policy.ModeOf(c) != partitions.ModePartitioned {
+	if c, ok := d.chipByIndex(chip); !ok || !d.policy.MakesPartitions(c) {
 		return
 	}
 	if d.unsure == nil {

@@ -126,6 +126,9 @@ func (d *Driver) createPartitions(ctx context.Context, tx *transaction, p *claim
 			// got that far): the next call lists the chip and removes what
 			// no claim holds.
 			d.markUnsure(chip.Index)
+			if pd.entry.Share != nil {
+				return fmt.Errorf("creating the partition of the share of %s (chip %d): %w", pd.entry.Device, chip.Index, err)
+			}
 			return fmt.Errorf("creating partition %s: %w", pd.entry.Device, err)
 		}
 		logger.V(2).Info("Created partition", "claim", klog.KObj(p.claim), "device", pd.entry.Device, "partition", inst.String())
@@ -172,9 +175,10 @@ func (d *Driver) cdiClaim(p *claimPlan) (cdi.Claim, error) {
 	return spec, nil
 }
 
-// partitionEdits points a partition device's CDI device at its partition.
+// partitionEdits points a partition device's CDI device at its partition:
+// a partition device's (a slot of a Partitioned chip) or a share's of a
+// Shared chip whose driver carved it.
 func (d *Driver) partitionEdits(pd *plannedDevice) error {
-	sl := d.slots[pd.entry.Device]
 	inst := fromCheckpoint(pd.entry.Partition)
 	if inst.DeviceNode == "" || !path.IsAbs(inst.DeviceNode) {
 		return fmt.Errorf("%s has no absolute device node (%q)", inst, inst.DeviceNode)
@@ -182,17 +186,24 @@ func (d *Driver) partitionEdits(pd *plannedDevice) error {
 	if d.parts == nil {
 		return fmt.Errorf("%s: vendor %q has no partitions", inst, d.names.Vendor)
 	}
-	edits, err := d.parts.Edits(sl.chip, inst)
+	edits, err := d.parts.Edits(pd.dev.Chip, inst)
 	if err != nil {
 		return err
 	}
 	pd.virtual = edits.Virtual
+	pd.dev.NotVisible = edits.NotVisible
 	for _, n := range edits.DeviceNodes {
 		pd.dev.Nodes = append(pd.dev.Nodes, cdi.DeviceNode{Path: n.Path, HostPath: n.HostPath})
 	}
 	if edits.Virtual {
 		pd.dev.VisibleID = ptr.To(edits.VisibleID)
 	}
+	if pd.entry.Share != nil {
+		// The share's variables are set (planner.share), with its
+		// partition's template.
+		return nil
+	}
+	sl := d.slots[pd.entry.Device]
 	pd.dev.DriverEnv = map[string]string{
 		cdi.EnvSuffixPartition: sl.template.Name,
 		cdi.EnvSuffixMemory:    strconv.FormatInt(sl.template.MemoryBytes, 10),

@@ -21,7 +21,10 @@ import (
 	"strconv"
 	"strings"
 
+	resourceapi "k8s.io/api/resource/v1"
+
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -113,6 +116,53 @@ func (p Policy) WhyWhole(c inventory.Chip) string {
 		return c.PartitionModeOff
 	}
 	return ""
+}
+
+// AttrShareEnforcement is the attribute of a Shared chip that says who
+// enforces its shares (DESIGN.md): EnforcementHardware where each share
+// becomes a partition the vendor's driver makes at prepare,
+// EnforcementNone where the shares are accounting only.
+const AttrShareEnforcement resourceapi.QualifiedName = names.Domain + "/shareEnforcement"
+
+// Values of AttrShareEnforcement.
+const (
+	EnforcementHardware = "hardware"
+	EnforcementNone     = "none"
+)
+
+// ShareGrid returns the grid of a chip published Shared whose shares the
+// vendor's driver carves into partitions at prepare
+// (vendors.SizedPartitions), or false where its shares stay accounting
+// only: a chip not Shared, a node without a partition tool, a model or
+// library that cannot carve, or a chip whose partition mode is off.
+func (p Policy) ShareGrid(c inventory.Chip) (vendors.ShareGrid, vendors.SizedPartitions, bool) {
+	if p.ModeOf(c) != ModeShared || p.NoPartitions || c.PartitionModeOff != "" {
+		return vendors.ShareGrid{}, nil, false
+	}
+	v, _ := p.Registry.Lookup(c.Vendor)
+	return vendors.ShareGridOf(v, c)
+}
+
+// Enforcement is chip c's AttrShareEnforcement value, "" where it is not
+// Shared.
+func (p Policy) Enforcement(c inventory.Chip) string {
+	if p.ModeOf(c) != ModeShared {
+		return ""
+	}
+	if _, _, ok := p.ShareGrid(c); ok {
+		return EnforcementHardware
+	}
+	return EnforcementNone
+}
+
+// MakesPartitions says whether the driver makes partitions on chip c: it
+// is Partitioned, or Shared with shares the vendor's driver carves.
+func (p Policy) MakesPartitions(c inventory.Chip) bool {
+	if p.ModeOf(c) == ModePartitioned {
+		return true
+	}
+	_, _, ok := p.ShareGrid(c)
+	return ok
 }
 
 // PolicyHelp describes the chip-modes setting for the --chip-modes flags

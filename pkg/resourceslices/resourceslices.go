@@ -172,32 +172,13 @@ var sharedMemoryMin = resource.MustParse("1Gi")
 //     one device per partition slot (partitions.Slots), each consuming its
 //     template's cores, memory and AI CPUs.
 //   - Shared: the whole chip with allowMultipleAllocations and request
-//     policies: memory defaults to all of it (a claim that asks for no
-//     capacity gets the whole chip) and takes at least 1Gi; cores default
-//     to 0 (a share without a cores request reserves none, the cores are
-//     time-shared) in steps of one.
+//     policies (sharedChip), and accel-dra.dev/shareEnforcement.
 //   - Whole: the whole chip only.
-func chipDevices(reg vendors.Registry, c inventory.Chip, mode partitions.Mode, templates []string) ([]resourceapi.Device, *resourceapi.CounterSet) {
+func chipDevices(reg vendors.Registry, c inventory.Chip, policy partitions.Policy, templates []string) ([]resourceapi.Device, *resourceapi.CounterSet) {
 	chip := device(reg, c)
-	switch mode {
+	switch policy.ModeOf(c) {
 	case partitions.ModeShared:
-		chip.AllowMultipleAllocations = ptr.To(true)
-		mem := chip.Capacity[names.CapMemory]
-		min := sharedMemoryMin.DeepCopy()
-		if mem.Value.Cmp(min) < 0 {
-			min = mem.Value.DeepCopy()
-		}
-		mem.RequestPolicy = &resourceapi.CapacityRequestPolicy{
-			Default:    ptr.To(mem.Value.DeepCopy()),
-			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: &min},
-		}
-		chip.Capacity[names.CapMemory] = mem
-		cores := chip.Capacity[names.CapCores]
-		cores.RequestPolicy = &resourceapi.CapacityRequestPolicy{
-			Default:    resource.NewQuantity(0, resource.DecimalSI),
-			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(0, resource.DecimalSI), Step: resource.NewQuantity(1, resource.DecimalSI)},
-		}
-		chip.Capacity[names.CapCores] = cores
+		sharedChip(&chip, policy, c)
 		return []resourceapi.Device{chip}, nil
 	case partitions.ModePartitioned:
 		slots := offered(partitions.Slots(reg, c), templates)
@@ -215,6 +196,53 @@ func chipDevices(reg vendors.Registry, c inventory.Chip, mode partitions.Mode, t
 		return devices, set
 	}
 	return []resourceapi.Device{chip}, nil
+}
+
+// sharedChip makes chip the device of a Shared chip c. Where the vendor's
+// driver carves each share into a partition at prepare
+// (partitions.Policy.ShareGrid), the request policies are its grid: a
+// share takes memory and cores in the driver's steps, at least one of
+// each, so the scheduler charges what the driver makes; memory defaults
+// to the most a share takes (a claim that asks for no capacity gets the
+// whole chip, and no partition), cores to one step. Elsewhere the shares
+// are accounting only: memory defaults to all of it and takes at least
+// 1Gi; cores default to 0 (a share without a cores request reserves none,
+// the cores are time-shared) in steps of one.
+func sharedChip(chip *resourceapi.Device, policy partitions.Policy, c inventory.Chip) {
+	chip.AllowMultipleAllocations = ptr.To(true)
+	chip.Attributes[partitions.AttrShareEnforcement] = resourceapi.DeviceAttribute{StringValue: ptr.To(policy.Enforcement(c))}
+	mem := chip.Capacity[names.CapMemory]
+	cores := chip.Capacity[names.CapCores]
+	if g, _, ok := policy.ShareGrid(c); ok {
+		mem.RequestPolicy = gridPolicy(g.MemoryStep, g.MaxMemory, g.MaxMemory, resource.BinarySI)
+		cores.RequestPolicy = gridPolicy(g.CoresStep, g.MaxCores, g.CoresStep, resource.DecimalSI)
+		chip.Capacity[names.CapMemory], chip.Capacity[names.CapCores] = mem, cores
+		return
+	}
+	min := sharedMemoryMin.DeepCopy()
+	if mem.Value.Cmp(min) < 0 {
+		min = mem.Value.DeepCopy()
+	}
+	mem.RequestPolicy = &resourceapi.CapacityRequestPolicy{
+		Default:    ptr.To(mem.Value.DeepCopy()),
+		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: &min},
+	}
+	cores.RequestPolicy = &resourceapi.CapacityRequestPolicy{
+		Default:    resource.NewQuantity(0, resource.DecimalSI),
+		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(0, resource.DecimalSI), Step: resource.NewQuantity(1, resource.DecimalSI)},
+	}
+	chip.Capacity[names.CapMemory], chip.Capacity[names.CapCores] = mem, cores
+}
+
+// gridPolicy is a request policy of whole steps from one step to most,
+// with default def: the API wants the maximum and the default multiples
+// of the step (k8s.io/api resource/v1 CapacityRequestPolicyRange.Step).
+func gridPolicy(step, most, def int64, format resource.Format) *resourceapi.CapacityRequestPolicy {
+	return &resourceapi.CapacityRequestPolicy{
+		Default: resource.NewQuantity(def, format),
+		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(step, format),
+			Max: resource.NewQuantity(most, format), Step: resource.NewQuantity(step, format)},
+	}
 }
 
 // CheckTemplates says which of slugs is the slug of no partition template
@@ -305,7 +333,7 @@ func DevicesFor(reg vendors.Registry, inv inventory.Inventory, v inventory.Vendo
 	devices := make([]resourceapi.Device, 0, len(chips))
 	var sets []resourceapi.CounterSet
 	for _, c := range chips {
-		devs, set := chipDevices(reg, c, opts.Policy.ModeOf(c), opts.Templates)
+		devs, set := chipDevices(reg, c, opts.Policy, opts.Templates)
 		setHealth(devs, c, opts)
 		for _, d := range devs {
 			for _, k := range opts.OmitAttributes {

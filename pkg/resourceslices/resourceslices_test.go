@@ -292,6 +292,7 @@ func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	cores := shared.Capacity[names.CapCores]
 	require.True(t, cores.RequestPolicy.Default.IsZero(), "a share reserves no cores unless it asks")
 	require.Zero(t, cores.RequestPolicy.ValidRange.Step.Cmp(resource.MustParse("1")))
+	require.Equal(t, ptr.To(partitions.EnforcementNone), shared.Attributes[partitions.AttrShareEnforcement].StringValue, "Ascend shares are accounting only")
 
 	whole := byName["npu-2"]
 	require.Nil(t, whole.AllowMultipleAllocations)
@@ -302,6 +303,51 @@ func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	devices, sets = resourceslices.DevicesFor(registry, inv, ascend.Vendor, resourceslices.Options{Policy: noTool})
 	require.Len(t, devices, 3, "without a partition tool no partitions are published")
 	require.Empty(t, sets)
+}
+
+// A Shared chip whose vendor's driver carves each share into a partition
+// publishes the driver's grid as its request policy and says so in
+// shareEnforcement; where the partition mode is off, or the library
+// cannot carve, the shares stay accounting only.
+func TestSharedChipsPublishWhoEnforcesTheirShares(t *testing.T) {
+	inv := inventoryOf(t, "node-0", "mlu370-x8")
+	for i := range inv.Chips {
+		inv.Chips[i].Sources = map[string]string{cambricon.SourceSizedSMLU: "libcndev.so cndevCreateSMluProfileInfo"}
+	}
+	inv.Chips[1].PartitionModeOff = "sMLU mode is off on card 1"
+	delete(inv.Chips[2].Sources, cambricon.SourceSizedSMLU)
+	policy, err := partitions.ParsePolicy(registry, "Shared")
+	require.NoError(t, err)
+	devices, sets := resourceslices.DevicesFor(registry, inv, cambricon.Vendor, resourceslices.Options{Policy: policy})
+	require.Empty(t, sets)
+	byName := map[string]resourceapi.Device{}
+	for _, d := range devices {
+		byName[d.Name] = d
+	}
+
+	enforced := byName["mlu-0"]
+	require.Equal(t, ptr.To(partitions.EnforcementHardware), enforced.Attributes[partitions.AttrShareEnforcement].StringValue)
+	step := inv.Chips[0].MemoryBytes / (1 << 20) / 100 * (1 << 20)
+	mem := enforced.Capacity[names.CapMemory]
+	require.Equal(t, &resourceapi.CapacityRequestPolicy{
+		Default: resource.NewQuantity(100*step, resource.BinarySI),
+		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(step, resource.BinarySI),
+			Max: resource.NewQuantity(100*step, resource.BinarySI), Step: resource.NewQuantity(step, resource.BinarySI)},
+	}, mem.RequestPolicy, "a step of one hundredth of the chip's memory, the whole by default")
+	cores := enforced.Capacity[names.CapCores]
+	require.Equal(t, &resourceapi.CapacityRequestPolicy{
+		Default: resource.NewQuantity(4, resource.DecimalSI),
+		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(4, resource.DecimalSI),
+			Max: resource.NewQuantity(16, resource.DecimalSI), Step: resource.NewQuantity(4, resource.DecimalSI)},
+	}, cores.RequestPolicy, "4 of 16 cores, a 25% quota")
+
+	for _, name := range []string{"mlu-1", "mlu-2"} {
+		d := byName[name]
+		require.Equal(t, ptr.To(partitions.EnforcementNone), d.Attributes[partitions.AttrShareEnforcement].StringValue, name)
+		m := d.Capacity[names.CapMemory]
+		require.Zero(t, m.RequestPolicy.ValidRange.Min.Cmp(resource.MustParse("1Gi")), name)
+	}
+	require.NotContains(t, wholeDevice(inv.Chips[0]).Attributes, partitions.AttrShareEnforcement, "only Shared chips have it")
 }
 
 func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {

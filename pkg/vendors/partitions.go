@@ -261,6 +261,10 @@ type PartitionEdits struct {
 	// Virtual says the id is a virtual device (an Ascend vNPU): a claim of
 	// only such partitions gets the vendor's CDIEdits.VirtualEnv.
 	Virtual bool
+	// NotVisible says the vendor's visible-devices variable does not list
+	// the partition at all, as the vendor's device plugin never sets it
+	// for one (a Cambricon sMLU); VisibleID is then unused.
+	NotVisible bool
 }
 
 // FindInstance returns the instance with id among insts: the vendor tools
@@ -298,4 +302,70 @@ func ConfirmCreated(ctx context.Context, tool PartitionTool, c inventory.Chip, i
 		return Instance{}, fmt.Errorf("created %s %d on chip %d with %s %s, but %s lists it as %s", w.Kind, id, c.Index, w.Template, template, w.Tool, e.Template)
 	}
 	return e, nil
+}
+
+// ShareGrid is how a vendor's driver carves a share of a Shared chip
+// into a partition at prepare: a share takes a whole number of memory
+// steps and of cores steps, at least one of each. The chip's request
+// policy publishes the grid (validRange with these steps), so the
+// scheduler charges each share exactly what the driver makes of it.
+type ShareGrid struct {
+	// MemoryStep is the memory unit in bytes; MaxMemory, a multiple of
+	// it, the most a share takes: asking for it is asking for the whole
+	// chip (Whole).
+	MemoryStep, MaxMemory int64
+	// CoresStep is the cores unit; MaxCores, a multiple of it, the chip's
+	// cores.
+	CoresStep, MaxCores int64
+}
+
+// Whole says whether a share that takes memory bytes is the whole chip:
+// no other share fits next to it, so it gets the chip and no partition.
+func (g ShareGrid) Whole(memory int64) bool { return memory >= g.MaxMemory }
+
+// Check says why a share of memory bytes and cores is not on the grid.
+func (g ShareGrid) Check(memory, cores int64) error {
+	switch {
+	case memory < g.MemoryStep || memory > g.MaxMemory || memory%g.MemoryStep != 0:
+		return fmt.Errorf("memory %d bytes is not a multiple of %d bytes from %d to %d, the sizes the driver carves", memory, g.MemoryStep, g.MemoryStep, g.MaxMemory)
+	case cores < g.CoresStep || cores > g.MaxCores || cores%g.CoresStep != 0:
+		return fmt.Errorf("%d cores is not a multiple of %d from %d to %d, the quotas the driver carves", cores, g.CoresStep, g.CoresStep, g.MaxCores)
+	}
+	return nil
+}
+
+// SizedPartitions is implemented by the Partitions of a vendor whose
+// driver makes a partition of any size on its grid at run time (Cambricon
+// dynamic sMLU profiles): a Shared chip then stays one device with
+// consumable capacity, and each share of it that is not the whole chip
+// becomes a partition of the share's size, made at prepare with the
+// vendor's PartitionTool and destroyed at unprepare like a Partitioned
+// chip's (docs/partitions.md).
+type SizedPartitions interface {
+	// ShareGrid returns the grid of chip c, or false where the vendor's
+	// driver cannot carve its shares (a model without partitions, a
+	// library without the dynamic calls): its shares stay accounting
+	// only.
+	ShareGrid(c inventory.Chip) (ShareGrid, bool)
+	// SizedTemplate returns the template of a partition of chip c that
+	// takes memory bytes and cores, a point of its grid: what the
+	// vendor's PartitionTool.Create makes.
+	SizedTemplate(c inventory.Chip, memory, cores int64) (Template, error)
+}
+
+// ShareGridOf returns the grid of chip c of vendor v and the vendor's
+// sized partitions, or false when the vendor cannot carve shares of it.
+func ShareGridOf(v Vendor, c inventory.Chip) (ShareGrid, SizedPartitions, bool) {
+	if v == nil || c.Cores <= 0 || c.MemoryBytes <= 0 {
+		return ShareGrid{}, nil, false
+	}
+	s, ok := v.Partitions().(SizedPartitions)
+	if !ok {
+		return ShareGrid{}, nil, false
+	}
+	g, ok := s.ShareGrid(c)
+	if !ok || g.MemoryStep <= 0 || g.CoresStep <= 0 {
+		return ShareGrid{}, nil, false
+	}
+	return g, s, true
 }

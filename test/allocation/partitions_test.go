@@ -33,6 +33,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/structured"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
@@ -57,12 +58,22 @@ type node struct {
 
 func newNode(t *testing.T, profileName string, chipModes string) *node {
 	t.Helper()
+	return newNodeWith(t, profileName, chipModes, nil)
+}
+
+// newNodeWith is newNode with the discovered chips changed by adjust
+// first (when set).
+func newNodeWith(t *testing.T, profileName string, chipModes string, adjust func(*inventory.Inventory)) *node {
+	t.Helper()
 	policy, err := partitions.ParsePolicy(registry, chipModes)
 	require.NoError(t, err)
 	p, err := profile.Load(registry, profileName)
 	require.NoError(t, err)
 	inv, err := profilenode.New(registry, profileName, p).Discover(context.Background())
 	require.NoError(t, err)
+	if adjust != nil {
+		adjust(&inv)
+	}
 	return &node{t: t, name: profileName, cls: loadClasses(t),
 		slices: resourceslices.SlicesFor(registry, profileName, inv, resourceslices.Options{Policy: policy}),
 		state: structured.AllocatedState{AllocatedDevices: sets.New[structured.DeviceID](),

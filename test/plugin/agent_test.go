@@ -561,7 +561,8 @@ type nodeState struct {
 	checkpoint checkpoint.Data
 	// specs are the claims with a CDI spec of the driver's vendor.
 	specs []types.UID
-	// partitions are those on the chips, in the fake tool's state.
+	// partitions are those on the chips, in the fake tool's state (or
+	// the mock libcndev's).
 	partitions []vendors.Instance
 }
 
@@ -573,6 +574,9 @@ func (a *agent) state(v inventory.Vendor) nodeState {
 	fake := &profilenode.PartitionTool{StatePath: filepath.Join(dir, profilenode.PartitionStateFile)}
 	insts, err := fake.Instances()
 	require.NoError(a.t, err)
+	if v == cambricon.Vendor && a.cfg.Libraries[cambricon.Option] != "" {
+		insts = cndevInstances(a.t) // made through the mock libcndev
+	}
 	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: a.cfg.CDIDir})
 	require.NoError(a.t, err)
 	x, _ := registry.Lookup(v)

@@ -68,7 +68,7 @@ func TestThePluginPreparesSMLUsThroughCNDev(t *testing.T) {
 	require.Empty(t, n.commands.changes(), "no cnmon")
 	raw, err := os.ReadFile(state)
 	require.NoError(t, err)
-	require.Equal(t, "5 1 1 smlu5-1\n", string(raw), "the library made instance 1 of profile 1 (1/2) on card 5")
+	require.Equal(t, fmt.Sprintf("5 1 1 smlu5-1 50 %d\n", int64(11654)<<20), string(raw), "the library made instance 1 of profile 1 (1/2) on card 5")
 	require.FileExists(t, filepath.Join(n.root, "/dev/cambricon-caps/cap_dev5_mi1"))
 
 	ctr := n.container(ids)
@@ -78,7 +78,9 @@ func TestThePluginPreparesSMLUsThroughCNDev(t *testing.T) {
 	want = append(want, n.inv.SharedDeviceNodes[cambricon.Vendor]...)
 	sort.Strings(want)
 	require.Equal(t, want, devicePaths(ctr))
-	require.Equal(t, "5", envMap(ctr)["CAMBRICON_VISIBLE_DEVICES"])
+	// Nor CAMBRICON_VISIBLE_DEVICES: the device plugin never sets it for
+	// an sMLU (server.go PrepareResponse).
+	require.NotContains(t, envMap(ctr), "CAMBRICON_VISIBLE_DEVICES")
 
 	n.unprepare(c)
 	raw, err = os.ReadFile(state)

@@ -45,10 +45,11 @@ var crashNodes = map[inventory.Vendor]struct{ profile, chipModes string }{
 type claimKind struct {
 	name   string
 	vendor inventory.Vendor
-	// devices are the allocated devices; a share of shareMemory each when set.
-	devices     []string
-	shareMemory int64
-	partitions  int // partitions the claim makes
+	// devices are the allocated devices; a share of shareMemory and
+	// shareCores each when shareMemory is set.
+	devices                 []string
+	shareMemory, shareCores int64
+	partitions              int // partitions the claim makes
 }
 
 var crashKinds = []claimKind{
@@ -80,7 +81,7 @@ func (k claimKind) results(uid types.UID) []resourceapi.DeviceRequestAllocationR
 			r.ShareID = &share
 			r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{
 				names.CapMemory: *resource.NewQuantity(k.shareMemory, resource.BinarySI),
-				names.CapCores:  *resource.NewQuantity(0, resource.DecimalSI),
+				names.CapCores:  *resource.NewQuantity(k.shareCores, resource.DecimalSI),
 			}
 		}
 		out = append(out, r)
@@ -109,75 +110,99 @@ func TestAKilledAgentLosesNothing(t *testing.T) {
 			cases++
 			name := fmt.Sprintf("%s/%s", k.name, point)
 			t.Run(name, func(t *testing.T) {
-				a := agents[k.vendor]
-				a.t = t
-				a.kill() // left running by a failed case
-				driverName := registry.DriverFor(k.vendor)
 				c := k.allocated(fmt.Sprintf("case-%d", cases), types.UID(fmt.Sprintf("uid-case-%d", cases)))
-				a.addClaim(c)
-				wantIDs := cdiIDs(k.vendor, c.UID, k.devices...)
-				prepare := func() {
-					t.Helper()
-					resp, err := a.prepare(driverName, c)
-					require.NoError(t, err)
-					require.Empty(t, resp[string(c.UID)].Error)
-					var ids []string
-					for _, d := range resp[string(c.UID)].Devices {
-						ids = append(ids, d.CdiDeviceIds...)
-					}
-					require.Equal(t, wantIDs, ids, "the CDI device IDs of the contract")
-				}
-				unprepare := func() {
-					t.Helper()
-					resp, err := a.unprepare(driverName, c)
-					require.NoError(t, err)
-					require.Empty(t, resp[string(c.UID)].Error)
-				}
-				isPrepare := point != failpoint.UnprepareAfterCDI && point != failpoint.UnprepareBeforeCheckpoint
-
-				if isPrepare {
-					a.start(point + "=kill")
-					_, err := a.prepare(driverName, c)
-					require.Error(t, err, "the kubelet gets no answer")
-					a.waitKilled()
-					a.start("")
-					var want []types.UID
-					if point == failpoint.PrepareAfterCheckpoint {
-						want = []types.UID{c.UID} // prepared, only the answer was lost
-					}
-					a.requireConsistent(k.vendor, want, "after the restart")
-					prepare()
-				} else {
-					a.start(point + "=kill") // prepare does not pass it
-					prepare()
-					_, err := a.unprepare(driverName, c)
-					require.Error(t, err, "the kubelet gets no answer")
-					a.waitKilled()
-					a.start("")
-					st := a.requireConsistent(k.vendor, []types.UID{c.UID}, "after the restart the claim is still known, so the retry cleans up")
-					require.NotContains(t, st.specs, c.UID, "its CDI spec was removed before the crash")
-				}
-				st := a.requireConsistent(k.vendor, []types.UID{c.UID}, "prepared")
-				if isPrepare {
-					require.Equal(t, []types.UID{c.UID}, st.specs)
-					require.Len(t, st.partitions, k.partitions)
-				}
-				if point == failpoint.UnprepareBeforeCheckpoint {
-					require.Empty(t, st.partitions, "destroyed before the crash")
-					for _, d := range st.checkpoint.Claims[c.UID].Devices {
-						require.Nil(t, d.Partition, "the restart forgot the destroyed partitions, so the retry cannot destroy another claim's partition that reuses an id")
-					}
-				}
-
-				unprepare()
-				st = a.requireConsistent(k.vendor, nil, "unprepared")
-				require.Empty(t, st.specs)
-				require.Empty(t, st.partitions)
-				require.Empty(t, a.cdiFiles(), "no file of any kind is left in the CDI directory")
-				unprepare() // the kubelet may repeat it
-				a.stop()
+				killAt(t, agents[k.vendor], k, point, c)
 			})
 		}
+	}
+}
+
+// killAt is one case of the crash tests: it kills agent a at failpoint
+// point of preparing or unpreparing claim c of kind k, restarts it, and
+// checks that nothing is left without an owner, that the kubelet's retry
+// succeeds with the same CDI device IDs, and that unprepare leaves no CDI
+// spec, no partition and an empty checkpoint.
+func killAt(t *testing.T, a *agent, k claimKind, point string, c *resourceapi.ResourceClaim) {
+	a.t = t
+	a.kill() // left running by a failed case
+	driverName := registry.DriverFor(k.vendor)
+	a.addClaim(c)
+	wantIDs := cdiIDs(k.vendor, c.UID, k.devices...)
+	prepare := func() {
+		t.Helper()
+		resp, err := a.prepare(driverName, c)
+		require.NoError(t, err)
+		require.Empty(t, resp[string(c.UID)].Error)
+		var ids []string
+		for _, d := range resp[string(c.UID)].Devices {
+			ids = append(ids, d.CdiDeviceIds...)
+		}
+		require.Equal(t, wantIDs, ids, "the CDI device IDs of the contract")
+	}
+	unprepare := func() {
+		t.Helper()
+		resp, err := a.unprepare(driverName, c)
+		require.NoError(t, err)
+		require.Empty(t, resp[string(c.UID)].Error)
+	}
+	isPrepare := point != failpoint.UnprepareAfterCDI && point != failpoint.UnprepareBeforeCheckpoint
+
+	if isPrepare {
+		a.start(point + "=kill")
+		_, err := a.prepare(driverName, c)
+		require.Error(t, err, "the kubelet gets no answer")
+		a.waitKilled()
+		a.start("")
+		var want []types.UID
+		if point == failpoint.PrepareAfterCheckpoint {
+			want = []types.UID{c.UID} // prepared, only the answer was lost
+		}
+		a.requireConsistent(k.vendor, want, "after the restart")
+		prepare()
+	} else {
+		a.start(point + "=kill") // prepare does not pass it
+		prepare()
+		_, err := a.unprepare(driverName, c)
+		require.Error(t, err, "the kubelet gets no answer")
+		a.waitKilled()
+		a.start("")
+		st := a.requireConsistent(k.vendor, []types.UID{c.UID}, "after the restart the claim is still known, so the retry cleans up")
+		require.NotContains(t, st.specs, c.UID, "its CDI spec was removed before the crash")
+	}
+	st := a.requireConsistent(k.vendor, []types.UID{c.UID}, "prepared")
+	if isPrepare {
+		require.Equal(t, []types.UID{c.UID}, st.specs)
+		require.Len(t, st.partitions, k.partitions)
+	}
+	if point == failpoint.UnprepareBeforeCheckpoint {
+		require.Empty(t, st.partitions, "destroyed before the crash")
+		for _, d := range st.checkpoint.Claims[c.UID].Devices {
+			require.Nil(t, d.Partition, "the restart forgot the destroyed partitions, so the retry cannot destroy another claim's partition that reuses an id")
+		}
+	}
+
+	unprepare()
+	st = a.requireConsistent(k.vendor, nil, "unprepared")
+	require.Empty(t, st.specs)
+	require.Empty(t, st.partitions)
+	require.Empty(t, a.cdiFiles(), "no file of any kind is left in the CDI directory")
+	unprepare() // the kubelet may repeat it
+	a.stop()
+}
+
+// TestAKilledAgentLosesNoEnforcedShare is TestAKilledAgentLosesNothing
+// for a quarter of an MLU370 published Shared on a node whose libcndev
+// (the mock) carves shares: its sMLU is made at prepare and destroyed at
+// unprepare like a Partitioned chip's, so each step of both is killed.
+func TestAKilledAgentLosesNoEnforcedShare(t *testing.T) {
+	a := cambriconLibraryAgent(t, "mlu-3=Shared")
+	k := claimKind{vendor: cambricon.Vendor, devices: []string{"mlu-3"}, shareMemory: 25 * smluStep, shareCores: 4, partitions: 1}
+	points := []string{failpoint.PartitionCreated, failpoint.PrepareBeforeCDI, failpoint.PrepareAfterCDI, failpoint.PrepareAfterCheckpoint,
+		failpoint.UnprepareAfterCDI, failpoint.UnprepareBeforeCheckpoint}
+	for i, point := range points {
+		t.Run(point, func(t *testing.T) {
+			killAt(t, a, k, point, k.allocated(fmt.Sprintf("enforced-%d", i), types.UID(fmt.Sprintf("uid-enforced-%d", i))))
+		})
 	}
 }
 

@@ -337,7 +337,7 @@ func files(t *testing.T, dirs ...string) map[string]string {
 func TestAnAgentRefusesACheckpointOfAnotherVersionAndTouchesNothing(t *testing.T) {
 	a := newAgent(t, "atlas-800t-a2", faultChipModes)
 	claims, _ := a.holdClaims()
-	const newer = "accel-dra.dev/checkpoint/v4"
+	const newer = "accel-dra.dev/checkpoint/v5"
 	path, v1, _ := a.rewriteCheckpoint(func(raw []byte) []byte {
 		return bytes.Replace(raw, []byte(`"`+checkpoint.Version+`"`), []byte(`"`+newer+`"`), 1)
 	})

@@ -48,6 +48,7 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 		nodes         []string // container device paths besides the shared ones
 		hostNode      string   // the partition's own node on the host
 		env           map[string]string
+		absent        []string // variables the container must not get
 	}{
 		{name: "Ascend vNPU", profile: "atlas-800t-a2", vendor: ascend.Vendor, device: "npu-2-vir05-1c-16g-0",
 			create:   "npu-smi set -t create-vnpu -i 2 -c 0 -f vir05_1c_16g -v 132",
@@ -62,7 +63,10 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 			destroy:  "cnmon smlu -c 5 -D 1",
 			nodes:    []string{"/dev/cambricon-caps/cap_dev5_mi1", "/dev/cambricon_dev5", "/dev/cambricon_ipcm5"},
 			hostNode: "/dev/cambricon-caps/cap_dev5_mi1",
-			env: map[string]string{"CAMBRICON_VISIBLE_DEVICES": "5",
+			// The device plugin never sets CAMBRICON_VISIBLE_DEVICES for
+			// an sMLU (server.go PrepareResponse lines 229-237, 265-282).
+			absent: []string{"CAMBRICON_VISIBLE_DEVICES"},
+			env: map[string]string{
 				"DRA_DEVICE_MLU_5_SMLU_50P_1_PARTITION": "50p.11654mb", "DRA_DEVICE_MLU_5_SMLU_50P_1_MEMORY": fmt.Sprint(int64(11654) << 20),
 				"DRA_DEVICE_MLU_5_SMLU_50P_1_CORES": "8"}},
 	}
@@ -86,6 +90,9 @@ func TestPreparingAPartitionCreatesItWithTheVendorToolAndUnprepareDestroysIt(t *
 			env := envMap(ctr)
 			for k, v := range tt.env {
 				require.Equal(t, v, env[k], k)
+			}
+			for _, k := range tt.absent {
+				require.NotContains(t, env, k)
 			}
 
 			require.Equal(t, ids, n.mustPrepare(c), "preparing again reuses the partition")

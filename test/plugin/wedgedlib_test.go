@@ -142,10 +142,7 @@ func twoLibraryNode(t *testing.T, dir, dcmiLines string) (*agent, string) {
 	require.NoError(t, os.WriteFile(dcmiFixture, append(fixture, []byte(dcmiLines+"\n")...), 0o644))
 	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", dcmiFixture)
 	t.Setenv("ACCEL_DRA_DCMI_STATE", filepath.Join(dir, "dcmi.state"))
-	cndevLib := cndevtest.Build(t)
-	t.Setenv(cndevtest.EnvFixture, cndevtest.Fixture("mlu370-x8"))
-	t.Setenv(cndevtest.EnvState, filepath.Join(dir, "cndev.state"))
-	t.Setenv(cndevtest.EnvRoot, root)
+	cndevLib := mockCNDevFor(t, dir, root)
 	tool := libraryOnlyTool(t, dir)
 
 	cfg := agentConfig{Root: root,
@@ -160,6 +157,17 @@ func twoLibraryNode(t *testing.T, dir, dcmiLines string) (*agent, string) {
 	require.ElementsMatch(t, []inventory.Vendor{ascend.Vendor, cambricon.Vendor}, inv.Vendors(), "both vendors' chips")
 	t.Setenv("ACCEL_DRA_DCMI_FIXTURE", dcmiFixture)
 	return newAgentOf(t, inv, cfg), dcmiLib
+}
+
+// mockCNDevFor builds the mock libcndev for an agent on root (the
+// MLU370-X8 fixture node), keeping its state in dir, and returns it.
+func mockCNDevFor(t *testing.T, dir, root string) string {
+	t.Helper()
+	lib := cndevtest.Build(t)
+	t.Setenv(cndevtest.EnvFixture, cndevtest.Fixture("mlu370-x8"))
+	t.Setenv(cndevtest.EnvState, filepath.Join(dir, "cndev.state"))
+	t.Setenv(cndevtest.EnvRoot, root)
+	return lib
 }
 
 // TestABogusLibraryCountFailsOnlyItsVendorNamingTheCall: a DCMI that

@@ -207,6 +207,11 @@ type (
 		MluQuota       [2]uint32
 		MemorySize     [2]uint64
 	}
+	cndevSMluSet struct {
+		Version    int32
+		MluQuota   uint32 // percent
+		MemorySize uint64 // bytes
+	}
 )
 
 // CNDev is a loaded libcndev. The optional functions are nil where the
@@ -241,6 +246,12 @@ type CNDev struct {
 	create      func(*int32, uint32, int32, *byte) int32
 	instances   func(*int32, *cndevSMluInfo, int32) int32
 	destroy     func(int32, *byte) int32
+
+	// newProfile and dropProfile are cndevCreateSMluProfileInfo and
+	// cndevDestroySMluProfileInfo, where the library has them: the
+	// dynamic sMLU profiles a Shared chip's shares are made of.
+	newProfile  func(*cndevSMluSet, *int32, int32) int32
+	dropProfile func(int32, int32) int32
 }
 
 var (
@@ -323,6 +334,9 @@ func openCNDev(root, path string, timeout time.Duration) (*CNDev, error) {
 	ok = register(h, &l.destroy, "cndevDestroySMluInstanceByInstanceName") && ok
 	if !ok {
 		l.profileIDs, l.profileInfo, l.create, l.instances, l.destroy = nil, nil, nil, nil, nil
+	}
+	if !ok || !register(h, &l.newProfile, "cndevCreateSMluProfileInfo") || !register(h, &l.dropProfile, "cndevDestroySMluProfileInfo") {
+		l.newProfile, l.dropProfile = nil, nil
 	}
 	if err := l.call("initializing "+path, "cndevInit", func() int32 { return init(0) }); err != nil {
 		return nil, err

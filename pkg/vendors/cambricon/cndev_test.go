@@ -56,6 +56,7 @@ func TestCNDevStructLayoutMatchesTheHeader(t *testing.T) {
 		"cndevMLULinkStatusV2_t": cndevMLULinkStatusV2{}, "cndevMLULinkRemoteInfo_t": cndevMLULinkRemoteInfo{},
 		"cndevSMLUMode_t": cndevSMLUMode{}, "cndevSMluInfo_t": cndevSMluInfo{},
 		"cndevSMluProfileIdInfo_t": cndevSMluProfileIDInfo{}, "cndevSMluProfileInfo_t": cndevSMluProfileInfo{},
+		"cndevSMluSet_t":         cndevSMluSet{},
 		"cndevDevicePowerInfo_t": cndevDevicePowerInfo{}, "cndevTemperatureInfo_t": cndevTemperatureInfo{},
 		"cndevUtilizationInfo_t": cndevUtilizationInfo{},
 	}

@@ -201,6 +201,9 @@ func (b *Backend) readLibrary(ctx context.Context, l *CNDev) (reader, error) {
 		r.sources["linkGroup"] = fn("cndevGetMLULinkRemoteInfo")
 		r.sources["mluLinkPorts"] = fn("cndevGetMLULinkStatusV2")
 	}
+	if l.newProfile != nil {
+		r.sized = fn("cndevCreateSMluProfileInfo")
+	}
 	if l.smluMode != nil {
 		r.smluMode = func(card int) (string, string, error) {
 			mode := cndevSMLUMode{Version: cndevVersion6}

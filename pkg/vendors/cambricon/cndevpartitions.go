@@ -23,6 +23,7 @@ package cambricon
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"k8s.io/klog/v2"
@@ -31,11 +32,19 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
-// smluWithName is an instance and the name libcndev destroys it by.
+// smluWithName is an instance, the name libcndev destroys it by and the
+// id of its profile.
 type smluWithName struct {
 	SMLU
-	name string
+	name    string
+	profile int32
 }
+
+// smluDefaultProfiles is the number of profiles the driver makes itself
+// on every chip, ids 0 to 2 (jklincn/cambricon-mlu-driver
+// smlu/smlu_internal.h lines 10-12, smlu/smlu_core.c lines 159-171): the
+// agent never removes those, only the dynamic ones it made.
+const smluDefaultProfiles = 3
 
 func (l *CNDev) handle(what string, card int) (int32, error) {
 	var h int32
@@ -97,7 +106,7 @@ func (l *CNDev) listSMLU(card int) ([]smluWithName, error) {
 		}
 		nodeCard, _ := strconv.Atoi(m[1])
 		out = append(out, smluWithName{SMLU: SMLU{Card: nodeCard, InstanceID: int(in.InstanceID), ProfileName: cstring(in.ProfileName[:]),
-			UUID: "MLU-" + cstring(in.UUID[:]), DeviceNode: node}, name: cstring(in.InstanceName[:])})
+			UUID: "MLU-" + cstring(in.UUID[:]), DeviceNode: node}, name: cstring(in.InstanceName[:]), profile: in.ProfileID})
 	}
 	return out, nil
 }
@@ -121,22 +130,9 @@ func (t *PartitionTool) libCreate(ctx context.Context, l *CNDev, c inventory.Chi
 	if err != nil {
 		return vendors.Instance{}, err
 	}
-	ids := cndevSMluProfileIDInfo{Version: cndevVersion6}
-	if err := l.call(what, "cndevGetSMluProfileIdInfo", func() int32 { return l.profileIDs(&ids, h) }); err != nil {
+	profile, err := t.libProfile(ctx, l, h, c, tmpl, what)
+	if err != nil {
 		return vendors.Instance{}, err
-	}
-	profile := int32(-1)
-	for _, id := range ids.ProfileID[:max(0, min(int(ids.Count), len(ids.ProfileID)))] {
-		info := cndevSMluProfileInfo{Version: cndevVersion6}
-		if err := l.call(what, "cndevGetSMluProfileInfo", func() int32 { return l.profileInfo(&info, id, h) }); err != nil {
-			return vendors.Instance{}, err
-		}
-		if cstring(info.Name[:]) == tmpl.Name {
-			profile = id
-		}
-	}
-	if profile < 0 {
-		return vendors.Instance{}, fmt.Errorf("%s: %s lists no such profile", what, CNDevLibrary)
 	}
 	before, _, err := t.libList(l, c)
 	if err != nil {
@@ -144,7 +140,7 @@ func (t *PartitionTool) libCreate(ctx context.Context, l *CNDev, c inventory.Chi
 	}
 	var mi int32
 	name := []byte{0} // the library names the instance
-	if err := l.call(what, "cndevCreateSMluInstanceByProfileId", func() int32 { return l.create(&mi, uint32(profile), h, &name[0]) }); err != nil {
+	if err := l.call(what, "cndevCreateSMluInstanceByProfileId", func() int32 { return l.create(&mi, profile, h, &name[0]) }); err != nil {
 		return vendors.Instance{}, err
 	}
 	after, _, err := t.libList(l, c)
@@ -163,13 +159,15 @@ func (t *PartitionTool) libCreate(ctx context.Context, l *CNDev, c inventory.Chi
 	return vendors.Instance{}, fmt.Errorf("%s: %s reported success but lists no new instance", what, CNDevLibrary)
 }
 
-func (t *PartitionTool) libDestroy(l *CNDev, c inventory.Chip, inst vendors.Instance) error {
+// libDestroy destroys an instance by its name and then the dynamic
+// profiles no instance uses any more, its own among them.
+func (t *PartitionTool) libDestroy(ctx context.Context, l *CNDev, c inventory.Chip, inst vendors.Instance) error {
 	_, rows, err := t.libList(l, c)
 	if err != nil {
 		return err
 	}
 	what := fmt.Sprintf("destroying sMLU instance %d on chip %d", inst.ID, c.Index)
-	for _, r := range rows {
+	for i, r := range rows {
 		if r.InstanceID != inst.ID {
 			continue
 		}
@@ -178,7 +176,78 @@ func (t *PartitionTool) libDestroy(l *CNDev, c inventory.Chip, inst vendors.Inst
 			return err
 		}
 		name := append([]byte(r.name), 0)
-		return l.call(what, "cndevDestroySMluInstanceByInstanceName", func() int32 { return l.destroy(h, &name[0]) })
+		if err := l.call(what, "cndevDestroySMluInstanceByInstanceName", func() int32 { return l.destroy(h, &name[0]) }); err != nil {
+			return err
+		}
+		t.dropUnusedProfiles(ctx, l, h, c, slices.Delete(rows, i, i+1))
+		return nil
 	}
 	return nil // gone already
+}
+
+// libProfile returns the id of the profile named tmpl.Name on chip c
+// (handle h): one the driver has (a default, or one made for an earlier
+// share of that size: Cambricon's device plugin reuses those too,
+// cambricon-k8s-device-plugin@3c9ed24 device-plugin/pkg/mlu/server.go
+// lines 385-400), else a new one made with cndevCreateSMluProfileInfo
+// (bindings.go lines 89-101: the IPU quota in percent, memory in bytes).
+// The driver keeps at most 16 profiles (jklincn/cambricon-mlu-driver
+// include/cndrv_smlu.h line 10, smlu/smlu_core.c lines 1053-1080), so the
+// dynamic ones no instance uses, left by a create that failed or crashed,
+// are dropped first.
+func (t *PartitionTool) libProfile(ctx context.Context, l *CNDev, h int32, c inventory.Chip, tmpl vendors.Template, what string) (uint32, error) {
+	ids := cndevSMluProfileIDInfo{Version: cndevVersion6}
+	if err := l.call(what, "cndevGetSMluProfileIdInfo", func() int32 { return l.profileIDs(&ids, h) }); err != nil {
+		return 0, err
+	}
+	for _, id := range ids.ProfileID[:max(0, min(int(ids.Count), len(ids.ProfileID)))] {
+		info := cndevSMluProfileInfo{Version: cndevVersion6}
+		if err := l.call(what, "cndevGetSMluProfileInfo", func() int32 { return l.profileInfo(&info, id, h) }); err != nil {
+			return 0, err
+		}
+		if cstring(info.Name[:]) == tmpl.Name && id >= 0 {
+			return uint32(id), nil
+		}
+	}
+	if l.newProfile == nil || c.Cores <= 0 || tmpl.Cores*100%int64(c.Cores) != 0 {
+		return 0, fmt.Errorf("%s: %s lists no such profile", what, CNDevLibrary)
+	}
+	_, rows, err := t.libList(l, c)
+	if err != nil {
+		return 0, err
+	}
+	t.dropUnusedProfiles(ctx, l, h, c, rows)
+	set := cndevSMluSet{Version: cndevVersion6, MluQuota: uint32(tmpl.Cores * 100 / int64(c.Cores)), MemorySize: uint64(tmpl.MemoryBytes)}
+	var id int32
+	if err := l.call(what, "cndevCreateSMluProfileInfo", func() int32 { return l.newProfile(&set, &id, h) }); err != nil {
+		return 0, err
+	}
+	klog.FromContext(ctx).V(2).Info("Created a dynamic sMLU profile through CNDev", "chip", c.Index, "profileID", id, "profile", tmpl.Name)
+	return uint32(id), nil
+}
+
+// dropUnusedProfiles removes chip c's dynamic profiles that none of its
+// instances (rows) uses. A failure is logged: the next create tries
+// again.
+func (t *PartitionTool) dropUnusedProfiles(ctx context.Context, l *CNDev, h int32, c inventory.Chip, rows []smluWithName) {
+	if l.dropProfile == nil {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	ids := cndevSMluProfileIDInfo{Version: cndevVersion6}
+	what := fmt.Sprintf("removing the unused sMLU profiles of chip %d", c.Index)
+	if err := l.call(what, "cndevGetSMluProfileIdInfo", func() int32 { return l.profileIDs(&ids, h) }); err != nil {
+		logger.Error(err, "Cannot list the sMLU profiles to remove unused ones", "chip", c.Index)
+		return
+	}
+	for _, id := range ids.ProfileID[:max(0, min(int(ids.Count), len(ids.ProfileID)))] {
+		if id < smluDefaultProfiles || slices.ContainsFunc(rows, func(r smluWithName) bool { return r.profile == id }) {
+			continue
+		}
+		if err := l.call(what, "cndevDestroySMluProfileInfo", func() int32 { return l.dropProfile(id, h) }); err != nil {
+			logger.Error(err, "Cannot remove an unused dynamic sMLU profile", "chip", c.Index, "profileID", id)
+			continue
+		}
+		logger.V(2).Info("Removed an unused dynamic sMLU profile", "chip", c.Index, "profileID", id)
+	}
 }

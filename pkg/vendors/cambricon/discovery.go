@@ -259,6 +259,9 @@ func (b *Backend) chip(ctx context.Context, c CardInfo, topo Topology, groups ma
 			off, src, err := r.smluMode(c.Card)
 			if err == nil {
 				chip.PartitionModeOff, chip.Sources["partitionMode"] = off, src
+				if r.sized != "" {
+					chip.Sources[SourceSizedSMLU] = r.sized
+				}
 				return chip, nil
 			}
 			logger.V(2).Info("Cannot read the sMLU mode through the library, reading procfs", "card", c.Card, "err", err)
@@ -361,6 +364,9 @@ type reader struct {
 	// smluMode reads a card's sMLU mode (PartitionModeOff and the
 	// source); nil where only procfs tells.
 	smluMode func(card int) (off, source string, err error)
+	// sized names the library's dynamic sMLU calls where it has them
+	// (Chip.Sources[SourceSizedSMLU]); "" where it has not.
+	sized string
 }
 
 // loadLibrary loads libcndev once, through the agent's one Library

@@ -241,7 +241,7 @@ func (t *PartitionTool) Create(ctx context.Context, c inventory.Chip, tmpl vendo
 // Destroy implements vendors.PartitionTool.
 func (t *PartitionTool) Destroy(ctx context.Context, c inventory.Chip, inst vendors.Instance) error {
 	if l := t.libraryFor(); l != nil {
-		return t.libDestroy(l, c, inst)
+		return t.libDestroy(ctx, l, c, inst)
 	}
 	existing, err := t.List(ctx, c)
 	if err != nil {
@@ -282,14 +282,17 @@ func (SMLUs) NewTool(cfg vendors.BackendConfig) vendors.PartitionTool {
 
 // Edits implements vendors.Partitions. An sMLU container gets the chip's
 // /dev/cambricon_devN, its /dev/cambricon_ipcmN where the node has one,
-// and the instance's capability node, at the same paths, with
-// CAMBRICON_VISIBLE_DEVICES=N: what Cambricon's device plugin gives a MIM
-// or dynamic-sMLU container (cambricon-k8s-device-plugin@3c9ed24
-// device-plugin/pkg/mlu/server.go lines 265-282, the "dev,ipcm,cap" path
-// built at line 439). The card's other nodes (commu, cmsg_ctrl, msgq,
-// rpc) serve the whole card: the plugin gives them only to a container
-// that has the whole card, and a shared card must not hand them to one
-// instance's tenant.
+// and the instance's capability node, at the same paths, and no
+// CAMBRICON_VISIBLE_DEVICES: what Cambricon's device plugin gives a MIM or
+// dynamic-sMLU container (cambricon-k8s-device-plugin@3c9ed24
+// device-plugin/pkg/mlu/server.go PrepareResponse: lines 265-282 add the
+// "dev,ipcm,cap" path built at line 439 and no variable; the slots
+// variable is set only for whole cards, lines 233-237, after line 229
+// returned an sMLU with VIRTUAL_DEVICES instead, and its CDI path, lines
+// 211-216, gives an sMLU nothing). The card's other nodes (commu,
+// cmsg_ctrl, msgq, rpc) serve the whole card: the plugin gives them only
+// to a container that has the whole card (lines 284-308), and a shared
+// card must not hand them to one instance's tenant.
 func (SMLUs) Edits(c inventory.Chip, inst vendors.Instance) (vendors.PartitionEdits, error) {
 	if inst.Type != PartitionType {
 		return vendors.PartitionEdits{}, fmt.Errorf("%s: unknown partition type", inst)
@@ -308,5 +311,5 @@ func (SMLUs) Edits(c inventory.Chip, inst vendors.Instance) (vendors.PartitionEd
 		}
 	}
 	nodes = append(nodes, vendors.DeviceNode{Path: inst.DeviceNode, HostPath: inst.DeviceNode})
-	return vendors.PartitionEdits{DeviceNodes: nodes, VisibleID: c.Index}, nil
+	return vendors.PartitionEdits{DeviceNodes: nodes, NotVisible: true}, nil
 }

@@ -89,7 +89,7 @@ func TestSMLUEditsGiveTheCardNodeIpcmAndCapabilityNodeOnly(t *testing.T) {
 			for _, n := range tc.want {
 				want = append(want, vendors.DeviceNode{Path: n, HostPath: n})
 			}
-			require.Equal(t, vendors.PartitionEdits{VisibleID: 3, DeviceNodes: want}, edits)
+			require.Equal(t, vendors.PartitionEdits{NotVisible: true, DeviceNodes: want}, edits)
 		})
 	}
 	bad := inst

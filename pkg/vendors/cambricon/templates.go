@@ -72,3 +72,59 @@ func (SMLUs) Model(c inventory.Chip) (vendors.PartitionModel, bool) {
 	m.Templates[0], m.Templates[1] = m.Templates[1], m.Templates[0]
 	return m, true
 }
+
+// SourceSizedSMLU is the Chip.Sources fact discovery sets where the
+// node's libcndev has the dynamic sMLU calls (cndevCreateSMluProfileInfo
+// and cndevDestroySMluProfileInfo): only there can prepare carve a share.
+// cnmon has no public command for a new profile.
+const SourceSizedSMLU = "sizedPartitions"
+
+var _ vendors.SizedPartitions = SMLUs{}
+
+// ShareGrid implements vendors.SizedPartitions: on a chip with sMLU whose
+// libcndev makes profiles, a share takes memory in steps of 1% of the
+// chip's, the unit Cambricon's device plugin carves dynamic sMLUs in
+// (cambricon-k8s-device-plugin@3c9ed24 device-plugin/pkg/mlu/server.go
+// lines 379-384: without --min-dsmlu-unit, memUnit is the chip's MiB /
+// 100, and bindings.go line 98 asks for vmemory × memUnit MiB), and MLU
+// cores in the smallest step whose quota is a whole percent: the driver
+// counts the IPU quota in percent of the chip (jklincn/cambricon-mlu-driver
+// smlu/smlu_core.c line 252, total 100), so 4 of an MLU370-X8 chip's 16
+// cores are 25%. The sMLU mode being on is the policy's check
+// (Chip.PartitionModeOff).
+func (SMLUs) ShareGrid(c inventory.Chip) (vendors.ShareGrid, bool) {
+	if !smluSupported(c.Model) || c.Sources[SourceSizedSMLU] == "" || c.Cores <= 0 {
+		return vendors.ShareGrid{}, false
+	}
+	mem := c.MemoryBytes / mebibyte / 100 * mebibyte
+	if mem <= 0 {
+		return vendors.ShareGrid{}, false
+	}
+	cores := int64(c.Cores)
+	step := cores / gcd(cores, 100)
+	return vendors.ShareGrid{MemoryStep: mem, MaxMemory: 100 * mem, CoresStep: step, MaxCores: cores}, true
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// SizedTemplate implements vendors.SizedPartitions: the sMLU profile of
+// the share, named as the driver names profiles, "<quota>p.<MiB>mb"
+// (smlu/smlu_core.c lines 1069-1071), the quota the share's cores in
+// percent of the chip's.
+func (s SMLUs) SizedTemplate(c inventory.Chip, memory, cores int64) (vendors.Template, error) {
+	g, ok := s.ShareGrid(c)
+	if !ok {
+		return vendors.Template{}, fmt.Errorf("chip %d (%s) has no dynamic sMLU", c.Index, c.Model)
+	}
+	if err := g.Check(memory, cores); err != nil {
+		return vendors.Template{}, fmt.Errorf("a dynamic sMLU of chip %d: %w", c.Index, err)
+	}
+	quota := cores * 100 / int64(c.Cores)
+	return vendors.Template{Name: fmt.Sprintf("%dp.%dmb", quota, memory/mebibyte), Type: PartitionType,
+		Slug: fmt.Sprintf("smlu-%dp-%dmb", quota, memory/mebibyte), Cores: cores, MemoryBytes: memory}, nil
+}

@@ -219,6 +219,15 @@ typedef struct {
 	uint64_t memorySize[CNDEV_SMLU_ITEM_COUNT];
 } cndevSMluProfileInfo_t;
 
+/* A new sMLU profile's IPU quota (percent) and memory size (bytes):
+ * cndevSMluSet_t, mlu-exporter@934abae pkg/cndev/include/cndev.h lines
+ * 1499-1504. */
+typedef struct {
+	int32_t version;
+	uint32_t mluQuota;
+	uint64_t memorySize;
+} cndevSMluSet_t;
+
 cndevRet_t cndevInit(int32_t reserved);
 cndevRet_t cndevRelease(void);
 const char *cndevGetErrorString(cndevRet_t errorId);
@@ -241,6 +250,9 @@ cndevRet_t cndevGetSMluProfileInfo(cndevSMluProfileInfo_t *profileInfo, int32_t 
 cndevRet_t cndevCreateSMluInstanceByProfileId(cndevMluInstance_t *miHandle, uint32_t profileId, cndevDevice_t device, char *instanceName);
 cndevRet_t cndevGetAllSMluInstanceInfo(int32_t *count, cndevSMluInfo_t *miInfo, cndevDevice_t device);
 cndevRet_t cndevDestroySMluInstanceByInstanceName(cndevDevice_t device, char *instanceName);
+/* Dynamic sMLU profiles: the same header, lines 5262 and 5284. */
+cndevRet_t cndevCreateSMluProfileInfo(cndevSMluSet_t *profileInfo, int32_t *profileId, cndevDevice_t device);
+cndevRet_t cndevDestroySMluProfileInfo(int32_t profileId, cndevDevice_t device);
 
 /*
  * Telemetry (the node agent's chip metrics): field for field the structs

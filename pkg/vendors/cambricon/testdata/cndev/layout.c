@@ -57,6 +57,7 @@ int main(void) {
 	S(cndevSMluProfileInfo_t); F(cndevSMluProfileInfo_t, version); F(cndevSMluProfileInfo_t, profileId);
 	F(cndevSMluProfileInfo_t, name); F(cndevSMluProfileInfo_t, totalCapacity); F(cndevSMluProfileInfo_t, remainCapacity);
 	F(cndevSMluProfileInfo_t, mluQuota); F(cndevSMluProfileInfo_t, memorySize);
+	S(cndevSMluSet_t); F(cndevSMluSet_t, version); F(cndevSMluSet_t, mluQuota); F(cndevSMluSet_t, memorySize);
 	/* telemetry */
 	S(cndevDevicePowerInfo_t); F(cndevDevicePowerInfo_t, usage); F(cndevDevicePowerInfo_t, reserved);
 	S(cndevTemperatureInfo_t); F(cndevTemperatureInfo_t, version); F(cndevTemperatureInfo_t, board);

@@ -38,15 +38,36 @@ limitations under the License.
 
 #define MAX_DEV 32
 #define MAX_PORT 8
-#define MAX_INST 32
 #define NPROFILES 3
+
+/* The driver's limits (jklincn/cambricon-mlu-driver@02061856):
+ * MAX_SMLU_PROFILE_COUNT profiles per chip (include/cndrv_smlu.h line 10)
+ * and MAX_SMLU_INSTANCE_COUNT instances (include/cndrv_core.h line 96),
+ * checked as "more than", so one more gets through
+ * (smlu/smlu_cgroup.c line 381). MAX_INST leaves room for that one. */
+#define MAX_PROFILES 16
+#define MAX_INSTANCES 64
+#define MAX_INST (MAX_INSTANCES + 2)
 
 /* The driver's default sMLU profiles: the whole chip, 1/2, 1/4 (ids 0, 1,
  * 2; smlu/smlu_internal.h default_profile_spec in the MLU driver). */
 static const int spec[NPROFILES] = {1, 2, 4};
 
+/* A profile: its IPU quota in percent of the chip, its memory in bytes
+ * and how many of it fit on the empty chip (smlu/smlu_core.c
+ * smlu_default_profile_init lines 141-181, cn_smlu_new_profile lines
+ * 1006-1089). An instance keeps its quota and memory: the driver copies
+ * them into the instance (smlu/smlu_cgroup.c lines 417-450). */
+struct prof {
+	int used;
+	unsigned quota, total;
+	unsigned long long mem;
+};
+
 struct inst {
 	int id, profile;
+	unsigned quota;
+	unsigned long long mem;
 	char name[CNDEV_MLUINSTANCE_PROFILE_NAME_BUFFER_SIZE];
 };
 
@@ -59,6 +80,7 @@ struct dev {
 	unsigned drv[3];
 	int smlu; /* 1 on, 0 off, -1 not supported */
 	int ports, port_up[MAX_PORT], port_remote[MAX_PORT];
+	struct prof prof[MAX_PROFILES];
 	int ninst;
 	struct inst inst[MAX_INST];
 };
@@ -109,6 +131,9 @@ static const char *env(const char *k) {
 	return v && *v ? v : NULL;
 }
 
+/* The state file: a line "p <dev> <id> <quota> <bytes>" per profile made
+ * with cndevCreateSMluProfileInfo and "<dev> <id> <profile> <name> <quota>
+ * <bytes>" per instance. */
 static void save(void) {
 	const char *p = env("ACCEL_DRA_CNDEV_MOCK_STATE");
 	if (!p)
@@ -117,24 +142,59 @@ static void save(void) {
 	if (!f)
 		return;
 	for (int d = 0; d < ndev; d++)
-		for (int i = 0; i < devs[d].ninst; i++)
-			fprintf(f, "%d %d %d %s\n", d, devs[d].inst[i].id, devs[d].inst[i].profile, devs[d].inst[i].name);
+		for (int i = NPROFILES; i < MAX_PROFILES; i++)
+			if (devs[d].prof[i].used)
+				fprintf(f, "p %d %d %u %llu\n", d, i, devs[d].prof[i].quota, devs[d].prof[i].mem);
+	for (int d = 0; d < ndev; d++)
+		for (int i = 0; i < devs[d].ninst; i++) {
+			struct inst *in = &devs[d].inst[i];
+			fprintf(f, "%d %d %d %s %u %llu\n", d, in->id, in->profile, in->name, in->quota, in->mem);
+		}
 	fclose(f);
 }
 
+static void set_profile(struct dev *d, int id, unsigned quota, unsigned long long mem) {
+	unsigned long long total = (unsigned long long)d->memory << 20;
+	d->prof[id].used = 1;
+	d->prof[id].quota = quota;
+	d->prof[id].mem = mem;
+	/* how many fit on the empty chip: smlu_core.c lines 1047-1048 */
+	d->prof[id].total = total / mem < 100 / quota ? total / mem : 100 / quota;
+}
+
 static void load_state(void) {
+	for (int d = 0; d < ndev; d++)
+		for (int i = 0; i < NPROFILES && devs[d].memory > 0; i++)
+			set_profile(&devs[d], i, 100 / spec[i], ((unsigned long long)devs[d].memory << 20) / spec[i]);
 	const char *p = env("ACCEL_DRA_CNDEV_MOCK_STATE");
 	FILE *f = p ? fopen(p, "r") : NULL;
 	if (!f)
 		return;
+	char line[256], name[CNDEV_MLUINSTANCE_PROFILE_NAME_BUFFER_SIZE];
 	int d, id, prof;
-	char name[CNDEV_MLUINSTANCE_PROFILE_NAME_BUFFER_SIZE];
-	while (fscanf(f, "%d %d %d %99s", &d, &id, &prof, name) == 4) {
-		if (d < 0 || d >= ndev || devs[d].ninst >= MAX_INST)
+	unsigned quota;
+	unsigned long long mem;
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "p %d %d %u %llu", &d, &id, &quota, &mem) == 4) {
+			if (d >= 0 && d < ndev && id >= 0 && id < MAX_PROFILES && quota > 0 && mem > 0)
+				set_profile(&devs[d], id, quota, mem);
 			continue;
+		}
+		/* a line without quota and memory takes its profile's */
+		int n = sscanf(line, "%d %d %d %99s %u %llu", &d, &id, &prof, name, &quota, &mem);
+		if ((n != 6 && n != 4) || d < 0 || d >= ndev || devs[d].ninst >= MAX_INST)
+			continue;
+		if (n == 4) {
+			if (prof < 0 || prof >= MAX_PROFILES || !devs[d].prof[prof].used)
+				continue;
+			quota = devs[d].prof[prof].quota;
+			mem = devs[d].prof[prof].mem;
+		}
 		struct inst *in = &devs[d].inst[devs[d].ninst++];
 		in->id = id;
 		in->profile = prof;
+		in->quota = quota;
+		in->mem = mem;
 		snprintf(in->name, sizeof in->name, "%s", name);
 	}
 	fclose(f);
@@ -366,39 +426,100 @@ cndevRet_t cndevGetSMLUMode(cndevSMLUMode_t *m, cndevDevice_t h) {
 	return CNDEV_SUCCESS;
 }
 
-static int used_quota(struct dev *d) {
-	int q = 0;
+static unsigned used_quota(struct dev *d) {
+	unsigned q = 0;
 	for (int i = 0; i < d->ninst; i++)
-		q += 100 / spec[d->inst[i].profile];
+		q += d->inst[i].quota;
 	return q;
+}
+
+static unsigned long long used_mem(struct dev *d) {
+	unsigned long long m = 0;
+	for (int i = 0; i < d->ninst; i++)
+		m += d->inst[i].mem;
+	return m;
 }
 
 cndevRet_t cndevGetSMluProfileIdInfo(cndevSMluProfileIdInfo_t *p, cndevDevice_t h) {
 	DEV(h);
 	if (d->smlu != 1)
 		return CNDEV_ERROR_NOT_SUPPORTED;
-	p->count = NPROFILES;
-	for (int i = 0; i < NPROFILES; i++)
-		p->profileId[i] = i;
+	/* the profiles that exist, in id order (smlu_core.c lines 874-909) */
+	p->count = 0;
+	for (int i = 0; i < MAX_PROFILES; i++)
+		if (d->prof[i].used)
+			p->profileId[p->count++] = i;
 	return CNDEV_SUCCESS;
+}
+
+static void profile_name(char *buf, size_t n, unsigned quota, unsigned long long mem) {
+	/* The driver's names: "%llup.%llumb", quota in percent, MiB
+	 * (smlu_core.c lines 172-174, 1069-1071). */
+	snprintf(buf, n, "%up.%llumb", quota, mem >> 20);
 }
 
 cndevRet_t cndevGetSMluProfileInfo(cndevSMluProfileInfo_t *p, int32_t profile, cndevDevice_t h) {
 	DEV(h);
 	if (d->smlu != 1)
 		return CNDEV_ERROR_NOT_SUPPORTED;
-	if (profile < 0 || profile >= NPROFILES)
+	if (profile < 0 || profile >= MAX_PROFILES || !d->prof[profile].used)
 		return CNDEV_ERROR_NOT_FOUND;
-	int quota = 100 / spec[profile];
+	struct prof *pr = &d->prof[profile];
 	p->profileId = profile;
-	/* The driver's names: "%llup.%llumb", quota in percent, MiB. */
-	snprintf(p->name, sizeof p->name, "%dp.%lldmb", quota, d->memory / spec[profile]);
-	p->totalCapacity = spec[profile];
-	p->remainCapacity = (100 - used_quota(d)) / quota;
-	p->mluQuota[CNDEV_SMLU_MAX] = quota;
+	profile_name(p->name, sizeof p->name, pr->quota, pr->mem);
+	p->totalCapacity = pr->total;
+	/* what still fits (smlu_core.c lines 911-957) */
+	unsigned long long left_mem = ((unsigned long long)d->memory << 20) - used_mem(d);
+	unsigned rem = (100 - used_quota(d)) / pr->quota;
+	if (left_mem / pr->mem < rem)
+		rem = left_mem / pr->mem;
+	p->remainCapacity = rem < MAX_INSTANCES ? rem : MAX_INSTANCES;
+	p->mluQuota[CNDEV_SMLU_MAX] = pr->quota;
 	p->mluQuota[CNDEV_SMLU_USAGE] = 0;
-	p->memorySize[CNDEV_SMLU_MAX] = (uint64_t)(d->memory / spec[profile]) << 20;
+	p->memorySize[CNDEV_SMLU_MAX] = pr->mem;
 	p->memorySize[CNDEV_SMLU_USAGE] = 0;
+	return CNDEV_SUCCESS;
+}
+
+/* cndevCreateSMluProfileInfo refuses what the driver's cn_smlu_new_profile
+ * refuses (smlu_core.c lines 1006-1089): sMLU off (-EINVAL, lines
+ * 1019-1022; the library says not supported, as for every sMLU call on a
+ * chip without it), a quota over 100% or memory over the chip's (-EINVAL,
+ * lines 1026-1035), and a full table of MAX_SMLU_PROFILE_COUNT profiles
+ * (-ENOSPC, lines 1076-1080; the header lists no space code for this call,
+ * so it comes back as CNDEV_ERROR_UNKNOWN). A zero quota or size is
+ * refused too: the driver divides by both (lines 1047-1048). */
+cndevRet_t cndevCreateSMluProfileInfo(cndevSMluSet_t *set, int32_t *id, cndevDevice_t h) {
+	DEV(h);
+	if (d->smlu != 1)
+		return CNDEV_ERROR_NOT_SUPPORTED;
+	if (!set || !id)
+		return CNDEV_ERROR_INVALID_ARGUMENT;
+	if (set->mluQuota == 0 || set->memorySize == 0 || set->mluQuota > 100 ||
+	    set->memorySize > ((unsigned long long)d->memory << 20))
+		return CNDEV_ERROR_INVALID_ARGUMENT;
+	for (int i = 0; i < MAX_PROFILES; i++) {
+		if (d->prof[i].used)
+			continue;
+		set_profile(d, i, set->mluQuota, set->memorySize);
+		*id = i;
+		save();
+		return CNDEV_SUCCESS;
+	}
+	return CNDEV_ERROR_UNKNOWN;
+}
+
+/* cndevDestroySMluProfileInfo: cn_smlu_delete_profile (smlu_core.c lines
+ * 1091-1125) refuses an id out of range or of no profile (-EINVAL), and
+ * nothing else: instances keep their own quota. */
+cndevRet_t cndevDestroySMluProfileInfo(int32_t id, cndevDevice_t h) {
+	DEV(h);
+	if (d->smlu != 1)
+		return CNDEV_ERROR_NOT_SUPPORTED;
+	if (id < 0 || id >= MAX_PROFILES || !d->prof[id].used)
+		return CNDEV_ERROR_INVALID_ARGUMENT;
+	d->prof[id].used = 0;
+	save();
 	return CNDEV_SUCCESS;
 }
 
@@ -430,13 +551,21 @@ static void touch(int dev, int id, int create) {
 	}
 }
 
+/* An instance is refused, as cn_smlu_cap_node_init refuses it
+ * (smlu/smlu_cgroup.c lines 363-470), when more than
+ * MAX_SMLU_INSTANCE_COUNT exist (line 381) or its quota or memory is more
+ * than the chip has left (lines 402-463); the driver returns -EFAULT "to
+ * be consistent with cnmon" and the library insufficient space, one of
+ * the codes the header lists for this call. */
 cndevRet_t cndevCreateSMluInstanceByProfileId(cndevMluInstance_t *mi, uint32_t profile, cndevDevice_t h, char *name) {
 	DEV(h);
 	if (d->smlu != 1)
 		return CNDEV_ERROR_NOT_SUPPORTED;
-	if (profile >= NPROFILES)
+	if (profile >= MAX_PROFILES || !d->prof[profile].used)
 		return CNDEV_ERROR_NOT_FOUND;
-	if (used_quota(d) + 100 / spec[profile] > 100 || d->ninst >= MAX_INST)
+	struct prof *pr = &d->prof[profile];
+	if (d->ninst > MAX_INSTANCES || d->ninst >= MAX_INST || used_quota(d) + pr->quota > 100 ||
+	    used_mem(d) + pr->mem > ((unsigned long long)d->memory << 20))
 		return CNDEV_ERROR_INSUFFICIENT_SPACE;
 	int id = 1; /* mi0 is the physical function */
 	for (int again = 1; again;) {
@@ -450,6 +579,8 @@ cndevRet_t cndevCreateSMluInstanceByProfileId(cndevMluInstance_t *mi, uint32_t p
 	struct inst *in = &d->inst[d->ninst];
 	in->id = id;
 	in->profile = profile;
+	in->quota = pr->quota;
+	in->mem = pr->mem;
 	if (name && *name)
 		snprintf(in->name, sizeof in->name, "%s", name);
 	else
@@ -489,11 +620,11 @@ cndevRet_t cndevGetAllSMluInstanceInfo(int32_t *count, cndevSMluInfo_t *info, cn
 		o->bus = d->bus;
 		o->device = d->device;
 		o->function = d->function;
-		snprintf(o->profileName, sizeof o->profileName, "%dp.%lldmb", 100 / spec[in->profile], d->memory / spec[in->profile]);
+		profile_name(o->profileName, sizeof o->profileName, in->quota, in->mem);
 		snprintf(o->instanceName, sizeof o->instanceName, "%s", in->name);
 		node(h, in->id, o->devNodeName, sizeof o->devNodeName);
-		o->mluQuota[CNDEV_SMLU_MAX] = 100 / spec[in->profile];
-		o->memorySize[CNDEV_SMLU_MAX] = (uint64_t)(d->memory / spec[in->profile]) << 20;
+		o->mluQuota[CNDEV_SMLU_MAX] = in->quota;
+		o->memorySize[CNDEV_SMLU_MAX] = in->mem;
 	}
 	return CNDEV_SUCCESS;
 }
