@@ -63,11 +63,12 @@ VOLCANO_VERSION=v1.14.1
 
 GO_VERSION=$(go env GOVERSION)
 
-# The third-party components build as they always have, with cgo where gcc
-# is (the Go default); make exports CGO_ENABLED=0 and GOFLAGS=-trimpath
-# for this repository's builds. Helm and our own binaries below say so
-# explicitly, to share make test's build cache.
-export CGO_ENABLED=1
+# Everything builds without cgo and with -trimpath, as make builds this
+# repository: Kubernetes then reuses the k8s.io/* v0.37.2, grpc and protobuf
+# packages make test compiled, and the kubelet is built as upstream builds
+# it since 1.36 (without cgo, kubernetes#135870). containerd and runc keep
+# cgo, as their releases do (runc links libseccomp).
+export CGO_ENABLED=0
 
 log() { echo "build.sh: $*" >&2; }
 
@@ -157,7 +158,7 @@ build_kubectl() {
 }
 
 build_containerd() {
-	GOBIN=$1 GOFLAGS=-buildvcs=false go install -tags no_btrfs \
+	GOBIN=$1 CGO_ENABLED=1 GOFLAGS=-buildvcs=false go install -tags no_btrfs \
 		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
 		github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION \
@@ -192,7 +193,7 @@ join_yaml() {
 # while the tests look at them (the demo containers sleep for an hour).
 KWOK_STAGES="node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml"
 build_kwok() {
-	GOBIN=$1 go install sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION
+	GOBIN=$1 go install -trimpath sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION
 	local s f files=()
 	s=$(module_dir sigs.k8s.io/kwok@$KWOK_VERSION)/kustomize/stage
 	for f in $KWOK_STAGES; do files+=("$s/$f"); done
@@ -243,14 +244,14 @@ apt_prometheus
 
 # Kubernetes first: it is the long one (measured here, two cores, empty Go
 # build cache: ≈ 9.5 min for the four; everything ≈ 17 min).
-component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
-component kubectl $K8S_VERSION "$K8S_VERSION $GO_VERSION $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubectl
-component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
+component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
+component kubectl $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubectl
+component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION nocgo $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
 component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs" build_containerd
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
-component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION $KWOK_STAGES" build_kwok
-component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION" build_kueue
-component volcano $VOLCANO_VERSION "$VOLCANO_VERSION $GO_VERSION $VOLCANO_LDFLAGS $(sha "$REPO/hack/e2e/volcano/go.mod" "$REPO/hack/e2e/volcano/go.sum")" build_volcano
+component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION nocgo $KWOK_STAGES" build_kwok
+component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION nocgo" build_kueue
+component volcano $VOLCANO_VERSION "$VOLCANO_VERSION $GO_VERSION nocgo $VOLCANO_LDFLAGS $(sha "$REPO/hack/e2e/volcano/go.mod" "$REPO/hack/e2e/volcano/go.sum")" build_volcano
 component pause "$(sha "$REPO/hack/e2e/pause/main.go" "$REPO/hack/e2e/pause/go.mod")" "$GO_VERSION" build_pause
 component ascend-runtime "$(sha "$REPO/hack/e2e/ascend-runtime/main.go" "$REPO/hack/e2e/ascend-runtime/go.mod")" "$GO_VERSION" build_ascend_runtime
 if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/tools/go.mod"; then
