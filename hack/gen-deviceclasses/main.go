@@ -168,13 +168,15 @@ type Entry struct {
 	Shape                 *vendors.Shape
 }
 
-// ClassName is <model> or <model>-<slug>, lowercased, with the domain.
+// ClassName is <model> or <model>-<slug>, lowercased, with the domain;
+// "_" becomes "-", which a DeviceClass name cannot hold (the A3 die
+// Ascend910_9392 is ascend910-9392.accel-dra.dev).
 func (e Entry) ClassName() string {
 	name := e.Model
 	if e.Shape != nil {
 		name += "-" + e.Shape.Slug
 	}
-	return strings.ToLower(name) + "." + names.Domain
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-") + "." + names.Domain
 }
 
 // ValuesTemplate is the chart's modelDeviceClasses.extra "template" of

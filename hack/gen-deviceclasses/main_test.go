@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes/scheme"
 	dracel "k8s.io/dynamic-resource-allocation/cel"
 
@@ -60,6 +61,18 @@ func TestEveryGeneratedClassDecodesStrictlyAndItsSelectorCompiles(t *testing.T) 
 			require.Empty(t, dc.Spec.ExtendedResourceName)
 		})
 	}
+}
+
+// A DeviceClass name is a DNS subdomain: the "_" of a model such as the
+// A3 die Ascend910_9392 becomes "-".
+func TestEveryGeneratedClassNameIsADNSSubdomain(t *testing.T) {
+	files, err := Generate(all.Registry(), chartClasses)
+	require.NoError(t, err)
+	for path := range files {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		require.Empty(t, validation.IsDNS1123Subdomain(name), "DeviceClass %s", name)
+	}
+	require.Contains(t, files, filepath.Join(ModelsDir, "ascend", "ascend910-9392.accel-dra.dev.yaml"))
 }
 
 // The contract (docs/architecture.md) names these classes.

@@ -138,6 +138,7 @@ var (
 	descMemoryTotal = desc("memory_total_bytes", "Device memory (HBM or DDR) of the chip.")
 	descTemperature = desc("temperature_celsius", "Temperature of the chip.")
 	descPower       = desc("power_watts", "Power the chip draws now.")
+	descCardPower   = desc("card_power_watts", "Power the whole card the chip is on draws now, where the chip has no figure of its own (Ascend 310P: the card's MCU); each chip of the card reports the card's figure.")
 	descHealthy     = desc("healthy", "1 when the vendor library reports the chip healthy, else 0.")
 	descIdle        = desc("allocated_idle_seconds", "How long a chip held by a workload claim has shown zero utilization (since it was prepared or last busy).")
 	descPartition   = prometheus.NewDesc("accel_dra_partition_utilization_ratio", "Compute utilization of one partition (vNPU, sMLU instance) of a chip, 0 to 1.",
@@ -189,7 +190,7 @@ func (c *Collector) Run(ctx context.Context) {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUtilization, descMemoryUsed, descMemoryTotal, descTemperature, descPower, descHealthy, descIdle, descPartition} {
+	for _, d := range []*prometheus.Desc{descUtilization, descMemoryUsed, descMemoryTotal, descTemperature, descPower, descCardPower, descHealthy, descIdle, descPartition} {
 		ch <- d
 	}
 }
@@ -317,6 +318,7 @@ func (c *Collector) addHolderSeries(r *reading, chipKey string, h holder, labels
 	add(descMemoryTotal, s.MemoryTotalBytes)
 	add(descTemperature, s.TemperatureCelsius)
 	add(descPower, s.PowerWatts)
+	add(descCardPower, s.CardPowerWatts)
 	if s.Healthy != nil {
 		v := 0.0
 		if *s.Healthy {

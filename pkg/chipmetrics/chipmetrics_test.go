@@ -96,7 +96,7 @@ func claimOf(ns, pod, container, claim, device string) *podresourcesv1.PodResour
 func TestCollectorLabelsHoldersCountsIdleTimeAndLeavesFailingChipsOut(t *testing.T) {
 	root, chips := acmeNode(t,
 		ptr("utilization 0.8\nmemory_used 4294967296\ntemperature 61\npower 230\nhealthy true\n"),
-		ptr("utilization 0\nmemory_used 0\ntemperature 38\npower 70\nhealthy true\n"),
+		ptr("utilization 0\nmemory_used 0\ntemperature 38\ncard_power 150\nhealthy true\n"),
 		nil)
 	prepared := map[types.UID]checkpoint.Claim{
 		"uid-train": {Namespace: "team-a", Name: "train", Devices: []checkpoint.Device{{Kind: checkpoint.KindChip, Pool: "node-a", Device: "xpu-1"}}},
@@ -137,7 +137,9 @@ accel_dra_chip_utilization_ratio{` + labels1 + `} 0
 # HELP accel_dra_chip_power_watts Power the chip draws now.
 # TYPE accel_dra_chip_power_watts gauge
 accel_dra_chip_power_watts{` + labels0 + `} 230
-accel_dra_chip_power_watts{` + labels1 + `} 70
+# HELP accel_dra_chip_card_power_watts Power the whole card the chip is on draws now, where the chip has no figure of its own (Ascend 310P: the card's MCU); each chip of the card reports the card's figure.
+# TYPE accel_dra_chip_card_power_watts gauge
+accel_dra_chip_card_power_watts{` + labels1 + `} 150
 # HELP accel_dra_chip_memory_used_bytes Device memory (HBM or DDR) in use on the chip.
 # TYPE accel_dra_chip_memory_used_bytes gauge
 accel_dra_chip_memory_used_bytes{` + labels0 + `} 4.294967296e+09
@@ -147,7 +149,7 @@ accel_dra_chip_memory_used_bytes{` + labels1 + `} 0
 accel_dra_chip_telemetry_errors_total{call="acme-telemetry",driver="acme.accel-dra.dev"} 2
 `
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "accel_dra_chip_allocated_idle_seconds", "accel_dra_chip_utilization_ratio",
-		"accel_dra_chip_power_watts", "accel_dra_chip_memory_used_bytes", "accel_dra_chip_telemetry_errors_total"))
+		"accel_dra_chip_power_watts", "accel_dra_chip_card_power_watts", "accel_dra_chip_memory_used_bytes", "accel_dra_chip_telemetry_errors_total"))
 	assert.Equal(t, 1, strings.Count(logs.String(), "Cannot read a chip quantity"), "logged once:\n%s", logs.String())
 	assert.Contains(t, logs.String(), `device="xpu-2"`)
 

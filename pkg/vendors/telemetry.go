@@ -56,6 +56,11 @@ type ChipSample struct {
 	TemperatureCelsius *float64
 	// PowerWatts is the chip's current power draw.
 	PowerWatts *float64
+	// CardPowerWatts is the power of the whole card the chip is on, where
+	// the chip has no figure of its own and the card has one (an Ascend
+	// 310P card's MCU): every chip of the card reports the same figure, so
+	// it is not to be summed per chip.
+	CardPowerWatts *float64
 	// Healthy is the library's health verdict of the chip.
 	Healthy *bool
 	// Instances are the chip's partitions (vNPUs, sMLU instances) the

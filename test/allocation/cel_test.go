@@ -16,7 +16,9 @@ package allocation
 
 import (
 	"context"
+	"slices"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,14 +62,14 @@ func matchingDevices(t *testing.T, expr string, chipsOnly bool) []string {
 func devices(node, prefix string, n int) []string {
 	var out []string
 	for i := 0; i < n; i++ {
-		out = append(out, node+"/"+prefix+"-"+string(rune('0'+i)))
+		out = append(out, node+"/"+prefix+"-"+strconv.Itoa(i))
 	}
 	return out
 }
 
 func TestDesignCELExamplesSelectExactlyTheExpectedChips(t *testing.T) {
 	all := matching(t, `true`)
-	require.Len(t, all, 8+8+4+8+8+4+8)
+	require.Len(t, all, 8+8+4+8+16+8+4+8)
 	tests := []struct {
 		name string
 		expr string
@@ -76,7 +78,8 @@ func TestDesignCELExamplesSelectExactlyTheExpectedChips(t *testing.T) {
 		{"model equals Ascend910B3", `device.attributes["accel-dra.dev"].model == "Ascend910B3"`,
 			append(devices("atlas-800t-a2", "npu", 8), devices("mixed-910b-mlu370", "npu", 4)...)},
 		{"memory at least 32Gi", `device.capacity["accel-dra.dev"].memory.compareTo(quantity("32Gi")) >= 0`,
-			append(append(append(append(devices("atlas-300i-duo", "npu", 4), devices("atlas-800-910a", "npu", 8)...), devices("atlas-800t-a2", "npu", 8)...), devices("mixed-910b-mlu370", "npu", 4)...), devices("mlu590", "mlu", 8)...)},
+			slices.Concat(devices("atlas-300i-duo", "npu", 4), devices("atlas-800-910a", "npu", 8), devices("atlas-800t-a2", "npu", 8),
+				devices("atlas-800t-a3", "npu", 16), devices("mixed-910b-mlu370", "npu", 4), devices("mlu590", "mlu", 8))},
 		{"vendor in huawei or cambricon", `device.attributes["accel-dra.dev"].vendor in ["huawei", "cambricon"]`, all},
 		{"PCIe-only MLU270", `device.attributes["accel-dra.dev"].linkType == "pcie" && device.attributes["accel-dra.dev"].family == "mlu"`,
 			devices("mlu270", "mlu", 4)},

@@ -21,11 +21,19 @@ import (
 )
 
 // Models implements vendors.Vendor: every chip name of aiCoresPerChip
-// as its accel-dra.dev/model, with the vNPU templates of vnpuModels.
+// as its accel-dra.dev/model and every A3 die variant's, with the vNPU
+// templates of vnpuModels.
 func (Ascend) Models() []vendors.Model {
-	out := make([]vendors.Model, 0, len(aiCoresPerChip))
+	models := make([]string, 0, len(aiCoresPerChip)+len(a3Variants))
 	for chipName := range aiCoresPerChip {
-		m := vendors.Model{Name: modelName(chipName)}
+		models = append(models, modelName(chipName))
+	}
+	for _, v := range a3Variants {
+		models = append(models, chipModel(die91093Name, v))
+	}
+	out := make([]vendors.Model, 0, len(models))
+	for _, name := range models {
+		m := vendors.Model{Name: name}
 		for _, t := range vnpuModels[m.Name].Templates {
 			m.Shapes = append(m.Shapes, vendors.Shape{Type: t.Type, Slug: t.Slug, Template: t.Name})
 		}

@@ -130,6 +130,21 @@ type dcmiChipInfo struct {
 	AICoreCnt uint32
 }
 
+// dcmiChipInfoV2 is struct dcmi_chip_info_v2: dcmi_chip_info and the
+// name of the NPU on the module (npu_name), which on a 910_93 die is what
+// follows "910_" in the driver's own name of the chip ("9392" of
+// "910_9392"), the chip name being "Ascend910"
+// (dcmi/dcmi_inner/src/dcmi_inner_info_get.c:1257-1302, 1405-1415 of the
+// driver source; dcmi_get_device_chip_info is this struct cut short,
+// dcmi_basic_info_intf.c:1901-1931).
+type dcmiChipInfoV2 struct {
+	ChipType  [dcmiMaxChipNameLen]byte
+	ChipName  [dcmiMaxChipNameLen]byte
+	ChipVer   [dcmiMaxChipNameLen]byte
+	AICoreCnt uint32
+	NPUName   [dcmiMaxChipNameLen]byte
+}
+
 type dcmiPCIeInfoAll struct {
 	VenderID    uint32
 	SubVenderID uint32
@@ -291,6 +306,7 @@ type dcmiLib struct {
 	getDeviceLogicID    func(logic *int32, card, dev int32) int32
 	getPhyIDFromLogicID func(logic uint32, phy *uint32) int32
 	getChipInfo         func(card, dev int32, info *dcmiChipInfo) int32
+	getChipInfoV2       func(card, dev int32, info *dcmiChipInfoV2) int32
 	getHBMInfo          func(card, dev int32, info *dcmiHBMInfo) int32
 	getMemoryInfoV3     func(card, dev int32, info *dcmiMemoryInfo) int32
 	getPCIeInfoV2       func(card, dev int32, info *dcmiPCIeInfoAll) int32
@@ -341,6 +357,7 @@ func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 		{"dcmi_get_device_pcie_info_v2", &l.getPCIeInfoV2, false},
 		{"dcmi_get_device_health", &l.getHealth, false},
 		{"dcmi_get_device_errorcode_v2", &l.getErrorCodeV2, false},
+		{"dcmi_get_device_chip_info_v2", &l.getChipInfoV2, true},
 		{"dcmi_get_topo_info_by_device_id", &l.getTopo, true},
 		{"dcmi_get_device_ip", &l.getDeviceIP, true},
 		{"dcmi_get_device_info", &l.getDeviceInfo, true},
@@ -436,11 +453,14 @@ func (l *dcmiLib) call(name string, f func() int32) error {
 type dcmiChip struct {
 	Card, Device, Logic, Phy int
 	Name                     string
-	AICores                  int
-	MemoryMB                 int64
-	HBM                      bool
-	BusID                    string
-	Health                   uint32
+	// NPUName is dcmi_chip_info_v2's npu_name: the 910_93 die's variant
+	// ("9392"); "" where the library has no such call.
+	NPUName  string
+	AICores  int
+	MemoryMB int64
+	HBM      bool
+	BusID    string
+	Health   uint32
 	// Failed is a call that failed for this chip after the calls that
 	// identify it (logic and physical id, name) answered: the chip is
 	// published unhealthy (inventory.ReasonLibraryError), the node's
@@ -519,11 +539,11 @@ func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
 		return c, err
 	}
 	c.Logic, c.Phy = int(logic), int(phy)
-	var info dcmiChipInfo
-	if err := l.call("dcmi_get_device_chip_info", func() int32 { return l.getChipInfo(card, dev, &info) }); err != nil {
+	info, err := l.chipInfo(card, dev)
+	if err != nil {
 		return c, err
 	}
-	c.Name, c.AICores = cString(info.ChipName[:]), int(info.AICoreCnt)
+	c.Name, c.NPUName, c.AICores = cString(info.ChipName[:]), cString(info.NPUName[:]), int(info.AICoreCnt)
 	// The chip is known from here on: a failing call marks it, not the node.
 	c.Failed = l.chipFacts(&c, card, dev)
 	if errors.Is(c.Failed, vendors.ErrLibraryWedged) {
@@ -532,6 +552,31 @@ func (l *dcmiLib) chip(card, dev int32) (dcmiChip, error) {
 		return c, c.Failed
 	}
 	return c, nil
+}
+
+// chipInfo is the chip's dcmi_chip_info_v2, as mind-cluster's
+// DcGetChipInfo asks for it (devmanager/dcmi/dcmi.go at 22bb3d98: v2
+// first, then dcmi_get_device_chip_info), without npu_name where the
+// library lacks the v2 call or refuses it.
+func (l *dcmiLib) chipInfo(card, dev int32) (dcmiChipInfoV2, error) {
+	var info dcmiChipInfoV2
+	if l.getChipInfoV2 != nil {
+		err := l.call("dcmi_get_device_chip_info_v2", func() int32 { return l.getChipInfoV2(card, dev, &info) })
+		if err == nil || errors.Is(err, vendors.ErrLibraryWedged) {
+			return info, err
+		}
+	}
+	var v1 dcmiChipInfo
+	err := l.call("dcmi_get_device_chip_info", func() int32 { return l.getChipInfo(card, dev, &v1) })
+	return dcmiChipInfoV2{ChipType: v1.ChipType, ChipName: v1.ChipName, ChipVer: v1.ChipVer, AICoreCnt: v1.AICoreCnt}, err
+}
+
+// chipInfoCall names the call chipInfo reads a chip's name with.
+func (l *dcmiLib) chipInfoCall() string {
+	if l.getChipInfoV2 != nil {
+		return "dcmi_get_device_chip_info_v2"
+	}
+	return "dcmi_get_device_chip_info"
 }
 
 // chipFacts reads what DCMI says of an identified chip: memory, PCI

@@ -118,6 +118,7 @@ var dcmiLayouts = []struct {
 	fields []string
 }{
 	{"dcmi_chip_info", dcmiChipInfo{}, []string{"chip_type", "chip_name", "chip_ver", "aicore_cnt"}},
+	{"dcmi_chip_info_v2", dcmiChipInfoV2{}, []string{"chip_type", "chip_name", "chip_ver", "aicore_cnt", "npu_name"}},
 	{"dcmi_pcie_info_all", dcmiPCIeInfoAll{}, []string{"venderid", "subvenderid", "deviceid", "subdeviceid", "domain", "bdf_busid", "bdf_deviceid", "bdf_funcid", "reserve"}},
 	{"dcmi_hbm_info", dcmiHBMInfo{}, []string{"memory_size", "freq", "memory_usage", "temp", "bandwith_util_rate"}}, //nolint:misspell // DCMI's own spelling
 	{"dcmi_get_memory_info_stru", dcmiMemoryInfo{}, []string{"memory_size", "memory_available", "freq", "hugepagesize", "hugepages_total", "hugepages_free", "utiliza", "reserve"}},
@@ -131,6 +132,7 @@ var dcmiLayouts = []struct {
 	{"dcmi_create_vdev_res_stru", dcmiCreateVDevResStru{}, []string{"vdev_id", "vfg_id", "template_name", "reserved"}},
 	{"dcmi_vdev_query_info", dcmiVDevQueryInfo{}, []string{"name", "status", "is_container_used", "vfid", "vfg_id", "container_id", "base", "computing", "media"}},
 	{"dcmi_vdev_query_stru", dcmiVDevQueryStru{}, []string{"vdev_id", "query_info"}},
+	{"dcmi_spod_info", dcmiSpodInfo{}, []string{"sdid", "super_pod_size", "super_pod_id", "server_index", "chassis_id", "super_pod_type", "reserve"}},
 	{"dcmi_soc_total_resource", dcmiSocTotalResource{}, []string{"vdev_num", "vdev_id", "vfg_num", "vfg_bitmap", "base", "computing", "media"}},
 }
 

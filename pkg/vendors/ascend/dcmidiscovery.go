@@ -129,8 +129,8 @@ func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []Chi
 		if int(c.Health) < len(dcmiHealth) && c.Failed == nil {
 			health = dcmiHealth[c.Health]
 		}
-		infos = append(infos, ChipInfo{NPU: c.Card, Chip: c.Device, PhysicalID: c.Phy, LogicID: c.Logic, Name: c.Name, Health: health,
-			BusID: c.BusID, MemoryMB: c.MemoryMB, HBM: c.HBM, AICores: c.AICores})
+		infos = append(infos, ChipInfo{NPU: c.Card, Chip: c.Device, PhysicalID: c.Phy, LogicID: c.Logic, Name: c.Name, NPUName: c.NPUName,
+			Health: health, BusID: c.BusID, MemoryMB: c.MemoryMB, HBM: c.HBM, AICores: c.AICores})
 		mappings = append(mappings, ChipMapping{NPU: c.Card, Chip: c.Device, LogicID: c.Logic, PhysicalID: c.Phy,
 			Name: modelName(c.Name)})
 	}
@@ -205,7 +205,7 @@ func (b *Backend) dcmiSources(c found, cores string, version bool, topo string) 
 	}
 	s := map[string]string{
 		SourceChips:   lib + " dcmi_get_card_list, dcmi_get_device_num_in_card",
-		SourceModel:   lib + " dcmi_get_device_chip_info",
+		SourceModel:   lib + " " + b.lib.chipInfoCall(),
 		SourceMemory:  memory,
 		SourceLogicID: lib + " dcmi_get_device_logic_id",
 		SourceHealth:  lib + " dcmi_get_device_health",

@@ -77,8 +77,8 @@ func TestDiscoverThroughDCMIFindsWhatNpuSmiFinds(t *testing.T) {
 			src := viaDCMI.Chips[0].Sources
 			require.Equal(t, withoutSources(viaTool), withoutSources(viaDCMI))
 
-			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", src[SourceModel])
-			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", src[SourceCores], "DCMI says the AI core count")
+			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info_v2", src[SourceModel])
+			require.Equal(t, "libdcmi.so dcmi_get_device_chip_info_v2", src[SourceCores], "DCMI says the AI core count")
 			require.Equal(t, "libdcmi.so dcmi_get_device_pcie_info_v2, sysfs", src[SourcePCI])
 			require.Equal(t, tc.links, src[SourceLinks])
 			require.Equal(t, "libdcmi.so dcmi_get_vdevice_mode", src[SourcePartitionMode])
@@ -128,8 +128,8 @@ func TestDiscoverThroughDCMIReadsModelsNpuSmiCannotTellApart(t *testing.T) {
 		groups  []string
 		vnpus   bool
 	}{
-		{"atlas-a3-20", a3Buses, "0xd803", "Ascend910", 20, 65536, []string{"hccs-0", "hccs-0", "hccs-0", "hccs-0"}, false},
-		{"atlas-a3-24", a3Buses, "0xd803", "Ascend910", 24, 65536, []string{"hccs-0", "hccs-0", "hccs-0", "hccs-0"}, false},
+		{"atlas-a3-20", a3Buses, "0xd803", "Ascend910_9372", 20, 65536, []string{"hccs-0", "hccs-0", "hccs-0", "hccs-0"}, false},
+		{"atlas-a3-24", a3Buses, "0xd803", "Ascend910_9392", 24, 65536, []string{"hccs-0", "hccs-0", "hccs-0", "hccs-0"}, false},
 		{"atlas-800t-a2-910b4", b4Buses, "0xd802", "Ascend910B4", 20, 32768,
 			[]string{"hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0", "hccs-0"}, true},
 	} {
@@ -237,7 +237,7 @@ func TestDiscoverThroughDCMIReadsTheTopologyWithNpuSmiWhereDCMICannot(t *testing
 	require.NoError(t, err)
 	require.Equal(t, "hccs-0", inv.Chips[7].LinkGroup)
 	require.Equal(t, cmdTopo, inv.Chips[0].Sources[SourceLinks])
-	require.Equal(t, "libdcmi.so dcmi_get_device_chip_info", inv.Chips[0].Sources[SourceModel])
+	require.Equal(t, "libdcmi.so dcmi_get_device_chip_info_v2", inv.Chips[0].Sources[SourceModel])
 }
 
 // The 910A's rings are the model's: no tool is asked, by either backend,
@@ -286,9 +286,9 @@ func TestDiscoverThroughDCMIKeepsTheOtherChipsWhenOneChipsCallFails(t *testing.T
 			log:       "A DCMI call failed for this Ascend chip alone, reporting it unhealthy"},
 		{name: "PCI info fails", line: "fail-chip 5 dcmi_get_device_pcie_info_v2 -8005", chips: 8,
 			unhealthy: map[int]string{5: "DCMI: dcmi_get_device_pcie_info_v2 returned -8005"}},
-		{name: "the chip's name cannot be read", line: "fail-chip 2 dcmi_get_device_chip_info -8005", chips: 7,
+		{name: "the chip's name cannot be read", line: "fail-chip 2 dcmi_get_device_chip_info_v2 -8005", chips: 7,
 			log: `Leaving out Ascend chips DCMI cannot identify, publishing the others chips="card 2 device 0" err="dcmi_get_device_chip_info returned -8005"`},
-		{name: "every chip's name fails", line: "fail dcmi_get_device_chip_info -8005", chips: 0,
+		{name: "every chip's name fails", line: "fail dcmi_get_device_chip_info_v2 -8005", chips: 0,
 			log: `chips="card 7 device 0" err="dcmi_get_device_chip_info returned -8005"`},
 		{name: "a card's device count fails", line: "fail dcmi_get_device_num_in_card -8005", chips: 0,
 			log: `chips="card 3" err="dcmi_get_device_num_in_card returned -8005"`},

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -65,6 +66,14 @@ const devPrefix = "davinci"
 // davinci_manager, hisi_hdc and devmm_svm, and Huawei's MindX RAG guide
 // has it added for DVPP preprocessing on an Atlas 800I A2.
 var sharedNodes = append(simulatedSharedNodes, "/dev/dvpp_cmdlist")
+
+// ubDirs hold the unified bus's device files of a 950 (A5) node: Huawei's
+// device plugin gives a container every file in them where they exist,
+// not their subdirectories (Ascend/mind-cluster@22bb3d98
+// component/ascend-device-plugin pkg/server/plugin.go mountUBDevice,
+// addDevicesInDir; pkg/common/constants.go UburmaDevicePath,
+// UmmuDevicePath).
+var ubDirs = []string{"/dev/uburma", "/dev/ummu"}
 
 // simulatedSharedNodes are the shared nodes of a simulated node: the three
 // every Ascend host has, so simulated specs and slices stay as they were.
@@ -226,16 +235,39 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	if err := b.setPartitionMode(ctx, inv.Chips); err != nil {
 		return inventory.Inventory{}, err
 	}
-	var shared []string
-	for _, n := range sharedNodes {
-		if b.exists(n) {
-			shared = append(shared, n)
-		}
+	if err := b.setSuperPod(ctx, chips, inv.Chips); err != nil {
+		return inventory.Inventory{}, err
 	}
-	if len(shared) > 0 {
+	if shared := b.sharedNodes(ctx); len(shared) > 0 {
 		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: shared}
 	}
 	return inv, nil
+}
+
+// sharedNodes are the node's sharedNodes and the files in ubDirs, where
+// the node has them.
+func (b *Backend) sharedNodes(ctx context.Context) []string {
+	var out []string
+	for _, n := range sharedNodes {
+		if b.exists(n) {
+			out = append(out, n)
+		}
+	}
+	for _, dir := range ubDirs {
+		entries, err := os.ReadDir(b.hostPath(dir))
+		if err != nil {
+			if !os.IsNotExist(err) {
+				b.logOnce(ctx, "ub:"+dir, "Cannot list the unified bus's device files, giving containers none of them", "dir", dir, "err", err)
+			}
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				out = append(out, path.Join(dir, e.Name()))
+			}
+		}
+	}
+	return out
 }
 
 // combine joins the chip table and the mapping per chip, sorted by index,
@@ -419,6 +451,10 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 	if err != nil {
 		return inventory.Chip{}, err
 	}
+	npuName, nameSource, err := b.npuName(ctx, info, c.dcmi != nil)
+	if err != nil {
+		return inventory.Chip{}, err
+	}
 	if coresSource == "" {
 		logger.Info("No AI core count known for this Ascend chip, publishing none", "chipName", info.Name, "device", node)
 	}
@@ -434,7 +470,7 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 
 	chip := inventory.Chip{
 		Vendor:        Vendor,
-		Model:         modelName(info.Name),
+		Model:         chipModel(info.Name, npuName),
 		Index:         c.index,
 		UUID:          uuid,
 		MemoryBytes:   info.MemoryMB << 20,
@@ -451,6 +487,9 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 			ExtraChipName: inventory.StringValue(info.Name),
 			ExtraLogicID:  inventory.IntValue(int64(c.mapping.LogicID)),
 		},
+	}
+	if info.Name == die91093Name {
+		chip.Extra[AttrModule] = inventory.StringValue(moduleOf(info.NPU))
 	}
 	for _, f := range faults {
 		chip.MarkUnhealthy(f.reason, f.message)
@@ -470,6 +509,9 @@ func (b *Backend) chip(ctx context.Context, c found, groups map[int]string, vers
 		chip.Sources = b.toolSources(coresSource, topoSource, dev.BusID != "", version != "", len(faults) > 0 && info.Health != HealthOK && !info.NoNPURow)
 		if info.NoNPURow {
 			chip.Sources[SourceModel] = b.command("info", "-m") // the table prints no name for it
+		}
+		if nameSource != "" {
+			chip.Sources[SourceModel] += ", " + nameSource
 		}
 	}
 	return chip, nil
@@ -678,8 +720,8 @@ func (b *Backend) logOnce(ctx context.Context, key, msg string, kv ...any) {
 // or, for a name that does not tell it (the A3 die), from `npu-smi info -t
 // common`. The second result names what read it ("" when unknown).
 func (b *Backend) aiCores(ctx context.Context, info ChipInfo) (int, string, error) {
-	if info.AICores > 0 {
-		return info.AICores, b.libName() + " dcmi_get_device_chip_info", nil
+	if info.AICores > 0 && b.lib != nil {
+		return info.AICores, b.libName() + " " + b.lib.chipInfoCall(), nil
 	}
 	cores, known := aiCoresPerChip[info.Name]
 	table := "chip name " + info.Name + " (built-in table)"
@@ -700,6 +742,30 @@ func (b *Backend) aiCores(ctx context.Context, info ChipInfo) (int, string, erro
 		return cores, table, nil
 	}
 	return n, b.command(args...), nil
+}
+
+// npuName returns the variant of a 910_93 die, which npu-smi's table and
+// DCMI's chip name call plain "Ascend910": DCMI's npu_name where the
+// library read it, else "NPU Name" of `npu-smi info -t board` (printed for
+// 910_93 and 950 only, npucli/src/npu_info_print.c:1004-1008, 1051-1056).
+// The second result names the command where it ran. A board query that
+// fails costs the variant (the model stays "Ascend910", logged once), not
+// the chip.
+func (b *Backend) npuName(ctx context.Context, info ChipInfo, dcmi bool) (string, string, error) {
+	if info.NPUName != "" || info.Name != die91093Name || dcmi {
+		return info.NPUName, "", nil
+	}
+	args := []string{"info", "-t", "board", "-i", strconv.Itoa(info.NPU), "-c", strconv.Itoa(info.Chip)}
+	name, err := discovery.Query(ctx, b.runner, fmt.Sprintf("reading the board of NPU %d chip %d", info.NPU, info.Chip), ParseNPUName, b.npuSmi, args...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", "", err
+		}
+		b.logOnce(ctx, "npu-name:"+err.Error(), "Cannot read which A3 die this is, publishing the model npu-smi prints",
+			"npu", info.NPU, "chip", info.Chip, "model", modelName(info.Name), "err", err)
+		return "", "", nil
+	}
+	return name, b.command(args...), nil
 }
 
 func (b *Backend) command(args ...string) string { return discovery.CommandLine(b.npuSmi, args...) }

@@ -947,13 +947,18 @@ func TestDiscoverPublishesZeroCoresAndWarnsForAnUnknownChipName(t *testing.T) {
 
 func TestDiscoverPublishesOnlyTheSharedDeviceNodesThatExist(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		remove []string
-		want   map[inventory.Vendor][]string
+		name        string
+		remove, add []string
+		want        map[inventory.Vendor][]string
 	}{
 		{name: "without hisi_hdc", remove: []string{"hisi_hdc"}, want: map[inventory.Vendor][]string{Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/dvpp_cmdlist"}}},
 		{name: "without dvpp_cmdlist", remove: []string{"dvpp_cmdlist"}, want: map[inventory.Vendor][]string{Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}}},
 		{name: "without any", remove: []string{"davinci_manager", "devmm_svm", "hisi_hdc", "dvpp_cmdlist"}},
+		// A 950 node's unified bus: every file of /dev/uburma and /dev/ummu,
+		// not their subdirectories, as Huawei's device plugin mounts them.
+		{name: "with the unified bus's device files", add: []string{"uburma/uburma0", "uburma/uburma1", "ummu/ummu0", "ummu/sub/x"},
+			want: map[inventory.Vendor][]string{Vendor: {"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/dvpp_cmdlist",
+				"/dev/uburma/uburma0", "/dev/uburma/uburma1", "/dev/ummu/ummu0"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, ctx := ktesting.NewTestContext(t)
@@ -961,6 +966,10 @@ func TestDiscoverPublishesOnlyTheSharedDeviceNodesThatExist(t *testing.T) {
 			root := discoverytest.CopyTree(t, src)
 			for _, n := range tc.remove {
 				require.NoError(t, os.Remove(filepath.Join(root, "dev", n)))
+			}
+			for _, n := range tc.add {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, "dev", n)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(root, "dev", n), nil, 0o644))
 			}
 			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 			require.NoError(t, err)

@@ -56,6 +56,10 @@ type ChipInfo struct {
 	LogicID int
 	// Name is the chip name as printed, e.g. 910B3, 310P3.
 	Name string
+	// NPUName is the variant of a 910_93 die whose Name is the plain
+	// "Ascend910": DCMI's npu_name, npu-smi's "NPU Name" ("9392"); empty
+	// where it is not known (chipModel).
+	NPUName string
 	// Health is OK, Warning, Alarm, Critical or UNKNOWN.
 	Health string
 	// BusID is the normalized PCI address (0000:c1:00.0); empty where
@@ -516,6 +520,27 @@ func ParseAICoreCount(source string, data []byte) (int, error) {
 	}
 	return 0, &discovery.ParseError{Source: source, Msg: `no "Aicore Count" line in the output`}
 }
+
+// ParseNPUName reads "NPU Name : <name>" from `npu-smi info -t board -i
+// <NPU> -c <Chip>`, which npu-smi prints for 910_93 and 950 chips only
+// (npucli/src/npu_info_print.c:1004-1008, "\t%-30s : %s\n"): the die's
+// variant, "9392" of an Ascend910_9392.
+func ParseNPUName(source string, data []byte) (string, error) {
+	for l := range keyValueLines(data, ":") {
+		if !l.HasSep || !strings.EqualFold(l.Key, "NPU Name") {
+			continue
+		}
+		if !npuNamePattern.MatchString(l.Value) {
+			return "", &discovery.ParseError{Source: source, Line: l.No, Text: l.Text, Msg: "the NPU name is not a word of letters and digits"}
+		}
+		return l.Value, nil
+	}
+	return "", &discovery.ParseError{Source: source, Msg: `no "NPU Name" line in the output`}
+}
+
+// npuNamePattern is an NPU name: "9392", "PR", at most 31 characters (the
+// driver's MAX_CHIP_NAME_LEN is 32 with its NUL).
+var npuNamePattern = regexp.MustCompile(`^[A-Za-z0-9]{1,31}$`)
 
 // Healthy tells whether the chip's health is OK.
 func (c ChipInfo) Healthy() bool { return c.Health == HealthOK }

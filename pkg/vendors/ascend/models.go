@@ -14,7 +14,12 @@
 
 package ascend
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/accel-dra/accel-dra/pkg/names"
+)
 
 // aiCoresPerChip is the number of AI cores of one chip (one /dev/davinciN)
 // by the chip name `npu-smi info` prints, because that table does not print
@@ -48,3 +53,32 @@ func modelName(chipName string) string {
 // ambiguousCores are the chip names whose AI core count the name does not
 // tell (the A3 die, 20 or 24): discovery reads the count per chip.
 var ambiguousCores = map[string]bool{"Ascend910": true}
+
+// a3Variants are the 910_93 (A3) dies' variants, the npu_name DCMI gives
+// and the "NPU Name" npu-smi prints for a die it names "Ascend910": the A3
+// SoC versions of CANN's runtime (hicann/runtime
+// src/runtime/core/inc/spec/base_info.hpp, RtPGVersion: Ascend910_9391,
+// 9392, 9381, 9382, 9372, 9362), which is how CANN, torch_npu and
+// aclrtGetSocName name the chip.
+var a3Variants = []string{"9362", "9372", "9381", "9382", "9391", "9392"}
+
+// chipModel is the accel-dra.dev/model of a chip: modelName of its name,
+// except for a 910_93 die, which every tool names plain "Ascend910" next
+// to the 910A and 910B: there the model is the SoC name CANN uses,
+// "Ascend910_" and the die's variant (Ascend910_9392), where the variant
+// is known.
+func chipModel(name, npuName string) string {
+	if name == die91093Name && npuName != "" {
+		return name + "_" + npuName
+	}
+	return modelName(name)
+}
+
+// AttrModule is the shared attribute of a 910_93 die naming its module
+// (its card, the NPU ID): the module's two dies are one scheduling unit by
+// default, joined by SIO, and a claim keeps a pair together with
+// matchAttribute on it (docs/claims.md).
+const AttrModule = names.Domain + "/module"
+
+// moduleOf is the AttrModule value of a die on card npu: node-unique.
+func moduleOf(npu int) string { return fmt.Sprintf("module-%d", npu) }

@@ -28,6 +28,7 @@ const (
 	SourceDriverVersion = "driverVersion"
 	SourcePartitionMode = "partitionMode"
 	SourceDeviceIP      = "deviceIP"
+	SourceSuperPod      = "superPod"
 )
 
 // SourceSysfs names sysfs as a reader.

@@ -66,6 +66,7 @@ type Telemetry struct {
 	utilization func(card, dev, inputType int32, rate *uint32) int32
 	temperature func(card, dev int32, celsius *int32) int32
 	power       func(card, dev int32, deciWatts *int32) int32
+	mcuPower    func(card int32, deciWatts *int32) int32
 
 	mu sync.Mutex
 	// where maps a logic id to the chip's card and device id (DCMI),
@@ -112,6 +113,7 @@ func (t *Telemetry) bind(ctx context.Context, lib *dcmiLib) {
 		{"dcmi_get_device_utilization_rate", &t.utilization},
 		{"dcmi_get_device_temperature", &t.temperature},
 		{"dcmi_get_device_power_info", &t.power},
+		{"dcmi_mcu_get_power_info", &t.mcuPower},
 	} {
 		if _, err := purego.Dlsym(h, f.name); err == nil {
 			purego.RegisterLibFunc(f.fn, h, f.name)
@@ -202,18 +204,7 @@ func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSampl
 			s.TemperatureCelsius = vendors.Value(float64(c))
 		}
 	}
-	if t.power != nil {
-		var p int32
-		if err := lib.call("dcmi_get_device_power_info", func() int32 { return t.power(card, dev, &p) }); notSupported(err) {
-			// A 310P chip has no power figure of its own (the driver
-			// answers "not supported" and npu-smi prints NA,
-			// npu_info_print.c:245-251): absent, not an error on every read.
-		} else if err != nil {
-			s.Fail("dcmi_get_device_power_info", err)
-		} else if p >= 0 {
-			s.PowerWatts = vendors.Value(float64(p) / 10)
-		}
-	}
+	t.readPower(lib, card, dev, s)
 	var health uint32
 	if err := lib.call("dcmi_get_device_health", func() int32 { return lib.getHealth(card, dev, &health) }); err != nil {
 		s.Fail("dcmi_get_device_health", err)
@@ -222,6 +213,47 @@ func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSampl
 		s.Healthy = &ok
 	}
 	t.readVNPUs(lib, card, dev, s)
+}
+
+// readPower reads the chip's power, or where the chip has none of its own
+// the card's. A 310P chip has no figure (the driver answers "not
+// supported", npu-smi prints NA, npu_info_print.c:245-251): its card's
+// MCU has one, which mind-cluster's A310PManager reads instead
+// (devmanager/a310pmgr.go DcGetDevicePowerInfo → dcmi_mcu_get_power_info,
+// 0.1 W, a negative figure refused: devmanager/dcmi/dcmi.go:1841-1853 at
+// 22bb3d98) and npu-exporter publishes as the chip's (collector_for_npu.go
+// collectPower). Here it is the card's (CardPowerWatts), so two chips of a
+// card are not summed twice. An MCU that answers "not supported" (servers,
+// 910B, 910_93, 950: dcmi_mcu_intf.c:1946-1972) leaves both absent, without
+// an error on every read.
+func (t *Telemetry) readPower(lib *dcmiLib, card, dev int32, s *vendors.ChipSample) {
+	if t.power == nil {
+		return
+	}
+	var p int32
+	err := lib.call("dcmi_get_device_power_info", func() int32 { return t.power(card, dev, &p) })
+	switch {
+	case err == nil && p >= 0:
+		s.PowerWatts = vendors.Value(float64(p) / 10)
+		return
+	case err == nil:
+		return
+	case !notSupported(err):
+		s.Fail("dcmi_get_device_power_info", err)
+		return
+	case t.mcuPower == nil:
+		return
+	}
+	err = lib.call("dcmi_mcu_get_power_info", func() int32 { return t.mcuPower(card, &p) })
+	switch {
+	case notSupported(err):
+	case err != nil:
+		s.Fail("dcmi_mcu_get_power_info", fmt.Errorf("card %d: %w", card, err))
+	case p < 0:
+		s.Fail("dcmi_mcu_get_power_info", fmt.Errorf("card %d: power %d (0.1 W) is negative", card, p))
+	default:
+		s.CardPowerWatts = vendors.Value(float64(p) / 10)
+	}
 }
 
 // readVNPUs adds the chip's vNPUs with their AI core utilization and

@@ -244,6 +244,15 @@ func TestTelemetryLeavesOutWhatAChipDoesNotReport(t *testing.T) {
 		require.Empty(t, samples[0].Errors)
 		require.NotNil(t, samples[0].TemperatureCelsius)
 	})
+	t.Run("a card without an MCU figure through DCMI", func(t *testing.T) {
+		lib := buildMockDCMI(t, "atlas-300i-duo", "fail dcmi_mcu_get_power_info -8255")
+		tel := Ascend{}.NewTelemetry(vendors.BackendConfig{Root: t.TempDir(), Library: lib})
+		samples, err := tel.Read(t.Context(), chipsWithLogicIDs(0))
+		require.NoError(t, err)
+		require.Nil(t, samples[0].PowerWatts)
+		require.Nil(t, samples[0].CardPowerWatts)
+		require.Empty(t, samples[0].Errors)
+	})
 	t.Run("a temperature below -275 °C through DCMI", func(t *testing.T) {
 		lib := buildMockDCMI(t, "atlas-800t-a2")
 		tel := dcmiTelemetryOf(t, lib, "load 0 10 -276 700\n")
@@ -287,6 +296,48 @@ func TestTelemetryHealthAgreesWithDiscovery(t *testing.T) {
 				require.Equal(t, c.Healthy, *samples[i].Healthy, "chip %d (%s)", c.Index, c.HealthReason)
 			}
 			require.Equal(t, health == 0, inv.Chips[1].Healthy)
+		})
+	}
+}
+
+// A 310P chip has no power of its own; its card's MCU has, which is read
+// as the card's, the same on both chips of a card, as mind-cluster's
+// A310PManager reads it. Chips with a figure of their own never ask the
+// MCU, and a failing MCU call is said as that call for that card.
+func TestTelemetryReadsThe310PCardsPowerFromItsMCU(t *testing.T) {
+	for _, tc := range []struct {
+		name, node, extra, load string
+		chips                   []int
+		chip, card              []*float64
+		err                     string
+	}{
+		{name: "Atlas 300I Duo: each card's MCU", node: "atlas-300i-duo", load: "mcu 1 1234\nmcu 2 987\n", chips: []int{0, 1, 2},
+			chip: []*float64{nil, nil, nil}, card: []*float64{vendors.Value(123.4), vendors.Value(123.4), vendors.Value(98.7)}},
+		{name: "a card not listed: the mock's idle card", node: "atlas-300i-duo", chips: []int{3},
+			chip: []*float64{nil}, card: []*float64{vendors.Value(72)}},
+		{name: "910B3: the chip's own figure, no MCU", node: "atlas-800t-a2", load: "load 0 10 50 2315\nmcu 0 1234\n", chips: []int{0},
+			chip: []*float64{vendors.Value(231.5)}, card: []*float64{nil}},
+		{name: "the MCU call fails", node: "atlas-300i-duo", extra: "fail dcmi_mcu_get_power_info -8005", chips: []int{0},
+			chip: []*float64{nil}, card: []*float64{nil}, err: "dcmi_mcu_get_power_info returned -8005"},
+		{name: "a negative figure", node: "atlas-300i-duo", load: "mcu 1 -5\n", chips: []int{0},
+			chip: []*float64{nil}, card: []*float64{nil}, err: "card 1: power -5 (0.1 W) is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lib := buildMockDCMI(t, tc.node, tc.extra)
+			tel := dcmiTelemetryOf(t, lib, tc.load)
+			samples, err := tel.Read(t.Context(), chipsWithLogicIDs(tc.chips...))
+			require.NoError(t, err)
+			for i := range tc.chips {
+				require.Equal(t, tc.chip[i], samples[i].PowerWatts, "chip %d", tc.chips[i])
+				require.Equal(t, tc.card[i], samples[i].CardPowerWatts, "chip %d", tc.chips[i])
+				if tc.err == "" {
+					require.Empty(t, samples[i].Errors, "chip %d", tc.chips[i])
+					continue
+				}
+				require.Len(t, samples[i].Errors, 1)
+				require.Equal(t, "dcmi_mcu_get_power_info", samples[i].Errors[0].Call)
+				require.ErrorContains(t, samples[i].Errors[0], tc.err)
+			}
 		})
 	}
 }

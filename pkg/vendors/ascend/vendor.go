@@ -76,6 +76,11 @@ func (Ascend) ProfileNode() vendors.ProfileNode {
 			if g.ChipName != "" {
 				c.Extra[ExtraChipName] = inventory.StringValue(g.ChipName)
 			}
+			if g.ChipName == die91093Name {
+				// Simulated A3 dies pair up as a real node's do: two per
+				// module (NPU), in order.
+				c.Extra[AttrModule] = inventory.StringValue(moduleOf(c.Index / 2))
+			}
 			c.Extra[ExtraLogicID] = inventory.IntValue(int64(c.Index))
 		},
 		DriverFiles: driverFiles,

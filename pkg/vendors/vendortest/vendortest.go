@@ -159,7 +159,7 @@ func (b backend) Discover(context.Context) (inventory.Inventory, error) {
 
 // TelemetryFile is the file, under the root and per chip index, the test
 // vendor's telemetry reads: lines of "<quantity> <value>", quantities
-// utilization (0-1), memory_used (bytes), temperature (°C), power (W),
+// utilization (0-1), memory_used (bytes), temperature (°C), power (W), card_power (W),
 // healthy (true/false). A chip without the file fails its read; a
 // quantity not listed is absent.
 func TelemetryFile(index int) string { return fmt.Sprintf("/sys/class/acme/acme%d/telemetry", index) }
@@ -200,6 +200,8 @@ func (t telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors.
 				s.TemperatureCelsius = vendors.Value(f)
 			case "power":
 				s.PowerWatts = vendors.Value(f)
+			case "card_power":
+				s.CardPowerWatts = vendors.Value(f)
 			}
 		}
 	}), nil

@@ -230,7 +230,7 @@ rest is the chip's memory).
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata:
-  name: {{ lower $name }}.accel-dra.dev
+  name: {{ lower $name | replace "_" "-" }}.accel-dra.dev
 spec:
   selectors:
   - cel:

@@ -48,6 +48,17 @@ struct dcmi_chip_info {
     unsigned int aicore_cnt;
 };
 
+/* dcmi_interface_api.h:81-87 of the driver source (verylucky01/driver
+ * e29d066, src/custom/include), dcmi_get_device_chip_info_v2 line 2017:
+ * dcmi_chip_info and npu_name. */
+struct dcmi_chip_info_v2 {
+    unsigned char chip_type[MAX_CHIP_NAME_LEN];
+    unsigned char chip_name[MAX_CHIP_NAME_LEN];
+    unsigned char chip_ver[MAX_CHIP_NAME_LEN];
+    unsigned int aicore_cnt;
+    unsigned char npu_name[MAX_CHIP_NAME_LEN];
+};
+
 struct dcmi_pcie_info_all {
     unsigned int venderid;
     unsigned int subvenderid;
@@ -91,7 +102,23 @@ struct dcmi_ip_addr {
 
 enum dcmi_port_type { DCMI_VNIC_PORT = 0, DCMI_ROCE_PORT = 1, DCMI_INVALID_PORT };
 
-enum dcmi_main_cmd { DCMI_MAIN_CMD_VDEV_MNG = 52 };
+/* dcmi_interface_api.h:364-377 (CHIP_INF is the 13th) and the VDEV_MNG
+ * the vNPU calls use. */
+enum dcmi_main_cmd { DCMI_MAIN_CMD_CHIP_INF = 12, DCMI_MAIN_CMD_VDEV_MNG = 52 };
+
+/* sub commands of DCMI_MAIN_CMD_CHIP_INF, dcmi_interface_api.h:599-605 */
+#define DCMI_CHIP_INF_SUB_CMD_SPOD_INFO 1
+
+/* dcmi_interface_api.h:607-615: a chip's super-pod identity. */
+struct dcmi_spod_info {
+    unsigned int sdid;
+    unsigned int super_pod_size;
+    unsigned int super_pod_id;
+    unsigned int server_index;
+    unsigned int chassis_id;
+    unsigned int super_pod_type;
+    unsigned int reserve[6]; /* the size of dcmi_spod_info is 48 */
+};
 
 enum {
     DCMI_TOPO_TYPE_SELF = 0,
@@ -206,6 +233,7 @@ int dcmi_get_device_num_in_card(int card_id, int *device_num);
 int dcmi_get_device_logic_id(int *device_logic_id, int card_id, int device_id);
 int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int *phyid);
 int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chip_info *chip_info);
+int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_info_v2 *chip_info);
 int dcmi_get_device_hbm_info(int card_id, int device_id, struct dcmi_hbm_info *hbm_info);
 int dcmi_get_device_memory_info_v3(int card_id, int device_id, struct dcmi_get_memory_info_stru *memory_info);
 int dcmi_get_device_pcie_info_v2(int card_id, int device_id, struct dcmi_pcie_info_all *pcie_info);
@@ -241,5 +269,9 @@ int dcmi_get_driver_version(char *driver_ver, unsigned int len);
 int dcmi_get_device_power_info(int card_id, int device_id, int *power);
 int dcmi_get_device_temperature(int card_id, int device_id, int *temperature);
 int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type, unsigned int *utilization_rate);
+/* The card's power as its MCU reports it, 0.1 W (dcmi_interface_api.h at
+ * mind-cluster 22bb3d98, line 819; verylucky01/driver e29d066
+ * src/custom/include/dcmi_interface_api.h:3688). */
+int dcmi_mcu_get_power_info(int card_id, int *power);
 
 #endif

@@ -70,6 +70,14 @@ struct chip {
     int ncodes;
     int has_ip;
     unsigned char ip[4], mask[4];
+    /* spod-chip overrides: what this chip says instead (-1: as computed) */
+    long long spod_sdid, spod_id, spod_server;
+};
+
+/* The node's super pod (spod line), which only 910_93 chips answer. */
+struct spod {
+    int set;
+    unsigned int id, size, server, chassis, type;
 };
 
 struct vdev {
@@ -112,6 +120,7 @@ struct fail {
 
 static struct chip chips[MAX_CHIPS];
 static int nchips;
+static struct spod spod;
 static int topo[MAX_CHIPS][MAX_CHIPS]; /* by logic id; -1 = default */
 static int topo_default = DCMI_TOPO_TYPE_SYS;
 static int docker_mode = 1;
@@ -156,8 +165,8 @@ static enum chip_type chip_type(void) {
     if (strncmp(name, "910B", 4) == 0) {
         return CHIP_910B;
     }
-    if (strcmp(name, "Ascend910") == 0) {
-        return CHIP_910_93; /* the A3 die's name */
+    if (strncmp(name, "910_93", 6) == 0) {
+        return CHIP_910_93; /* the A3 die's name as the driver knows it, 910_93xx */
     }
     return CHIP_910;
 }
@@ -285,6 +294,7 @@ static void save_state(void) {
 static int load(void) {
     const char *path = getenv("ACCEL_DRA_DCMI_FIXTURE");
     nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS, plain_container = 0;
+    memset(&spod, 0, sizeof(spod));
     snprintf(driver_version, sizeof(driver_version), "%s", DEFAULT_DRIVER_VERSION);
     memset(topo, -1, sizeof(topo));
     if (path == NULL) {
@@ -313,8 +323,27 @@ static int load(void) {
             ok = sscanf(line, "chip %d %d %d %d %31s %u %llu %llu %x:%x:%x.%x %x %u", &c->card, &c->device, &c->logic,
                         &c->phy, c->name, &c->aicore, &c->hbm_mb, &c->ddr_mb, (unsigned int *)&c->domain, &c->bus,
                         &c->dev, &c->fn, &c->pci_device_id, &c->health) == 14;
+            c->spod_sdid = c->spod_id = c->spod_server = -1;
             if (ok) {
                 nchips++;
+            }
+        } else if (strcmp(kind, "spod") == 0) {
+            ok = sscanf(line, "spod %u %u %u %u %u", &spod.id, &spod.size, &spod.server, &spod.chassis, &spod.type) == 5;
+            spod.set = ok;
+        } else if (strcmp(kind, "spod-chip") == 0) {
+            int logic;
+            char field[32];
+            long long value;
+            struct chip *c;
+            ok = sscanf(line, "spod-chip %d %31s %lli", &logic, field, &value) == 3 && (c = by_logic(logic)) != NULL;
+            if (ok && strcmp(field, "sdid") == 0) {
+                c->spod_sdid = value;
+            } else if (ok && strcmp(field, "super_pod_id") == 0) {
+                c->spod_id = value;
+            } else if (ok && strcmp(field, "server_index") == 0) {
+                c->spod_server = value;
+            } else {
+                ok = 0;
             }
         } else if (strcmp(kind, "error") == 0) {
             int logic;
@@ -604,14 +633,38 @@ int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int *phyid
     return DCMI_OK;
 }
 
-int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chip_info *chip_info) {
+/* dcmi_get_device_chip_info_v2: the fixture's chip name is the driver's
+ * own (dsmi_chip_info.chip_name). On 910_93 DCMI splits it at the "_":
+ * chip_name "Ascend" and what precedes it, npu_name what follows ("910_9392"
+ * is "Ascend910" and "9392"); elsewhere both are the name
+ * (dcmi/dcmi_inner/src/dcmi_inner_info_get.c:1257-1322, 1405-1415). */
+int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_info_v2 *chip_info) {
     FAIL_IF_ASKED();
     CHIP_OR_FAIL(c, card_id, device_id);
     memset(chip_info, 0, sizeof(*chip_info));
     snprintf((char *)chip_info->chip_type, MAX_CHIP_NAME_LEN, "Ascend");
     snprintf((char *)chip_info->chip_name, MAX_CHIP_NAME_LEN, "%s", c->name);
+    snprintf((char *)chip_info->npu_name, MAX_CHIP_NAME_LEN, "%s", c->name);
+    const char *delim = strchr(c->name, '_');
+    if (chip_type() == CHIP_910_93 && delim != NULL) {
+        snprintf((char *)chip_info->chip_name, MAX_CHIP_NAME_LEN, "Ascend%.*s", (int)(delim - c->name), c->name);
+        snprintf((char *)chip_info->npu_name, MAX_CHIP_NAME_LEN, "%s", delim + 1);
+    }
     snprintf((char *)chip_info->chip_ver, MAX_CHIP_NAME_LEN, "V1");
     chip_info->aicore_cnt = c->aicore;
+    return DCMI_OK;
+}
+
+/* dcmi_get_device_chip_info is the v2 struct cut short
+ * (dcmi/dcmi_interface/src/dcmi_basic_info_intf.c:1901-1931). */
+int dcmi_get_device_chip_info(int card_id, int device_id, struct dcmi_chip_info *chip_info) {
+    FAIL_IF_ASKED();
+    struct dcmi_chip_info_v2 v2;
+    int rc = dcmi_get_device_chip_info_v2(card_id, device_id, &v2);
+    if (rc != DCMI_OK) {
+        return rc;
+    }
+    memcpy(chip_info, &v2, sizeof(*chip_info));
     return DCMI_OK;
 }
 
@@ -771,10 +824,50 @@ static int vdev_activity(const struct chip *c, const struct vdev *v, struct dcmi
     return DCMI_OK;
 }
 
+/* spod_info answers SPOD_INFO as the driver does: only where the HAL has
+ * it, on 910_93 (and 950) boards (src/ascend_hal/dms/chip/soc/CMakeLists.txt:13-16
+ * build spod_info.c for those products only; devdrv_manager_dev_info_api.c:301),
+ * "not supported" elsewhere and on a 910_93 board outside a super pod (no
+ * spod line). Each chip's SDID is laid out as the 910_93 DCMI reference
+ * documents it (dcmi_get_device_info, DCMI_MAIN_CMD_CHIP_INF): server
+ * index in bits 22-31, chip id (the card) in 18-21, die id (the device) in
+ * 16-17, device id chip * 2 + die in 0-15. */
+static int spod_info(const struct chip *c, void *buf, unsigned int *size) {
+    if (*size < sizeof(struct dcmi_spod_info)) {
+        return DCMI_ERR_INVALID_PARAMETER;
+    }
+    if (chip_type() != CHIP_910_93 || !spod.set) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
+    struct dcmi_spod_info *i = buf;
+    memset(i, 0, sizeof(*i));
+    i->sdid = (spod.server << 22) | ((unsigned int)c->card << 18) | ((unsigned int)c->device << 16) |
+              (unsigned int)(c->card * 2 + c->device);
+    i->super_pod_size = spod.size;
+    i->super_pod_id = spod.id;
+    i->server_index = spod.server;
+    i->chassis_id = spod.chassis;
+    i->super_pod_type = spod.type;
+    if (c->spod_sdid >= 0) {
+        i->sdid = (unsigned int)c->spod_sdid;
+    }
+    if (c->spod_id >= 0) {
+        i->super_pod_id = (unsigned int)c->spod_id;
+    }
+    if (c->spod_server >= 0) {
+        i->server_index = (unsigned int)c->spod_server;
+    }
+    *size = sizeof(*i);
+    return DCMI_OK;
+}
+
 int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf,
                          unsigned int *size) {
     FAIL_IF_ASKED();
     CHIP_OR_FAIL(c, card_id, device_id);
+    if (main_cmd == DCMI_MAIN_CMD_CHIP_INF && sub_cmd == DCMI_CHIP_INF_SUB_CMD_SPOD_INFO) {
+        return spod_info(c, buf, size);
+    }
     if (main_cmd != DCMI_MAIN_CMD_VDEV_MNG) {
         return DCMI_ERR_NOT_SUPPORT;
     }
@@ -1175,8 +1268,8 @@ static int read_telemetry(const struct chip *c, struct telemetry *t) {
             if (logic == c->logic) {
                 t->util = util, t->temp = temp, t->power = power;
             }
-        } else if (strcmp(kind, "vload") == 0) {
-            /* a vNPU's line: read_vnpu_telemetry */
+        } else if (strcmp(kind, "vload") == 0 || strcmp(kind, "mcu") == 0) {
+            /* a vNPU's line (read_vnpu_telemetry) or a card's (read_mcu_power) */
         } else if (strcmp(kind, "fail") == 0 && sscanf(line, "fail %d %63s %d", &logic, fn, &code) == 3) {
             if (logic == c->logic) {
                 snprintf(t->fail_fn, sizeof(t->fail_fn), "%s", fn);
@@ -1225,7 +1318,7 @@ int dcmi_get_device_temperature(int card_id, int device_id, int *temperature) {
  * answers "not supported", which dcmi_get_npu_device_power_info returns
  * (dcmi/dcmi_inner/src/dcmi_inner_info_get.c:1662-1689); npu-smi prints NA
  * for it (npucli/src/npu_info_print.c:245-251). The card's power is the
- * MCU's (dcmi_mcu_get_power_info). */
+ * MCU's (dcmi_mcu_get_power_info, below). */
 int dcmi_get_device_power_info(int card_id, int device_id, int *power) {
     FAIL_IF_ASKED();
     CHIP_OR_FAIL(c, card_id, device_id);
@@ -1235,6 +1328,62 @@ int dcmi_get_device_power_info(int card_id, int device_id, int *power) {
     }
     *power = t.power;
     return DCMI_OK;
+}
+
+/* read_mcu_power reads the card's "mcu <card> <power in 0.1 W>" line from
+ * the telemetry fixture; a card it does not list draws 72 W (an Atlas 300I
+ * Duo idles about there). It returns non-zero on a line it cannot read. */
+static int read_mcu_power(int card, int *power) {
+    *power = 720;
+    const char *path = getenv("ACCEL_DRA_DCMI_TELEMETRY");
+    if (path == NULL || *path == '\0') {
+        return 0;
+    }
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return 0;
+    }
+    char line[256];
+    int rc = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        int c, p;
+        if (strncmp(line, "mcu", 3) != 0) {
+            continue;
+        }
+        if (sscanf(line, "mcu %d %d", &c, &p) != 2) {
+            rc = DCMI_ERR_INVALID_PARAMETER;
+        } else if (c == card) {
+            *power = p;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+/* dcmi_mcu_get_power_info (dcmi/dcmi_interface/src/dcmi_mcu_intf.c:1946-1972):
+ * an unknown card is an invalid parameter; a board without an MCU, and
+ * 910B, 910_93 and 950 boards, answer "not supported". The MCU is there on
+ * the PCIe cards (dcmi/dcmi_init/src/dcmi_init_for_card.c:886-888: every
+ * card but the 310P 200I Pro, the 950 and the 310 in a VM), and on servers
+ * only for 910B and 910_93 (dcmi_init_for_server.c:327-328), which the call
+ * refuses anyway. The mock's 310P nodes are cards (Atlas 300I Duo), its
+ * 910A node a server (Atlas 800): only 310P answers. */
+int dcmi_mcu_get_power_info(int card_id, int *power) {
+    FAIL_IF_ASKED();
+    if (power == NULL) {
+        return DCMI_ERR_INVALID_PARAMETER;
+    }
+    int known = 0;
+    for (int i = 0; i < nchips; i++) {
+        known |= chips[i].card == card_id;
+    }
+    if (!known) {
+        return DCMI_ERR_INVALID_PARAMETER;
+    }
+    if (chip_type() != CHIP_310P) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
+    return read_mcu_power(card_id, power);
 }
 
 /* read_vnpu_telemetry reads a vNPU's "vload <vNPU id> <AI core %> <MB in
