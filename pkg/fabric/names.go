@@ -21,18 +21,16 @@
 package fabric
 
 import (
-	resourceapi "k8s.io/api/resource/v1"
-
 	"github.com/accel-dra/accel-dra/pkg/names"
 )
 
 // Device attributes of the fabric (docs/architecture.md), published by a
 // vendor only where the value is known.
 const (
-	AttrSuperPod      resourceapi.QualifiedName = names.Domain + "/superPod"
-	AttrSuperDeviceID resourceapi.QualifiedName = names.Domain + "/superDeviceID"
-	AttrServerIndex   resourceapi.QualifiedName = names.Domain + "/serverIndex"
-	AttrModule        resourceapi.QualifiedName = names.Domain + "/module"
+	AttrSuperPod      = names.AttrSuperPod
+	AttrSuperDeviceID = names.AttrSuperDeviceID
+	AttrServerIndex   = names.AttrServerIndex
+	AttrModule        = names.AttrModule
 )
 
 // Node labels the agent writes on its own Node. Each value names one

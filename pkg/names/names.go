@@ -40,6 +40,12 @@ const (
 	AttrDriverVersion resourceapi.QualifiedName = Domain + "/driverVersion"
 	AttrHealthy       resourceapi.QualifiedName = Domain + "/healthy"
 
+	// The fabric attributes, published only where the value is known.
+	AttrSuperPod      resourceapi.QualifiedName = Domain + "/superPod"
+	AttrSuperDeviceID resourceapi.QualifiedName = Domain + "/superDeviceID"
+	AttrServerIndex   resourceapi.QualifiedName = Domain + "/serverIndex"
+	AttrModule        resourceapi.QualifiedName = Domain + "/module"
+
 	CapMemory resourceapi.QualifiedName = Domain + "/memory"
 	CapCores  resourceapi.QualifiedName = Domain + "/cores"
 

@@ -78,7 +78,7 @@ func chipModel(name, npuName string) string {
 // (its card, the NPU ID): the module's two dies are one scheduling unit by
 // default, joined by SIO, and a claim keeps a pair together with
 // matchAttribute on it (docs/claims.md).
-const AttrModule = names.Domain + "/module"
+const AttrModule = string(names.AttrModule)
 
 // moduleOf is the AttrModule value of a die on card npu: node-unique.
 func moduleOf(npu int) string { return fmt.Sprintf("module-%d", npu) }

@@ -42,11 +42,11 @@ import (
 // known.
 const (
 	// AttrSuperPod is the chip's super pod: super_pod_id, as a string.
-	AttrSuperPod = names.Domain + "/superPod"
+	AttrSuperPod = string(names.AttrSuperPod)
 	// AttrSuperDeviceID is the chip's SDID, its id in the super pod.
-	AttrSuperDeviceID = names.Domain + "/superDeviceID"
+	AttrSuperDeviceID = string(names.AttrSuperDeviceID)
 	// AttrServerIndex is the server's index in its super pod.
-	AttrServerIndex = names.Domain + "/serverIndex"
+	AttrServerIndex = string(names.AttrServerIndex)
 )
 
 // DCMI_MAIN_CMD_CHIP_INF and DCMI_CHIP_INF_SUB_CMD_SPOD_INFO
