@@ -162,12 +162,12 @@ func nativeProfiles() []nativeProfile {
 		cam(nativeProfile{name: "MLU370-X8", fixture: cndevtest.Fixture("mlu370-x8"), root: copyRoot(cambriconTestdata + "/mlu370-x8/root"),
 			chips: 8, model: "MLU370-X8", memMiB: 23308, cores: 16,
 			whole: 0, wholeNode: "cambricon_dev0", visible: "0",
-			partition: "mlu-5-smlu-50p-0", made: "5 1 1 smlu5-1\n", partitionNode: "dev/cambricon-caps/cap_dev5_mi1", unhealthy: 7}),
+			partition: "mlu-5-smlu-50p-0", made: fmt.Sprintf("5 1 1 smlu5-1 50 %d\n", int64(11654)<<20), partitionNode: "dev/cambricon-caps/cap_dev5_mi1", unhealthy: 7}),
 		// sMLU is off on card 6 and unsupported by card 7's driver.
 		cam(nativeProfile{name: "MLU590", fixture: cndevtest.Fixture("mlu590"), root: copyRoot(cambriconTestdata + "/mlu590/root"),
 			chips: 8, model: "MLU590-M9", memMiB: 98304, cores: 48,
 			whole: 7, wholeNode: "cambricon_dev7", visible: "7",
-			partition: "mlu-2-smlu-25p-0", made: "2 1 2 smlu2-1\n", partitionNode: "dev/cambricon-caps/cap_dev2_mi1", wholeOnly: []int{6, 7}, unhealthy: 4}),
+			partition: "mlu-2-smlu-25p-0", made: fmt.Sprintf("2 1 2 smlu2-1 25 %d\n", int64(24)<<30), partitionNode: "dev/cambricon-caps/cap_dev2_mi1", wholeOnly: []int{6, 7}, unhealthy: 4}),
 	}
 }
 
