@@ -1235,17 +1235,24 @@ struct telemetry {
     int fail_code;
 };
 
+/* open_telemetry opens the telemetry fixture named by
+ * ACCEL_DRA_DCMI_TELEMETRY, or returns NULL when there is none (every
+ * figure then keeps its idle default). */
+static FILE *open_telemetry(void) {
+    const char *path = getenv("ACCEL_DRA_DCMI_TELEMETRY");
+    if (path == NULL || *path == '\0') {
+        return NULL;
+    }
+    return fopen(path, "r");
+}
+
 /* read_telemetry fills t for chip c from the telemetry fixture; it returns
  * non-zero when a line cannot be read, so a broken fixture shows. */
 static int read_telemetry(const struct chip *c, struct telemetry *t) {
     memset(t, 0, sizeof(*t));
     t->temp = 40;
     t->power = 700;
-    const char *path = getenv("ACCEL_DRA_DCMI_TELEMETRY");
-    if (path == NULL || *path == '\0') {
-        return 0;
-    }
-    FILE *f = fopen(path, "r");
+    FILE *f = open_telemetry();
     if (f == NULL) {
         return 0;
     }
@@ -1335,11 +1342,7 @@ int dcmi_get_device_power_info(int card_id, int device_id, int *power) {
  * Duo idles about there). It returns non-zero on a line it cannot read. */
 static int read_mcu_power(int card, int *power) {
     *power = 720;
-    const char *path = getenv("ACCEL_DRA_DCMI_TELEMETRY");
-    if (path == NULL || *path == '\0') {
-        return 0;
-    }
-    FILE *f = fopen(path, "r");
+    FILE *f = open_telemetry();
     if (f == NULL) {
         return 0;
     }
@@ -1390,11 +1393,7 @@ int dcmi_mcu_get_power_info(int card_id, int *power) {
  * use>" line from the telemetry fixture; an unlisted vNPU is idle. */
 static int read_vnpu_telemetry(unsigned int id, unsigned int *util, unsigned long long *used_mb) {
     *util = 0, *used_mb = 0;
-    const char *path = getenv("ACCEL_DRA_DCMI_TELEMETRY");
-    if (path == NULL || *path == '\0') {
-        return 0;
-    }
-    FILE *f = fopen(path, "r");
+    FILE *f = open_telemetry();
     if (f == NULL) {
         return 0;
     }
