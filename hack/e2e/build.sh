@@ -43,9 +43,12 @@
 # only when its stamp differs. Builds run one after another: the kube-apiserver
 # link alone peaks near 3 GB on two cores.
 #
+# Usage: build.sh [COMPONENT...]: with names (e.g. `build.sh kueue volcano`),
+# builds only those components and not this repository's binaries.
 # Environment: ACCEL_DRA_E2E_CACHE (default $REPO/_output/e2e-cache).
 # Prints the bin directory on the last line of stdout.
 set -euo pipefail
+ONLY=("$@")
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE=${ACCEL_DRA_E2E_CACHE:-$REPO/_output/e2e-cache}
@@ -103,12 +106,31 @@ apt_prometheus() {
 
 sha() { cat "$@" | sha256sum | cut -c1-16; }
 
+# wanted NAME: whether this run builds NAME (every component when no
+# names were given on the command line).
+wanted() {
+	[ ${#ONLY[@]} -eq 0 ] && return 0
+	local n
+	for n in "${ONLY[@]}"; do [ "$n" = "$1" ] && return 0; done
+	return 1
+}
+
 # component NAME VERSION STAMP BUILD_FUNCTION: runs BUILD_FUNCTION with the
 # output directory as $1 unless $CACHE/NAME-VERSION/.stamp equals STAMP;
-# records the wall time of a real build in build-times.txt.
+# records the wall time of a real build in build-times.txt. A lock per
+# component lets two runs share the cache: .ci/run builds the components
+# make test shares nothing with in the background, and the e2e tier's run
+# waits for one still being built instead of building it again.
 component() {
 	local name=$1 version=$2 stamp=$3 fn=$4
 	local dir=$CACHE/$name-$version
+	wanted "$name" || return 0
+	local lock
+	exec {lock}>"$CACHE/.$name.lock"
+	if ! flock -n "$lock"; then
+		log "$name $version: waiting for another build.sh building it"
+		flock "$lock"
+	fi
 	if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ]; then
 		log "$name $version: cached"
 	else
@@ -128,6 +150,7 @@ component() {
 	for f in "$dir"/*; do
 		ln -sfn "$f" "$CACHE/bin/$(basename "$f")"
 	done
+	exec {lock}>&-
 }
 
 build_etcd() {
@@ -239,8 +262,12 @@ build_ascend_runtime() {
 	CGO_ENABLED=0 go -C "$REPO/hack/e2e/ascend-runtime" build -trimpath -ldflags "-s -w" -o "$1/ascend-runtime" .
 }
 
+# One apt-get at a time, when two runs share the cache.
+exec {apt_lock}>"$CACHE/.apt.lock"
+flock "$apt_lock"
 apt_deps
 apt_prometheus
+exec {apt_lock}>&-
 
 # Kubernetes first: it is the long one (measured here, two cores, empty Go
 # build cache: ≈ 9.5 min for the four; everything ≈ 17 min).
@@ -258,7 +285,12 @@ if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/too
 	component helm "$(sha "$REPO/hack/tools/go.mod" "$REPO/hack/tools/go.sum")" "$GO_VERSION" build_helm
 fi
 
-# Our own binaries, always from the work tree.
+# Our own binaries, always from the work tree, unless only some
+# components were asked for.
+if [ ${#ONLY[@]} -gt 0 ]; then
+	echo "$CACHE/bin"
+	exit 0
+fi
 log "accel-dra: building from $REPO"
 start=$SECONDS
 mkdir -p "$CACHE/accel-dra"
