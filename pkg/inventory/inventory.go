@@ -80,11 +80,9 @@ type Chip struct {
 	// DCMI's SPOD_INFO), published as accel-dra.dev/superPod,
 	// superDeviceID and serverIndex and written into the claim status for
 	// rank tables; "" and nil where the chip has none or it is unknown.
-	// Module is the 910C module whose two dies belong together.
 	SuperPod      string
 	SuperDeviceID *int64
 	ServerIndex   *int64
-	Module        string
 	// PartitionModeOff says why the vendor's partition mode is off for this
 	// chip (Ascend: the node is not in vNPU docker mode; Cambricon: sMLU is
 	// not enabled on the chip), as discovery detected it; empty when it is
@@ -133,6 +131,9 @@ const (
 	// ReasonLibraryError: a call into the vendor's management library (or
 	// its tool) failed for this chip alone; the node's other chips publish.
 	ReasonLibraryError = "LibraryError"
+	// ReasonSuperPodLinkAbnormal: the super pod's fabric reports the chip
+	// abnormal (Ascend DCMI's SPOD_NODE_STATUS).
+	ReasonSuperPodLinkAbnormal = "SuperPodLinkAbnormal"
 	// ReasonSimulated: a simulated profile lists the chip as unhealthy.
 	ReasonSimulated = "SimulatedUnhealthy"
 )

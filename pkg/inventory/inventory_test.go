@@ -61,6 +61,7 @@ func TestOnlyTheVendorsWarningLevelIsAWarning(t *testing.T) {
 		inventory.ReasonToolHealth("UNKNOWN"):  false,
 		inventory.ReasonDriverNotRunning:       false,
 		inventory.ReasonLibraryError:           false,
+		inventory.ReasonSuperPodLinkAbnormal:   false,
 	} {
 		require.Equal(t, warning, inventory.Warning(reason), reason)
 	}

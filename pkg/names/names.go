@@ -72,6 +72,11 @@ const (
 	// TaintLibraryError: a call of the vendor's library failed for the
 	// chip alone.
 	TaintLibraryError = Domain + "/library-error"
+	// TaintSuperPodLink: the super pod's fabric reports the chip abnormal
+	// (DCMI's SPOD_NODE_STATUS of the chip's own SDID is 1), so its peers
+	// release what they share with it. The node's super pod label stays:
+	// label churn would rebuild every engine's topology.
+	TaintSuperPodLink = Domain + "/superpod-link"
 	// TaintUnhealthy: any other cause (a simulated profile's unhealthy
 	// chip, a reason without a key of its own).
 	TaintUnhealthy = Domain + "/unhealthy"

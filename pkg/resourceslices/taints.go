@@ -81,7 +81,8 @@ func Taints(c inventory.Chip, effect resourceapi.DeviceTaintEffect) []resourceap
 // TaintKey is the device taint key of a health reason, one per cause
 // (pkg/names): the vendor's health level (inventory.ReasonToolHealth's
 // Health…), the driver not running, the device file or PCI function gone,
-// a failed library call; TaintUnhealthy for any other reason.
+// a failed library call, the super pod's fabric calling the chip abnormal;
+// TaintUnhealthy for any other reason.
 func TaintKey(reason string) string {
 	switch {
 	case strings.HasPrefix(reason, "Health"):
@@ -94,6 +95,8 @@ func TaintKey(reason string) string {
 		return names.TaintPCIDeviceMissing
 	case reason == inventory.ReasonLibraryError:
 		return names.TaintLibraryError
+	case reason == inventory.ReasonSuperPodLinkAbnormal:
+		return names.TaintSuperPodLink
 	}
 	return names.TaintUnhealthy
 }

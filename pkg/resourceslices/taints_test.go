@@ -81,6 +81,8 @@ func TestTaintsSayWhyAChipIsUnhealthy(t *testing.T) {
 			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/pci-device-missing", "PCIDeviceMissing", noSchedule)}},
 		{name: "a failed library call", reasons: []string{inventory.ReasonLibraryError},
 			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/library-error", "LibraryError", noSchedule)}},
+		{name: "the super pod's fabric calls the chip abnormal", reasons: []string{inventory.ReasonSuperPodLinkAbnormal},
+			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/superpod-link", "SuperPodLinkAbnormal", noSchedule)}},
 		{name: "a simulated unhealthy chip", reasons: []string{inventory.ReasonSimulated},
 			want: []resourceapi.DeviceTaint{taint("accel-dra.dev/unhealthy", "SimulatedUnhealthy", noSchedule)}},
 		{name: "a reason that is no label value becomes Unhealthy", reasons: []string{"bad reason!"},

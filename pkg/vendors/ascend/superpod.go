@@ -55,7 +55,16 @@ const (
 const (
 	dcmiMainCmdChipInf     = 12
 	dcmiSubCmdChipSpodInfo = 1
+	// dcmiSubCmdChipSpodNodeStatus is DCMI_CHIP_INF_SUB_CMD_SPOD_NODE_STATUS
+	// (the next in the same enum), what dcmi_get_spod_node_status asks.
+	dcmiSubCmdChipSpodNodeStatus = 2
 )
+
+// dcmiSpodNodeAbnormal is the SPOD_NODE_STATUS of an NPU the super pod's
+// fabric calls abnormal: its peers release what they share with it by
+// force (0 is normal: they negotiate; dcmi_get_spod_node_status in the
+// 910_93 DCMI reference).
+const dcmiSpodNodeAbnormal = 1
 
 // dcmiSpodInvalid is the "invalid" value of a field: mind-cluster's
 // InvalidSuperPodID and InvalidSuperPodSize ("all f -> not super pod",
@@ -92,6 +101,22 @@ func (l *dcmiLib) spodInfo(c dcmiChip) (dcmiSpodInfo, error) {
 		return l.getDeviceInfo(int32(c.Card), int32(c.Device), dcmiMainCmdChipInf, dcmiSubCmdChipSpodInfo, unsafe.Pointer(&info), &size)
 	})
 	return info, err
+}
+
+// spodNodeStatus asks DCMI what the super pod's fabric records of the NPU
+// sdid, as dcmi_get_spod_node_status does: one 4-byte union, the SDID in
+// and the status out (dcmi_get_spod_node_status in the driver source's
+// DCMI, src/custom/dev_prod/user/dcmi).
+func (l *dcmiLib) spodNodeStatus(c dcmiChip, sdid uint32) (uint32, error) {
+	if l.getDeviceInfo == nil {
+		return 0, &DCMIError{Func: "dcmi_get_device_info", Code: dcmiErrFuncNotPresent}
+	}
+	para := sdid
+	size := uint32(unsafe.Sizeof(para))
+	err := l.call("dcmi_get_device_info", func() int32 {
+		return l.getDeviceInfo(int32(c.Card), int32(c.Device), dcmiMainCmdChipInf, dcmiSubCmdChipSpodNodeStatus, unsafe.Pointer(&para), &size)
+	})
+	return para, err
 }
 
 // spodReader reads one chip's super-pod identity.
@@ -246,12 +271,43 @@ func (b *Backend) setSuperPod(ctx context.Context, found []found, chips []invent
 		chips[i].Extra[AttrSuperPod] = inventory.StringValue(strconv.FormatUint(uint64(info.SuperPodID), 10))
 		chips[i].Extra[AttrSuperDeviceID] = inventory.IntValue(int64(info.SDID))
 		chips[i].Extra[AttrServerIndex] = inventory.IntValue(int64(info.ServerIndex))
+		// The same facts as the chip's own fields: the claim status and
+		// device-metadata file, which rank tables are made from, read those.
+		sdid, server := int64(info.SDID), int64(info.ServerIndex)
+		chips[i].SuperPod, chips[i].SuperDeviceID, chips[i].ServerIndex = strconv.FormatUint(uint64(info.SuperPodID), 10), &sdid, &server
 		chips[i].Sources[SourceSuperPod] = source
 		if source == "" {
 			chips[i].Sources[SourceSuperPod] = b.command(spodArgs(c.info)...)
 		}
 	}
+	if b.lib != nil {
+		b.markSuperPodLinks(ctx, found, chips, ids)
+	}
 	klog.FromContext(ctx).V(2).Info("The node's Ascend chips are in a super pod", "superPod", ids[found[0].mapping.LogicID].SuperPodID,
 		"serverIndex", ids[found[0].mapping.LogicID].ServerIndex)
 	return nil
+}
+
+// markSuperPodLinks marks a chip unhealthy, under its own taint
+// (accel-dra.dev/superpod-link), where the super pod's fabric records its
+// SDID as abnormal. A chip whose status cannot be read keeps its health:
+// the status adds a fault, it never hides the chip. The node's super pod
+// label does not change (pkg/fabric reads it once, at start).
+func (b *Backend) markSuperPodLinks(ctx context.Context, found []found, chips []inventory.Chip, ids map[int]dcmiSpodInfo) {
+	for i, c := range found {
+		if c.dcmi == nil {
+			continue
+		}
+		sdid := ids[c.mapping.LogicID].SDID
+		status, err := b.lib.spodNodeStatus(*c.dcmi, sdid)
+		if err != nil {
+			b.logOnce(ctx, "spod-node-status:"+err.Error(), "Cannot read the super pod's status of an Ascend chip, leaving its health as it is",
+				"npu", c.info.NPU, "chip", c.info.Chip, "sdid", sdid, "err", err)
+			continue
+		}
+		if status == dcmiSpodNodeAbnormal {
+			chips[i].MarkUnhealthy(inventory.ReasonSuperPodLinkAbnormal,
+				fmt.Sprintf("the super pod's fabric reports NPU %d chip %d (SDID %d) abnormal (dcmi_get_spod_node_status %d)", c.info.NPU, c.info.Chip, sdid, status))
+		}
+	}
 }

@@ -17,6 +17,7 @@ package ascend
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -80,6 +81,12 @@ func TestDiscoverReadsTheSuperPodOfA3Chips(t *testing.T) {
 				require.Equal(t, inventory.StringValue("7"), c.Extra[AttrSuperPod])
 				require.Equal(t, inventory.IntValue(3), c.Extra[AttrServerIndex])
 				require.Equal(t, inventory.IntValue(sdid(3, int64(i/2), int64(i%2))), c.Extra[AttrSuperDeviceID], "chip %d", i)
+				// The claim status (rank tables) reads the chip's own fields.
+				require.Equal(t, "7", c.SuperPod)
+				require.NotNil(t, c.ServerIndex)
+				require.NotNil(t, c.SuperDeviceID)
+				require.Equal(t, int64(3), *c.ServerIndex)
+				require.Equal(t, sdid(3, int64(i/2), int64(i%2)), *c.SuperDeviceID, "chip %d", i)
 				require.Equal(t, "libdcmi.so dcmi_get_device_info (CHIP_INF, SPOD_INFO)", c.Sources[SourceSuperPod])
 			}
 			if tc.log != "" {
@@ -88,6 +95,76 @@ func TestDiscoverReadsTheSuperPodOfA3Chips(t *testing.T) {
 				require.NotContains(t, logs.String(), "super pod")
 			}
 		})
+	}
+}
+
+// A chip whose SDID the super pod's fabric records as abnormal
+// (SPOD_NODE_STATUS 1) is unhealthy for that reason alone, under its own
+// taint, and keeps its super pod; records of other NPUs, status 0 and a
+// failing status query leave every chip as it was.
+func TestDiscoverMarksAChipTheSuperPodCallsAbnormal(t *testing.T) {
+	const inPod = "spod 7 384 3 0 1"
+	chip2 := sdid(3, 1, 0)
+	for _, tc := range []struct {
+		name      string
+		lines     []string
+		unhealthy int // -1: none
+		log       string
+	}{
+		{name: "chip 2 abnormal", lines: []string{inPod, fmt.Sprintf("spod-node-status %d 1", chip2)}, unhealthy: 2},
+		{name: "chip 2 normal again", lines: []string{inPod, fmt.Sprintf("spod-node-status %d 0", chip2)}, unhealthy: -1},
+		{name: "an NPU of another server abnormal", lines: []string{inPod, fmt.Sprintf("spod-node-status %d 1", sdid(4, 1, 0))}, unhealthy: -1},
+		{name: "dcmi_get_device_info fails on chip 2: no super pod, no taint", lines: []string{inPod, fmt.Sprintf("spod-node-status %d 1", chip2), "fail-chip 2 dcmi_get_device_info -8005"},
+			unhealthy: -1, log: `"Cannot read the super pod of an Ascend chip, publishing none for the node" npu=1 chip=0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			ctx := klog.NewContext(t.Context(), textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(&logs))))
+			lib := buildMockDCMI(t, "atlas-a3-24", tc.lines...)
+			root, runner := fakeRoot(t, a3Buses, "0xd803"), discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}
+			inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
+			require.NoError(t, err)
+			require.Len(t, inv.Chips, 4)
+			for i, c := range inv.Chips {
+				if i != tc.unhealthy {
+					require.True(t, c.Healthy, "chip %d: %s", i, c.HealthMessage)
+					continue
+				}
+				require.False(t, c.Healthy)
+				require.Equal(t, []string{inventory.ReasonSuperPodLinkAbnormal}, c.Reasons())
+				require.Contains(t, c.HealthMessage, fmt.Sprintf("SDID %d", chip2))
+				require.Equal(t, "7", c.SuperPod, "the abnormal chip keeps its super pod")
+			}
+			if tc.log != "" {
+				require.Contains(t, logs.String(), tc.log)
+			}
+		})
+	}
+}
+
+// A link that degrades while the agent runs is seen at the next health
+// read, by the same loaded library: the status is asked at every read,
+// not once at start.
+func TestASuperPodLinkThatDegradesIsSeenAtTheNextRead(t *testing.T) {
+	lib := buildMockDCMI(t, "atlas-a3-24", "spod 7 384 3 0 1")
+	root, runner := fakeRoot(t, a3Buses, "0xd803"), discoverytest.MapRunner{cmdVNPUMode: "vnpu-mode : docker\n"}
+	b := New(Config{Root: root, Runner: runner, Library: lib})
+	inv, err := b.Discover(t.Context())
+	require.NoError(t, err)
+	for i, c := range inv.Chips {
+		require.True(t, c.Healthy, "chip %d before the link degrades", i)
+	}
+
+	f, err := os.OpenFile(os.Getenv("ACCEL_DRA_DCMI_FIXTURE"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = fmt.Fprintf(f, "spod-node-status %d 1\n", sdid(3, 0, 1))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	inv, err = b.Discover(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{inventory.ReasonSuperPodLinkAbnormal}, inv.Chips[1].Reasons())
+	for _, i := range []int{0, 2, 3} {
+		require.True(t, inv.Chips[i].Healthy, "chip %d", i)
 	}
 }
 
@@ -136,6 +213,9 @@ func TestDiscoverReadsTheSuperPodThroughNpuSmi(t *testing.T) {
 				}
 				require.Equal(t, inventory.StringValue("7"), c.Extra[AttrSuperPod])
 				require.Equal(t, inventory.IntValue(sdid(3, int64(i), 0)), c.Extra[AttrSuperDeviceID])
+				require.Equal(t, "7", c.SuperPod)
+				require.NotNil(t, c.SuperDeviceID)
+				require.Equal(t, sdid(3, int64(i), 0), *c.SuperDeviceID)
 				require.Equal(t, fmt.Sprintf("npu-smi info -t spod-info -i %d -c 0", i), c.Sources[SourceSuperPod])
 			}
 			if tc.log != "" {

@@ -108,6 +108,7 @@ enum dcmi_main_cmd { DCMI_MAIN_CMD_CHIP_INF = 12, DCMI_MAIN_CMD_VDEV_MNG = 52 };
 
 /* sub commands of DCMI_MAIN_CMD_CHIP_INF, dcmi_interface_api.h:599-605 */
 #define DCMI_CHIP_INF_SUB_CMD_SPOD_INFO 1
+#define DCMI_CHIP_INF_SUB_CMD_SPOD_NODE_STATUS 2
 
 /* dcmi_interface_api.h:607-615: a chip's super-pod identity. */
 struct dcmi_spod_info {

@@ -121,6 +121,45 @@ struct fail {
 static struct chip chips[MAX_CHIPS];
 static int nchips;
 static struct spod spod;
+/* What the super pod's fabric records of other NPUs, by SDID
+ * (spod-node-status lines; what dcmi_set_spod_node_status sets): 1 is
+ * "abnormal", and an SDID without a record is 0, "normal". */
+#define MAX_SPOD_NODE_STATUS 64
+static struct {
+    unsigned int sdid, status;
+} spod_node_status_of[MAX_SPOD_NODE_STATUS];
+static int nspod_node_status;
+
+/* read_spod_node_status adds one spod-node-status line's record. */
+static int read_spod_node_status(const char *line) {
+    unsigned int sdid, status;
+    if (nspod_node_status >= MAX_SPOD_NODE_STATUS || sscanf(line, "spod-node-status %u %u", &sdid, &status) != 2) {
+        return 0;
+    }
+    spod_node_status_of[nspod_node_status].sdid = sdid;
+    spod_node_status_of[nspod_node_status].status = status;
+    nspod_node_status++;
+    return 1;
+}
+
+/* reload_spod_node_status reads the records again from the fixture: the
+ * driver asks the device at every call, so a record set after dcmi_init
+ * (a link that degrades while the agent runs) is seen at the next one. */
+static void reload_spod_node_status(void) {
+    const char *path = getenv("ACCEL_DRA_DCMI_FIXTURE");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    char line[512];
+    if (f == NULL) {
+        return;
+    }
+    nspod_node_status = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, "spod-node-status ", 17) == 0) {
+            read_spod_node_status(line);
+        }
+    }
+    fclose(f);
+}
 static int topo[MAX_CHIPS][MAX_CHIPS]; /* by logic id; -1 = default */
 static int topo_default = DCMI_TOPO_TYPE_SYS;
 static int docker_mode = 1;
@@ -295,6 +334,7 @@ static int load(void) {
     const char *path = getenv("ACCEL_DRA_DCMI_FIXTURE");
     nchips = 0, nvdevs = 0, nfails = 0, docker_mode = 1, topo_default = DCMI_TOPO_TYPE_SYS, plain_container = 0;
     memset(&spod, 0, sizeof(spod));
+    nspod_node_status = 0;
     snprintf(driver_version, sizeof(driver_version), "%s", DEFAULT_DRIVER_VERSION);
     memset(topo, -1, sizeof(topo));
     if (path == NULL) {
@@ -330,6 +370,8 @@ static int load(void) {
         } else if (strcmp(kind, "spod") == 0) {
             ok = sscanf(line, "spod %u %u %u %u %u", &spod.id, &spod.size, &spod.server, &spod.chassis, &spod.type) == 5;
             spod.set = ok;
+        } else if (strcmp(kind, "spod-node-status") == 0) {
+            ok = read_spod_node_status(line);
         } else if (strcmp(kind, "spod-chip") == 0) {
             int logic;
             char field[32];
@@ -861,12 +903,40 @@ static int spod_info(const struct chip *c, void *buf, unsigned int *size) {
     return DCMI_OK;
 }
 
+/* spod_node_status answers SPOD_NODE_STATUS as dcmi_get_spod_node_status
+ * asks it (the driver source's dcmi_get_spod_node_status: a union of the
+ * target's SDID in and its status out, 4 bytes, through
+ * dcmi_get_device_info(CHIP_INF, SPOD_NODE_STATUS)): where SPOD_INFO
+ * answers, the fabric's record of that SDID, 0 (normal) by default
+ * (docs/zh/Ascend_910_93_DCMI_API/.../dcmi_get_spod_node_status.md). */
+static int spod_node_status(void *buf, unsigned int *size) {
+    if (*size < sizeof(unsigned int)) {
+        return DCMI_ERR_INVALID_PARAMETER;
+    }
+    if (chip_type() != CHIP_910_93 || !spod.set) {
+        return DCMI_ERR_NOT_SUPPORT;
+    }
+    unsigned int *para = buf, sdid = *para;
+    reload_spod_node_status();
+    *para = 0;
+    for (int i = 0; i < nspod_node_status; i++) {
+        if (spod_node_status_of[i].sdid == sdid) {
+            *para = spod_node_status_of[i].status;
+        }
+    }
+    *size = sizeof(unsigned int);
+    return DCMI_OK;
+}
+
 int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf,
                          unsigned int *size) {
     FAIL_IF_ASKED();
     CHIP_OR_FAIL(c, card_id, device_id);
     if (main_cmd == DCMI_MAIN_CMD_CHIP_INF && sub_cmd == DCMI_CHIP_INF_SUB_CMD_SPOD_INFO) {
         return spod_info(c, buf, size);
+    }
+    if (main_cmd == DCMI_MAIN_CMD_CHIP_INF && sub_cmd == DCMI_CHIP_INF_SUB_CMD_SPOD_NODE_STATUS) {
+        return spod_node_status(buf, size);
     }
     if (main_cmd != DCMI_MAIN_CMD_VDEV_MNG) {
         return DCMI_ERR_NOT_SUPPORT;
