@@ -27,6 +27,7 @@ import (
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -56,7 +57,10 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 // Connection is a client for the cluster and the namespace the user chose
 // (-n, else the kubeconfig context's, else "default").
 type Connection struct {
-	Client    kubernetes.Interface
+	Client kubernetes.Interface
+	// Dynamic reads other projects' kinds the views consult (Volcano's
+	// PodGroups); a view does without them where it is nil.
+	Dynamic   dynamic.Interface
 	Namespace string
 	// Server is the API server's address, for error messages.
 	Server string
@@ -92,7 +96,11 @@ func NewConnection(cfg *rest.Config, namespace string) (*Connection, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client for %s: %w", cfg.Host, err)
 	}
-	return &Connection{Client: client, Namespace: namespace, Server: cfg.Host}, nil
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the dynamic client for %s: %w", cfg.Host, err)
+	}
+	return &Connection{Client: client, Dynamic: dyn, Namespace: namespace, Server: cfg.Host}, nil
 }
 
 // explain turns an API error for a read of what (e.g. "list

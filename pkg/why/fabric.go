@@ -15,11 +15,15 @@
 package why
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/accel-dra/accel-dra/pkg/chipview"
 	"github.com/accel-dra/accel-dra/pkg/fabric"
@@ -27,44 +31,71 @@ import (
 
 // Annotations that put a pod in a gang with a topology constraint: Kueue's
 // topology-aware scheduling (kueue.x-k8s.io/v1beta2 PodSet annotations,
-// whose value is the level's node label) and Volcano's pod group, whose
-// network topology keeps it in HyperNodes of the fabric labels.
+// whose value is the level's node label).
 var kueueTopology = []string{
 	"kueue.x-k8s.io/podset-required-topology",
 	"kueue.x-k8s.io/podset-preferred-topology",
 	"kueue.x-k8s.io/podset-slice-required-topology",
 }
 
+// volcanoGroup is the annotation naming a Volcano job pod's PodGroup,
+// whose spec.networkTopology keeps the gang in one HyperNode of a tier.
 const volcanoGroup = "scheduling.k8s.io/group-name"
 
+var volcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+
 // gangLevel is the node label of the domain a gang pod must stay in, and
-// what says so; "" for a pod in no gang with a topology constraint. A
-// Volcano pod group is kept in the smallest fabric level the nodes have.
-func (e *explainer) gangLevel(pod *v1.Pod) (level, why string) {
+// what says so; "" for a pod in no gang with a topology constraint.
+func (e *explainer) gangLevel(ctx context.Context, pod *v1.Pod) (level, why string) {
 	for _, key := range kueueTopology {
 		if v := pod.Annotations[key]; v != "" {
 			return v, "annotation " + key
 		}
 	}
+	return e.volcanoLevel(ctx, pod)
+}
+
+// volcanoLevel reads the pod's Volcano PodGroup: with a networkTopology,
+// its highestTierAllowed counts the fabric levels the nodes have from the
+// smallest, as the HyperNodes of `accel-dra topology export --for volcano`
+// do (tier 1 the smallest level).
+func (e *explainer) volcanoLevel(ctx context.Context, pod *v1.Pod) (level, why string) {
 	group := pod.Annotations[volcanoGroup]
-	if group == "" {
+	if group == "" || e.conn.Dynamic == nil {
 		return "", ""
 	}
+	pg, err := e.conn.Dynamic.Resource(volcanoPodGroups).Namespace(pod.Namespace).Get(ctx, group, metav1.GetOptions{})
+	if err != nil {
+		e.say(1, "Volcano pod group %s: cannot read its network topology: %v", group, err)
+		return "", ""
+	}
+	mode, _, _ := unstructured.NestedString(pg.Object, "spec", "networkTopology", "mode")
+	if mode == "" {
+		return "", ""
+	}
+	tier, found, _ := unstructured.NestedInt64(pg.Object, "spec", "networkTopology", "highestTierAllowed")
+	if !found {
+		tier = 1 // Volcano's default
+	}
+	why = fmt.Sprintf("Volcano pod group %s: networkTopology mode %s, highestTierAllowed %d", group, mode, tier)
+	var levels []string // smallest first
 	for _, l := range slices.Backward(fabric.Levels) {
-		for _, n := range e.snap.Nodes {
-			if _, ok := n.Labels[l]; ok {
-				return l, "Volcano pod group " + group + ", its smallest fabric level"
-			}
+		if slices.ContainsFunc(e.snap.Nodes, func(n v1.Node) bool { _, ok := n.Labels[l]; return ok }) {
+			levels = append(levels, l)
 		}
 	}
-	return "", ""
+	if tier < 1 || int(tier) > len(levels) {
+		e.say(1, "gang (%s): the nodes have %d fabric levels (%s), so no tier %d", why, len(levels), strings.Join(levels, ", "), tier)
+		return "", ""
+	}
+	return levels[tier-1], why
 }
 
 // domains says, for a pod of a gang with a topology constraint, how many
 // nodes and free chips each domain of its level has: the gang fits only
 // where one domain has enough.
-func (e *explainer) domains(pod *v1.Pod) error {
-	level, why := e.gangLevel(pod)
+func (e *explainer) domains(ctx context.Context, pod *v1.Pod) error {
+	level, why := e.gangLevel(ctx, pod)
 	if level == "" {
 		return nil
 	}

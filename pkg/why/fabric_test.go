@@ -16,9 +16,11 @@ package why_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/accel-dra/accel-dra/pkg/fabric"
@@ -44,33 +46,71 @@ func superPodCluster(t *testing.T) []runtime.Object {
 	return append(objs, chartClasses(t)...)
 }
 
+// podGroup is a Volcano PodGroup with spec.networkTopology of mode and
+// tier (none where mode is empty).
+func podGroup(name, mode string, tier int64) *unstructured.Unstructured {
+	spec := map[string]any{"minMember": int64(2)}
+	if mode != "" {
+		spec["networkTopology"] = map[string]any{"mode": mode, "highestTierAllowed": tier}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": name, "namespace": "default"},
+		"spec":     spec,
+	}}
+}
+
 func TestWhySaysHowManyFreeChipsEachDomainOfAGangHas(t *testing.T) {
+	const volcanoPod = "scheduling.k8s.io/group-name"
 	tests := []struct {
 		name        string
 		annotations map[string]string
+		podGroup    *unstructured.Unstructured
 		want        []string
+		// absent is text no line may have.
+		absent string
 	}{
 		{"a Kueue job kept in one super pod",
-			map[string]string{"kueue.x-k8s.io/podset-required-topology": fabric.LabelSuperPod},
+			map[string]string{"kueue.x-k8s.io/podset-required-topology": fabric.LabelSuperPod}, nil,
 			[]string{"pod default/gang-0: …",
 				"gang kept in one accel-dra.dev/superpod (annotation kueue.x-k8s.io/podset-required-topology); free chips per domain: sp-1: 2 nodes, 16 free chips; sp-2: 1 nodes, 8 free chips",
-				"…"}},
-		{"a Volcano pod group, kept in the smallest fabric level",
-			map[string]string{"scheduling.k8s.io/group-name": "gang-pg"},
+				"…"}, ""},
+		{"a Volcano pod group kept in tier 1, the smallest fabric level",
+			map[string]string{volcanoPod: "gang-pg"}, podGroup("gang-pg", "hard", 1),
 			[]string{"pod default/gang-0: …",
-				"gang kept in one accel-dra.dev/superpod (Volcano pod group gang-pg, its smallest fabric level); free chips per domain: sp-1: 2 nodes, 16 free chips; sp-2: 1 nodes, 8 free chips",
-				"…"}},
+				"gang kept in one accel-dra.dev/superpod (Volcano pod group gang-pg: networkTopology mode hard, highestTierAllowed 1); free chips per domain: sp-1: 2 nodes, 16 free chips; sp-2: 1 nodes, 8 free chips",
+				"…"}, ""},
+		{"a Volcano pod group's tier above the levels the nodes have",
+			map[string]string{volcanoPod: "gang-pg"}, podGroup("gang-pg", "soft", 2),
+			[]string{"pod default/gang-0: …",
+				"gang (Volcano pod group gang-pg: networkTopology mode soft, highestTierAllowed 2): the nodes have 1 fabric levels (accel-dra.dev/superpod), so no tier 2",
+				"…"}, ""},
+		{"a Volcano pod group without a network topology is no topology gang",
+			map[string]string{volcanoPod: "gang-pg"}, podGroup("gang-pg", "", 0),
+			[]string{"pod default/gang-0: …", "…"}, "gang kept"},
+		{"a Volcano pod group that cannot be read",
+			map[string]string{volcanoPod: "gone-pg"}, podGroup("gang-pg", "hard", 1),
+			[]string{"pod default/gang-0: …",
+				`Volcano pod group gone-pg: cannot read its network topology: podgroups.scheduling.volcano.sh "gone-pg" not found`,
+				"…"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pod, claim := podWithClaim("default", "gang-0", "npus", spec(nil, request("npus", ascend, 9)))
 			pod.Annotations = tc.annotations
-			conn, _ := liveclustertest.Connection("default", append(superPodCluster(t), pod, claim)...)
+			objs := append(superPodCluster(t), pod, claim)
+			if tc.podGroup != nil {
+				objs = append(objs, tc.podGroup)
+			}
+			conn, _ := liveclustertest.Connection("default", objs...)
 			target, err := why.ParseTarget("pod/gang-0")
 			require.NoError(t, err)
 			lines, err := why.Explain(context.Background(), conn, target, why.Options{Registry: registry, Namespace: "default"})
 			require.NoError(t, err)
 			requireLines(t, tc.want, lines)
+			if tc.absent != "" {
+				require.NotContains(t, strings.Join(lines, "\n"), tc.absent)
+			}
 		})
 	}
 }

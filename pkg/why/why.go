@@ -399,7 +399,7 @@ func (e *explainer) explainClaims(ctx context.Context, pod *v1.Pod, claims []pod
 		}
 	}
 	if len(pending) > 0 && pod != nil {
-		if err := e.domains(pod); err != nil {
+		if err := e.domains(ctx, pod); err != nil {
 			return nil, err
 		}
 	}

@@ -33,6 +33,7 @@ func TestTheViewerRoleGrantsReadingWhatTheViewsReadAndIsBoundToNobody(t *testing
 		{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaimtemplates"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: read},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"scheduling.volcano.sh"}, Resources: []string{"podgroups"}, Verbs: []string{"get"}},
 	}
 	for _, tc := range []struct {
 		name   string

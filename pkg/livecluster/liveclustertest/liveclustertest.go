@@ -19,19 +19,37 @@ package liveclustertest
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/accel-dra/accel-dra/pkg/livecluster"
 )
 
-// Connection is a connection to a fake cluster holding objs, in namespace.
-// The clientset is returned too, for reactors (errors, counted requests).
+// PodGroups is Volcano's PodGroup resource, which the fake dynamic client
+// serves.
+var PodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+
+// Connection is a connection to a fake cluster holding objs, in namespace:
+// the typed objects in the clientset, the unstructured ones (Volcano's
+// PodGroups) in the dynamic client. The clientset is returned too, for
+// reactors (errors, counted requests).
 func Connection(namespace string, objs ...runtime.Object) (*livecluster.Connection, *fake.Clientset) {
-	c := fake.NewClientset(objs...)
+	var typed, other []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(*unstructured.Unstructured); ok {
+			other = append(other, o)
+		} else {
+			typed = append(typed, o)
+		}
+	}
+	c := fake.NewClientset(typed...)
 	SetResourceVersions(c, "v1", "v1beta2", "v1beta1")
-	return &livecluster.Connection{Client: c, Namespace: namespace, Server: "https://fake.test"}, c
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{PodGroups: "PodGroupList"}, other...)
+	return &livecluster.Connection{Client: c, Dynamic: dyn, Namespace: namespace, Server: "https://fake.test"}, c
 }
 
 // SetResourceVersions makes discovery serve resource.k8s.io in these
