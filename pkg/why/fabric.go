@@ -44,9 +44,9 @@ const volcanoGroup = "scheduling.k8s.io/group-name"
 
 var volcanoPodGroups = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
 
-// gangLevel is the node label of the domain a gang pod must stay in, and
+// gangLevelOf is the node label of the domain a gang pod must stay in, and
 // what says so; "" for a pod in no gang with a topology constraint.
-func (e *explainer) gangLevel(ctx context.Context, pod *v1.Pod) (level, why string) {
+func (e *explainer) gangLevelOf(ctx context.Context, pod *v1.Pod) (level, why string) {
 	for _, key := range kueueTopology {
 		if v := pod.Annotations[key]; v != "" {
 			return v, "annotation " + key
@@ -95,10 +95,11 @@ func (e *explainer) volcanoLevel(ctx context.Context, pod *v1.Pod) (level, why s
 // nodes and free chips each domain of its level has: the gang fits only
 // where one domain has enough.
 func (e *explainer) domains(ctx context.Context, pod *v1.Pod) error {
-	level, why := e.gangLevel(ctx, pod)
+	level, why := e.gangLevelOf(ctx, pod)
 	if level == "" {
 		return nil
 	}
+	e.gangLevel = level
 	view, err := chipview.Build(e.snap, chipview.Options{Registry: e.opts.Registry})
 	if err != nil {
 		return err

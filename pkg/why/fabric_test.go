@@ -114,3 +114,18 @@ func TestWhySaysHowManyFreeChipsEachDomainOfAGangHas(t *testing.T) {
 		})
 	}
 }
+
+// A gang pod whose own claims fit a node still waits for its gang: why
+// says so instead of promising the scheduler will place it.
+func TestWhySaysAGangPodWhoseClaimsFitAloneWaitsForItsGang(t *testing.T) {
+	pod, claim := podWithClaim("default", "gang-0", "npus", spec(nil, request("npus", ascend, 8)))
+	pod.Annotations = map[string]string{"kueue.x-k8s.io/podset-required-topology": fabric.LabelSuperPod}
+	conn, _ := liveclustertest.Connection("default", append(superPodCluster(t), pod, claim)...)
+	target, err := why.ParseTarget("pod/gang-0")
+	require.NoError(t, err)
+	lines, err := why.Explain(context.Background(), conn, target, why.Options{Registry: registry, Namespace: "default"})
+	require.NoError(t, err)
+	text := strings.Join(lines, "\n")
+	require.Contains(t, text, "but its gang is placed whole, in one accel-dra.dev/superpod: it waits until one domain has room for all its pods")
+	require.NotContains(t, text, "the scheduler should place the pod at its next attempt")
+}

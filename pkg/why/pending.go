@@ -155,6 +155,10 @@ func (e *explainer) runAllocator(ctx context.Context, pod *v1.Pod, ours, pending
 		e.say(1, "the allocator fits the claim on node %s now: the scheduler allocates it when a pod that uses it is scheduled", node)
 		return nil
 	}
+	if node != "" && e.gangLevel != "" {
+		e.say(1, "the allocator fits this pod's claims on node %s alone, but its gang is placed whole, in one %s: it waits until one domain has room for all its pods (free chips per domain above)", node, e.gangLevel)
+		return nil
+	}
 	if node != "" {
 		e.say(1, "the allocator fits the claims on node %s now: the scheduler should place the pod at its next attempt; if it stays pending, kubectl describe pod -n %s %s", node, pod.Namespace, pod.Name)
 		return nil

@@ -137,6 +137,9 @@ type explainer struct {
 	opts Options
 	snap *livecluster.Snapshot
 	out  []string
+	// gangLevel is the fabric level the pod's gang must stay in (domains),
+	// "" for a pod of no topology gang.
+	gangLevel string
 }
 
 // say adds a line. Names, messages and events come from the cluster, where

@@ -66,6 +66,9 @@ type Agent struct {
 	HealthAddr                                      string
 
 	args []string
+	// env is added to the agent's environment (SetAgentEnv), e.g. the mock
+	// vendor library's fixture.
+	env  []string
 	proc *proc
 }
 
@@ -201,7 +204,7 @@ func (c *Cluster) createStandIn(ctx context.Context, a *Agent) error {
 }
 
 func (c *Cluster) runAgent(a *Agent) error {
-	p, err := c.start("agent-"+a.Node, nil, c.bin("accel-dra-kubeletplugin"), a.args...)
+	p, err := c.start("agent-"+a.Node, a.env, c.bin("accel-dra-kubeletplugin"), a.args...)
 	if err != nil {
 		return err
 	}

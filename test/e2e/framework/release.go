@@ -140,6 +140,12 @@ func (c *Cluster) SetAgentArgs(node string, args []string) {
 	c.Agents[node].args = append([]string(nil), args...)
 }
 
+// SetAgentEnv sets what the agent of node gets in its environment besides
+// the test's, from its next start.
+func (c *Cluster) SetAgentEnv(node string, env []string) {
+	c.Agents[node].env = append([]string(nil), env...)
+}
+
 // ContainerSpec is the OCI spec containerd handed the runtime for a
 // container of the real node ("containerd://<id>" as the pod status
 // names it): what the runtime, and any runtime wrapper, made of it.

@@ -45,14 +45,45 @@ type Volcano struct {
 	sched, ctrl *proc
 	conf        string
 	kubeconfig  string
+	// hyperNodes: the controller-manager runs the HyperNode controller.
+	hyperNodes bool
+}
+
+// volcanoControllerConfigMap is the controller-manager's ConfigMap as
+// Volcano's chart names it (release "volcano"): the HyperNode controller
+// reads its network topology discovery from key volcano-controller.conf
+// (pkg/controllers/hypernode/config of volcano-sh/volcano).
+const (
+	volcanoControllerConfigMap = "volcano-controller-configmap"
+	volcanoControllerConfKey   = "volcano-controller.conf"
+)
+
+// VolcanoOption changes how StartVolcano runs Volcano.
+type VolcanoOption func(*volcanoOptions)
+
+type volcanoOptions struct {
+	controllerConf string
+}
+
+// WithHyperNodeDiscovery runs the controller-manager's HyperNode
+// controller too, with conf (a volcano-controller.conf, e.g. the output of
+// `accel-dra topology export --for volcano`) in its ConfigMap, so Volcano
+// builds HyperNodes from the nodes' labels.
+func WithHyperNodeDiscovery(conf string) VolcanoOption {
+	return func(o *volcanoOptions) { o.controllerConf = conf }
 }
 
 // StartVolcano installs Volcano's CRDs of the same module version, applies
 // the guide's scheduler ConfigMap (configMapFile) and runs the scheduler on
 // its volcano-scheduler.conf with featureGates (the scheduler's
 // --feature-gates, its embedded kube-scheduler code's DRA gates), and the
-// controller-manager (Volcano Jobs, PodGroups, Queues).
-func (c *Cluster) StartVolcano(ctx context.Context, configMapFile, featureGates string) (_ *Volcano, err error) {
+// controller-manager (Volcano Jobs, PodGroups, Queues; HyperNodes with
+// WithHyperNodeDiscovery).
+func (c *Cluster) StartVolcano(ctx context.Context, configMapFile, featureGates string, opts ...VolcanoOption) (_ *Volcano, err error) {
+	var o volcanoOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := c.InstallCRDs(ctx, "volcano-crds.yaml"); err != nil {
 		return nil, err
 	}
@@ -79,7 +110,12 @@ func (c *Cluster) StartVolcano(ctx context.Context, configMapFile, featureGates 
 	if err != nil {
 		return nil, err
 	}
-	v := &Volcano{c: c, conf: filepath.Join(dir, volcanoSchedulerConfKey)}
+	if o.controllerConf != "" {
+		if err := c.writeVolcanoControllerConf(ctx, o.controllerConf); err != nil {
+			return nil, err
+		}
+	}
+	v := &Volcano{c: c, conf: filepath.Join(dir, volcanoSchedulerConfKey), hyperNodes: o.controllerConf != ""}
 	if err := os.WriteFile(v.conf, []byte(conf), 0o644); err != nil {
 		return nil, fmt.Errorf("writing Volcano's scheduler configuration: %w", err)
 	}
@@ -106,6 +142,23 @@ func (c *Cluster) StartVolcano(ctx context.Context, configMapFile, featureGates 
 	return v, nil
 }
 
+// writeVolcanoControllerConf creates or replaces the controller-manager's
+// ConfigMap with conf.
+func (c *Cluster) writeVolcanoControllerConf(ctx context.Context, conf string) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: volcanoControllerConfigMap, Namespace: VolcanoNamespace},
+		Data:       map[string]string{volcanoControllerConfKey: conf},
+	}
+	_, err := c.Admin.CoreV1().ConfigMaps(VolcanoNamespace).Create(ctx, cm, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = c.Admin.CoreV1().ConfigMaps(VolcanoNamespace).Update(ctx, cm, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("writing Volcano's controller ConfigMap: %w", err)
+	}
+	return nil
+}
+
 func (v *Volcano) startController(ctx context.Context) error {
 	port, err := freePort()
 	if err != nil {
@@ -115,14 +168,18 @@ func (v *Volcano) startController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Volcano Jobs, their PodGroups, and the Queues' state. The default
+	// (all) also runs the JobFlow controllers, whose CRDs the chart
+	// installs from another directory: their informers never sync without
+	// them, and no controller starts.
+	controllers := "job-controller,pg-controller,queue-controller"
+	if v.hyperNodes {
+		controllers += ",hyperNode-controller"
+	}
 	p, err := v.c.start("vc-controller-manager", nil, v.c.bin("vc-controller-manager"),
 		"--kubeconfig="+v.kubeconfig,
 		"--leader-elect=false",
-		// Volcano Jobs, their PodGroups, and the Queues' state. The
-		// default (all) also runs the JobFlow controllers, whose CRDs the
-		// chart installs from another directory: their informers never
-		// sync without them, and no controller starts.
-		"--controllers=job-controller,pg-controller,queue-controller",
+		"--controllers="+controllers,
 		"--enable-healthz=true",
 		fmt.Sprintf("--healthz-address=127.0.0.1:%d", port),
 		fmt.Sprintf("--listen-address=127.0.0.1:%d", metrics),

@@ -1,0 +1,528 @@
+//go:build e2e
+
+// Copyright The accel-dra Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/accel-dra/accel-dra/pkg/fabric"
+	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
+	"github.com/accel-dra/accel-dra/test/e2e/framework"
+)
+
+// superPodNode is a kwok node whose agent reads 16 Atlas A3 dies through
+// the mock DCMI library (pkg/vendors/ascend/testdata/dcmi), which answers
+// SPOD_INFO with super pod superPod and server index server.
+type superPodNode struct {
+	name             string
+	superPod, server int
+}
+
+// Two super pods of two A3 servers each: 32 dies a super pod.
+var superPodNodes = []superPodNode{{"sp1-a", 1, 0}, {"sp1-b", 1, 1}, {"sp2-a", 2, 0}, {"sp2-b", 2, 1}}
+
+const (
+	// diesPerNode is an Atlas 800T A3's: 8 modules of two dies.
+	diesPerNode = 16
+	// a3Class is the per-model class of the dies DCMI names 910_9392.
+	a3Class = "ascend910-9392.accel-dra.dev"
+)
+
+var (
+	hyperNodesGVR    = schema.GroupVersionResource{Group: "topology.volcano.sh", Version: "v1alpha1", Resource: "hypernodes"}
+	volcanoQueuesGVR = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "queues"}
+)
+
+// TestGangsStayInOneSuperPod adds four A3 nodes in two super pods, each
+// agent reading its dies through the mock DCMI, and checks that: the
+// agents label their Nodes with the super pod and publish each die's
+// super pod, server index and SDID; Volcano's label discovery, configured
+// by `accel-dra topology export`, builds one tier-1 HyperNode per super
+// pod; a hard-mode gang lands wholly in the super pod with free dies even
+// where the other has more free CPU; a gang no super pod can hold waits in
+// hard mode and spreads in soft mode.
+func TestGangsStayInOneSuperPod(t *testing.T) {
+	ctx := t.Context()
+	lib := buildMockDCMI(t)
+	fixtures := map[string]string{}
+	for _, n := range superPodNodes {
+		fixtures[n.name] = startSuperPodNode(t, lib, n)
+	}
+	t.Run("the agents label their Nodes and publish each die's place", testSuperPodLabelsAndAttributes)
+	t.Run("a degraded link taints its die and the label stays", func(t *testing.T) {
+		testDegradedSuperPodLink(t, superPodNodes[3], fixtures[superPodNodes[3].name])
+	})
+
+	export, err := cluster.RunCLI(ctx, cluster.Kubeconfig(), "topology", "export", "--for", "volcano")
+	require.NoError(t, err)
+	require.Zero(t, export.ExitCode, "accel-dra topology export: %s", export.Stderr)
+	t.Logf("accel-dra topology export --for volcano:\n%s", export.Stdout)
+	// Runs after Volcano stops: HyperNodes of gone nodes would stay.
+	t.Cleanup(func() {
+		_ = cluster.Dynamic.Resource(hyperNodesGVR).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{})
+	})
+	vc, err := cluster.StartVolcano(ctx, repoPath(queuesDemo, "volcano", "scheduler-config.yaml"), volcanoGates,
+		framework.WithHyperNodeDiscovery(export.Stdout))
+	require.NoError(t, err)
+	t.Cleanup(vc.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Volcano's logs (tail):\n%s", vc.Log(80))
+		}
+	})
+	f := &fabricRun{ns: newNamespace(t), queue: "fabric-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)}
+	f.setUp(t)
+
+	t.Run("a tier-1 HyperNode per super pod, with its nodes", f.testHyperNodes)
+	t.Run("a hard gang lands in the super pod with free dies", f.testHardGang)
+	t.Run("a gang no super pod holds waits, and spreads in soft mode", f.testTooBigGang)
+}
+
+// buildMockDCMI compiles the mock libdcmi.so the agents load.
+func buildMockDCMI(t *testing.T) string {
+	t.Helper()
+	src := repoPath("pkg", "vendors", "ascend", "testdata", "dcmi")
+	lib := filepath.Join(t.TempDir(), "libdcmi.so")
+	out, err := exec.Command("gcc", "-shared", "-fPIC", "-O1", "-I", src, "-o", lib, filepath.Join(src, "mock_dcmi.c")).CombinedOutput()
+	require.NoError(t, err, "building the mock libdcmi.so: %s", out)
+	return lib
+}
+
+// startSuperPodNode adds n as a kwok node whose agent discovers its dies
+// through the mock DCMI (--dcmi-library) under a fixture root, writes its
+// fabric labels (--fabric-labels, as the chart's default), and waits
+// until its 16 dies are published. It returns the mock's fixture file.
+func startSuperPodNode(t *testing.T, lib string, n superPodNode) string {
+	t.Helper()
+	ctx := t.Context()
+	dir := t.TempDir()
+	root := a3NodeRoot(t, dir)
+	fixture := filepath.Join(dir, "dcmi.txt")
+	require.NoError(t, os.WriteFile(fixture, []byte(a3Fixture(n)), 0o644))
+	// npu-smi is asked only for the vNPU mode where DCMI reads the rest.
+	tool := filepath.Join(dir, "npu-smi")
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+
+	_, err := cluster.AddAgentNode(ctx, framework.NodeInfo{Name: n.name, Profile: "atlas-800t-a3"}, "")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("The agent of %s (tail):\n%s", n.name, cluster.AgentLog(n.name))
+		}
+		require.NoError(t, cluster.RemoveAgentNode(context.Background(), n.name))
+	})
+	var args []string
+	for _, a := range cluster.AgentArgs(n.name) {
+		if !strings.HasPrefix(a, "--profile=") && !strings.HasPrefix(a, "--root=") {
+			args = append(args, a)
+		}
+	}
+	args = append(args, "--root="+root, "--vendors="+ascend.Option, "--dcmi-library="+lib, "--npu-smi="+tool, "--fabric-labels")
+	cluster.SetAgentArgs(n.name, args)
+	cluster.SetAgentEnv(n.name, []string{"ACCEL_DRA_DCMI_FIXTURE=" + fixture})
+	require.NoError(t, cluster.StartAgent(n.name))
+	require.NoError(t, cluster.WaitForAgent(ctx, n.name))
+	return fixture
+}
+
+// a3Bus is the PCI function of die logic of an A3 node (assumed, as in
+// the mock's A3 fixtures: one function per die).
+func a3Bus(logic int) string { return fmt.Sprintf("0000:%02x:00.0", 0x90+logic) }
+
+// a3Fixture is the mock DCMI's node: 8 cards of two 910_9392 dies, SIO
+// between the dies of a card, the HCCS switch between cards (as
+// testdata/dcmi/atlas-a3-24.txt, there with 2 cards), in super pod
+// n.superPod as server n.server (super pod size 384, type 1).
+func a3Fixture(n superPodNode) string {
+	var b strings.Builder
+	for logic := range diesPerNode {
+		fmt.Fprintf(&b, "chip %d %d %d %d 910_9392 24 65536 0 %s d803 0\n", logic/2, logic%2, logic, logic, a3Bus(logic))
+	}
+	b.WriteString("topo-default HCCS_SW\n")
+	for card := range diesPerNode / 2 {
+		fmt.Fprintf(&b, "topo %d %d SIO\n", 2*card, 2*card+1)
+	}
+	b.WriteString("vnpu-mode docker\n")
+	fmt.Fprintf(&b, "spod %d 384 %d 0 1\n", n.superPod, n.server)
+	return b.String()
+}
+
+// a3NodeRoot writes the host root an A3 node's agent discovers: a device
+// file per die and the driver's shared ones, and each die's PCI function.
+func a3NodeRoot(t *testing.T, dir string) string {
+	t.Helper()
+	root := filepath.Join(dir, "root")
+	devices := filepath.Join(root, "sys", "bus", "pci", "devices")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "dev"), 0o755))
+	require.NoError(t, os.MkdirAll(devices, 0o755))
+	for logic := range diesPerNode {
+		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", fmt.Sprintf("davinci%d", logic)), nil, 0o644))
+		bus := a3Bus(logic)
+		fn := filepath.Join(root, "sys", "devices", "pci0000:00", bus)
+		require.NoError(t, os.MkdirAll(fn, 0o755))
+		for name, value := range map[string]string{"vendor": "0x19e5", "device": "0xd803", "class": "0x120000", "numa_node": strconv.Itoa(logic / 4)} {
+			require.NoError(t, os.WriteFile(filepath.Join(fn, name), []byte(value+"\n"), 0o644))
+		}
+		require.NoError(t, os.Symlink("../../../devices/pci0000:00/"+bus, filepath.Join(devices, bus)))
+	}
+	for _, f := range []string{"davinci_manager", "devmm_svm", "hisi_hdc", "dvpp_cmdlist"} {
+		require.NoError(t, os.WriteFile(filepath.Join(root, "dev", f), nil, 0o644))
+	}
+	return root
+}
+
+// testSuperPodLabelsAndAttributes: each agent wrote sp-<id> on its own
+// Node, and every die carries the super pod, the server index and an SDID
+// laid out as the 910_93 DCMI reference says (server index in bits 22-31,
+// card 18-21, die 16-17, card × 2 + die in 0-15).
+func testSuperPodLabelsAndAttributes(t *testing.T) {
+	for _, n := range superPodNodes {
+		want := fmt.Sprintf("sp-%d", n.superPod)
+		var node *corev1.Node
+		err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			var err error
+			node, err = cluster.Admin.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+			return err == nil && node.Labels[fabric.LabelSuperPod] == want, nil
+		})
+		require.NoError(t, err, "node %s: label %s is %q, want %q", n.name, fabric.LabelSuperPod, node.Labels[fabric.LabelSuperPod], want)
+
+		dies := nodeChips(t, n.name)
+		require.Len(t, dies, diesPerNode)
+		seen := map[int64]bool{}
+		for _, d := range dies {
+			require.Equal(t, strconv.Itoa(n.superPod), ptr.Deref(d.Attributes[names.AttrSuperPod].StringValue, ""), "device %s", d.Name)
+			require.Equal(t, int64(n.server), ptr.Deref(d.Attributes[names.AttrServerIndex].IntValue, -1), "device %s", d.Name)
+			sdid := ptr.Deref(d.Attributes[names.AttrSuperDeviceID].IntValue, -1)
+			index := ptr.Deref(d.Attributes[names.AttrIndex].IntValue, -1)
+			card, die := index/2, index%2
+			require.Equal(t, int64(n.server)<<22|card<<18|die<<16|index, sdid, "device %s: SDID %#x", d.Name, sdid)
+			require.False(t, seen[sdid], "SDID %d twice on %s", sdid, n.name)
+			seen[sdid] = true
+		}
+	}
+}
+
+// testDegradedSuperPodLink: when the super pod's fabric records one die
+// of n as abnormal (the mock's spod-node-status line, which DCMI's
+// SPOD_NODE_STATUS reads at every call), the agent's next health read
+// taints that die alone under accel-dra.dev/superpod-link, and the node
+// keeps its super pod label; when the record is cleared the taint goes.
+func testDegradedSuperPodLink(t *testing.T, n superPodNode, fixture string) {
+	const die = int64(5) // card 2, die 1
+	sdid := int64(n.server)<<22 | (die/2)<<18 | (die%2)<<16 | die
+	healthy, err := os.ReadFile(fixture)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(fixture, append(slices.Clone(healthy), fmt.Sprintf("spod-node-status %d 1\n", sdid)...), 0o644))
+	t.Cleanup(func() { _ = os.WriteFile(fixture, healthy, 0o644) })
+
+	want := resourceapi.DeviceTaint{Key: names.TaintSuperPodLink, Value: "SuperPodLinkAbnormal", Effect: resourceapi.DeviceTaintEffectNoSchedule}
+	waitDieTaints(t, n.name, die, func(taints []resourceapi.DeviceTaint) bool {
+		return len(taints) == 1 && taints[0].Key == want.Key && taints[0].Value == want.Value && taints[0].Effect == want.Effect
+	})
+	for _, d := range nodeChips(t, n.name) {
+		if ptr.Deref(d.Attributes[names.AttrIndex].IntValue, -1) != die {
+			require.Empty(t, d.Taints, "device %s", d.Name)
+		}
+	}
+	node, err := cluster.Admin.CoreV1().Nodes().Get(t.Context(), n.name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("sp-%d", n.superPod), node.Labels[fabric.LabelSuperPod], "the label stays while a link is degraded")
+
+	require.NoError(t, os.WriteFile(fixture, healthy, 0o644))
+	waitDieTaints(t, n.name, die, func(taints []resourceapi.DeviceTaint) bool { return len(taints) == 0 })
+}
+
+// waitDieTaints waits until the taints of the die with index on node
+// satisfy ok.
+func waitDieTaints(t *testing.T, node string, index int64, ok func([]resourceapi.DeviceTaint) bool) {
+	t.Helper()
+	var last []resourceapi.DeviceTaint
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		for _, d := range nodeChips(t, node) {
+			if ptr.Deref(d.Attributes[names.AttrIndex].IntValue, -1) == index {
+				last = d.Taints
+				return ok(d.Taints), nil
+			}
+		}
+		return false, nil
+	})
+	require.NoError(t, err, "node %s die %d: taints %v", node, index, last)
+}
+
+// nodeChips are the whole-chip devices the agent of node published.
+func nodeChips(t *testing.T, node string) []resourceapi.Device {
+	t.Helper()
+	sl, err := cluster.Admin.ResourceV1().ResourceSlices().List(t.Context(), metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	require.NoError(t, err)
+	var out []resourceapi.Device
+	for _, s := range sl.Items {
+		for _, d := range s.Spec.Devices {
+			if ptr.Deref(d.Attributes[names.AttrType].StringValue, "") == names.TypeChip {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// fabricRun holds the Volcano objects of TestGangsStayInOneSuperPod.
+type fabricRun struct {
+	ns, queue string
+	jobs      []string
+}
+
+// setUp creates the test's open Volcano queue and the claim template of
+// one node's worth of dies.
+func (f *fabricRun) setUp(t *testing.T) {
+	queue := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+		"metadata": map[string]any{"name": f.queue},
+		"spec":     map[string]any{"weight": int64(1), "reclaimable": false},
+	}}
+	_, err := cluster.Dynamic.Resource(volcanoQueuesGVR).Create(t.Context(), queue, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = cluster.Dynamic.Resource(volcanoQueuesGVR).Delete(context.Background(), f.queue, metav1.DeleteOptions{})
+	})
+	createTemplate(t, template(f.ns, "sixteen-dies", exactly("npus", a3Class, diesPerNode)))
+}
+
+// testHyperNodes: Volcano's label discovery made tier-1 HyperNodes of the
+// super pods, each with exactly the nodes of its super pod, and one for
+// every super pod. Volcano v1.14.1 can make a second HyperNode of one
+// super pod when two of its discovery passes overlap at start (the second
+// does not see the first's new HyperNode yet); with the same members it
+// changes no placement, and it is logged.
+func (f *fabricRun) testHyperNodes(t *testing.T) {
+	want := map[string][]string{}
+	for _, n := range superPodNodes {
+		v := fmt.Sprintf("sp-%d", n.superPod)
+		want[v] = append(want[v], n.name)
+	}
+	var got map[string][][]string // super pod → members of each of its HyperNodes
+	err := wait.PollUntilContextTimeout(t.Context(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := cluster.Dynamic.Resource(hyperNodesGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = map[string][][]string{}
+		for _, hn := range l.Items {
+			if tier, _, _ := unstructured.NestedInt64(hn.Object, "spec", "tier"); tier == 1 {
+				members := hyperNodeMembers(hn)
+				slices.Sort(members)
+				sp := hn.GetLabels()[fabric.LabelSuperPod]
+				got[sp] = append(got[sp], members)
+			}
+		}
+		if len(got) != len(want) {
+			return false, nil
+		}
+		for sp, members := range want {
+			if len(got[sp]) == 0 {
+				return false, nil
+			}
+			for _, m := range got[sp] {
+				if !slices.Equal(m, members) {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	require.NoError(t, err, "tier-1 HyperNodes by super pod: got %v, want one each of %v", got, want)
+	for sp, hns := range got {
+		if len(hns) > 1 {
+			t.Logf("Volcano made %d HyperNodes of super pod %s, each with %v", len(hns), sp, hns[0])
+		}
+	}
+}
+
+// hyperNodeMembers are the exact node names a HyperNode lists.
+func hyperNodeMembers(hn unstructured.Unstructured) []string {
+	members, _, _ := unstructured.NestedSlice(hn.Object, "spec", "members")
+	var out []string
+	for _, m := range members {
+		name, _, _ := unstructured.NestedString(m.(map[string]any), "selector", "exactMatch", "name")
+		out = append(out, name)
+	}
+	return out
+}
+
+// testHardGang: with sp1-a's dies held, sp1 has 16 free dies and sp2 32;
+// sp2's nodes have less free CPU, which Volcano's node order would prefer
+// to avoid. A hard gang of two pods × 16 dies in one tier-1 HyperNode
+// still lands wholly in sp2.
+func (f *fabricRun) testHardGang(t *testing.T) {
+	holder := f.pinnedPod(t, "holder", "sp1-a", "sixteen-dies", "1")
+	for _, node := range []string{"sp2-a", "sp2-b"} {
+		f.pinnedPod(t, "cpu-"+node, node, "", "48")
+	}
+	job := f.submit(t, "hard-gang", 2, "hard")
+	pods := f.waitBound(t, job, 2)
+	for _, p := range pods {
+		require.Contains(t, []string{"sp2-a", "sp2-b"}, p.Spec.NodeName, "pod %s of the gang left super pod sp-2", p.Name)
+	}
+	require.NotEqual(t, pods[0].Spec.NodeName, pods[1].Spec.NodeName)
+	f.deleteJobs(t)
+	deletePod(t, f.ns, holder)
+	for _, node := range []string{"sp2-a", "sp2-b"} {
+		deletePod(t, f.ns, "cpu-"+node)
+	}
+}
+
+// testTooBigGang: with sp1-a's dies held, 48 dies are free, 16 in sp1 and
+// 32 in sp2: a hard gang of three pods × 16 dies fits no super pod and
+// stays Pending with no pod bound, and `accel-dra why` says how many free
+// dies each super pod has; the same gang in soft mode runs across both.
+func (f *fabricRun) testTooBigGang(t *testing.T) {
+	holder := f.pinnedPod(t, "holder", "sp1-a", "sixteen-dies", "1")
+	hard := f.submit(t, "too-big-hard", 3, "hard")
+	(&volcanoRun{t: t}).waitUnschedulable(f.ns, hard)
+	pod := f.pods(t, hard)[0]
+	why, err := cluster.RunCLI(t.Context(), cluster.Kubeconfig(), "why", "pod/"+pod.Name, "-n", f.ns)
+	require.NoError(t, err)
+	t.Logf("accel-dra why pod/%s:\n%s%s", pod.Name, why.Stdout, why.Stderr)
+	require.Contains(t, why.Stdout, fmt.Sprintf("gang kept in one %s (Volcano pod group %s: networkTopology mode hard, highestTierAllowed 1); free chips per domain: sp-1: 2 nodes, 16 free chips; sp-2: 2 nodes, 32 free chips",
+		fabric.LabelSuperPod, pod.Annotations["scheduling.k8s.io/group-name"]))
+	require.Contains(t, why.Stdout, "but its gang is placed whole, in one "+fabric.LabelSuperPod)
+	f.deleteJobs(t)
+
+	soft := f.submit(t, "too-big-soft", 3, "soft")
+	pods := f.waitBound(t, soft, 3)
+	var nodes []string
+	for _, p := range pods {
+		nodes = append(nodes, p.Spec.NodeName)
+	}
+	slices.Sort(nodes)
+	require.Equal(t, []string{"sp1-b", "sp2-a", "sp2-b"}, nodes, "the soft gang spreads over the free nodes of both super pods")
+	f.deleteJobs(t)
+	deletePod(t, f.ns, holder)
+}
+
+// pinnedPod creates a plain pod on node (kube-scheduler, nodeSelector),
+// with cpu requested and, if claimTemplate is set, a claim from it; it
+// waits until the pod is bound.
+func (f *fabricRun) pinnedPod(t *testing.T, name, node, claimTemplate, cpu string) string {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"kubernetes.io/hostname": node},
+			Tolerations:  []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{Name: "main", Image: "fake",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
+		},
+	}
+	if claimTemplate != "" {
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "npus", ResourceClaimTemplateName: ptr.To(claimTemplate)}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "npus"}}
+	}
+	createPod(t, pod)
+	waitForPodScheduled(t, f.ns, name)
+	return name
+}
+
+// submit creates a Volcano Job of pods workers, each with 16 dies of the
+// test's template, all or none (minAvailable), kept in one tier-1
+// HyperNode in mode (hard or soft).
+func (f *fabricRun) submit(t *testing.T, name string, pods int64, mode string) string {
+	t.Helper()
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+		"metadata": map[string]any{"name": name, "namespace": f.ns},
+		"spec": map[string]any{
+			"schedulerName":   "volcano",
+			"queue":           f.queue,
+			"minAvailable":    pods,
+			"networkTopology": map[string]any{"mode": mode, "highestTierAllowed": int64(1)},
+			"tasks": []any{map[string]any{
+				"name": "worker", "replicas": pods,
+				"template": map[string]any{"spec": map[string]any{
+					"restartPolicy":  "Never",
+					"tolerations":    []any{map[string]any{"key": "kwok.x-k8s.io/node", "operator": "Exists"}},
+					"resourceClaims": []any{map[string]any{"name": "npus", "resourceClaimTemplateName": "sixteen-dies"}},
+					"containers": []any{map[string]any{"name": "main", "image": "fake",
+						"resources": map[string]any{"requests": map[string]any{"cpu": "1"}, "claims": []any{map[string]any{"name": "npus"}}}}},
+				}},
+			}},
+		},
+	}}
+	_, err := cluster.Dynamic.Resource(volcanoJobsGVR).Namespace(f.ns).Create(t.Context(), job, metav1.CreateOptions{FieldManager: framework.FieldManager})
+	require.NoError(t, err)
+	f.jobs = append(f.jobs, name)
+	return name
+}
+
+func (f *fabricRun) pods(t *testing.T, job string) []corev1.Pod {
+	t.Helper()
+	pl, err := cluster.Admin.CoreV1().Pods(f.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "volcano.sh/job-name=" + job})
+	require.NoError(t, err)
+	return pl.Items
+}
+
+// waitBound waits until n pods of job are bound, and returns them.
+func (f *fabricRun) waitBound(t *testing.T, job string, n int) []corev1.Pod {
+	t.Helper()
+	var bound []corev1.Pod
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, podTimeout, true, func(context.Context) (bool, error) {
+		bound = bound[:0]
+		for _, p := range f.pods(t, job) {
+			if p.Spec.NodeName != "" {
+				bound = append(bound, p)
+			}
+		}
+		return len(bound) == n, nil
+	})
+	require.NoError(t, err, "job %s: %d of %d pods bound", job, len(bound), n)
+	return bound
+}
+
+// deleteJobs deletes the submitted jobs and waits until their claims are
+// gone, so the next case starts with the same free dies.
+func (f *fabricRun) deleteJobs(t *testing.T) {
+	t.Helper()
+	for _, name := range f.jobs {
+		err := cluster.Dynamic.Resource(volcanoJobsGVR).Namespace(f.ns).Delete(t.Context(), name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+		require.NoError(t, err)
+	}
+	f.jobs = nil
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, podTimeout, true, func(ctx context.Context) (bool, error) {
+		pl, err := cluster.Admin.CoreV1().Pods(f.ns).List(ctx, metav1.ListOptions{LabelSelector: "volcano.sh/job-name"})
+		return err == nil && len(pl.Items) == 0, nil
+	})
+	require.NoError(t, err, "pods of the deleted jobs still there")
+}
