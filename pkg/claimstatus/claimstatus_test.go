@@ -407,7 +407,7 @@ func TestChipDataIsTheChipsFacts(t *testing.T) {
 
 func TestChipDataCarriesTheChipsPlaceInItsSuperPod(t *testing.T) {
 	c := inventory.Chip{Vendor: ascendvendor.Vendor, Model: "Ascend910C", Index: 3, DeviceIP: "10.0.3.46/24",
-		SuperPod: "1", SuperDeviceID: ptr.To[int64](114622475), ServerIndex: ptr.To[int64](27), Module: "1"}
+		SuperPod: "1", SuperDeviceID: ptr.To[int64](114622475), ServerIndex: ptr.To[int64](27)}
 	require.Equal(t, v1alpha1.DeviceStatusData{Model: "Ascend910C", Index: ptr.To(3), DeviceIP: "10.0.3.46/24",
 		SuperPodID: "1", SuperDeviceID: ptr.To[int64](114622475), ServerIndex: ptr.To[int64](27)}, ChipData(c))
 }
