@@ -50,10 +50,15 @@ import (
 type superPodNode struct {
 	name             string
 	superPod, server int
+	// extra are more lines of the mock's fixture.
+	extra []string
 }
 
 // Two super pods of two A3 servers each: 32 dies a super pod.
-var superPodNodes = []superPodNode{{"sp1-a", 1, 0}, {"sp1-b", 1, 1}, {"sp2-a", 2, 0}, {"sp2-b", 2, 1}}
+var superPodNodes = []superPodNode{
+	{name: "sp1-a", superPod: 1, server: 0}, {name: "sp1-b", superPod: 1, server: 1},
+	{name: "sp2-a", superPod: 2, server: 0}, {name: "sp2-b", superPod: 2, server: 1},
+}
 
 const (
 	// diesPerNode is an Atlas 800T A3's: 8 modules of two dies.
@@ -83,6 +88,9 @@ func TestGangsStayInOneSuperPod(t *testing.T) {
 		fixtures[n.name] = startSuperPodNode(t, lib, n)
 	}
 	t.Run("the agents label their Nodes and publish each die's place", testSuperPodLabelsAndAttributes)
+	t.Run("a node whose dies disagree on their super pod publishes its dies and no super pod", func(t *testing.T) {
+		testDisagreeingSuperPod(t, lib)
+	})
 	t.Run("a degraded link taints its die and the label stays", func(t *testing.T) {
 		testDegradedSuperPodLink(t, superPodNodes[3], fixtures[superPodNodes[3].name])
 	})
@@ -141,7 +149,7 @@ func startSuperPodNode(t *testing.T, lib string, n superPodNode) string {
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("The agent of %s (tail):\n%s", n.name, cluster.AgentLog(n.name))
+			t.Logf("The agent of %s (tail):\n%s", n.name, agentLogTail(t, n.name))
 		}
 		require.NoError(t, cluster.RemoveAgentNode(context.Background(), n.name))
 	})
@@ -178,6 +186,9 @@ func a3Fixture(n superPodNode) string {
 	}
 	b.WriteString("vnpu-mode docker\n")
 	fmt.Fprintf(&b, "spod %d 384 %d 0 1\n", n.superPod, n.server)
+	for _, l := range n.extra {
+		b.WriteString(l + "\n")
+	}
 	return b.String()
 }
 
@@ -234,6 +245,32 @@ func testSuperPodLabelsAndAttributes(t *testing.T) {
 			seen[sdid] = true
 		}
 	}
+}
+
+// testDisagreeingSuperPod: an A3 node one of whose dies names another
+// super pod (the mock's spod-chip line) publishes all 16 dies, none with
+// a super pod, gets no super pod label, and its agent's log names the die
+// and the field.
+func testDisagreeingSuperPod(t *testing.T, lib string) {
+	n := superPodNode{name: "sp-split", superPod: 3, server: 0, extra: []string{"spod-chip 5 super_pod_id 4"}}
+	startSuperPodNode(t, lib, n)
+	for _, d := range nodeChips(t, n.name) {
+		require.NotContains(t, d.Attributes, names.AttrSuperPod, "device %s", d.Name)
+	}
+	node, err := cluster.Admin.CoreV1().Nodes().Get(t.Context(), n.name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotContains(t, node.Labels, fabric.LabelSuperPod)
+	log, err := os.ReadFile(cluster.AgentLog(n.name))
+	require.NoError(t, err)
+	require.Contains(t, string(log), `"The node's Ascend chips disagree on their super pod, publishing none for the node" npu=2 chip=1 field="super_pod_id" first=3 this=4`)
+}
+
+// agentLogTail is the last 16 KiB of the log of node's agent.
+func agentLogTail(t *testing.T, node string) string {
+	t.Helper()
+	raw, err := os.ReadFile(cluster.AgentLog(node))
+	require.NoError(t, err)
+	return string(raw[max(0, len(raw)-16<<10):])
 }
 
 // testDegradedSuperPodLink: when the super pod's fabric records one die

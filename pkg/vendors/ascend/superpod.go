@@ -30,8 +30,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"k8s.io/klog/v2"
-
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
@@ -283,8 +281,10 @@ func (b *Backend) setSuperPod(ctx context.Context, found []found, chips []invent
 	if b.lib != nil {
 		b.markSuperPodLinks(ctx, found, chips, ids)
 	}
-	klog.FromContext(ctx).V(2).Info("The node's Ascend chips are in a super pod", "superPod", ids[found[0].mapping.LogicID].SuperPodID,
-		"serverIndex", ids[found[0].mapping.LogicID].ServerIndex)
+	// Once per super pod and server: discovery runs at every health read.
+	first := ids[found[0].mapping.LogicID]
+	b.logOnce(ctx, fmt.Sprintf("spod-found:%d/%d", first.SuperPodID, first.ServerIndex), "The node's Ascend chips are in a super pod",
+		"superPod", first.SuperPodID, "serverIndex", first.ServerIndex)
 	return nil
 }
 

@@ -92,7 +92,7 @@ func TestDiscoverReadsTheSuperPodOfA3Chips(t *testing.T) {
 			if tc.log != "" {
 				require.Contains(t, logs.String(), tc.log)
 			} else {
-				require.NotContains(t, logs.String(), "super pod")
+				require.NotContains(t, logs.String(), "publishing none")
 			}
 		})
 	}
