@@ -434,6 +434,11 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 	if claimEnv == nil {
 		claimEnv = map[string]string{}
 	}
+	if v.ChipEnv != nil {
+		for _, d := range c.Devices {
+			maps.Copy(claimEnv, v.ChipEnv(d.Chip))
+		}
+	}
 	if c.Virtual {
 		maps.Copy(claimEnv, v.VirtualEnv)
 	}
