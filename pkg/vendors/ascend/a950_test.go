@@ -27,7 +27,6 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
@@ -190,15 +189,13 @@ func TestA950OffersNoVNPUTemplates(t *testing.T) {
 		require.Empty(t, models[name].Shapes)
 	}
 	chip := inventory.Chip{Vendor: Vendor, Model: "Ascend950DT", Index: 0, Cores: 32, MemoryBytes: 144 << 30}
+	// No partition model: pkg/partitions publishes such a chip Whole,
+	// saying "model Ascend950DT has no partition templates" (Policy.WhyWhole).
 	_, ok := vendors.PartitionModelOf(Ascend{}, chip)
 	require.False(t, ok)
-	reg := vendors.MustRegistry(Ascend{})
-	partitioned := partitions.Policy{Default: partitions.ModePartitioned, Registry: reg}
-	require.Equal(t, partitions.ModeWhole, partitioned.ModeOf(chip))
-	require.Equal(t, "model Ascend950DT has no partition templates", partitioned.WhyWhole(chip))
-	shared := partitions.Policy{Default: partitions.ModeShared, Registry: reg}
-	require.Equal(t, partitions.ModeShared, shared.ModeOf(chip))
-	require.Equal(t, partitions.EnforcementNone, shared.Enforcement(chip))
+	// No share grid: Shared, its shares are accounting only.
+	_, _, ok = vendors.ShareGridOf(Ascend{}, chip)
+	require.False(t, ok)
 }
 
 func TestHCCLTopoFile(t *testing.T) {

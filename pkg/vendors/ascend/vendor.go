@@ -134,10 +134,10 @@ func driverFiles(chips []inventory.Chip) ([]vendors.File, error) {
 // the 950DT's Atlas 850 8P server (the bundled atlas-850 profile), the
 // 950PR's Atlas 350 card; "" for other chips (hccltopo.go).
 func profileHCCLTopoFile(chipName string) string {
-	switch {
-	case chipName == "Ascend950DT":
+	switch chipName {
+	case "Ascend950DT":
 		return path.Join(hcclTopo950Dir, hcclTopoByProduct[0])
-	case chipName == "Ascend950PR":
+	case "Ascend950PR":
 		return path.Join(hcclTopo950Dir, hcclTopoByProduct[5])
 	}
 	return ""
