@@ -50,17 +50,22 @@ node() {
 	done
 }
 node atlas-800t-a2 "$dcmi/atlas-800t-a2/root" /usr/local/dcmi/libdcmi.so "$dcmi/dcmi/mock_dcmi.c" "$dcmi/dcmi"
+# An Atlas 850 (Ascend 950DT), read through DCMI v2 (mock_dcmiv2.c): the
+# A2's root serves, its eight device files being all the 950 node needs
+# (a unified-bus board has no PCIe address to read).
+node atlas-850 "$dcmi/atlas-800t-a2/root" /usr/local/dcmi/libdcmi.so "$dcmi/dcmi/mock_dcmi.c" "$dcmi/dcmi"
 node mlu370-x8 "$cndev/mlu370-x8/root" /usr/local/neuware/lib64/libcndev.so "$cndev/cndev/mock_cndev.c" "$cndev/cndev"
 
-# The mocks' fixtures (the chips each library reports); no vendor tool is
-# on PATH, so a fact the library did not read is missing, not read by
-# npu-smi or cnmon.
-export ACCEL_DRA_DCMI_FIXTURE=$dcmi/dcmi/atlas-800t-a2.txt
+# The mocks' fixtures (the chips each library reports: the DCMI one per
+# node, below); no vendor tool is on PATH, so a fact the library did not
+# read is missing, not read by npu-smi or cnmon.
 export ACCEL_DRA_CNDEV_MOCK_FIXTURE=$cndev/cndev/mlu370-x8.txt
 read -ra emulator <<<"$ARM64_EXEC"
 emulator[0]=$(command -v "${emulator[0]}") || fail "no ${emulator[0]}: make testdeps installs it"
 
-for name in atlas-800t-a2 mlu370-x8; do
+for name in atlas-800t-a2 atlas-850 mlu370-x8; do
+	# Each Ascend node's DCMI fixture has the node's name.
+	export ACCEL_DRA_DCMI_FIXTURE=$dcmi/dcmi/$name.txt
 	for out in yaml sources; do
 		for arch in host arm64; do
 			bin=$host_bin run=()

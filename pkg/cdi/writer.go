@@ -430,14 +430,7 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 			env = append(env, e.VisibleEnv+"="+e.Runtime.Neutral)
 		}
 	}
-	claimEnv := maps.Clone(v.Env)
-	if claimEnv == nil {
-		claimEnv = map[string]string{}
-	}
-	if c.Virtual {
-		maps.Copy(claimEnv, v.VirtualEnv)
-	}
-	maps.Copy(claimEnv, c.Env)
+	claimEnv := claimEnvOf(c, v)
 	for _, k := range sortedKeys(claimEnv) {
 		env = append(env, k+"="+claimEnv[k])
 	}
@@ -453,6 +446,26 @@ func (w *Writer) spec(c Claim, v vendorEdits) (*cdispec.Spec, map[string][]strin
 		return nil, nil, fmt.Errorf("determining CDI spec version: %w", err)
 	}
 	return spec, ids, nil
+}
+
+// claimEnvOf are the claim-wide variables besides the DRA_* and
+// visible-devices ones: the vendor's, its chips' (ChipEnv), a virtual
+// claim's, then the claim's own, each winning over the ones before.
+func claimEnvOf(c Claim, v vendorEdits) map[string]string {
+	env := maps.Clone(v.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if v.ChipEnv != nil {
+		for _, d := range c.Devices {
+			maps.Copy(env, v.ChipEnv(d.Chip))
+		}
+	}
+	if c.Virtual {
+		maps.Copy(env, v.VirtualEnv)
+	}
+	maps.Copy(env, c.Env)
+	return env
 }
 
 // device is the CDI device of one DRA device: the chip's own nodes and

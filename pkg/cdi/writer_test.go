@@ -94,6 +94,36 @@ func TestInjectingAClaimGivesTheContainerExactlyItsNodesMountsAndEnv(t *testing.
 			},
 		},
 		{
+			// As Huawei's device plugin sets it for a 950 and its runtime
+			// mounts the driver's topology directory.
+			name:    "a 950DT chip gets the node's HCCL topology file and the driver's topology directory",
+			profile: "atlas-850", vendor: ascend.Vendor, indices: []int{2},
+			wantDevices: []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/davinci2"},
+			wantMounts: []string{
+				"/etc/ascend_install.info",
+				"/usr/local/dcmi",
+				"/usr/local/bin/npu-smi",
+				"/usr/local/Ascend/driver/lib64",
+				"/usr/local/Ascend/driver/include",
+				"/usr/local/Ascend/driver/version.info",
+				"/usr/local/Ascend/driver/topo",
+			},
+			wantEnv: func(n node) []string {
+				return []string{
+					"PATH=/usr/bin:/bin",
+					"DRA_DRIVER=ascend.accel-dra.dev",
+					"DRA_CLAIM_UID=" + string(uid),
+					"DRA_CLAIM=default/claim-9d6c1b2a",
+					"ASCEND_VISIBLE_DEVICES=2",
+					"HCCL_TOPO_FILE_PATH=/usr/local/Ascend/driver/topo/950/atlas_850_1.json",
+					"DRA_DEVICE_NPU_2_DRIVER=ascend.accel-dra.dev",
+					"DRA_DEVICE_NPU_2_CLAIM_UID=" + string(uid),
+					"DRA_DEVICE_NPU_2_UUID=" + n.inv.ChipsOf(ascend.Vendor)[2].UUID,
+					"DRA_DEVICE_NPU_2_MODEL=Ascend950DT",
+				}
+			},
+		},
+		{
 			name:    "an MLU590 chip gets its dev, ipcm, commu and cmsg nodes, cambricon_ctl and cnmon",
 			profile: "mlu590", adjust: withMLU590Nodes, vendor: cambricon.Vendor, indices: []int{5},
 			wantDevices: []string{"/dev/cambricon_ctl", "/dev/cambricon_dev5", "/dev/cambricon_ipcm5", "/dev/commu5", "/dev/cmsg_ctrl5"},

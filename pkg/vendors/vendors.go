@@ -172,6 +172,10 @@ type CDIEdits struct {
 	// sets it; a claim's own variables win. It replaces an image's value,
 	// so library paths go in LibraryDirs instead.
 	Env map[string]string
+	// ChipEnv, when set, are the variables the vendor's device plugin sets
+	// in a container of chip c (an Ascend 950's HCCL_TOPO_FILE_PATH),
+	// claim-wide like Env; a claim's own variables win.
+	ChipEnv func(c inventory.Chip) map[string]string
 	// LibraryDirs are the directories (inside Mounts) of the driver's
 	// user-space libraries. Where one exists, the claim's spec gets a
 	// createContainer hook that adds them to the container's ld.so cache

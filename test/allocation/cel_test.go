@@ -69,7 +69,7 @@ func devices(node, prefix string, n int) []string {
 
 func TestDesignCELExamplesSelectExactlyTheExpectedChips(t *testing.T) {
 	all := matching(t, `true`)
-	require.Len(t, all, 8+8+4+8+16+8+4+8)
+	require.Len(t, all, 8+8+4+8+16+8+8+4+8)
 	tests := []struct {
 		name string
 		expr string
@@ -79,7 +79,8 @@ func TestDesignCELExamplesSelectExactlyTheExpectedChips(t *testing.T) {
 			append(devices("atlas-800t-a2", "npu", 8), devices("mixed-910b-mlu370", "npu", 4)...)},
 		{"memory at least 32Gi", `device.capacity["accel-dra.dev"].memory.compareTo(quantity("32Gi")) >= 0`,
 			slices.Concat(devices("atlas-300i-duo", "npu", 4), devices("atlas-800-910a", "npu", 8), devices("atlas-800t-a2", "npu", 8),
-				devices("atlas-800t-a3", "npu", 16), devices("mixed-910b-mlu370", "npu", 4), devices("mlu590", "mlu", 8))},
+				devices("atlas-800t-a3", "npu", 16), devices("atlas-850", "npu", 8), devices("mixed-910b-mlu370", "npu", 4),
+				devices("mlu590", "mlu", 8))},
 		{"vendor in huawei or cambricon", `device.attributes["accel-dra.dev"].vendor in ["huawei", "cambricon"]`, all},
 		{"PCIe-only MLU270", `device.attributes["accel-dra.dev"].linkType == "pcie" && device.attributes["accel-dra.dev"].family == "mlu"`,
 			devices("mlu270", "mlu", 4)},

@@ -155,6 +155,12 @@ func nativeProfiles() []nativeProfile {
 			chips: 4, model: "Ascend910_9392", memMiB: 65536, cores: 24,
 			whole: 0, wholeNode: "davinci0", visible: "0",
 			wholeOnly: []int{0, 1, 2, 3}, unhealthy: 3}),
+		// An Atlas 850 (950DT), read through DCMI v2: no PCIe address on
+		// its unified-bus board, so the A2's root's device files serve.
+		asc(nativeProfile{name: "950DT", fixture: dcmi("atlas-850"), root: copyRoot(dcmiTestdata + "/atlas-800t-a2/root"),
+			chips: 8, model: "Ascend950DT", memMiB: 147456, cores: 32,
+			whole: 2, wholeNode: "davinci2", visible: "2",
+			wholeOnly: []int{0, 1, 2, 3, 4, 5, 6, 7}, unhealthy: 5}),
 		cam(nativeProfile{name: "MLU270", fixture: cndevtest.Fixture("mlu270"), root: copyRoot(cambriconTestdata + "/mlu270/root"),
 			chips: 3, model: "MLU270-S4", memMiB: 16384, cores: 16, coresFromTable: true,
 			whole: 1, wholeNode: "cambricon_dev1", visible: "1",

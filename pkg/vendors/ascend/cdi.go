@@ -60,12 +60,17 @@ func (Ascend) CDI() vendors.CDIEdits {
 			// sglang's `docker run -v /var/queue_schedule:/var/queue_schedule`)
 			// give it to the container (docs/hardware.md, "What a container gets").
 			"/var/queue_schedule",
+			// The driver's HCCL topology files (a 950's HCCL_TOPO_FILE_PATH
+			// names one), where the node has them, as ascend-docker-runtime
+			// and Huawei's CDI specs mount them (hccltopo.go).
+			HCCLTopoDir,
 		},
 		// The driver installer writes both; the chart mounts nothing of
 		// the host's /etc into the agent (a hostPath cannot be optional,
 		// and FileOrCreate would create the file on Cambricon-only nodes).
 		MountedWith: map[string]string{"/etc/ascend_install.info": "/usr/local/Ascend/driver/lib64"},
 		VirtualEnv:  map[string]string{EnvRuntimeOptions: "VIRTUAL"},
+		ChipEnv:     hcclTopoEnv,
 		LibraryDirs: LibraryDirs,
 		Runtime: &vendors.Runtime{
 			Name: "ascend-docker-runtime",

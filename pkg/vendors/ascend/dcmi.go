@@ -324,6 +324,9 @@ type dcmiLib struct {
 	// version is the driver version the library reports, semantic; nil
 	// when it cannot tell.
 	version *version.Version
+	// v2 are the DCMI v2 calls where dcmi_init refused the board and
+	// dcmiv2_init took it (an Ascend 950, dcmiv2.go); nil otherwise.
+	v2 *dcmiV2
 }
 
 // dlopen is purego.Dlopen, a variable for the tests of the fallback.
@@ -375,7 +378,9 @@ func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 		purego.RegisterLibFunc(f.fn, h, f.name)
 	}
 	if err := l.call("dcmi_init", l.init); err != nil {
-		return nil, fmt.Errorf("loading %s: %w", path, err)
+		if err := l.initV2(h, err); err != nil {
+			return nil, fmt.Errorf("loading %s: %w", path, err)
+		}
 	}
 	l.version = l.driverVersion()
 	return l, nil
@@ -384,11 +389,15 @@ func loadDCMI(path string, timeout time.Duration) (*dcmiLib, error) {
 // driverVersion asks the library for the driver's version; nil when it
 // has no such call or cannot tell.
 func (l *dcmiLib) driverVersion() *version.Version {
-	if l.getDriverVer == nil {
+	name, get := "dcmi_get_driver_version", l.getDriverVer
+	if l.v2 != nil {
+		name, get = "dcmiv2_get_driver_version", l.v2.getDriverVer
+	}
+	if get == nil {
 		return nil
 	}
 	buf := make([]byte, dcmiMaxVersionLen)
-	if err := l.call("dcmi_get_driver_version", func() int32 { return l.getDriverVer(&buf[0], uint32(len(buf))) }); err != nil {
+	if err := l.call(name, func() int32 { return get(&buf[0], uint32(len(buf))) }); err != nil {
 		return nil
 	}
 	s, err := discovery.SemverFromVendor(cString(buf))
@@ -487,6 +496,9 @@ const dcmiNotReady = "the chip dropped off the card (device not ready)"
 // call never hides the others: the chip is returned with Failed set, or
 // left out in the second list; only a failing card list is an error.
 func (l *dcmiLib) chips() ([]dcmiChip, []dcmiSkipped, error) {
+	if l.v2 != nil {
+		return l.v2Chips()
+	}
 	var n int32
 	cards := make([]int32, dcmiMaxCards)
 	if err := l.call("dcmi_get_card_list", func() int32 { return l.getCardList(&n, &cards[0], int32(len(cards))) }); err != nil {
@@ -573,6 +585,9 @@ func (l *dcmiLib) chipInfo(card, dev int32) (dcmiChipInfoV2, error) {
 
 // chipInfoCall names the call chipInfo reads a chip's name with.
 func (l *dcmiLib) chipInfoCall() string {
+	if l.v2 != nil {
+		return "dcmiv2_get_device_chip_info"
+	}
 	if l.getChipInfoV2 != nil {
 		return "dcmi_get_device_chip_info_v2"
 	}
@@ -617,15 +632,22 @@ func (l *dcmiLib) chipFacts(c *dcmiChip, card, dev int32) error {
 
 // errorCodes returns a chip's current error codes.
 func (l *dcmiLib) errorCodes(card, dev int) ([]uint32, error) {
+	name, get := "dcmi_get_device_errorcode_v2", func(n *int32, list *uint32, size uint32) int32 {
+		return l.getErrorCodeV2(int32(card), int32(dev), n, list, size)
+	}
+	if l.v2 != nil {
+		// A v2 chip's Card is its logic id.
+		name, get = "dcmiv2_get_device_error_code_list", func(n *int32, list *uint32, size uint32) int32 {
+			return l.v2.getErrorCodes(int32(card), n, list, size)
+		}
+	}
 	var n int32
 	codes := make([]uint32, dcmiMaxErrorCodes)
-	if err := l.call("dcmi_get_device_errorcode_v2", func() int32 {
-		return l.getErrorCodeV2(int32(card), int32(dev), &n, &codes[0], uint32(len(codes)))
-	}); err != nil {
+	if err := l.call(name, func() int32 { return get(&n, &codes[0], uint32(len(codes))) }); err != nil {
 		return nil, err
 	}
 	if n < 0 || int(n) > len(codes) {
-		return nil, fmt.Errorf("dcmi_get_device_errorcode_v2 counts %d codes", n)
+		return nil, fmt.Errorf("%s counts %d codes", name, n)
 	}
 	return codes[:n], nil
 }
@@ -633,6 +655,9 @@ func (l *dcmiLib) errorCodes(card, dev int) ([]uint32, error) {
 // topo returns the connection code between two chips, as npu-smi spells
 // it.
 func (l *dcmiLib) topo(a, b dcmiChip) (string, error) {
+	if l.v2 != nil {
+		return l.v2Topo(a, b)
+	}
 	if l.getTopo == nil {
 		return "", &DCMIError{Func: "dcmi_get_topo_info_by_device_id", Code: dcmiErrFuncNotPresent}
 	}
@@ -648,7 +673,9 @@ func (l *dcmiLib) topo(a, b dcmiChip) (string, error) {
 // deviceIP returns the address of the chip's RoCE port 0 in CIDR form, ""
 // where it has none.
 func (l *dcmiLib) deviceIP(c dcmiChip) (string, error) {
-	if l.getDeviceIP == nil {
+	// DCMI v2 has no such call (mind-cluster DcV2Manager.DcGetDeviceIPAddress:
+	// "dcmiv2_get_device_ip is no longer supported").
+	if l.getDeviceIP == nil || l.v2 != nil {
 		return "", nil
 	}
 	var ip, mask dcmiIPAddr

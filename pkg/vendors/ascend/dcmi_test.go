@@ -133,6 +133,7 @@ var dcmiLayouts = []struct {
 	{"dcmi_vdev_query_info", dcmiVDevQueryInfo{}, []string{"name", "status", "is_container_used", "vfid", "vfg_id", "container_id", "base", "computing", "media"}},
 	{"dcmi_vdev_query_stru", dcmiVDevQueryStru{}, []string{"vdev_id", "query_info"}},
 	{"dcmi_spod_info", dcmiSpodInfo{}, []string{"sdid", "super_pod_size", "super_pod_id", "server_index", "chassis_id", "super_pod_type", "reserve"}},
+	{"dcmi_board_info", dcmiBoardInfo{}, []string{"board_id", "pcb_id", "bom_id", "slot_id"}},
 	{"dcmi_soc_total_resource", dcmiSocTotalResource{}, []string{"vdev_num", "vdev_id", "vfg_num", "vfg_bitmap", "base", "computing", "media"}},
 }
 

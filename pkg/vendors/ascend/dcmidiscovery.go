@@ -149,7 +149,7 @@ func (b *Backend) readDCMI(ctx context.Context, lib *dcmiLib) ([]ChipInfo, []Chi
 // `npu-smi info -t topo`.
 func (b *Backend) dcmiTopo(ctx context.Context, lib *dcmiLib, chips []dcmiChip) (Topology, error) {
 	t := Topology{Supported: true, ByLogicID: true, Codes: map[int]map[int]string{}, CPUAffinity: map[int]string{},
-		Source: b.libName() + " dcmi_get_topo_info_by_device_id"}
+		Source: b.libName() + " " + lib.fn("dcmi_get_topo_info_by_device_id")}
 	for _, a := range chips {
 		t.IDs = append(t.IDs, a.Logic)
 		t.Codes[a.Logic] = map[int]string{}
@@ -199,26 +199,26 @@ func (b *Backend) dcmiHealthMessage(ctx context.Context, c found) (string, error
 // dcmiSources are the readers of a chip's facts when DCMI reads them.
 func (b *Backend) dcmiSources(c found, cores string, version bool, topo string) map[string]string {
 	lib := b.libName()
-	memory := lib + " dcmi_get_device_hbm_info"
+	memory := lib + " " + b.lib.fn("dcmi_get_device_hbm_info")
 	if !c.dcmi.HBM {
 		memory = lib + " dcmi_get_device_memory_info_v3"
 	}
 	s := map[string]string{
-		SourceChips:   lib + " dcmi_get_card_list, dcmi_get_device_num_in_card",
+		SourceChips:   lib + " " + b.lib.fn("dcmi_get_card_list, dcmi_get_device_num_in_card"),
 		SourceModel:   lib + " " + b.lib.chipInfoCall(),
 		SourceMemory:  memory,
-		SourceLogicID: lib + " dcmi_get_device_logic_id",
-		SourceHealth:  lib + " dcmi_get_device_health",
+		SourceLogicID: lib + " " + b.lib.fn("dcmi_get_device_logic_id"),
+		SourceHealth:  lib + " " + b.lib.fn("dcmi_get_device_health"),
 		SourceLinks:   topo,
 	}
 	if !c.info.Healthy() {
-		s[SourceHealth] += ", dcmi_get_device_errorcode_v2"
+		s[SourceHealth] += ", " + b.lib.fn("dcmi_get_device_errorcode_v2")
 	}
 	if cores != "" {
 		s[SourceCores] = cores
 	}
 	if c.dcmi.BusID != "" {
-		s[SourcePCI] = strings.Join([]string{lib + " dcmi_get_device_pcie_info_v2", SourceSysfs}, ", ")
+		s[SourcePCI] = strings.Join([]string{lib + " " + b.lib.fn("dcmi_get_device_pcie_info_v2"), SourceSysfs}, ", ")
 	}
 	if version {
 		s[SourceDriverVersion] = VersionInfoPath

@@ -216,6 +216,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 		}
 	}
 
+	topo.UBFabric = len(infos) > 0 && is950(infos[0].Name)
 	groups := linkGroups(chips, topo)
 	if ringModel(chipNames(infos)) {
 		groups, topo.Source = ringGroups(chips), ringSource
@@ -238,6 +239,7 @@ func (b *Backend) Discover(ctx context.Context) (inventory.Inventory, error) {
 	if err := b.setSuperPod(ctx, chips, inv.Chips); err != nil {
 		return inventory.Inventory{}, err
 	}
+	b.setHCCLTopology(ctx, chips, inv.Chips)
 	if shared := b.sharedNodes(ctx); len(shared) > 0 {
 		inv.SharedDeviceNodes = map[inventory.Vendor][]string{Vendor: shared}
 	}

@@ -26,17 +26,23 @@ import (
 // a core count. A chip name missing here gets 0 cores (unknown) and a
 // warning rather than a guess. The A3 die prints "Ascend910" with 20 or 24
 // AI cores, so its 20 is only a default and the backend asks npu-smi or
-// DCMI for the real count (ambiguousCores). Sources:
-// docs/hardware.md#ai-cores-per-chip.
+// DCMI for the real count (ambiguousCores). So do the Ascend 950PR and
+// 950DT, 28, 32 or 36 AI cores by variant (Huawei's compiler's target
+// table, Ascend/AscendNPU-IR bishengir/include/bishengir/Dialect/HACC/
+// Targets/NPUTargetSpec.td:291-517: Ascend950PR_957x 28, _958x 32, _959x
+// 36; Ascend950DT_957x 28, _958x 32, _959x/_95Ax 36; besides 4- and 8-core
+// _950x/y/z parts): the default is 28, the fewest of those. Sources: docs/hardware.md#ai-cores-per-chip.
 var aiCoresPerChip = map[string]int{
-	"910A":      30,
-	"910B1":     25,
-	"910B2":     24,
-	"910B3":     20,
-	"910B4":     20,
-	"910B4-1":   20,
-	"310P3":     8,
-	"Ascend910": 20,
+	"910A":        30,
+	"910B1":       25,
+	"910B2":       24,
+	"910B3":       20,
+	"910B4":       20,
+	"910B4-1":     20,
+	"310P3":       8,
+	"Ascend910":   20,
+	"Ascend950PR": 28,
+	"Ascend950DT": 28,
 }
 
 // modelName is the accel-dra.dev/model of a chip name: Ascend910B3 for
@@ -52,7 +58,7 @@ func modelName(chipName string) string {
 
 // ambiguousCores are the chip names whose AI core count the name does not
 // tell (the A3 die, 20 or 24): discovery reads the count per chip.
-var ambiguousCores = map[string]bool{"Ascend910": true}
+var ambiguousCores = map[string]bool{"Ascend910": true, "Ascend950PR": true, "Ascend950DT": true}
 
 // a3Variants are the 910_93 (A3) dies' variants, the npu_name DCMI gives
 // and the "NPU Name" npu-smi prints for a die it names "Ascend910": the A3

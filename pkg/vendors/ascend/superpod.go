@@ -90,6 +90,9 @@ const maxServerIndex = 47
 
 // spodInfo asks DCMI for the chip's super-pod identity.
 func (l *dcmiLib) spodInfo(c dcmiChip) (dcmiSpodInfo, error) {
+	if l.v2 != nil {
+		return l.v2SpodInfo(c)
+	}
 	var info dcmiSpodInfo
 	if l.getDeviceInfo == nil {
 		return info, &DCMIError{Func: "dcmi_get_device_info", Code: dcmiErrFuncNotPresent}
@@ -251,8 +254,10 @@ func (b *Backend) setSuperPod(ctx context.Context, found []found, chips []invent
 	if len(found) == 0 {
 		return nil
 	}
-	read, source := spodReader(b.dcmiSpodReader), b.libName()+" dcmi_get_device_info (CHIP_INF, SPOD_INFO)"
-	if b.lib == nil {
+	read, source := spodReader(b.dcmiSpodReader), ""
+	if b.lib != nil {
+		source = b.libName() + " " + b.lib.fn("dcmi_get_device_info") + " (CHIP_INF, SPOD_INFO)"
+	} else {
 		for _, c := range found {
 			if c.info.Name != die91093Name {
 				return nil
@@ -278,7 +283,9 @@ func (b *Backend) setSuperPod(ctx context.Context, found []found, chips []invent
 			chips[i].Sources[SourceSuperPod] = b.command(spodArgs(c.info)...)
 		}
 	}
-	if b.lib != nil {
+	// The 950's DCMI v2 documents no SPOD_NODE_STATUS (its reference and
+	// dcmiv2 sources have no such call), so only v1 boards are asked.
+	if b.lib != nil && b.lib.v2 == nil {
 		b.markSuperPodLinks(ctx, found, chips, ids)
 	}
 	// Once per super pod and server: discovery runs at every health read.

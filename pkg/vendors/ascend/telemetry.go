@@ -83,12 +83,15 @@ func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors
 	if lib == nil {
 		return t.readNpuSmi(ctx, chips)
 	}
+	if lib.v2 != nil {
+		// A 950: by logic id through DCMI v2 (dcmiv2.go).
+		return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
+			lib.v2Telemetry(int32(logicIDOf(c)), s)
+		}), nil
+	}
 	t.bindOnce.Do(func() { t.bind(ctx, lib) })
 	return vendors.ReadEach(ctx, chips, func(c inventory.Chip, s *vendors.ChipSample) {
-		logic := c.Index
-		if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
-			logic = int(*v.Int)
-		}
+		logic := logicIDOf(c)
 		addr, err := t.address(lib, logic)
 		if err != nil {
 			s.Fail("dcmi_get_device_logic_id", err)
@@ -96,6 +99,41 @@ func (t *Telemetry) Read(ctx context.Context, chips []inventory.Chip) ([]vendors
 		}
 		t.readChip(lib, addr[0], addr[1], s)
 	}), nil
+}
+
+// setUtilization records the AI core utilization call read, or why not.
+func setUtilization(s *vendors.ChipSample, call string, rate uint32, err error) {
+	switch {
+	case err != nil:
+		s.Fail(call, err)
+	case rate > 100:
+		// mind-cluster's IsValidUtilizationRate refuses these too.
+		s.Fail(call, fmt.Errorf("utilization %d%% is out of range", rate))
+	default:
+		s.UtilizationRatio = vendors.Value(float64(rate) / 100)
+	}
+}
+
+// setTemperature records the temperature call read, or why not.
+func setTemperature(s *vendors.ChipSample, call string, c int32, err error) {
+	switch {
+	case err != nil:
+		s.Fail(call, err)
+	case c < minTemperatureCelsius:
+		// mind-cluster's DcGetDeviceTemperature refuses these too
+		// (devmanager/dcmi/dcmi.go:1680-1684 at 22bb3d98).
+		s.Fail(call, fmt.Errorf("temperature %d °C is below %d °C", c, minTemperatureCelsius))
+	default:
+		s.TemperatureCelsius = vendors.Value(float64(c))
+	}
+}
+
+// logicIDOf is a chip's logic id: its logicId attribute, else its index.
+func logicIDOf(c inventory.Chip) int {
+	if v, ok := c.Extra[ExtraLogicID]; ok && v.Int != nil {
+		return int(*v.Int)
+	}
+	return c.Index
 }
 
 // bind looks up the telemetry calls in the loaded library; older
@@ -162,16 +200,10 @@ func (t *Telemetry) address(lib *dcmiLib, logic int) ([2]int32, error) {
 func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSample) {
 	if t.utilization != nil {
 		var rate uint32
-		if err := lib.call("dcmi_get_device_utilization_rate", func() int32 {
+		err := lib.call("dcmi_get_device_utilization_rate", func() int32 {
 			return t.utilization(card, dev, dcmiUtilizationAICore, &rate)
-		}); err != nil {
-			s.Fail("dcmi_get_device_utilization_rate", err)
-		} else if rate > 100 {
-			// mind-cluster's IsValidUtilizationRate refuses these too.
-			s.Fail("dcmi_get_device_utilization_rate", fmt.Errorf("utilization %d%% is out of range", rate))
-		} else {
-			s.UtilizationRatio = vendors.Value(float64(rate) / 100)
-		}
+		})
+		setUtilization(s, "dcmi_get_device_utilization_rate", rate, err)
 	}
 	var hbm dcmiHBMInfo
 	err := lib.call("dcmi_get_device_hbm_info", func() int32 { return lib.getHBMInfo(card, dev, &hbm) })
@@ -193,16 +225,8 @@ func (t *Telemetry) readChip(lib *dcmiLib, card, dev int32, s *vendors.ChipSampl
 	}
 	if t.temperature != nil {
 		var c int32
-		switch err := lib.call("dcmi_get_device_temperature", func() int32 { return t.temperature(card, dev, &c) }); {
-		case err != nil:
-			s.Fail("dcmi_get_device_temperature", err)
-		case c < minTemperatureCelsius:
-			// mind-cluster's DcGetDeviceTemperature refuses these too
-			// (devmanager/dcmi/dcmi.go:1680-1684 at 22bb3d98).
-			s.Fail("dcmi_get_device_temperature", fmt.Errorf("temperature %d °C is below %d °C", c, minTemperatureCelsius))
-		default:
-			s.TemperatureCelsius = vendors.Value(float64(c))
-		}
+		err := lib.call("dcmi_get_device_temperature", func() int32 { return t.temperature(card, dev, &c) })
+		setTemperature(s, "dcmi_get_device_temperature", c, err)
 	}
 	t.readPower(lib, card, dev, s)
 	var health uint32

@@ -68,6 +68,12 @@ type Topology struct {
 	// Skipped lists what the parser left out (a NIC column or row, an
 	// unknown code), one entry each, for the backend to log.
 	Skipped []string
+	// UBFabric says that UB links join chips as HCCS does: on a 950 node,
+	// whose chips talk over the unified bus ("connection over UB", the 950
+	// DCMI reference's dcmiv2_get_topo_info_by_device_id; the Atlas 850's
+	// mesh, the driver's topo/atlas_850_1.json), not on an A2 or A3 node,
+	// where UB is no chip-to-chip HCCS link.
+	UBFabric bool
 }
 
 var (
@@ -91,12 +97,16 @@ func (t Topology) label(id int) string {
 }
 
 // HCCS tells whether chips a and b talk over HCCS without PCIe: directly
-// (HCCS), through an HCCS switch (HCCS_SW) or as the two dies of one card
-// (SIO, whose dies share the card's HCCS ports).
+// (HCCS), through an HCCS switch (HCCS_SW), as the two dies of one card
+// (SIO, whose dies share the card's HCCS ports), or, on a 950 node
+// (UBFabric), over the unified bus, its chip-to-chip fabric in HCCS's
+// place (the contract's linkType for Ascend's fabric stays hccs).
 func (t Topology) HCCS(a, b int) bool {
 	switch t.Codes[a][b] {
 	case "HCCS", "HCCS_SW", "SIO":
 		return true
+	case "UB":
+		return t.UBFabric
 	}
 	return false
 }

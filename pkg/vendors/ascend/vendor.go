@@ -16,6 +16,7 @@ package ascend
 
 import (
 	"io/fs"
+	"path"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -82,6 +83,9 @@ func (Ascend) ProfileNode() vendors.ProfileNode {
 				c.Extra[AttrModule] = inventory.StringValue(moduleOf(c.Index / 2))
 			}
 			c.Extra[ExtraLogicID] = inventory.IntValue(int64(c.Index))
+			if f := profileHCCLTopoFile(g.ChipName); f != "" {
+				c.Extra[ExtraHCCLTopoFile] = inventory.StringValue(f)
+			}
 		},
 		DriverFiles: driverFiles,
 	}
@@ -109,7 +113,7 @@ func driverFiles(chips []inventory.Chip) ([]vendors.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []vendors.File{
+	return append([]vendors.File{
 		// The driver keeps its user-space libraries in lib64/driver and
 		// lib64/common (LibraryDirs).
 		{Path: "/usr/local/Ascend/driver/lib64/driver/libascend_hal.so", Mode: 0o644, Content: vendors.Placeholder("Ascend driver library")},
@@ -123,5 +127,32 @@ func driverFiles(chips []inventory.Chip) ([]vendors.File, error) {
 			"Driver_Install_Type=full\nDriver_Install_Path_Param=/usr/local/Ascend\nDriver_Install_For_All=no\n"},
 		{Path: "/usr/local/dcmi/libdcmi.so", Mode: 0o644, Content: vendors.Placeholder("Ascend DCMI library")},
 		{Path: "/usr/local/bin/npu-smi", Mode: 0o755, Content: vendors.ToolNotice("npu-smi", "Ascend NPU")},
-	}, nil
+	}, topoFiles(chips)...), nil
+}
+
+// profileHCCLTopoFile is the HCCL topology file of a simulated 950 node:
+// the 950DT's Atlas 850 8P server (the bundled atlas-850 profile), the
+// 950PR's Atlas 350 card; "" for other chips (hccltopo.go).
+func profileHCCLTopoFile(chipName string) string {
+	switch chipName {
+	case "Ascend950DT":
+		return path.Join(hcclTopo950Dir, hcclTopoByProduct[0])
+	case "Ascend950PR":
+		return path.Join(hcclTopo950Dir, hcclTopoByProduct[5])
+	}
+	return ""
+}
+
+// topoFiles are the HCCL topology files the chips name, as the 950 driver
+// installs them (hccltopo.go): placeholders, as the libraries are.
+func topoFiles(chips []inventory.Chip) []vendors.File {
+	var out []vendors.File
+	seen := map[string]bool{}
+	for _, c := range chips {
+		if v, ok := c.Extra[ExtraHCCLTopoFile]; ok && v.String != nil && !seen[*v.String] {
+			seen[*v.String] = true
+			out = append(out, vendors.File{Path: *v.String, Mode: 0o444, Content: vendors.Placeholder("Ascend 950 HCCL topology file")})
+		}
+	}
+	return out
 }

@@ -275,4 +275,39 @@ int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
  * src/custom/include/dcmi_interface_api.h:3688). */
 int dcmi_mcu_get_power_info(int card_id, int *power);
 
+/*
+ * DCMI v2, the Ascend 950's API (the library's DCMI_VERSION_2 build): one
+ * logic id (dev_id) per chip instead of card and device. Prototypes and
+ * struct dcmi_board_info as the driver source's public header declares
+ * them (verylucky01/driver e29d066, src/custom/include/dcmi_interface_api.h:
+ * 119-124, 2408, 2443, 2451, 2467, 2491, 2508, 2594-2595, 2603, 2621, 2643,
+ * 2808, 2822, 2849, 2858, 2903, 2984-2985) and the Ascend 950 DCMI API reference
+ * (docs/en/Ascend_950_DCMI_API).
+ */
+struct dcmi_board_info {
+    unsigned int board_id;
+    unsigned int pcb_id;
+    unsigned int bom_id;
+    unsigned int slot_id;
+};
+
+int dcmiv2_init(void);
+int dcmiv2_get_device_list(int *device_list, int *device_cnt, int list_len);
+int dcmiv2_get_chip_phy_id_by_dev_id(int dev_id, unsigned int *phyid);
+int dcmiv2_get_device_chip_info(int dev_id, struct dcmi_chip_info_v2 *chip_info);
+int dcmiv2_get_device_hbm_info(int dev_id, struct dcmi_hbm_info *hbm_info);
+int dcmiv2_get_device_pcie_info(int dev_id, struct dcmi_pcie_info_all *pcie_info);
+int dcmiv2_get_device_health(int dev_id, unsigned int *health);
+int dcmiv2_get_device_error_code_list(int dev_id, int *error_count, unsigned int *error_code_list,
+                                      unsigned int list_len);
+int dcmiv2_get_topo_info_by_device_id(int dev_id1, int dev_id2, int *topo_type);
+int dcmiv2_get_device_info(int dev_id, enum dcmi_main_cmd main_cmd, unsigned int sub_cmd, void *buf,
+                           unsigned int *size);
+int dcmiv2_get_driver_version(char *driver_ver, unsigned int len);
+int dcmiv2_get_device_board_info(int dev_id, struct dcmi_board_info *board_info);
+int dcmiv2_get_mainboard_id(int dev_id, unsigned int *mainboard_id);
+int dcmiv2_get_device_power_info(int dev_id, int *power_info);
+int dcmiv2_get_device_temperature(int dev_id, int *temperature);
+int dcmiv2_get_device_utilization_rate(int dev_id, int input_type, unsigned int *utilization_rate);
+
 #endif

@@ -102,7 +102,7 @@ struct vdev {
 
 /* Board chip types as the library tells them (dcmi_board_chip_type_is_*),
  * from the first chip's name. */
-enum chip_type { CHIP_910, CHIP_910B, CHIP_910_93, CHIP_310P };
+enum chip_type { CHIP_910, CHIP_910B, CHIP_910_93, CHIP_310P, CHIP_950 };
 
 /* vfg_id "unspecified": the library picks the vGroup. */
 #define VFG_ID_ANY 0xFFFFFFFFu
@@ -120,6 +120,7 @@ struct fail {
 
 static struct chip chips[MAX_CHIPS];
 static int nchips;
+static int load_v2_line(const char *kind, const char *line); /* mock_dcmiv2.c */
 static struct spod spod;
 /* What the super pod's fabric records of other NPUs, by SDID
  * (spod-node-status lines; what dcmi_set_spod_node_status sets): 1 is
@@ -206,6 +207,9 @@ static enum chip_type chip_type(void) {
     }
     if (strncmp(name, "910_93", 6) == 0) {
         return CHIP_910_93; /* the A3 die's name as the driver knows it, 910_93xx */
+    }
+    if (strncmp(name, "950", 3) == 0) {
+        return CHIP_950; /* 950PR_95xx, 950DT_95xx (dcmi_init_basic.c:568-569) */
     }
     return CHIP_910;
 }
@@ -465,6 +469,8 @@ static int load(void) {
             if (ok) {
                 nfails++;
             }
+        } else if (load_v2_line(kind, line) >= 0) {
+            ok = load_v2_line(kind, line);
         } else if (strcmp(kind, "count") == 0 && nfails < MAX_FAILS) {
             struct fail *x = &fails[nfails];
             x->kind = FAIL_COUNT;
@@ -601,6 +607,9 @@ int dcmi_init(void) {
     if (rc != 0) {
         return rc;
     }
+    if (chip_type() == CHIP_950) {
+        return DCMI_ERR_NOT_SUPPORT; /* a 950 is read through dcmiv2_init (dcmi_init_basic.c:1446-1452) */
+    }
     initialized = 1;
     return DCMI_OK;
 }
@@ -688,7 +697,7 @@ int dcmi_get_device_chip_info_v2(int card_id, int device_id, struct dcmi_chip_in
     snprintf((char *)chip_info->chip_name, MAX_CHIP_NAME_LEN, "%s", c->name);
     snprintf((char *)chip_info->npu_name, MAX_CHIP_NAME_LEN, "%s", c->name);
     const char *delim = strchr(c->name, '_');
-    if (chip_type() == CHIP_910_93 && delim != NULL) {
+    if ((chip_type() == CHIP_910_93 || chip_type() == CHIP_950) && delim != NULL) {
         snprintf((char *)chip_info->chip_name, MAX_CHIP_NAME_LEN, "Ascend%.*s", (int)(delim - c->name), c->name);
         snprintf((char *)chip_info->npu_name, MAX_CHIP_NAME_LEN, "%s", delim + 1);
     }
@@ -878,7 +887,7 @@ static int spod_info(const struct chip *c, void *buf, unsigned int *size) {
     if (*size < sizeof(struct dcmi_spod_info)) {
         return DCMI_ERR_INVALID_PARAMETER;
     }
-    if (chip_type() != CHIP_910_93 || !spod.set) {
+    if ((chip_type() != CHIP_910_93 && chip_type() != CHIP_950) || !spod.set) {
         return DCMI_ERR_NOT_SUPPORT;
     }
     struct dcmi_spod_info *i = buf;
@@ -1478,3 +1487,6 @@ static int read_vnpu_telemetry(unsigned int id, unsigned int *util, unsigned lon
     fclose(f);
     return 0;
 }
+
+/* DCMI v2, the Ascend 950's calls. */
+#include "mock_dcmiv2.c"
