@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
 )
 
 // Partitions is the partition knowledge of a vendor whose chips can be
@@ -391,6 +392,24 @@ func (g ShareGrid) Check(memory, cores int64) error {
 		return fmt.Errorf("%d cores is not a multiple of %d from %d to %d, the quotas the driver carves", cores, g.CoresStep, g.CoresStep, g.MaxCores)
 	}
 	return nil
+}
+
+// ModelShares is implemented by the SizedPartitions of a vendor whose
+// shares are partitions of fixed templates (UnitGrid), where the grid
+// follows from the model: the webhook checks the claims of a DeviceClass
+// that names the model (ModelClassName) against it at apply, before any
+// node's request policy does.
+type ModelShares interface {
+	// ModelUnitGrid returns the grid of a chip of model, or false where
+	// its shares are not counted in units.
+	ModelUnitGrid(model string) (UnitGrid, bool)
+}
+
+// ModelClassName is the DeviceClass of the whole chips of one model that
+// hack/gen-deviceclasses and the chart write: the model lowercased, "_" as
+// "-" (a DeviceClass name cannot hold it), with the domain.
+func ModelClassName(model string) string {
+	return strings.ReplaceAll(strings.ToLower(model), "_", "-") + "." + names.Domain
 }
 
 // SizedPartitions is implemented by the Partitions of a vendor whose

@@ -16,6 +16,7 @@ package ascend
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -195,4 +196,19 @@ func (v VNPUs) SizedTemplate(c inventory.Chip, memory, cores int64) (vendors.Tem
 		return vendors.Template{}, fmt.Errorf("a vNPU of chip %d (%s): %w", c.Index, c.Model, err)
 	}
 	return t, nil
+}
+
+var _ vendors.ModelShares = VNPUs{}
+
+// ModelUnitGrid implements vendors.ModelShares: the grid of a chip of
+// model with its AI cores (aiCoresPerChip), memory taken as ample, which
+// it is on every chip of the models whose grid it is (the templates'
+// units fill the cores first).
+func (VNPUs) ModelUnitGrid(model string) (vendors.UnitGrid, bool) {
+	m, ok := vnpuModels[model]
+	cores := aiCoresPerChip[strings.TrimPrefix(model, "Ascend")]
+	if !ok || cores <= 0 {
+		return vendors.UnitGrid{}, false
+	}
+	return unitGrid(m, int64(cores), math.MaxInt64/2)
 }

@@ -15,10 +15,12 @@
 package ascend_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 )
@@ -116,4 +118,28 @@ func TestSizedTemplateIsTheTemplateOfTheShareOrSaysWhichThereAre(t *testing.T) {
 	}
 	_, err := ascend.VNPUs{}.SizedTemplate(chip("Ascend910A", 0, 30, 32*gib), 16*gib, 5)
 	require.ErrorContains(t, err, "chip 0 (Ascend910A) has no vNPU templates a share can be sized to")
+}
+
+// TestTheModelGridIsTheChipsAndItsClassIsInstalled: the webhook's grid of
+// a model (its cores, memory ample) is a chip's of that model, and the
+// DeviceClass that names the model, whose claims the webhook checks, is
+// one the chart installs.
+func TestTheModelGridIsTheChipsAndItsClassIsInstalled(t *testing.T) {
+	chips := map[string]inventory.Chip{
+		"Ascend910B2": chip("Ascend910B2", 0, 24, 64*gib), "Ascend910B3": chip("Ascend910B3", 0, 20, 64*gib),
+		"Ascend910B4": chip("Ascend910B4", 0, 20, 32*gib), "Ascend310P3": chip("Ascend310P3", 0, 8, 44280*mib),
+	}
+	var models []string
+	for _, m := range (ascend.Ascend{}).Models() {
+		g, ok := ascend.VNPUs{}.ModelUnitGrid(m.Name)
+		if !ok {
+			continue
+		}
+		models = append(models, m.Name)
+		want, ok := ascend.VNPUs{}.ShareGrid(chips[m.Name])
+		require.True(t, ok, m.Name)
+		require.Equal(t, *want.Units, g, m.Name)
+		require.FileExists(t, filepath.Join("../../../deployments/helm/accel-dra/deviceclasses/models/ascend", vendors.ModelClassName(m.Name)+".yaml"))
+	}
+	require.ElementsMatch(t, []string{"Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend310P3"}, models)
 }
