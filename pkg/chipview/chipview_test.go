@@ -58,15 +58,6 @@ func admin(r resourceapi.DeviceRequestAllocationResult) resourceapi.DeviceReques
 	return r
 }
 
-// share is a result for a share of a shared chip.
-func share(r resourceapi.DeviceRequestAllocationResult, id, memory string) resourceapi.DeviceRequestAllocationResult {
-	r.ShareID = ptr.To(types.UID(id))
-	r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{
-		"accel-dra.dev/memory": resource.MustParse(memory), "accel-dra.dev/cores": resource.MustParse("0"),
-	}
-	return r
-}
-
 // unitsShare is a share of a Shared chip whose vNPU templates are counted
 // in units (accel-dra.dev/shareUnits): its cores and memory are not asked
 // for on their own.

@@ -230,7 +230,7 @@ func TestAnUnwritableOrFullCDIDirectoryFailsOnlyNewClaimsAndLosesNothing(t *test
 	late := []claimKind{
 		{vendor: ascend.Vendor, devices: []string{"npu-4"}},
 		{vendor: ascend.Vendor, devices: []string{"npu-5-vir05-1c-16g-0"}, partitions: 1},
-		{vendor: ascend.Vendor, devices: []string{"npu-3"}, shareMemory: 8 << 30},
+		{vendor: ascend.Vendor, devices: []string{"npu-3"}, shareUnits: 1, partitions: 1}, // a vNPU share
 	}
 	tests := []struct {
 		name string
