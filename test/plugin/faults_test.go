@@ -52,7 +52,8 @@ import (
 // error and lose nothing that was prepared.
 
 // faultKinds are the kinds of Ascend claims prepared before a fault: a
-// whole chip, two vNPUs and a share of chip 3 (faultChipModes).
+// whole chip, two vNPUs and a share of chip 3 (faultChipModes), itself a
+// vNPU.
 var faultKinds = func() []claimKind {
 	var out []claimKind
 	for _, k := range crashKinds {
@@ -354,7 +355,7 @@ func TestAnAgentRefusesACheckpointOfAnotherVersionAndTouchesNothing(t *testing.T
 
 	require.NoError(t, os.WriteFile(path, v1, 0o600))
 	a.start("")
-	require.Len(t, a.requireConsistent(ascend.Vendor, uidsOf(claims...), "with the checkpoint back in this version").partitions, 2)
+	require.Len(t, a.requireConsistent(ascend.Vendor, uidsOf(claims...), "with the checkpoint back in this version").partitions, 3, "two vNPUs and the share's")
 	a.mustUnprepare(claims...)
 	require.Empty(t, a.requireConsistent(ascend.Vendor, nil).partitions)
 	require.Empty(t, a.cdiFiles())
