@@ -58,11 +58,13 @@ func admin(r resourceapi.DeviceRequestAllocationResult) resourceapi.DeviceReques
 	return r
 }
 
-// share is a result for a share of a shared chip.
-func share(r resourceapi.DeviceRequestAllocationResult, id, memory string) resourceapi.DeviceRequestAllocationResult {
+// unitsShare is a share of a Shared chip whose vNPU templates are counted
+// in units (accel-dra.dev/shareUnits): its cores and memory are not asked
+// for on their own.
+func unitsShare(r resourceapi.DeviceRequestAllocationResult, id, units string) resourceapi.DeviceRequestAllocationResult {
 	r.ShareID = ptr.To(types.UID(id))
 	r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{
-		"accel-dra.dev/memory": resource.MustParse(memory), "accel-dra.dev/cores": resource.MustParse("0"),
+		"accel-dra.dev/memory": resource.MustParse("0"), "accel-dra.dev/cores": resource.MustParse("0"), "accel-dra.dev/shareUnits": resource.MustParse(units),
 	}
 	return r
 }
@@ -136,7 +138,7 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 		name: "nothing allocated: every chip is free, partitioned and shared chips have everything left",
 		want: map[[2]string]row{
 			{"a2-0", "npu-0"}: {state: chipview.Free, mode: partitions.ModePartitioned, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi", "aicpu": "6"}},
-			{"a2-0", "npu-1"}: {state: chipview.Free, mode: partitions.ModeShared, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi"}},
+			{"a2-0", "npu-1"}: {state: chipview.Free, mode: partitions.ModeShared, healthy: true, left: map[string]string{"cores": "20", "memory": "64Gi", "shareUnits": "4"}},
 			{"a2-0", "npu-7"}: {state: chipview.Free, mode: partitions.ModeWhole, healthy: false},
 		},
 	}, {
@@ -186,24 +188,24 @@ func TestEachChipShowsItsStateHoldersAndCapacityLeft(t *testing.T) {
 				left: map[string]string{"cores": "0", "memory": "0", "aicpu": "0"}},
 		},
 	}, {
-		name: "two shares of a shared chip take their memory from it",
+		name: "two shares of a shared chip take their units from it",
 		claims: []resourceapi.ResourceClaim{
-			claim("ml", "infer-a", []resourceapi.DeviceRequestAllocationResult{share(result(ascend, "a2-0", "npu-1"), "s1", "16Gi")}, reservedFor("infer-a-0"), prepared),
-			claim("ml", "infer-b", []resourceapi.DeviceRequestAllocationResult{share(result(ascend, "a2-0", "npu-1"), "s2", "8Gi")}, reservedFor("infer-b-0"), prepared),
+			claim("ml", "infer-a", []resourceapi.DeviceRequestAllocationResult{unitsShare(result(ascend, "a2-0", "npu-1"), "s1", "2")}, reservedFor("infer-a-0"), prepared),
+			claim("ml", "infer-b", []resourceapi.DeviceRequestAllocationResult{unitsShare(result(ascend, "a2-0", "npu-1"), "s2", "1")}, reservedFor("infer-b-0"), prepared),
 		},
 		want: map[[2]string]row{
 			{"a2-0", "npu-1"}: {state: chipview.Prepared, mode: partitions.ModeShared, healthy: true, holders: []string{"ml/infer-a", "ml/infer-b"},
-				pods: []string{"infer-a-0", "infer-b-0"}, left: map[string]string{"cores": "20", "memory": "40Gi"}},
+				pods: []string{"infer-a-0", "infer-b-0"}, left: map[string]string{"cores": "20", "memory": "64Gi", "shareUnits": "1"}},
 		},
 	}, {
 		name: "a share prepared for one claim but not yet for the other is allocated",
 		claims: []resourceapi.ResourceClaim{
-			claim("ml", "infer-a", []resourceapi.DeviceRequestAllocationResult{share(result(ascend, "a2-0", "npu-1"), "s1", "16Gi")}, prepared),
-			claim("ml", "infer-b", []resourceapi.DeviceRequestAllocationResult{share(result(ascend, "a2-0", "npu-1"), "s2", "16Gi")}),
+			claim("ml", "infer-a", []resourceapi.DeviceRequestAllocationResult{unitsShare(result(ascend, "a2-0", "npu-1"), "s1", "2")}, prepared),
+			claim("ml", "infer-b", []resourceapi.DeviceRequestAllocationResult{unitsShare(result(ascend, "a2-0", "npu-1"), "s2", "1")}),
 		},
 		want: map[[2]string]row{
 			{"a2-0", "npu-1"}: {state: chipview.Allocated, mode: partitions.ModeShared, healthy: true, holders: []string{"ml/infer-a", "ml/infer-b"},
-				left: map[string]string{"cores": "20", "memory": "32Gi"}},
+				left: map[string]string{"cores": "20", "memory": "64Gi", "shareUnits": "1"}},
 		},
 	}, {
 		name: "a pending claim and another driver's allocation hold nothing of ours",

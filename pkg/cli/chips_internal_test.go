@@ -86,7 +86,8 @@ func fakeCluster(t *testing.T) *fake.Clientset {
 	}
 	shared := res("ascend.accel-dra.dev", "a2-0", "npu-1")
 	shared.ShareID = ptr.To(types.UID("3f1c"))
-	shared.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{"accel-dra.dev/memory": resource.MustParse("16Gi"), "accel-dra.dev/cores": resource.MustParse("2")}
+	// A 910B3's shares are vNPUs counted in units (one: vir05_1c_16g).
+	shared.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{"accel-dra.dev/memory": resource.MustParse("0"), "accel-dra.dev/cores": resource.MustParse("0"), "accel-dra.dev/shareUnits": resource.MustParse("1")}
 	objs = append(objs,
 		claim("ml", "serve", "serve-0", true, res("cambricon.accel-dra.dev", "mlu270-0", "mlu-1")),
 		claim("monitoring", "chips-x7", "monitor-x7", true, mon(res("cambricon.accel-dra.dev", "mlu270-0", "mlu-1")), mon(res("cambricon.accel-dra.dev", "mlu270-0", "mlu-2"))),
@@ -124,7 +125,7 @@ func TestChipsPrintsEachChipWithItsHoldersOneListPerKindAndNoWrites(t *testing.T
 	require.NoError(t, err)
 	require.Equal(t, `NODE      DEVICE  MODEL        MEMORY  LINK GROUP  HEALTH                        STATE      HOLDERS            ADMIN ACCESS                     IN USE / LEFT
 a2-0      npu-0   Ascend910B3  64Gi    hccs-0      ok                            allocated  ml/vnpu(vnpu-0)    -                                vir05_1c_16g×1, left aicpu=5 cores=15 memory=48Gi
-a2-0      npu-1   Ascend910B3  64Gi    hccs-0      ok                            prepared   ml/infer(infer-0)  -                                1 share, left cores=18 memory=48Gi
+a2-0      npu-1   Ascend910B3  64Gi    hccs-0      ok                            prepared   ml/infer(infer-0)  -                                1 share (hardware-enforced), left cores=20 memory=64Gi shareUnits=3
 a2-0      npu-2   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -
 a2-0      npu-3   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -
 a2-0      npu-4   Ascend910B3  64Gi    hccs-0      ok                            free       -                  -                                -

@@ -157,6 +157,13 @@ func (pl *planner) share(field string, i int, p *plannedDevice, chip inventory.C
 	memory := consumed(r, names.CapMemory, chip.MemoryBytes)
 	cores := consumed(r, names.CapCores, int64(chip.Cores))
 	grid, sized, enforced := pl.d.policy.ShareGrid(chip)
+	var units int64
+	if enforced && grid.Units != nil {
+		// A chip of fixed templates is charged in units: the share's cores
+		// and memory follow from them.
+		units = consumed(r, names.CapShareUnits, grid.Units.Whole())
+		memory, cores = grid.Units.Share(chip, units)
+	}
 	whole := memory >= chip.MemoryBytes || (enforced && grid.Whole(memory))
 	if !whole && strategy == v1alpha1.SharingExclusive {
 		return fmt.Errorf("%s: device %s is a share (%s of %s memory) of a shared chip, but the config of request %q says sharing.strategy: %s; request all of its memory or use strategy %s",
@@ -171,6 +178,9 @@ func (pl *planner) share(field string, i int, p *plannedDevice, chip inventory.C
 		string(names.CapMemory): *resource.NewQuantity(memory, resource.BinarySI),
 		string(names.CapCores):  *resource.NewQuantity(cores, resource.DecimalSI),
 	}}
+	if units > 0 {
+		p.entry.Share.Consumed[string(names.CapShareUnits)] = *resource.NewQuantity(units, resource.DecimalSI)
+	}
 	pl.u.devices[r.Device] = append(pl.u.devices[r.Device], holder{uid: pl.plan.claim.UID, result: i, share: p.entry.Share})
 	p.dev.DriverEnv = map[string]string{
 		cdi.EnvSuffixShareID: string(*r.ShareID),

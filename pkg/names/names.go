@@ -48,6 +48,10 @@ const (
 
 	CapMemory resourceapi.QualifiedName = Domain + "/memory"
 	CapCores  resourceapi.QualifiedName = Domain + "/cores"
+	// CapShareUnits is the capacity of a Shared chip whose driver carves
+	// only fixed templates (vendors.UnitGrid): a share asks for a number
+	// of template units, its cores and memory follow from it.
+	CapShareUnits resourceapi.QualifiedName = Domain + "/shareUnits"
 
 	// TypeChip is the accel-dra.dev/type of a whole chip.
 	TypeChip = "chip"

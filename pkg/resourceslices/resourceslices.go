@@ -213,7 +213,12 @@ func sharedChip(chip *resourceapi.Device, policy partitions.Policy, c inventory.
 	chip.Attributes[partitions.AttrShareEnforcement] = resourceapi.DeviceAttribute{StringValue: ptr.To(policy.Enforcement(c))}
 	mem := chip.Capacity[names.CapMemory]
 	cores := chip.Capacity[names.CapCores]
-	if g, _, ok := policy.ShareGrid(c); ok {
+	g, _, ok := policy.ShareGrid(c)
+	switch {
+	case ok && g.Units != nil:
+		unitsChip(chip, *g.Units)
+		return
+	case ok:
 		mem.RequestPolicy = gridPolicy(g.MemoryStep, g.MaxMemory, g.MaxMemory, resource.BinarySI)
 		cores.RequestPolicy = gridPolicy(g.CoresStep, g.MaxCores, g.CoresStep, resource.DecimalSI)
 		chip.Capacity[names.CapMemory], chip.Capacity[names.CapCores] = mem, cores
@@ -232,6 +237,29 @@ func sharedChip(chip *resourceapi.Device, policy partitions.Policy, c inventory.
 		ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: resource.NewQuantity(0, resource.DecimalSI), Step: resource.NewQuantity(1, resource.DecimalSI)},
 	}
 	chip.Capacity[names.CapMemory], chip.Capacity[names.CapCores] = mem, cores
+}
+
+// unitsChip publishes the capacity of a Shared chip whose driver carves
+// fixed templates only (vendors.UnitGrid): accel-dra.dev/shareUnits, the
+// chip's units, whose valid values are the templates' sizes and the whole
+// chip (the default: a claim that asks for no capacity gets the chip). A
+// request policy rounds each capacity on its own, so cores and memory
+// cannot be asked for: their only valid value and default is 0, and a
+// share's cores and memory follow from its units. A request for units no
+// template has rounds up to the next template, or to the whole chip.
+func unitsChip(chip *resourceapi.Device, u vendors.UnitGrid) {
+	values := make([]resource.Quantity, len(u.Sizes))
+	for i, n := range u.Sizes {
+		values[i] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	chip.Capacity[names.CapShareUnits] = resourceapi.DeviceCapacity{Value: *resource.NewQuantity(u.Whole(), resource.DecimalSI),
+		RequestPolicy: &resourceapi.CapacityRequestPolicy{Default: resource.NewQuantity(u.Whole(), resource.DecimalSI), ValidValues: values}}
+	for _, name := range []resourceapi.QualifiedName{names.CapMemory, names.CapCores} {
+		c := chip.Capacity[name]
+		zero := resource.NewQuantity(0, c.Value.Format)
+		c.RequestPolicy = &resourceapi.CapacityRequestPolicy{Default: zero, ValidValues: []resource.Quantity{zero.DeepCopy()}}
+		chip.Capacity[name] = c
+	}
 }
 
 // gridPolicy is a request policy of whole steps from one step to most,

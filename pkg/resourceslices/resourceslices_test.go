@@ -272,6 +272,8 @@ func TestPartitionedChipsPublishTheirCounterSetsInSlicesOfTheirOwn(t *testing.T)
 
 func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	inv := bigInventory(3, false)
+	// vNPUs off: the shares of npu-0 are accounting only.
+	inv.Chips[0].PartitionModeOff = "vNPUs are switched off for this node"
 	policy, err := partitions.ParsePolicy(registry, "npu-0=Shared,npu-1=Partitioned")
 	require.NoError(t, err)
 	devices, sets := resourceslices.DevicesFor(registry, inv, ascend.Vendor, resourceslices.Options{Policy: policy})
@@ -292,7 +294,7 @@ func TestChipModesDecideWhatEachChipPublishes(t *testing.T) {
 	cores := shared.Capacity[names.CapCores]
 	require.True(t, cores.RequestPolicy.Default.IsZero(), "a share reserves no cores unless it asks")
 	require.Zero(t, cores.RequestPolicy.ValidRange.Step.Cmp(resource.MustParse("1")))
-	require.Equal(t, ptr.To(partitions.EnforcementNone), shared.Attributes[partitions.AttrShareEnforcement].StringValue, "Ascend shares are accounting only")
+	require.Equal(t, ptr.To(partitions.EnforcementNone), shared.Attributes[partitions.AttrShareEnforcement].StringValue, "shares are accounting only where vNPUs are off")
 
 	whole := byName["npu-2"]
 	require.Nil(t, whole.AllowMultipleAllocations)
@@ -348,6 +350,36 @@ func TestSharedChipsPublishWhoEnforcesTheirShares(t *testing.T) {
 		require.Zero(t, m.RequestPolicy.ValidRange.Min.Cmp(resource.MustParse("1Gi")), name)
 	}
 	require.NotContains(t, wholeDevice(inv.Chips[0]).Attributes, partitions.AttrShareEnforcement, "only Shared chips have it")
+}
+
+// A Shared Ascend chip whose model's vNPU templates are multiples of one
+// unit publishes its capacity in units, valid only at the templates'
+// sizes and the whole chip; its cores and memory cannot be asked for on
+// their own, so no request can pair them as no template does.
+func TestSharedAscendChipsPublishTheirTemplatesInUnits(t *testing.T) {
+	inv := bigInventory(2, false)
+	inv.Chips[1].Model = "Ascend910A" // templates of no one unit
+	policy, err := partitions.ParsePolicy(registry, "Shared")
+	require.NoError(t, err)
+	devices, _ := resourceslices.DevicesFor(registry, inv, ascend.Vendor, resourceslices.Options{Policy: policy})
+	require.Len(t, devices, 2)
+	d := devices[0]
+	require.Equal(t, ptr.To(partitions.EnforcementHardware), d.Attributes[partitions.AttrShareEnforcement].StringValue)
+	n := func(v int64) resource.Quantity { return *resource.NewQuantity(v, resource.DecimalSI) }
+	require.Equal(t, resourceapi.DeviceCapacity{Value: n(4), RequestPolicy: &resourceapi.CapacityRequestPolicy{
+		Default: ptr.To(n(4)), ValidValues: []resource.Quantity{n(1), n(2), n(4)}}}, d.Capacity[names.CapShareUnits],
+		"vir05_1c_16g is one unit, vir10_3c_32g two, the whole chip (the default) four")
+	for _, name := range []resourceapi.QualifiedName{names.CapMemory, names.CapCores} {
+		c := d.Capacity[name]
+		require.True(t, c.RequestPolicy.Default.IsZero(), name)
+		require.Len(t, c.RequestPolicy.ValidValues, 1, name)
+		require.True(t, c.RequestPolicy.ValidValues[0].IsZero(), "%s cannot be asked for apart from the units", name)
+	}
+	require.Equal(t, int64(64<<30), ptr.To(d.Capacity[names.CapMemory].Value).Value(), "CEL still sees the chip's memory")
+
+	other := devices[1]
+	require.Equal(t, ptr.To(partitions.EnforcementNone), other.Attributes[partitions.AttrShareEnforcement].StringValue)
+	require.NotContains(t, other.Capacity, names.CapShareUnits)
 }
 
 func TestPartitionsOfAnUnhealthyChipAreTaintedToo(t *testing.T) {

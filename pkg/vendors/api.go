@@ -23,6 +23,7 @@ import (
 	"fmt"
 
 	"github.com/accel-dra/accel-dra/api/accel-dra.dev/v1alpha1"
+	"github.com/accel-dra/accel-dra/pkg/names"
 )
 
 // ConfigKindNone as Names.ConfigKind is a vendor whose driver takes no
@@ -59,9 +60,30 @@ func (r Registry) configDrivers() []v1alpha1.ConfigDriver {
 		if kind == ConfigKindNone {
 			kind = v1alpha1.NoConfigKind
 		}
-		drivers = append(drivers, v1alpha1.ConfigDriver{Driver: n.Driver, Kind: kind, VisibleEnv: v.CDI().VisibleEnv})
+		drivers = append(drivers, v1alpha1.ConfigDriver{Driver: n.Driver, Kind: kind, VisibleEnv: v.CDI().VisibleEnv, ShareClasses: shareClasses(v)})
 	}
 	return drivers
+}
+
+// shareClasses are the model DeviceClasses of vendor v whose Shared
+// chips count their shares in template units (ModelShares), for the
+// webhook.
+func shareClasses(v Vendor) map[string]v1alpha1.ShareClass {
+	p := v.Partitions()
+	ms, ok := p.(ModelShares)
+	if !ok {
+		return nil
+	}
+	out := map[string]v1alpha1.ShareClass{}
+	for _, m := range v.Models() {
+		g, ok := ms.ModelUnitGrid(m.Name)
+		if !ok {
+			continue
+		}
+		out[ModelClassName(m.Name)] = v1alpha1.ShareClass{Model: m.Name, Capacity: string(names.CapShareUnits), Sizes: g.Sizes,
+			Described: g.Describe(), Apart: []string{string(names.CapMemory), string(names.CapCores)}}
+	}
+	return out
 }
 
 // ProfileVendors are r's vendors as a hardware profile may name them

@@ -17,8 +17,10 @@ package vendors
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
 )
 
 // Partitions is the partition knowledge of a vendor whose chips can be
@@ -317,6 +319,64 @@ type ShareGrid struct {
 	// CoresStep is the cores unit; MaxCores, a multiple of it, the chip's
 	// cores.
 	CoresStep, MaxCores int64
+	// Units is set where the driver carves only fixed templates (Ascend
+	// vNPUs): a share is a number of units, one of Units.Sizes, and the
+	// steps above are one unit's.
+	Units *UnitGrid
+}
+
+// UnitGrid is the grid of a chip whose driver makes partitions of fixed
+// templates only, every one of them a whole number of one unit of cores
+// and memory. A request policy rounds each capacity on its own, so
+// separate cores and memory requests could ask for a pair no template
+// has; the chip therefore publishes one capacity counted in units
+// (names.CapShareUnits) whose valid values are the templates' sizes, and
+// its cores and memory follow from the units a share takes.
+type UnitGrid struct {
+	// Cores and MemoryBytes are one unit's.
+	Cores, MemoryBytes int64
+	// Sizes are the unit counts a share can take, ascending: one per
+	// template, and last the whole chip (no partition).
+	Sizes []int64
+	// Templates are the template of each size but the last.
+	Templates []Template
+}
+
+// Whole is the units of the whole chip: a share of them gets the chip.
+func (u UnitGrid) Whole() int64 { return u.Sizes[len(u.Sizes)-1] }
+
+// Share returns the memory and cores of a share of units on chip c: the
+// whole chip's from Whole up.
+func (u UnitGrid) Share(c inventory.Chip, units int64) (memory, cores int64) {
+	if units >= u.Whole() {
+		return c.MemoryBytes, int64(c.Cores)
+	}
+	return units * u.MemoryBytes, units * u.Cores
+}
+
+// Template returns the template of a share of units, or an error naming
+// the templates there are.
+func (u UnitGrid) Template(units int64) (Template, error) {
+	for i, t := range u.Templates {
+		if u.Sizes[i] == units {
+			return t, nil
+		}
+	}
+	return Template{}, fmt.Errorf("%d units is no template's size; the sizes are %s", units, u.Describe())
+}
+
+// Describe lists the sizes: "1 (vir05_1c_16g: 5 cores, 16Gi), 2
+// (vir10_3c_32g: 10 cores, 32Gi) or 4 (the whole chip)".
+func (u UnitGrid) Describe() string {
+	parts := make([]string, 0, len(u.Sizes))
+	for i, t := range u.Templates {
+		parts = append(parts, fmt.Sprintf("%d (%s: %d cores, %dMi)", u.Sizes[i], t.Name, t.Cores, t.MemoryBytes>>20))
+	}
+	parts = append(parts, fmt.Sprintf("%d (the whole chip)", u.Whole()))
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
 // Whole says whether a share that takes memory bytes is the whole chip:
@@ -332,6 +392,24 @@ func (g ShareGrid) Check(memory, cores int64) error {
 		return fmt.Errorf("%d cores is not a multiple of %d from %d to %d, the quotas the driver carves", cores, g.CoresStep, g.CoresStep, g.MaxCores)
 	}
 	return nil
+}
+
+// ModelShares is implemented by the SizedPartitions of a vendor whose
+// shares are partitions of fixed templates (UnitGrid), where the grid
+// follows from the model: the webhook checks the claims of a DeviceClass
+// that names the model (ModelClassName) against it at apply, before any
+// node's request policy does.
+type ModelShares interface {
+	// ModelUnitGrid returns the grid of a chip of model, or false where
+	// its shares are not counted in units.
+	ModelUnitGrid(model string) (UnitGrid, bool)
+}
+
+// ModelClassName is the DeviceClass of the whole chips of one model that
+// hack/gen-deviceclasses and the chart write: the model lowercased, "_" as
+// "-" (a DeviceClass name cannot hold it), with the domain.
+func ModelClassName(model string) string {
+	return strings.ReplaceAll(strings.ToLower(model), "_", "-") + "." + names.Domain
 }
 
 // SizedPartitions is implemented by the Partitions of a vendor whose

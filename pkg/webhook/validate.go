@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	resourcev1beta1 "k8s.io/api/resource/v1beta1"
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -43,6 +45,18 @@ type devices struct {
 	// subrequests (nil for a request without).
 	requests map[string][]string
 	configs  []config
+	// sizes are the capacity requests of the claim's requests and
+	// subrequests, in order.
+	sizes []sized
+}
+
+// sized is the capacity a request or subrequest asks of a DeviceClass.
+type sized struct {
+	// path is the request's (or subrequest's) field of the class and
+	// capacity: spec.devices.requests[0].exactly.
+	path     *field.Path
+	class    string
+	capacity map[string]resource.Quantity
 }
 
 type config struct {
@@ -60,11 +74,12 @@ func opaqueConfig(driver string, parameters runtime.RawExtension) config {
 
 // validate checks the configs of our drivers in d: each must decode and
 // validate for its driver (configs.DecodeOpaqueConfig), and the requests
-// it names must exist. configsPath is the path of the config list.
-// Configs of other drivers are not looked at. Every problem is returned,
-// in order.
+// it names must exist; and the share sizes of the requests whose class
+// names a model of fixed share templates (checkSizes). configsPath is the
+// path of the config list. Configs of other drivers are not looked at.
+// Every problem is returned, in order.
 func (d devices) validate(configs *v1alpha1.ConfigDecoder, configsPath *field.Path, isClass bool) []error {
-	var errs []error
+	errs := d.checkSizes(configs)
 	for i, c := range d.configs {
 		if !c.opaque {
 			continue
@@ -82,6 +97,38 @@ func (d devices) validate(configs *v1alpha1.ConfigDecoder, configsPath *field.Pa
 			errs = append(errs, err)
 		case !isClass && cfg.Enforced:
 			errs = append(errs, &v1alpha1.OpaqueConfigError{Field: path.String(), Err: v1alpha1.ErrEnforcedInClaim})
+		}
+	}
+	return errs
+}
+
+// checkSizes refuses the share sizes no template has: a request whose
+// DeviceClass selects one model whose Shared chips make each share a
+// partition of a fixed template (v1alpha1.ShareClass) may ask for units
+// only in the template's sizes or the whole chip's, and not for cores or
+// memory besides, which follow from the units. A request of a generic
+// class is left to the request policy of each chip's slice.
+func (d devices) checkSizes(configs *v1alpha1.ConfigDecoder) []error {
+	var errs []error
+	for _, r := range d.sizes {
+		sc, ok := configs.ShareClass(r.class)
+		if !ok {
+			continue
+		}
+		q, asked := r.capacity[sc.Capacity]
+		if !asked {
+			continue
+		}
+		path := r.path.Child("capacity", "requests")
+		if v, exact := q.AsInt64(); !exact || !slices.Contains(sc.Sizes, v) {
+			errs = append(errs, field.Invalid(path.Key(sc.Capacity), q.String(),
+				fmt.Sprintf("class %s: a share of a Shared %s chip is one of its templates, in units: %s", r.class, sc.Model, sc.Described)))
+		}
+		for _, name := range sc.Apart {
+			if a, both := r.capacity[name]; both && !a.IsZero() {
+				errs = append(errs, field.Invalid(path.Key(name), a.String(),
+					fmt.Sprintf("class %s: a share of a Shared %s chip asks for %s only; its cores and memory follow from them", r.class, sc.Model, sc.Capacity)))
+			}
 		}
 	}
 	return errs
@@ -117,6 +164,10 @@ func (d devices) hasRequest(name string) bool {
 // leaves the configs alone is not judged again.
 func (d devices) equal(o devices) bool {
 	return maps.EqualFunc(d.requests, o.requests, slices.Equal) &&
+		slices.EqualFunc(d.sizes, o.sizes, func(a, b sized) bool {
+			return a.path.String() == b.path.String() && a.class == b.class &&
+				maps.EqualFunc(a.capacity, b.capacity, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 })
+		}) &&
 		slices.EqualFunc(d.configs, o.configs, func(a, b config) bool {
 			return a.opaque == b.opaque && a.driver == b.driver &&
 				bytes.Equal(a.parameters, b.parameters) && slices.Equal(a.requests, b.requests)
@@ -131,9 +182,14 @@ func (d devices) equal(o devices) bool {
 // outside the API server.
 type specShape struct {
 	Requests []struct {
-		Name           string `json:"name"`
+		Name string `json:"name"`
+		// v1beta1 keeps the class and capacity in the request, v1beta2
+		// and v1 under exactly.
+		requestShape
+		Exactly        *requestShape `json:"exactly"`
 		FirstAvailable []struct {
 			Name string `json:"name"`
+			requestShape
 		} `json:"firstAvailable"`
 	} `json:"requests"`
 	Config []struct {
@@ -145,9 +201,25 @@ type specShape struct {
 	} `json:"config"`
 }
 
+// requestShape is what the webhook reads of one way to satisfy a request.
+type requestShape struct {
+	DeviceClassName string `json:"deviceClassName"`
+	Capacity        *struct {
+		Requests map[string]resource.Quantity `json:"requests"`
+	} `json:"capacity"`
+}
+
+// sized is the request's capacity request at path, if it names a class.
+func (r requestShape) sized(path *field.Path) (sized, bool) {
+	if r.DeviceClassName == "" || r.Capacity == nil {
+		return sized{}, false
+	}
+	return sized{path: path, class: r.DeviceClassName, capacity: r.Capacity.Requests}, true
+}
+
 // fromSpec extracts the devices of a claim's spec.devices or a
 // DeviceClass's spec (isClass: no requests), of any served version.
-func fromSpec(spec any, isClass bool) devices {
+func fromSpec(spec any, isClass bool, requestsPath *field.Path) devices {
 	var s specShape
 	// Marshalling a typed API object and reading it back cannot fail.
 	if b, err := json.Marshal(spec); err == nil {
@@ -156,10 +228,22 @@ func fromSpec(spec any, isClass bool) devices {
 	var d devices
 	if !isClass {
 		d.requests = map[string][]string{}
-		for _, r := range s.Requests {
+		for i, r := range s.Requests {
 			var subs []string
-			for _, sub := range r.FirstAvailable {
+			path := requestsPath.Index(i)
+			if sz, ok := r.sized(path); ok {
+				d.sizes = append(d.sizes, sz)
+			}
+			if r.Exactly != nil {
+				if sz, ok := r.Exactly.sized(path.Child("exactly")); ok {
+					d.sizes = append(d.sizes, sz)
+				}
+			}
+			for j, sub := range r.FirstAvailable {
 				subs = append(subs, sub.Name)
+				if sz, ok := sub.sized(path.Child("firstAvailable").Index(j)); ok {
+					d.sizes = append(d.sizes, sz)
+				}
 			}
 			d.requests[r.Name] = subs
 		}
@@ -189,6 +273,9 @@ var (
 	claimConfigs    = field.NewPath("spec", "devices", "config")
 	templateConfigs = field.NewPath("spec", "spec", "devices", "config")
 	classConfigs    = field.NewPath("spec", "config")
+
+	claimRequests    = field.NewPath("spec", "devices", "requests")
+	templateRequests = field.NewPath("spec", "spec", "devices", "requests")
 )
 
 // fromObject reads one of the objects the webhook validates; ok is false
@@ -196,23 +283,23 @@ var (
 func fromObject(obj runtime.Object) (o object, ok bool) {
 	switch obj := obj.(type) {
 	case *resourcev1.ResourceClaim:
-		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false), claimConfigs, false}, true
+		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false, claimRequests), claimConfigs, false}, true
 	case *resourcev1beta2.ResourceClaim:
-		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false), claimConfigs, false}, true
+		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false, claimRequests), claimConfigs, false}, true
 	case *resourcev1beta1.ResourceClaim:
-		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false), claimConfigs, false}, true
+		return object{"ResourceClaim", fromSpec(obj.Spec.Devices, false, claimRequests), claimConfigs, false}, true
 	case *resourcev1.ResourceClaimTemplate:
-		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false), templateConfigs, false}, true
+		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false, templateRequests), templateConfigs, false}, true
 	case *resourcev1beta2.ResourceClaimTemplate:
-		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false), templateConfigs, false}, true
+		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false, templateRequests), templateConfigs, false}, true
 	case *resourcev1beta1.ResourceClaimTemplate:
-		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false), templateConfigs, false}, true
+		return object{"ResourceClaimTemplate", fromSpec(obj.Spec.Spec.Devices, false, templateRequests), templateConfigs, false}, true
 	case *resourcev1.DeviceClass:
-		return object{"DeviceClass", fromSpec(obj.Spec, true), classConfigs, true}, true
+		return object{"DeviceClass", fromSpec(obj.Spec, true, nil), classConfigs, true}, true
 	case *resourcev1beta2.DeviceClass:
-		return object{"DeviceClass", fromSpec(obj.Spec, true), classConfigs, true}, true
+		return object{"DeviceClass", fromSpec(obj.Spec, true, nil), classConfigs, true}, true
 	case *resourcev1beta1.DeviceClass:
-		return object{"DeviceClass", fromSpec(obj.Spec, true), classConfigs, true}, true
+		return object{"DeviceClass", fromSpec(obj.Spec, true, nil), classConfigs, true}, true
 	}
 	return object{}, false
 }

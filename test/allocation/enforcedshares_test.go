@@ -87,3 +87,83 @@ func TestTheSchedulerChargesAnEnforcedShareWhatTheDriverCarves(t *testing.T) {
 		require.Nil(t, n.allocate(request{class: "cambricon.accel-dra.dev", cel: onChip0}), "the whole chip waits for the share")
 	})
 }
+
+// TestTheSchedulerChargesAVNPUShareExactlyItsTemplate runs the upstream
+// allocator over 910B3 chips published Shared with vNPUs on: a share asks
+// for accel-dra.dev/shareUnits (one unit is vir05_1c_16g's 5 cores and
+// 16 GiB, two vir10_3c_32g's, four the whole chip) and is charged exactly
+// one template; cores and memory asked for apart from the units, a pair
+// no template may have, are never allocated on such a chip, whatever the
+// class; a claim for the whole capacity waits until the shares are gone.
+func TestTheSchedulerChargesAVNPUShareExactlyItsTemplate(t *testing.T) {
+	units := func(n int64) map[resourceapi.QualifiedName]resource.Quantity {
+		return map[resourceapi.QualifiedName]resource.Quantity{names.CapShareUnits: *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+	gi := func(n int64) resource.Quantity { return *resource.NewQuantity(n<<30, resource.BinarySI) }
+	onChip0 := `device.attributes["accel-dra.dev"].index == 0 && device.attributes["accel-dra.dev"].shareEnforcement == "hardware"`
+	charged := func(t *testing.T, r resourceapi.DeviceRequestAllocationResult, n int64) {
+		t.Helper()
+		u, m, c := r.ConsumedCapacity[names.CapShareUnits], r.ConsumedCapacity[names.CapMemory], r.ConsumedCapacity[names.CapCores]
+		require.Equal(t, n, u.Value(), "units")
+		require.True(t, m.IsZero(), "memory follows from the units")
+		require.True(t, c.IsZero(), "cores follow from the units")
+	}
+	t.Run("template-sized shares fill the chip, the next waits", func(t *testing.T) {
+		n := newNode(t, "atlas-800t-a2", "npu-0=Shared")
+		res := n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(2)})
+		require.Len(t, res, 1)
+		require.Equal(t, "npu-0", res[0].Device)
+		charged(t, res[0], 2) // vir10_3c_32g
+		for i := range 2 {
+			res = n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(1)})
+			require.Len(t, res, 1, "vir05_1c_16g %d", i+1)
+			charged(t, res[0], 1)
+		}
+		require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(1)}), "four units in use")
+	})
+	t.Run("a size no template has is rounded up to the next that one has", func(t *testing.T) {
+		n := newNode(t, "atlas-800t-a2", "npu-0=Shared")
+		res := n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(3)})
+		require.Len(t, res, 1)
+		charged(t, res[0], 4) // the whole chip, which prepare gives whole
+		require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(5)}), "more than the chip")
+	})
+	t.Run("cores and memory asked for apart never go to the chip", func(t *testing.T) {
+		// npu-1's vNPUs are off: its shares are accounting only and take
+		// memory and cores.
+		shared := `device.allowMultipleAllocations == true`
+		for _, c := range []map[resourceapi.QualifiedName]resource.Quantity{
+			{names.CapMemory: gi(16)},
+			{names.CapMemory: gi(16), names.CapCores: *resource.NewQuantity(10, resource.DecimalSI)},
+			{names.CapCores: *resource.NewQuantity(5, resource.DecimalSI)},
+		} {
+			n := newNodeWith(t, "atlas-800t-a2", "npu-0=Shared,npu-1=Shared", func(inv *inventory.Inventory) {
+				inv.Chips[1].PartitionModeOff = "vNPUs are switched off for this node"
+			})
+			res := n.allocate(request{class: "ascend.accel-dra.dev", cel: shared, capacity: c})
+			require.Len(t, res, 1)
+			require.Equal(t, "npu-1", res[0].Device, "%v: the accounting chip, never the one of vNPU templates", c)
+		}
+	})
+	t.Run("a claim for the whole capacity waits until the shares are gone", func(t *testing.T) {
+		n := newNode(t, "atlas-800t-a2", "npu-0=Shared")
+		require.Len(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(1)}), 1)
+		require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0}), "no capacity: the whole chip, the default")
+		require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(4)}), "all four units")
+
+		n = newNode(t, "atlas-800t-a2", "npu-0=Shared")
+		res := n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0})
+		require.Len(t, res, 1)
+		charged(t, res[0], 4)
+		require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(1)}))
+	})
+	t.Run("310P3: vir02_1c and vir04_3c, two cores a unit", func(t *testing.T) {
+		n := newNode(t, "atlas-300i-duo", "npu-0=Shared")
+		for _, u := range []int64{2, 1, 1} {
+			res := n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(u)})
+			require.Len(t, res, 1)
+			charged(t, res[0], u)
+		}
+		require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: onChip0, capacity: units(1)}))
+	})
+}

@@ -273,6 +273,14 @@ func TestAClaimForManyPartitionsSpreadsOverChipsWithinTheirCounters(t *testing.T
 	require.Nil(t, n.allocate(request{class: "ascend.accel-dra.dev"}), "no whole chip")
 }
 
+// vnpusOff switches the node's vNPUs off (the declared partition mode
+// off), so its Shared chips' shares are accounting only.
+func vnpusOff(inv *inventory.Inventory) {
+	for i := range inv.Chips {
+		inv.Chips[i].PartitionModeOff = "vNPUs are switched off for this node"
+	}
+}
+
 func TestASharedChipTakesClaimsUntilItsMemoryIsUsedUp(t *testing.T) {
 	gi := func(n int64) resource.Quantity { return *resource.NewQuantity(n<<30, resource.BinarySI) }
 	memory := func(q resource.Quantity) map[resourceapi.QualifiedName]resource.Quantity {
@@ -280,7 +288,7 @@ func TestASharedChipTakesClaimsUntilItsMemoryIsUsedUp(t *testing.T) {
 	}
 	shared := `device.allowMultipleAllocations == true`
 	t.Run("four 16Gi shares fill a 64Gi 910B3, the fifth waits", func(t *testing.T) {
-		n := newNode(t, "atlas-800t-a2", "npu-0=Shared")
+		n := newNodeWith(t, "atlas-800t-a2", "npu-0=Shared", vnpusOff)
 		for i := 0; i < 4; i++ {
 			res := n.allocate(request{class: "ascend.accel-dra.dev", cel: shared, capacity: memory(gi(16))})
 			require.Len(t, res, 1, "share %d", i+1)
@@ -306,7 +314,7 @@ func TestASharedChipTakesClaimsUntilItsMemoryIsUsedUp(t *testing.T) {
 		require.Len(t, n.allocate(request{class: "cambricon.accel-dra.dev", cel: chip(0), capacity: memory(mib(2284))}), 1)
 	})
 	t.Run("cores a share reserves are used up too", func(t *testing.T) {
-		n := newNode(t, "atlas-800t-a2", "npu-0=Shared")
+		n := newNodeWith(t, "atlas-800t-a2", "npu-0=Shared", vnpusOff)
 		cores := func(c int64) map[resourceapi.QualifiedName]resource.Quantity {
 			return map[resourceapi.QualifiedName]resource.Quantity{names.CapMemory: gi(4), names.CapCores: *resource.NewQuantity(c, resource.DecimalSI)}
 		}
@@ -315,7 +323,7 @@ func TestASharedChipTakesClaimsUntilItsMemoryIsUsedUp(t *testing.T) {
 		require.Len(t, n.allocate(request{class: "ascend.accel-dra.dev", cel: shared, capacity: cores(5)}), 1)
 	})
 	t.Run("a claim without capacity gets the whole shared chip, and then no share fits", func(t *testing.T) {
-		n := newNode(t, "atlas-800t-a2", "npu-0=Shared")
+		n := newNodeWith(t, "atlas-800t-a2", "npu-0=Shared", vnpusOff)
 		res := n.allocate(request{class: "ascend.accel-dra.dev", cel: chip(0)})
 		require.Len(t, res, 1)
 		q := res[0].ConsumedCapacity[names.CapMemory]

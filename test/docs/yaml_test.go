@@ -336,6 +336,7 @@ func TestDecodingASourceFileIsStrict(t *testing.T) {
 		{"docs/examples/podmonitor.yaml", ""},
 		{"docs/examples/cluster-chip-modes.yaml", ""},
 		{"docs/examples/critical-pods-quota.yaml", ""},
+		{"docs/examples/vnpu-share.yaml", ""},
 		{"test/docs/testdata/bad-opaque-config.yaml", `unknown field "envs"`},
 		{"test/docs/testdata/bad-status-data.yaml", `status.devices[0].data: json: unknown field "modell"`},
 		{"test/docs/testdata/bad-claim-field.yaml", `unknown field "spec.devices.request"`},

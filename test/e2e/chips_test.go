@@ -281,19 +281,30 @@ func firstChipOf(t *testing.T, inv inventory.Inventory, v inventory.Vendor) inve
 // agent's flags back when the test ends.
 func publishShared(t *testing.T, node, device string) {
 	t.Helper()
+	// vNPUs off: the shares are accounting only and asked for in memory;
+	// a chip whose shares are vNPUs counts them in template units
+	// (docs/partitions.md).
 	setChipModes(t, node, device+"=Shared", []string{ascend.Driver + "/" + device}, func(d resourceapi.Device) bool {
 		return ptr.Deref(d.AllowMultipleAllocations, false)
-	})
+	}, "--partition-mode=off")
 }
 
 // setChipModes restarts node's agent with --chip-modes=modes, waits until
 // its slices publish each of devices (driver/device) and published says
 // it is in its new mode, and puts the agent's flags back when the test
 // ends.
-func setChipModes(t *testing.T, node, modes string, devices []string, published func(resourceapi.Device) bool) {
+func setChipModes(t *testing.T, node, modes string, devices []string, published func(resourceapi.Device) bool, extra ...string) {
 	t.Helper()
 	orig := cluster.AgentArgs(node)
-	args := slices.DeleteFunc(append([]string(nil), orig...), func(a string) bool { return strings.HasPrefix(a, "--chip-modes=") })
+	args := slices.DeleteFunc(append([]string(nil), orig...), func(a string) bool {
+		for _, e := range append([]string{"--chip-modes="}, extra...) {
+			if flag, _, _ := strings.Cut(e, "="); strings.HasPrefix(a, flag+"=") {
+				return true
+			}
+		}
+		return false
+	})
+	args = append(args, extra...)
 	restart := func(args []string) error {
 		if err := cluster.StopAgent(node); err != nil {
 			return err

@@ -157,7 +157,7 @@ func TestAnAdminClaimNeverTouchesPartitionsNorShares(t *testing.T) {
 		require.Len(t, n.commands.changes(), 1)
 	})
 	t.Run("shares", func(t *testing.T) {
-		n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared"})
+		n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared", VNPUsOff: true})
 		share := func(id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
 			return n.share("npu-0", id, memory)
 		}

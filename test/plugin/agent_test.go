@@ -577,6 +577,9 @@ func (a *agent) state(v inventory.Vendor) nodeState {
 	if v == cambricon.Vendor && a.cfg.Libraries[cambricon.Option] != "" {
 		insts = cndevInstances(a.t) // made through the mock libcndev
 	}
+	if v == ascend.Vendor && a.cfg.Libraries[ascend.Option] != "" {
+		insts = dcmiInstances(a.t) // made through the mock libdcmi
+	}
 	w, err := cdi.NewWriter(context.Background(), cdi.Config{Registry: registry, SpecDir: a.cfg.CDIDir})
 	require.NoError(a.t, err)
 	x, _ := registry.Lookup(v)

@@ -46,16 +46,19 @@ type claimKind struct {
 	name   string
 	vendor inventory.Vendor
 	// devices are the allocated devices; a share of shareMemory and
-	// shareCores each when shareMemory is set.
+	// shareCores each when shareMemory is set, of shareUnits (a chip
+	// whose shares are vNPUs) when that is.
 	devices                 []string
 	shareMemory, shareCores int64
+	shareUnits              int64
 	partitions              int // partitions the claim makes
 }
 
 var crashKinds = []claimKind{
 	{name: "Ascend whole chip", vendor: ascend.Vendor, devices: []string{"npu-0"}},
 	{name: "Ascend vNPUs", vendor: ascend.Vendor, devices: []string{"npu-1-vir05-1c-16g-0", "npu-1-vir10-3c-32g-0"}, partitions: 2},
-	{name: "Ascend share", vendor: ascend.Vendor, devices: []string{"npu-3"}, shareMemory: 8 << 30},
+	// A share of a 910B3 with vNPUs is a vNPU: one unit, vir05_1c_16g.
+	{name: "Ascend share", vendor: ascend.Vendor, devices: []string{"npu-3"}, shareUnits: 1, partitions: 1},
 	{name: "Cambricon whole chip", vendor: cambricon.Vendor, devices: []string{"mlu-0"}},
 	{name: "Cambricon sMLUs", vendor: cambricon.Vendor, devices: []string{"mlu-1-smlu-25p-0", "mlu-1-smlu-50p-0"}, partitions: 2},
 	{name: "Cambricon share", vendor: cambricon.Vendor, devices: []string{"mlu-3"}, shareMemory: 4 << 30},
@@ -76,12 +79,15 @@ func (k claimKind) results(uid types.UID) []resourceapi.DeviceRequestAllocationR
 	var out []resourceapi.DeviceRequestAllocationResult
 	for i, d := range k.devices {
 		r := resourceapi.DeviceRequestAllocationResult{Request: "accel", Driver: registry.DriverFor(k.vendor), Pool: nodeName, Device: d}
-		if k.shareMemory > 0 {
+		if k.shareMemory > 0 || k.shareUnits > 0 {
 			share := types.UID(fmt.Sprintf("%s-share-%d", uid, i))
 			r.ShareID = &share
 			r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{
 				names.CapMemory: *resource.NewQuantity(k.shareMemory, resource.BinarySI),
 				names.CapCores:  *resource.NewQuantity(k.shareCores, resource.DecimalSI),
+			}
+			if k.shareUnits > 0 {
+				r.ConsumedCapacity[names.CapShareUnits] = *resource.NewQuantity(k.shareUnits, resource.DecimalSI)
 			}
 		}
 		out = append(out, r)

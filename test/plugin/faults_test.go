@@ -52,7 +52,8 @@ import (
 // error and lose nothing that was prepared.
 
 // faultKinds are the kinds of Ascend claims prepared before a fault: a
-// whole chip, two vNPUs and a share of chip 3 (faultChipModes).
+// whole chip, two vNPUs and a share of chip 3 (faultChipModes), itself a
+// vNPU.
 var faultKinds = func() []claimKind {
 	var out []claimKind
 	for _, k := range crashKinds {
@@ -230,7 +231,7 @@ func TestAnUnwritableOrFullCDIDirectoryFailsOnlyNewClaimsAndLosesNothing(t *test
 	late := []claimKind{
 		{vendor: ascend.Vendor, devices: []string{"npu-4"}},
 		{vendor: ascend.Vendor, devices: []string{"npu-5-vir05-1c-16g-0"}, partitions: 1},
-		{vendor: ascend.Vendor, devices: []string{"npu-3"}, shareMemory: 8 << 30},
+		{vendor: ascend.Vendor, devices: []string{"npu-3"}, shareUnits: 1, partitions: 1}, // a vNPU share
 	}
 	tests := []struct {
 		name string
@@ -354,7 +355,7 @@ func TestAnAgentRefusesACheckpointOfAnotherVersionAndTouchesNothing(t *testing.T
 
 	require.NoError(t, os.WriteFile(path, v1, 0o600))
 	a.start("")
-	require.Len(t, a.requireConsistent(ascend.Vendor, uidsOf(claims...), "with the checkpoint back in this version").partitions, 2)
+	require.Len(t, a.requireConsistent(ascend.Vendor, uidsOf(claims...), "with the checkpoint back in this version").partitions, 3, "two vNPUs and the share's")
 	a.mustUnprepare(claims...)
 	require.Empty(t, a.requireConsistent(ascend.Vendor, nil).partitions)
 	require.Empty(t, a.cdiFiles())

@@ -119,6 +119,10 @@ type nodeOptions struct {
 	Runner discovery.CommandRunner
 	// Setup, when set, changes the node before its plugin starts.
 	Setup func(*node)
+	// VNPUsOff switches the node's vNPUs off (the declared partition mode
+	// off): its Shared Ascend chips' shares are accounting only, asked for
+	// in memory and cores rather than vNPU template units.
+	VNPUsOff bool
 }
 
 // needsRoot skips t, saying why, unless the test runs as root (make test
@@ -149,6 +153,11 @@ func startNode(t testing.TB, o nodeOptions) *node {
 	inv, vendor := o.Inventory, o.Vendor
 	if o.Profile != "" {
 		inv = simulatedNode(t, o.Profile)
+	}
+	if o.VNPUsOff {
+		for i := range inv.Chips {
+			inv.Chips[i].PartitionModeOff = "vNPUs are switched off for this node"
+		}
 	}
 	// Unix socket paths are limited to 108 bytes: keep them short.
 	sockets, err := os.MkdirTemp("", "adra-")

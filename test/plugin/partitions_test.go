@@ -229,7 +229,7 @@ func (n *node) share(device, id string, memory resource.Quantity) resourceapi.De
 }
 
 func TestASharedChipTakesSharesUntilItsMemoryIsUsedAndHandsEachItsShare(t *testing.T) {
-	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared"})
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared", VNPUsOff: true})
 	share := func(id string, memory resource.Quantity) resourceapi.DeviceRequestAllocationResult {
 		return n.share("npu-0", id, memory)
 	}

@@ -333,7 +333,7 @@ func TestPublishedSlicesAreTheFoundationCodesSlices(t *testing.T) {
 // repeat its variables but not change them, may not loosen its Exclusive
 // sharing, and may not be enforced itself.
 func TestAnEnforcedDeviceClassConfigCannotBeOverriddenByTheClaim(t *testing.T) {
-	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared"})
+	n := startNode(t, nodeOptions{Profile: "atlas-800t-a2", Vendor: ascend.Vendor, ChipModes: "npu-0=Shared", VNPUsOff: true})
 	class := func() resourceapi.DeviceAllocationConfiguration {
 		return n.opaque(resourceapi.AllocationConfigSourceClass, `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"AscendConfig","enforced":true,"env":{"HCCL_IF_IP":"10.0.0.1"},"sharing":{"strategy":"Exclusive"}}`)
 	}

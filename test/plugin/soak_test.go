@@ -177,12 +177,14 @@ type soakDevice struct {
 	// consumes are the counters it takes from its chip's counter set.
 	counterSet string
 	consumes   map[string]int64
-	// memory is a shared chip's memory, handed out in shares.
+	// memory is a shared chip's memory, handed out in shares; on a chip
+	// whose shares are vNPUs, its units (sizes: the valid ones).
 	memory int64
+	sizes  []int64
 }
 
-// soakPick is one allocated device of a claim; share is the memory of a
-// share of a shared chip.
+// soakPick is one allocated device of a claim; share is the memory (or
+// the units) of a share of a shared chip.
 type soakPick struct {
 	dev   *soakDevice
 	share int64
@@ -290,6 +292,13 @@ func newSoak(t *testing.T, rng *rand.Rand) *soak {
 				sd.kind = kindShare
 				mem := d.Capacity[names.CapMemory]
 				sd.memory = mem.Value.Value()
+				if u, ok := d.Capacity[names.CapShareUnits]; ok {
+					// Shares are vNPUs of a template's units (docs/partitions.md).
+					sd.memory = u.Value.Value()
+					for _, q := range u.RequestPolicy.ValidValues {
+						sd.sizes = append(sd.sizes, q.Value())
+					}
+				}
 				s.shareLeft[sd] = sd.memory
 			case *d.Attributes[names.AttrType].StringValue != names.TypeChip:
 				sd.kind = kindPartition
@@ -489,6 +498,10 @@ func (s *soak) allocate() *soakClaim {
 				names.CapMemory: *resource.NewQuantity(p.share, resource.BinarySI),
 				names.CapCores:  *resource.NewQuantity(0, resource.DecimalSI),
 			}
+			if p.dev.sizes != nil {
+				r.ConsumedCapacity[names.CapMemory] = *resource.NewQuantity(0, resource.BinarySI)
+				r.ConsumedCapacity[names.CapShareUnits] = *resource.NewQuantity(p.share, resource.DecimalSI)
+			}
 		}
 		c.obj.Status.Allocation.Devices.Results = append(c.obj.Status.Allocation.Devices.Results, r)
 	}
@@ -518,6 +531,9 @@ func (s *soak) pick(v inventory.Vendor, chosen map[*soakDevice]bool) (soakPick, 
 			// 1, 2, 4 or 8 GiB, now and then all of the memory (a claim
 			// asking for no capacity gets the request policy's default).
 			share = int64(1) << (30 + s.rng.IntN(4))
+			if d.sizes != nil {
+				share = d.sizes[s.rng.IntN(len(d.sizes))]
+			}
 			if s.rng.IntN(10) == 0 {
 				share = d.memory
 			}
@@ -763,8 +779,15 @@ func (s *soak) check(when string) {
 					require.NotNil(s.t, d.Partition, "%s: its partition", what)
 					require.Nil(s.t, d.Share, what)
 				case kindShare:
-					require.Nil(s.t, d.Partition, what)
 					require.NotNil(s.t, d.Share, "%s: its share", what)
+					if p.dev.sizes != nil {
+						// A vNPU unless it is the whole chip.
+						units := d.Share.Consumed[string(names.CapShareUnits)]
+						require.Equal(s.t, p.share, units.Value(), "%s: the units of its share", what)
+						require.Equal(s.t, p.share < p.dev.memory, d.Partition != nil, "%s: a vNPU unless the whole chip", what)
+						break
+					}
+					require.Nil(s.t, d.Partition, what)
 					mem := d.Share.Consumed[string(names.CapMemory)]
 					require.Equal(s.t, p.share, mem.Value(), "%s: the memory of its share", what)
 				default:

@@ -45,6 +45,43 @@ type ConfigDriver struct {
 	// VisibleEnv is the driver's visible-devices variable, e.g.
 	// ASCEND_VISIBLE_DEVICES, which no config of any driver may set.
 	VisibleEnv string
+	// ShareClasses are the driver's DeviceClasses, by name, that select
+	// the chips of one model whose shares, where published Shared, are
+	// partitions of fixed templates counted in units: the webhook refuses
+	// a claim of such a class that asks for a size no template has.
+	ShareClasses map[string]ShareClass
+}
+
+// ShareClass is what the webhook knows of a DeviceClass that selects the
+// chips of one model whose Shared chips make each share a partition of a
+// fixed template (Ascend vNPUs, docs/partitions.md): a share asks for a
+// number of units, one of Sizes.
+//
+// +k8s:deepcopy-gen=false
+type ShareClass struct {
+	// Model is the model the class selects, for messages.
+	Model string
+	// Capacity is the capacity counted in units (accel-dra.dev/shareUnits).
+	Capacity string
+	// Sizes are the unit counts a share can take, ascending: the
+	// templates' and last the whole chip.
+	Sizes []int64
+	// Described lists the sizes and their templates, for messages.
+	Described string
+	// Apart are the capacities a share of units cannot ask for too: its
+	// cores and memory follow from its units.
+	Apart []string
+}
+
+// ShareClass returns what is known of DeviceClass class, if it is one of
+// a driver's ShareClasses.
+func (d *ConfigDecoder) ShareClass(class string) (ShareClass, bool) {
+	for _, c := range d.byDriver {
+		if sc, ok := c.ShareClasses[class]; ok {
+			return sc, true
+		}
+	}
+	return ShareClass{}, false
 }
 
 // ConfigDecoder decodes, defaults and validates the opaque configs of a

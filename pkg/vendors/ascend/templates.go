@@ -15,6 +15,9 @@
 package ascend
 
 import (
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/accel-dra/accel-dra/pkg/inventory"
@@ -79,4 +82,133 @@ func (Ascend) Partitions() vendors.Partitions { return VNPUs{} }
 func (VNPUs) Model(c inventory.Chip) (vendors.PartitionModel, bool) {
 	m, ok := vnpuModels[c.Model]
 	return m, ok
+}
+
+var _ vendors.SizedPartitions = VNPUs{}
+
+// ShareGrid implements vendors.SizedPartitions. DCMI makes a vNPU of a
+// template only (dcmi_create_vdevice takes a template name:
+// dcmi_virtual_intf.c:964-1010), so a share of a Shared chip can be
+// enforced only where every size the allocator can admit is exactly one
+// template's, charged what it takes. That holds where the model's
+// templates, one per size (sharesTemplates), are each a whole number of
+// one unit of cores and memory and any mix of them that fits the chip's
+// units fits its AI CPUs too. The 910B2, 910B3 and 910B4 qualify with
+// both templates (5 or 6 cores and 8 or 16 GiB a unit, four units a
+// chip); the 310P3 with vir02_1c and vir04_3c (2 cores and 6 GiB a unit:
+// eight vir01 would need 8 of its 7 AI CPUs); the 910A does not (its
+// templates' HBM is no multiple of one size), nor a model without
+// templates: their shares stay accounting only.
+func (VNPUs) ShareGrid(c inventory.Chip) (vendors.ShareGrid, bool) {
+	m, ok := vnpuModels[c.Model]
+	if !ok || c.Cores <= 0 || c.MemoryBytes <= 0 {
+		return vendors.ShareGrid{}, false
+	}
+	u, ok := unitGrid(m, int64(c.Cores), c.MemoryBytes)
+	if !ok {
+		return vendors.ShareGrid{}, false
+	}
+	whole := u.Whole()
+	return vendors.ShareGrid{MemoryStep: u.MemoryBytes, MaxMemory: whole * u.MemoryBytes,
+		CoresStep: u.Cores, MaxCores: whole * u.Cores, Units: &u}, true
+}
+
+// unitGrid finds the unit of model m on a chip of cores and memory: of
+// the templates kept (sharesTemplates), those that take more than their
+// units' part of the chip's AI CPUs, or the whole chip, are dropped and
+// the unit found again, until every one takes at most its part (then no
+// mix of templates that fits the units can run out of AI CPUs).
+func unitGrid(m vendors.PartitionModel, cores, memory int64) (vendors.UnitGrid, bool) {
+	kept := sharesTemplates(m.Templates)
+	for len(kept) > 0 {
+		var uc, um int64
+		for _, t := range kept {
+			uc, um = gcd(uc, t.Cores), gcd(um, t.MemoryBytes)
+		}
+		whole := min(cores/uc, memory/um)
+		var next []vendors.Template
+		for _, t := range kept {
+			k := t.Cores / uc
+			if t.MemoryBytes != k*um {
+				return vendors.UnitGrid{}, false // cores and memory are not multiples of one unit
+			}
+			if k < whole && t.AICPUs*whole <= k*m.AICPUs {
+				next = append(next, t)
+			}
+		}
+		if len(next) < len(kept) {
+			kept = next
+			continue
+		}
+		if m.MaxInstances > 0 && whole/(kept[0].Cores/uc) > int64(m.MaxInstances) {
+			return vendors.UnitGrid{}, false // more shares fit than the chip has vNPU ids
+		}
+		g := vendors.UnitGrid{Cores: uc, MemoryBytes: um, Templates: kept}
+		for _, t := range kept {
+			g.Sizes = append(g.Sizes, t.Cores/uc)
+		}
+		g.Sizes = append(g.Sizes, whole)
+		return g, true
+	}
+	return vendors.UnitGrid{}, false
+}
+
+// sharesTemplates keeps one template per size (cores and memory), the one
+// with the fewest AI CPUs, the first of the table on a tie (vir04_3c
+// before vir04_3c_ndvpp): a share asks for a size, not a template, and
+// fewer AI CPUs leave more shares room. Templates are smallest first.
+func sharesTemplates(ts []vendors.Template) []vendors.Template {
+	var out []vendors.Template
+	for _, t := range ts {
+		i := slices.IndexFunc(out, func(o vendors.Template) bool { return o.Cores == t.Cores && o.MemoryBytes == t.MemoryBytes })
+		switch {
+		case i < 0:
+			out = append(out, t)
+		case t.AICPUs < out[i].AICPUs:
+			out[i] = t
+		}
+	}
+	return out
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// SizedTemplate implements vendors.SizedPartitions: the template of a
+// share of memory and cores, which must be one size of the chip's grid.
+func (v VNPUs) SizedTemplate(c inventory.Chip, memory, cores int64) (vendors.Template, error) {
+	g, ok := v.ShareGrid(c)
+	if !ok {
+		return vendors.Template{}, fmt.Errorf("chip %d (%s) has no vNPU templates a share can be sized to", c.Index, c.Model)
+	}
+	u := g.Units
+	units := cores / u.Cores
+	if cores%u.Cores != 0 || memory != units*u.MemoryBytes {
+		return vendors.Template{}, fmt.Errorf("a share of %d cores and %dMi on chip %d (%s) is not a whole number of its units (%d cores and %dMi); the sizes are %s",
+			cores, memory>>20, c.Index, c.Model, u.Cores, u.MemoryBytes>>20, u.Describe())
+	}
+	t, err := u.Template(units)
+	if err != nil {
+		return vendors.Template{}, fmt.Errorf("a vNPU of chip %d (%s): %w", c.Index, c.Model, err)
+	}
+	return t, nil
+}
+
+var _ vendors.ModelShares = VNPUs{}
+
+// ModelUnitGrid implements vendors.ModelShares: the grid of a chip of
+// model with its AI cores (aiCoresPerChip), memory taken as ample, which
+// it is on every chip of the models whose grid it is (the templates'
+// units fill the cores first).
+func (VNPUs) ModelUnitGrid(model string) (vendors.UnitGrid, bool) {
+	m, ok := vnpuModels[model]
+	cores := aiCoresPerChip[strings.TrimPrefix(model, "Ascend")]
+	if !ok || cores <= 0 {
+		return vendors.UnitGrid{}, false
+	}
+	return unitGrid(m, int64(cores), math.MaxInt64/2)
 }

@@ -950,6 +950,9 @@ int dcmi_get_device_info(int card_id, int device_id, enum dcmi_main_cmd main_cmd
     if (main_cmd != DCMI_MAIN_CMD_VDEV_MNG) {
         return DCMI_ERR_NOT_SUPPORT;
     }
+    /* The driver keeps the vNPUs: those another process made (npu-smi,
+     * an agent before a restart) show here too. */
+    load_state();
     if (sub_cmd == VMNG_SUB_CMD_GET_TOTAL_RESOURCE) {
         if (*size < sizeof(struct dcmi_soc_total_resource)) {
             return DCMI_ERR_INVALID_PARAMETER;
@@ -1185,6 +1188,11 @@ int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_
         return rc;
     }
     CHIP_OR_FAIL(c, card_id, device_id);
+    /* A driver that refuses vNPUs on one chip (a fail-chip line). */
+    rc = failing_on(__func__, c->logic);
+    if (rc != DCMI_OK) {
+        return rc;
+    }
     load_state();
     /* vNPU ids of a chip: [phy*16+100, phy*16+115] (npu-smi create-vnpu -v) */
     rc = template_known(c, vdev->template_name);
