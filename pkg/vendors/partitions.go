@@ -447,3 +447,12 @@ func ShareGridOf(v Vendor, c inventory.Chip) (ShareGrid, SizedPartitions, bool) 
 	}
 	return g, s, true
 }
+
+// GCD is the greatest common divisor of a and b (b of 0 gives a): the
+// step a share grid's sizes are multiples of.
+func GCD(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

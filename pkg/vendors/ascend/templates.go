@@ -123,7 +123,7 @@ func unitGrid(m vendors.PartitionModel, cores, memory int64) (vendors.UnitGrid, 
 	for len(kept) > 0 {
 		var uc, um int64
 		for _, t := range kept {
-			uc, um = gcd(uc, t.Cores), gcd(um, t.MemoryBytes)
+			uc, um = vendors.GCD(uc, t.Cores), vendors.GCD(um, t.MemoryBytes)
 		}
 		whole := min(cores/uc, memory/um)
 		var next []vendors.Template
@@ -169,13 +169,6 @@ func sharesTemplates(ts []vendors.Template) []vendors.Template {
 		}
 	}
 	return out
-}
-
-func gcd(a, b int64) int64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // SizedTemplate implements vendors.SizedPartitions: the template of a

@@ -101,15 +101,8 @@ func (SMLUs) ShareGrid(c inventory.Chip) (vendors.ShareGrid, bool) {
 		return vendors.ShareGrid{}, false
 	}
 	cores := int64(c.Cores)
-	step := cores / gcd(cores, 100)
+	step := cores / vendors.GCD(cores, 100)
 	return vendors.ShareGrid{MemoryStep: mem, MaxMemory: 100 * mem, CoresStep: step, MaxCores: cores}, true
-}
-
-func gcd(a, b int64) int64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // SizedTemplate implements vendors.SizedPartitions: the sMLU profile of
