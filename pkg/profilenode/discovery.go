@@ -43,6 +43,9 @@ type Backend struct {
 	Profile  *v1alpha1.HardwareProfile
 	// Registry has the vendors whose chips the profile may hold.
 	Registry vendors.Registry
+	// PartitionMode is what the admin declares (--partition-mode): off
+	// turns every chip's partitions off, as the real backends do.
+	PartitionMode string
 }
 
 var _ discovery.Backend = &Backend{}
@@ -99,8 +102,11 @@ func (b *Backend) Discover(_ context.Context) (inventory.Inventory, error) {
 				}
 				c.DeviceIP = ip.String()
 			}
-			if g.PartitionModeOff {
+			switch {
+			case g.PartitionModeOff:
 				c.PartitionModeOff = "the hardware profile sets partitionModeOff"
+			case b.PartitionMode == vendors.PartitionModeOff:
+				c.PartitionModeOff = "the node's partition mode is declared off (--partition-mode=off)"
 			}
 			if unhealthy[idx] {
 				c.MarkUnhealthy(inventory.ReasonSimulated, "the hardware profile lists the chip as unhealthy")

@@ -91,7 +91,9 @@ func Backends(o Options) ([]discovery.Backend, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []discovery.Backend{profilenode.New(o.Registry, o.NodeName, p)}, nil
+		b := profilenode.New(o.Registry, o.NodeName, p)
+		b.PartitionMode = o.PartitionMode
+		return []discovery.Backend{b}, nil
 	}
 	if err := vendors.CheckPartitionMode(o.PartitionMode); err != nil {
 		return nil, err

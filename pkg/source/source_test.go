@@ -152,3 +152,24 @@ func TestThePartitionModeReachesTheBackends(t *testing.T) {
 	_, err = source.Backends(source.Options{Registry: reg, Root: t.TempDir(), PartitionMode: "docker"})
 	require.EqualError(t, err, `partition mode "docker" is not one of auto, on, off`)
 }
+
+// A simulated node honours the declared mode too: off turns every chip's
+// partitions off, as the real backends do, so its shares are accounting
+// only; on and auto leave the profile's chips as they are.
+func TestASimulatedNodeHonoursTheDeclaredPartitionMode(t *testing.T) {
+	for mode, off := range map[string]string{
+		vendors.PartitionModeOff:  "the node's partition mode is declared off (--partition-mode=off)",
+		vendors.PartitionModeAuto: "",
+		"":                        "",
+	} {
+		backends, err := source.Backends(source.Options{Registry: registry, NodeName: "node-a", Profile: "atlas-800t-a2", PartitionMode: mode})
+		require.NoError(t, err)
+		require.Len(t, backends, 1)
+		inv, err := backends[0].Discover(context.Background())
+		require.NoError(t, err)
+		require.NotEmpty(t, inv.Chips)
+		for _, c := range inv.Chips {
+			require.Equal(t, off, c.PartitionModeOff, "mode %q, chip %d", mode, c.Index)
+		}
+	}
+}
