@@ -94,14 +94,19 @@ func (l *dcmiLib) spodInfo(c dcmiChip) (dcmiSpodInfo, error) {
 		return l.v2SpodInfo(c)
 	}
 	var info dcmiSpodInfo
-	if l.getDeviceInfo == nil {
-		return info, &DCMIError{Func: "dcmi_get_device_info", Code: dcmiErrFuncNotPresent}
-	}
-	size := uint32(unsafe.Sizeof(info))
-	err := l.call("dcmi_get_device_info", func() int32 {
-		return l.getDeviceInfo(int32(c.Card), int32(c.Device), dcmiMainCmdChipInf, dcmiSubCmdChipSpodInfo, unsafe.Pointer(&info), &size)
-	})
+	err := l.chipInf(c, dcmiSubCmdChipSpodInfo, unsafe.Pointer(&info), uint32(unsafe.Sizeof(info)))
 	return info, err
+}
+
+// chipInf asks DCMI's dcmi_get_device_info for a DCMI_MAIN_CMD_CHIP_INF
+// sub-command of chip c into buf of size bytes.
+func (l *dcmiLib) chipInf(c dcmiChip, sub uint32, buf unsafe.Pointer, size uint32) error {
+	if l.getDeviceInfo == nil {
+		return &DCMIError{Func: "dcmi_get_device_info", Code: dcmiErrFuncNotPresent}
+	}
+	return l.call("dcmi_get_device_info", func() int32 {
+		return l.getDeviceInfo(int32(c.Card), int32(c.Device), dcmiMainCmdChipInf, sub, buf, &size)
+	})
 }
 
 // spodNodeStatus asks DCMI what the super pod's fabric records of the NPU
@@ -109,14 +114,8 @@ func (l *dcmiLib) spodInfo(c dcmiChip) (dcmiSpodInfo, error) {
 // and the status out (dcmi_get_spod_node_status in the driver source's
 // DCMI, src/custom/dev_prod/user/dcmi).
 func (l *dcmiLib) spodNodeStatus(c dcmiChip, sdid uint32) (uint32, error) {
-	if l.getDeviceInfo == nil {
-		return 0, &DCMIError{Func: "dcmi_get_device_info", Code: dcmiErrFuncNotPresent}
-	}
 	para := sdid
-	size := uint32(unsafe.Sizeof(para))
-	err := l.call("dcmi_get_device_info", func() int32 {
-		return l.getDeviceInfo(int32(c.Card), int32(c.Device), dcmiMainCmdChipInf, dcmiSubCmdChipSpodNodeStatus, unsafe.Pointer(&para), &size)
-	})
+	err := l.chipInf(c, dcmiSubCmdChipSpodNodeStatus, unsafe.Pointer(&para), uint32(unsafe.Sizeof(para)))
 	return para, err
 }
 
