@@ -23,7 +23,8 @@
 #                                      component of its own (see build_kubectl)
 #   containerd, shim, ctr 2.4.2      go install -tags no_btrfs
 #   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
-#   kwok 0.8.0 + its stage files     go install
+#   kwok 0.8.0 + its stage files     hack/e2e/kwok/go.mod (the k8s.io
+#                                      libraries of this repository)
 #   kueue 0.19.2 + its CRDs and      go install (docs/queues.md; the CRDs
 #     webhook configurations           and webhooks from the module's config/)
 #   volcano 1.14.1 vc-scheduler,     hack/e2e/volcano/go.mod (volcano.sh/apis
@@ -216,9 +217,9 @@ join_yaml() {
 # while the tests look at them (the demo containers sleep for an hour).
 KWOK_STAGES="node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-delete.yaml"
 build_kwok() {
-	GOBIN=$1 go install -trimpath sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION
+	go -C "$REPO/hack/e2e/kwok" build -trimpath -ldflags "-s -w" -o "$1/kwok" sigs.k8s.io/kwok/cmd/kwok
 	local s f files=()
-	s=$(module_dir sigs.k8s.io/kwok@$KWOK_VERSION)/kustomize/stage
+	s=$(go -C "$REPO/hack/e2e/kwok" list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
 	for f in $KWOK_STAGES; do files+=("$s/$f"); done
 	join_yaml "${files[@]}" >"$1/kwok-stages.yaml"
 }
@@ -269,16 +270,21 @@ apt_deps
 apt_prometheus
 exec {apt_lock}>&-
 
-# Kubernetes first: it is the long one (measured here, two cores, empty Go
-# build cache: ≈ 9.5 min for the four; everything ≈ 17 min).
-component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
-component kubectl $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubectl
+# First the components that share no compiled package with this
+# repository (their own dependency versions), then kwok, Kubernetes and
+# kubectl, whose modules require the same versions as this one
+# (test/imports/modules_test.go): after make test, or after another build
+# that compiled the k8s.io libraries, Go's build cache holds most of what
+# they import. .ci/run builds them all in the background during make test,
+# so the later they come, the more make test has compiled for them.
 component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION nocgo $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
 component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs" build_containerd
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
-component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION nocgo $KWOK_STAGES" build_kwok
 component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION nocgo" build_kueue
 component volcano $VOLCANO_VERSION "$VOLCANO_VERSION $GO_VERSION nocgo $VOLCANO_LDFLAGS $(sha "$REPO/hack/e2e/volcano/go.mod" "$REPO/hack/e2e/volcano/go.sum")" build_volcano
+component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION nocgo $KWOK_STAGES $(sha "$REPO/hack/e2e/kwok/go.mod" "$REPO/hack/e2e/kwok/go.sum")" build_kwok
+component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
+component kubectl $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubectl
 component pause "$(sha "$REPO/hack/e2e/pause/main.go" "$REPO/hack/e2e/pause/go.mod")" "$GO_VERSION" build_pause
 component ascend-runtime "$(sha "$REPO/hack/e2e/ascend-runtime/main.go" "$REPO/hack/e2e/ascend-runtime/go.mod")" "$GO_VERSION" build_ascend_runtime
 if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/tools/go.mod"; then
