@@ -460,3 +460,44 @@ func TestOfferedTemplatesAndOmittedAttributesLeaveTheRestAsItWas(t *testing.T) {
 	require.NoError(t, resourceslices.CheckTemplates(registry, []string{"vir10-3c-32g", "smlu-25p"}))
 	require.ErrorContains(t, resourceslices.CheckTemplates(registry, []string{"vir10_3c_32g"}), `"vir10_3c_32g" is the slug of no partition template (known: `)
 }
+
+// The fabric attributes come from the chip's own fields, for every vendor
+// (the claim status reads the same fields), and only where known: a chip
+// in no super pod publishes none. A partition is in its chip's super pod.
+func TestChipsPublishTheirSuperPodFromTheirOwnFields(t *testing.T) {
+	// The A3 profile's dies offer no vNPU templates; MLU370 chips do.
+	for profileName, devicesOfChip0 := range map[string]int{"atlas-800t-a3": 1, "mlu370-x8": 7} {
+		t.Run(profileName, func(t *testing.T) {
+			inv := inventoryOf(t, "node-0", profileName)
+			inv.Chips[0].SuperPod, inv.Chips[0].SuperDeviceID, inv.Chips[0].ServerIndex = "7", ptr.To[int64](12648448), ptr.To[int64](3)
+			inv.Chips[1].SuperPod = "7" // a super pod without the rest: only what is known
+			chip0, chip1 := registry.ChipDeviceName(inv.Chips[0]), registry.ChipDeviceName(inv.Chips[1])
+			seen := map[string]int{}
+			for _, s := range resourceslices.SlicesFor(registry, "node-0", inv, partitioned) {
+				for _, d := range s.Spec.Devices {
+					parent := d.Name
+					if p := d.Attributes[resourceslices.AttrParentDevice].StringValue; p != nil {
+						parent = *p
+					}
+					want := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+					switch parent {
+					case chip0:
+						want = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{names.AttrSuperPod: {StringValue: ptr.To("7")},
+							names.AttrSuperDeviceID: {IntValue: ptr.To[int64](12648448)}, names.AttrServerIndex: {IntValue: ptr.To[int64](3)}}
+					case chip1:
+						want = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{names.AttrSuperPod: {StringValue: ptr.To("7")}}
+					}
+					got := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+					for _, k := range []resourceapi.QualifiedName{names.AttrSuperPod, names.AttrSuperDeviceID, names.AttrServerIndex} {
+						if v, ok := d.Attributes[k]; ok {
+							got[k] = v
+						}
+					}
+					require.Equal(t, want, got, "device %s", d.Name)
+					seen[parent]++
+				}
+			}
+			require.Equal(t, devicesOfChip0, seen[chip0], "chip 0 and its partitions are published")
+		})
+	}
+}
