@@ -29,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/accel-dra/accel-dra/pkg/fabric"
+	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/test/fakeapi"
 )
@@ -325,4 +327,33 @@ func TestProcStatusMiB(t *testing.T) {
 	require.ErrorContains(t, err, "no NoSuchField")
 	_, err = ProcStatusMiB(-1, "VmRSS")
 	require.Error(t, err)
+}
+
+// TestFabricSlices checks what the fabric side adds: node i's chips carry
+// its super pod, server index and an SDID with the server in bits 22-31,
+// and nothing else changes; its labels place it in one super pod, leaf
+// and spine.
+func TestFabricSlices(t *testing.T) {
+	ctx := context.Background()
+	for _, i := range []int{0, 1, 17, 300} {
+		plain, err := OurResources(ctx, NodeName(i), i, Slices{Modes: "Whole"})
+		require.NoError(t, err)
+		placed, err := OurResources(ctx, NodeName(i), i, Slices{Modes: "Whole", Fabric: true})
+		require.NoError(t, err)
+		superPod, server := FabricPlace(i)
+		for driver, r := range placed {
+			for p, pool := range r.Pools {
+				for s, sl := range pool.Slices {
+					for d, dev := range sl.Devices {
+						before := plain[driver].Pools[p].Slices[s].Devices[d]
+						require.Len(t, dev.Attributes, len(before.Attributes)+3, dev.Name)
+						require.Equal(t, superPod, *dev.Attributes[names.AttrSuperPod].StringValue, dev.Name)
+						require.Equal(t, server, *dev.Attributes[names.AttrServerIndex].IntValue, dev.Name)
+						require.Equal(t, server, *dev.Attributes[names.AttrSuperDeviceID].IntValue>>22, dev.Name)
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]string{fabric.LabelSuperPod: "sp-18", fabric.LabelLeaf: "leaf-18", fabric.LabelSpine: "spine-2"}, FabricLabels(300))
 }
