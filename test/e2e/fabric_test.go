@@ -125,6 +125,10 @@ func TestGangsStayInOneSuperPod(t *testing.T) {
 	t.Run("a hard gang lands in the super pod with free dies", f.testHardGang)
 	t.Run("a gang no super pod holds waits, and spreads in soft mode", f.testTooBigGang)
 	t.Run("Kueue keeps a job in one super pod, chosen by CPU: only the other has free dies", f.testKueueKeepsAJobInOneSuperPod)
+	// Last: it restarts the real node's agent over A3 dies and back.
+	t.Run("accel-dra ranktable in an init container writes the claim's dies", func(t *testing.T) {
+		f.testRankTableInAnInitContainer(t, lib)
+	})
 }
 
 // buildMockDCMI compiles the mock libdcmi.so the agents load.
