@@ -18,7 +18,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
@@ -499,5 +503,49 @@ func TestChipsPublishTheirSuperPodFromTheirOwnFields(t *testing.T) {
 			}
 			require.Equal(t, devicesOfChip0, seen[chip0], "chip 0 and its partitions are published")
 		})
+	}
+}
+
+// The Ascend reader's super pod, read through npu-smi spod-info from the
+// 910B3 node's recordings with its chips named as npu-smi names 910_93
+// dies, is published by the slices as each die's fabric attributes: the
+// reader sets the chip's own fields, these are what reach the scheduler.
+func TestDiscoveredSuperPodIsPublished(t *testing.T) {
+	src := filepath.Join("..", "vendors", "ascend", "testdata", "atlas-800t-a2")
+	dir := t.TempDir()
+	files, err := os.ReadDir(filepath.Join(src, "npu-smi"))
+	require.NoError(t, err)
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(src, "npu-smi", f.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f.Name()), data, 0o644))
+	}
+	info, err := os.ReadFile(filepath.Join(dir, "npu-smi_info.txt"))
+	require.NoError(t, err)
+	for npu := range 8 {
+		from, to := fmt.Sprintf("| %d     910B3 ", npu), fmt.Sprintf("| %d     Ascend910 ", npu)
+		require.Contains(t, string(info), from)
+		info = []byte(strings.Replace(string(info), from, to, 1))
+		// npu-smi's spod-info of a 910_93 die (npu_chip_info_ext.c,
+		// print_npu_spod_info): super pod 7, server 3, SDID laid out as the
+		// DCMI reference says.
+		spod := fmt.Sprintf("\tSDID                           : %d\n\tSuper Pod Size                 : 384\n\tSuper Pod ID                   : 7\n\tServer Index                   : 3\n", 3<<22|npu<<18|npu*2)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, discovery.RecordingName("npu-smi", "info", "-t", "spod-info", "-i", strconv.Itoa(npu), "-c", "0")), []byte(spod), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "npu-smi_info.txt"), info, 0o644))
+	inv, err := ascend.New(ascend.Config{Root: filepath.Join(src, "root"), Runner: discovery.RecordedRunner{Dir: dir}}).Discover(t.Context())
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 8)
+	byName := map[string]resourceapi.Device{}
+	for _, s := range resourceslices.SlicesFor(registry, "node-0", inv, resourceslices.Options{}) {
+		for _, d := range s.Spec.Devices {
+			byName[d.Name] = d
+		}
+	}
+	for _, c := range inv.Chips {
+		d := byName[registry.ChipDeviceName(c)]
+		require.Equal(t, "7", ptr.Deref(d.Attributes[names.AttrSuperPod].StringValue, ""), d.Name)
+		require.Equal(t, int64(3), ptr.Deref(d.Attributes[names.AttrServerIndex].IntValue, -1), d.Name)
+		require.Equal(t, int64(3<<22|c.Index<<18|c.Index*2), ptr.Deref(d.Attributes[names.AttrSuperDeviceID].IntValue, -1), d.Name)
 	}
 }

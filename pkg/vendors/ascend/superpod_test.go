@@ -22,7 +22,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	kptr "k8s.io/utils/ptr"
@@ -30,8 +29,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
-	"github.com/accel-dra/accel-dra/pkg/resourceslices"
-	"github.com/accel-dra/accel-dra/pkg/vendors"
 )
 
 // sdid is the SDID of the die on card, device of server as the 910_93
@@ -228,30 +225,21 @@ func TestDiscoverReadsTheSuperPodThroughNpuSmi(t *testing.T) {
 	}
 }
 
-// fabricAttrs are the fabric attributes a chip's device is published with.
+// fabricAttrs are a chip's place in its super pod.
 type fabricAttrs struct {
 	superPod          string
 	serverIndex, sdid *int64
 }
 
-// publishedFabric is what the node agent publishes of inv's chips, by chip
-// (in inv's order): pkg/resourceslices' devices, so a test sees the
-// attributes as the scheduler does, not discovery's fields.
+// publishedFabric is the place of each of inv's chips as its own fields
+// say it: pkg/resourceslices publishes those as the fabric attributes
+// (its TestDiscoveredSuperPodIsPublished), so discovery sets them and no
+// vendor extra of the same name.
 func publishedFabric(t *testing.T, inv inventory.Inventory) []fabricAttrs {
 	t.Helper()
-	reg := vendors.MustRegistry(Ascend{})
-	byName := map[string]resourceapi.Device{}
-	for _, s := range resourceslices.SlicesFor(reg, "node-0", inv, resourceslices.Options{}) {
-		for _, d := range s.Spec.Devices {
-			byName[d.Name] = d
-		}
-	}
 	out := make([]fabricAttrs, len(inv.Chips))
 	for i, c := range inv.Chips {
-		d, ok := byName[reg.ChipDeviceName(c)]
-		require.True(t, ok, "chip %d is published", i)
-		out[i] = fabricAttrs{superPod: kptr.Deref(d.Attributes[names.AttrSuperPod].StringValue, ""),
-			serverIndex: d.Attributes[names.AttrServerIndex].IntValue, sdid: d.Attributes[names.AttrSuperDeviceID].IntValue}
+		out[i] = fabricAttrs{superPod: c.SuperPod, serverIndex: c.ServerIndex, sdid: c.SuperDeviceID}
 		for _, k := range []string{string(names.AttrSuperPod), string(names.AttrServerIndex), string(names.AttrSuperDeviceID)} {
 			require.NotContains(t, c.Extra, k, "chip %d: the fabric is the chip's own fields, not a vendor extra", i)
 		}
