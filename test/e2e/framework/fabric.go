@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Copyright The accel-dra Authors.
 //
 // Licensed under the Apache License, Version 2.0 (the "License");
