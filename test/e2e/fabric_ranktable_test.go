@@ -202,8 +202,7 @@ func runRealNodeOnA3Dies(t *testing.T, node, lib string) {
 		lines += fmt.Sprintf("ip %d 10.20.7.%d/24\n", i, i+1)
 	}
 	require.NoError(t, os.WriteFile(fixture, []byte(lines), 0o644))
-	tool := filepath.Join(dir, "npu-smi")
-	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+	tool := vnpuModeTool(t, dir)
 	args := slices.DeleteFunc(append([]string(nil), origArgs...), func(a string) bool {
 		return strings.HasPrefix(a, "--profile=") || strings.HasPrefix(a, "--root=") || a == "--fake-devices" || strings.HasPrefix(a, "--chip-modes=")
 	})

@@ -151,13 +151,20 @@ func startSuperPodNode(t *testing.T, lib string, n superPodNode) string {
 	root := a3NodeRoot(t, dir)
 	fixture := filepath.Join(dir, "dcmi.txt")
 	require.NoError(t, os.WriteFile(fixture, []byte(a3Fixture(n)), 0o644))
-	// npu-smi is asked only for the vNPU mode where DCMI reads the rest.
-	tool := filepath.Join(dir, "npu-smi")
-	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+	tool := vnpuModeTool(t, dir)
 
 	startFabricAgent(t, framework.NodeInfo{Name: n.name, Profile: "atlas-800t-a3", Labels: map[string]string{fabricNodeLabel: "a3"}}, append([]string{"--root=" + root, "--vendors=" + ascend.Option,
 		"--dcmi-library=" + lib, "--npu-smi=" + tool, "--fabric-labels"}, n.args...), []string{"ACCEL_DRA_DCMI_FIXTURE=" + fixture})
 	return fixture
+}
+
+// vnpuModeTool writes dir/npu-smi, the tool of an agent that reads its
+// chips through DCMI: npu-smi is asked only for the vNPU mode there.
+func vnpuModeTool(t *testing.T, dir string) string {
+	t.Helper()
+	tool := filepath.Join(dir, "npu-smi")
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+	return tool
 }
 
 // startFabricAgent adds n as a kwok node whose agent discovers with args
