@@ -385,11 +385,23 @@ func (s *sharesNode) testVNPU(t *testing.T) {
 	v, _ = envOf(logs, "ASCEND_RUNTIME_OPTIONS")
 	require.Equal(t, "VIRTUAL", v)
 
-	_, err := cluster.Admin.ResourceV1().ResourceClaims(ns).Create(t.Context(), &resourceapi.ResourceClaim{
+	// The chart's webhook, as TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook runs it.
+	serveChartWebhook(t)
+	claims := cluster.Admin.ResourceV1().ResourceClaims(ns)
+	threeUnits := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "three-units"},
 		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{
 			shareRequest("ascend910b3.accel-dra.dev", map[resourceapi.QualifiedName]string{names.CapShareUnits: "3"})}}},
-	}, metav1.CreateOptions{})
+	}
+	// The API server picks up a new webhook configuration within seconds.
+	var err error
+	require.Eventually(t, func() bool {
+		_, err = claims.Create(t.Context(), threeUnits, metav1.CreateOptions{})
+		if err == nil {
+			_ = claims.Delete(t.Context(), threeUnits.Name, metav1.DeleteOptions{})
+		}
+		return err != nil
+	}, time.Minute, time.Second, "the webhook starts judging claims")
 	require.ErrorContains(t, err, `admission webhook "resourceclaims.accel-dra.dev" denied the request`)
 	require.ErrorContains(t, err, `spec.devices.requests[0].exactly.capacity.requests[accel-dra.dev/shareUnits]: Invalid value: "3": class ascend910b3.accel-dra.dev: a share of a Shared Ascend910B3 chip is one of its templates, in units: 1 (vir05_1c_16g: 5 cores, 16384Mi), 2 (vir10_3c_32g: 10 cores, 32768Mi) or 4 (the whole chip)`)
 
@@ -450,6 +462,10 @@ func (s *sharesNode) testKillAfterCreate(t *testing.T) {
 	after := s.vnpus(t)
 	require.Len(t, after, 1, "one vNPU on the node, no orphan: %v", after)
 	require.Equal(t, after, specMatches(t, c, `vdavinci\d+`), "the claim's own")
+	log, err := os.ReadFile(cluster.AgentLog(node))
+	require.NoError(t, err)
+	require.Contains(t, string(log), fmt.Sprintf(`"Removed a partition the checkpoint does not list (left by a crash before it was recorded)" driver="ascend.accel-dra.dev" chip="npu-%d" type="vnpu" template="vir05_1c_16g" id=%s`,
+		sharedChip, strings.TrimSpace(string(held))), "the restarted agent destroyed the vNPU made before the kill")
 	deleteShares(t, ns, map[string]*resourceapi.ResourceClaim{"crash": c})
 	require.Empty(t, s.vnpus(t))
 }
@@ -477,6 +493,10 @@ func (s *sharesNode) testReboot(t *testing.T) {
 	})
 	nodesA := specMatches(t, claimA, `vdavinci\d+`)
 	require.Equal(t, s.vnpus(t), nodesA, "a's spec names the vNPU the library has now")
+	log, err := os.ReadFile(cluster.AgentLog(cluster.RealNode()))
+	require.NoError(t, err)
+	require.Contains(t, string(log), "The node rebooted since the checkpoint was saved")
+	require.Contains(t, string(log), "Removed the CDI spec of a claim whose partition no longer exists")
 
 	sharePod(t, ns, "b", shareRequest("ascend910b3.accel-dra.dev", map[resourceapi.QualifiedName]string{names.CapShareUnits: "1"}))
 	claimB, _ := runningShare(t, ns, "b")
