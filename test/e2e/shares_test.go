@@ -62,10 +62,12 @@ const (
 )
 
 // sharesNode is the real node's agent reading its chips through the mock
-// libraries: the files the mocks keep their instances in.
+// libraries: the files the mocks keep their instances in, the mock
+// DCMI's fixture, and the agent's flags and environment.
 type sharesNode struct {
 	dir, root            string
 	dcmiState, smluState string
+	dcmiFixture          string
 	args, env            []string
 }
 
@@ -84,6 +86,7 @@ func TestEnforcedSharesOnTheRealNode(t *testing.T) {
 	t.Run("a whole-capacity claim waits until the shares are gone", s.testWholeWaits)
 	t.Run("kill -9 between the library's create and the checkpoint leaves no orphan", s.testKillAfterCreate)
 	t.Run("a reboot that empties the CDI directory gives the share its own vNPU", s.testReboot)
+	t.Run("a share the library cannot make fails its pod naming claim and chip, the others keep theirs", s.testBadShares)
 	t.Run("Kueue charges the shares by capacity", s.testKueue)
 }
 
@@ -96,8 +99,8 @@ func startSharesNode(t *testing.T) *sharesNode {
 	s.root = filepath.Join(s.dir, "root")
 	s.dcmiState, s.smluState = filepath.Join(s.dir, "dcmi.state"), filepath.Join(s.dir, "smlu.state")
 	s.layOutRoot(t)
-	dcmiFixture := filepath.Join(s.dir, "dcmi.txt")
-	writeFirstChips(t, repoPath("pkg", "vendors", "ascend", "testdata", "dcmi", "atlas-800t-a2.txt"), dcmiFixture, `^(chip|ip|error) (\d+) `)
+	s.dcmiFixture = filepath.Join(s.dir, "dcmi.txt")
+	writeFirstChips(t, repoPath("pkg", "vendors", "ascend", "testdata", "dcmi", "atlas-800t-a2.txt"), s.dcmiFixture, `^(chip|ip|error) (\d+) `)
 	cndevFixture := filepath.Join(s.dir, "cndev.txt")
 	writeFirstChips(t, repoPath("pkg", "vendors", "cambricon", "testdata", "cndev", "mlu370-x8.txt"), cndevFixture, `^(device index|link dev)=(\d+) `)
 	host := filepath.Join(s.dir, "host")
@@ -120,7 +123,7 @@ func startSharesNode(t *testing.T) *sharesNode {
 	}
 	s.args = append(s.args, "--root="+s.root, "--dcmi-library="+buildMockDCMI(t), "--cndev-library="+cndev,
 		"--npu-smi="+npuSmi, "--cnmon="+cnmon, fmt.Sprintf("--chip-modes=npu-%d=Shared,mlu-%d=Shared", sharedChip, sharedChip))
-	s.env = []string{"ACCEL_DRA_DCMI_FIXTURE=" + dcmiFixture, "ACCEL_DRA_DCMI_STATE=" + s.dcmiState, "ACCEL_DRA_DCMI_ROOT=" + host,
+	s.env = []string{"ACCEL_DRA_DCMI_FIXTURE=" + s.dcmiFixture, "ACCEL_DRA_DCMI_STATE=" + s.dcmiState, "ACCEL_DRA_DCMI_ROOT=" + host,
 		cndevtest.EnvFixture + "=" + cndevFixture, cndevtest.EnvState + "=" + s.smluState, cndevtest.EnvRoot + "=" + s.root}
 	// A simulated reboot sets the boot id under the agent's root.
 	cluster.Agents[node].Root = s.root
@@ -542,4 +545,76 @@ func (s *sharesNode) testKueue(t *testing.T) {
 	require.Equal(t, []string{fmt.Sprintf("%s/%s/npu-%d", ascend.Driver, cluster.RealNode(), sharedChip)}, deviceNames(q.waitRunning(second, 1)), "the held job runs once the first's units are free")
 	q.deleteAll()
 	require.Empty(t, s.vnpus(t))
+}
+
+// testBadShares: with one share of npu-3 prepared, a second share fails
+// its prepare, once because every vNPU id of the chip is taken (vNPUs
+// made by someone else, added to the mock's state) and once because the
+// driver refuses the call (the mock's fail-chip line, the agent started
+// again on it). The kubelet's event names the claim, the chip and the
+// library's answer; the first share keeps its vNPU and spec, the failed
+// one leaves no vNPU, and it is prepared once the library can.
+func (s *sharesNode) testBadShares(t *testing.T) {
+	ns := newNamespace(t)
+	one := map[resourceapi.QualifiedName]string{names.CapShareUnits: "1"}
+	sharePod(t, ns, "good", shareRequest("ascend910b3.accel-dra.dev", one))
+	good, _ := runningShare(t, ns, "good")
+	mine := s.vnpus(t)
+	require.Len(t, mine, 1)
+	state, err := os.ReadFile(s.dcmiState)
+	require.NoError(t, err)
+	others := slices.Clone(state)
+	for id := sharedChip*16 + 100; id < sharedChip*16+116; id++ {
+		if "vdavinci"+strconv.Itoa(id) != mine[0] {
+			others = fmt.Appendf(others, "%d %d vir05_1c_16g\n", sharedChip, id)
+		}
+	}
+	require.NoError(t, os.WriteFile(s.dcmiState, others, 0o644))
+	sharePod(t, ns, "full", shareRequest("ascend910b3.accel-dra.dev", one))
+	waitPrepareFailed(t, ns, "full", fmt.Sprintf("creating the partition of the share of npu-%d (chip %d)", sharedChip, sharedChip), "all 16 vNPU ids from 148 are in use")
+	require.NoError(t, os.WriteFile(s.dcmiState, state, 0o644))
+	require.Equal(t, mine, s.vnpus(t), "the failed share left no vNPU")
+	full, _ := runningShare(t, ns, "full")
+
+	fixture, err := os.ReadFile(s.dcmiFixture)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(s.dcmiFixture, fmt.Appendf(slices.Clone(fixture), "\nfail-chip %d dcmi_create_vdevice -8255\n", sharedChip), 0o644))
+	s.restartAgent(t, s.env)
+	sharePod(t, ns, "refused", shareRequest("ascend910b3.accel-dra.dev", one))
+	waitPrepareFailed(t, ns, "refused", fmt.Sprintf("creating a vir05_1c_16g vNPU on chip %d through DCMI", sharedChip), "dcmi_create_vdevice: not supported by this chip or driver (-8255)")
+	require.Len(t, s.vnpus(t), 2, "the refused share left no vNPU")
+	require.Contains(t, s.vnpus(t), mine[0], "the first share keeps its vNPU")
+	require.Equal(t, mine, specMatches(t, good, `vdavinci\d+`), "and its spec")
+	require.NoError(t, os.WriteFile(s.dcmiFixture, fixture, 0o644))
+	s.restartAgent(t, s.env)
+	deleteShares(t, ns, map[string]*resourceapi.ResourceClaim{"good": good, "full": full, "refused": nil})
+	require.Empty(t, s.vnpus(t))
+}
+
+// waitPrepareFailed waits until the kubelet reports that it could not
+// prepare the claim of pod name (event FailedPrepareDynamicResources)
+// with a message that names the claim and says each of want.
+func waitPrepareFailed(t *testing.T, ns, name string, want ...string) {
+	t.Helper()
+	pod := waitForPodScheduled(t, ns, name)
+	claims := podClaims(t, pod)
+	require.Len(t, claims, 1)
+	want = append(want, "claim "+ns+"/"+claims[0].Name)
+	var last []string
+	err := wait.PollUntilContextTimeout(t.Context(), 500*time.Millisecond, podTimeout, true, func(ctx context.Context) (bool, error) {
+		events, err := cluster.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedPrepareDynamicResources,involvedObject.name=" + name})
+		if err != nil {
+			return false, nil
+		}
+		last = last[:0]
+		for _, e := range events.Items {
+			last = append(last, e.Message)
+			if !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(e.Message, w) }) {
+				t.Logf("pod %s: %s", name, e.Message)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	require.NoError(t, err, "pod %s: no FailedPrepareDynamicResources event saying %q; events: %q", name, want, last)
 }
