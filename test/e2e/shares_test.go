@@ -519,18 +519,9 @@ func (s *sharesNode) testReboot(t *testing.T) {
 // and runs once the first is deleted.
 func (s *sharesNode) testKueue(t *testing.T) {
 	ctx := t.Context()
-	kueue, err := cluster.StartKueue(ctx, repoPath(queuesDemo, "kueue", "kueue-config-shares.yaml"), "KueueDRAIntegration=true,KueueDRAIntegrationConsumableCapacity=true")
-	require.NoError(t, err)
-	t.Cleanup(func() { kueue.Stop(context.Background()) })
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Kueue's log (tail):\n%s", kueue.Log(60))
-		}
-	})
-	ns := newNamespace(t)
-	q := &kueueQueue{t: t, ns: ns}
-	objs := readDemoObjects(t, "kueue/shares.yaml", ns)
-	_, err = cluster.Apply(ctx, framework.FieldManager, objs...)
+	q := startKueue(t, "kueue-config-shares.yaml", "KueueDRAIntegration=true,KueueDRAIntegrationConsumableCapacity=true")
+	objs := readDemoObjects(t, "kueue/shares.yaml", q.ns)
+	_, err := cluster.Apply(ctx, framework.FieldManager, objs...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cluster.Delete(context.Background(), objs...) })
 	q.waitClusterQueueActive("shares")
