@@ -77,6 +77,10 @@ type Slices struct {
 	// Omit are attribute keys left out of every device
 	// (resourceslices.Options.OmitAttributes).
 	Omit []resourceapi.QualifiedName
+	// Sources are facts discovery would set on every chip where the
+	// node's libraries offer them (inventory.Chip.Sources), which a
+	// hardware profile does not carry.
+	Sources map[string]string
 }
 
 // LeanOmit are the attributes the scheduler cost lever leaves out
@@ -122,6 +126,7 @@ func resourcesFor(ctx context.Context, name, ref string, s Slices) (map[string]r
 	if err != nil {
 		return nil, fmt.Errorf("discovering the simulated chips of node %s: %w", name, err)
 	}
+	withSources(&inv, s.Sources)
 	return resourceslices.DriverResourcesFor(registry, name, inv, resourceslices.Options{
 		Policy: policy, Templates: s.Templates, OmitAttributes: s.Omit}), nil
 }

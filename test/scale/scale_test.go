@@ -167,6 +167,10 @@ func TestWorkloads(t *testing.T) {
 	require.NoError(t, err)
 	driverOnly, err := LoadWorkload("../..", "test/scale/testdata/levers.yaml", DriverOnlyTemplates)
 	require.NoError(t, err)
+	partitionedShares, err := LoadWorkload("../..", SharesFile, PartitionedShareTemplates)
+	require.NoError(t, err)
+	sharedShares, err := LoadWorkload("../..", SharesFile, SharedShareTemplates)
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name      string
 		w         Workload
@@ -175,6 +179,8 @@ func TestWorkloads(t *testing.T) {
 		{"ours", ours, OurTemplates},
 		{"per-model", perModel, PerModelTemplates},
 		{"driver-only", driverOnly, DriverOnlyTemplates},
+		{"partitioned shares", partitionedShares, PartitionedShareTemplates},
+		{"shared shares", sharedShares, SharedShareTemplates},
 		{"baseline", BaselineWorkload(), []string{BaselineTemplate}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
