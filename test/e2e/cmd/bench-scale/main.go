@@ -217,6 +217,9 @@ func run(cfg config) error {
 		oursSide(client, "ours, chips Partitioned (chip + 6 slots), test/bench's claims", ours, partitioned, cfg.partitionedPods, 0),
 		oursSide(client, "lever 4: Partitioned offering "+strings.Join(halves.Templates, ", ")+" only (chip + 2 slots)", ours, halves, cfg.partitionedPods, part),
 	}
+	if sides, err = withShareSides(sides, client, opts.RepoRoot, cfg.partitionedPods); err != nil {
+		return err
+	}
 	var viewResults []viewResult
 	viewSlices := 0
 	if cfg.views {
