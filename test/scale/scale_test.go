@@ -100,20 +100,7 @@ func TestPublish(t *testing.T) {
 // omitted attributes are gone from every device and only those, and the
 // offered templates leave two slots per chip.
 func TestLeverSlices(t *testing.T) {
-	ctx := context.Background()
-	devices := func(i int, s Slices) []resourceapi.Device {
-		res, err := OurResources(ctx, NodeName(i), i, s)
-		require.NoError(t, err)
-		var out []resourceapi.Device
-		for _, r := range res {
-			for _, p := range r.Pools {
-				for _, sl := range p.Slices {
-					out = append(out, sl.Devices...)
-				}
-			}
-		}
-		return out
-	}
+	devices := func(i int, s Slices) []resourceapi.Device { return chipDevices(t, i, s) }
 	for i := range OurProfiles {
 		full := devices(i, Slices{Modes: "Whole"})
 		lean := devices(i, Slices{Modes: "Whole", Omit: LeanOmit})

@@ -26,6 +26,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 )
 
+// chipDevices are the devices the agent of the i-th node publishes with s.
 func chipDevices(t *testing.T, i int, s Slices) []resourceapi.Device {
 	t.Helper()
 	res, err := OurResources(context.Background(), NodeName(i), i, s)
