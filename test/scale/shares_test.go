@@ -68,22 +68,32 @@ func TestEnforcedShareSlices(t *testing.T) {
 // TestSharedClaimsAskTheTemplatesFraction checks that each Shared claim
 // asks exactly the fraction of the published chip its Partitioned twin's
 // template takes, on the driver's grid, so both sides place the same
-// work.
+// work: the template's slot takes that fraction of the chip's cores.
 func TestSharedClaimsAskTheTemplatesFraction(t *testing.T) {
 	w, err := LoadWorkload("../..", SharesFile, SharedShareTemplates)
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		template string
-		profile  int   // OurProfiles index
-		quarters int64 // of a chip
+		profile  int    // OurProfiles index
+		quarters int64  // of a chip
+		slot     string // the Partitioned twin's template, as in device names
 	}{
-		{"quarter-910b3-shared", 0, 1},
-		{"half-910b3-shared", 0, 2},
-		{"quarter-mlu370-shared", 1, 1},
-		{"half-mlu370-shared", 1, 2},
+		{"quarter-910b3-shared", 0, 1, "-vir05-1c-16g-0"},
+		{"half-910b3-shared", 0, 2, "-vir10-3c-32g-0"},
+		{"quarter-mlu370-shared", 1, 1, "-smlu-25p-0"},
+		{"half-mlu370-shared", 1, 2, "-smlu-50p-0"},
 	} {
 		t.Run(tc.template, func(t *testing.T) {
 			chip := chipDevices(t, tc.profile, EnforcedShares)[0]
+			var slot *resourceapi.Device
+			for _, d := range chipDevices(t, tc.profile, Slices{Modes: string(partitions.ModePartitioned)}) {
+				if d.Name == chip.Name+tc.slot {
+					slot = &d
+				}
+			}
+			require.NotNil(t, slot, "%s%s", chip.Name, tc.slot)
+			slotCores, chipCores := slot.Capacity[names.CapCores].Value, chip.Capacity[names.CapCores].Value
+			require.Equal(t, chipCores.Value()*tc.quarters/4, slotCores.Value(), slot.Name)
 			var asked map[resourceapi.QualifiedName]resource.Quantity
 			for _, tmpl := range w.Templates {
 				if tmpl.Name == tc.template {
