@@ -85,6 +85,10 @@ type Slices struct {
 	// chips publish accel-dra.dev/superPod, serverIndex and superDeviceID
 	// (FabricPlace); FabricLabels are its labels.
 	Fabric bool
+	// Sources are facts discovery would set on every chip where the
+	// node's libraries offer them (inventory.Chip.Sources), which a
+	// hardware profile does not carry.
+	Sources map[string]string
 }
 
 // ServersPerSuperPod is how many nodes the Fabric side puts in one super
@@ -166,6 +170,7 @@ func resourcesFor(ctx context.Context, name string, i int, ref string, s Slices)
 	if s.Fabric {
 		placeInFabric(&inv, i)
 	}
+	withSources(&inv, s.Sources)
 	return resourceslices.DriverResourcesFor(registry, name, inv, resourceslices.Options{
 		Policy: policy, Templates: s.Templates, OmitAttributes: s.Omit}), nil
 }

@@ -102,20 +102,7 @@ func TestPublish(t *testing.T) {
 // omitted attributes are gone from every device and only those, and the
 // offered templates leave two slots per chip.
 func TestLeverSlices(t *testing.T) {
-	ctx := context.Background()
-	devices := func(i int, s Slices) []resourceapi.Device {
-		res, err := OurResources(ctx, NodeName(i), i, s)
-		require.NoError(t, err)
-		var out []resourceapi.Device
-		for _, r := range res {
-			for _, p := range r.Pools {
-				for _, sl := range p.Slices {
-					out = append(out, sl.Devices...)
-				}
-			}
-		}
-		return out
-	}
+	devices := func(i int, s Slices) []resourceapi.Device { return chipDevices(t, i, s) }
 	for i := range OurProfiles {
 		full := devices(i, Slices{Modes: "Whole"})
 		lean := devices(i, Slices{Modes: "Whole", Omit: LeanOmit})
@@ -169,6 +156,10 @@ func TestWorkloads(t *testing.T) {
 	require.NoError(t, err)
 	driverOnly, err := LoadWorkload("../..", "test/scale/testdata/levers.yaml", DriverOnlyTemplates)
 	require.NoError(t, err)
+	partitionedShares, err := LoadWorkload("../..", SharesFile, PartitionedShareTemplates)
+	require.NoError(t, err)
+	sharedShares, err := LoadWorkload("../..", SharesFile, SharedShareTemplates)
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name      string
 		w         Workload
@@ -177,6 +168,8 @@ func TestWorkloads(t *testing.T) {
 		{"ours", ours, OurTemplates},
 		{"per-model", perModel, PerModelTemplates},
 		{"driver-only", driverOnly, DriverOnlyTemplates},
+		{"partitioned shares", partitionedShares, PartitionedShareTemplates},
+		{"shared shares", sharedShares, SharedShareTemplates},
 		{"baseline", BaselineWorkload(), []string{BaselineTemplate}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

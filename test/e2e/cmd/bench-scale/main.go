@@ -223,6 +223,9 @@ func run(cfg config) error {
 		// per pod than side 1.
 		fabricSide(client, "ours, chips Whole + fabric (superPod, serverIndex, superDeviceID; superpod, leaf, spine node labels)", ours, cfg.pods, today),
 	}
+	if sides, err = withShareSides(sides, client, opts.RepoRoot, cfg.partitionedPods); err != nil {
+		return err
+	}
 	var viewResults []viewResult
 	viewSlices := 0
 	if cfg.views {
