@@ -103,6 +103,7 @@ func device(reg vendors.Registry, c inventory.Chip) resourceapi.Device {
 	if c.PCIeRoot != "" {
 		attrs[deviceattribute.StandardDeviceAttributePCIeRoot] = resourceapi.DeviceAttribute{StringValue: ptr.To(c.PCIeRoot)}
 	}
+	superPodAttributes(attrs, c)
 	// Vendor extras are unqualified: they land in the driver's own domain.
 	for k, v := range c.Extra {
 		attrs[resourceapi.QualifiedName(k)] = resourceapi.DeviceAttribute{StringValue: v.String, IntValue: v.Int, BoolValue: v.Bool}
@@ -117,6 +118,22 @@ func device(reg vendors.Registry, c inventory.Chip) resourceapi.Device {
 	}
 	d.Taints = Taints(c, "")
 	return d
+}
+
+// superPodAttributes publishes the chip's place in its super pod, for
+// every vendor, from the chip's own fields: the same fields the claim
+// status and rank tables read, so the two cannot disagree. Only what is
+// known is published.
+func superPodAttributes(attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute, c inventory.Chip) {
+	if c.SuperPod != "" {
+		attrs[names.AttrSuperPod] = resourceapi.DeviceAttribute{StringValue: ptr.To(c.SuperPod)}
+	}
+	if c.SuperDeviceID != nil {
+		attrs[names.AttrSuperDeviceID] = resourceapi.DeviceAttribute{IntValue: ptr.To(*c.SuperDeviceID)}
+	}
+	if c.ServerIndex != nil {
+		attrs[names.AttrServerIndex] = resourceapi.DeviceAttribute{IntValue: ptr.To(*c.ServerIndex)}
+	}
 }
 
 // pciBusIDs memoizes deviceattribute.GetPCIBusIDAttribute by bus ID: it

@@ -18,7 +18,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
@@ -459,4 +463,89 @@ func TestOfferedTemplatesAndOmittedAttributesLeaveTheRestAsItWas(t *testing.T) {
 	}
 	require.NoError(t, resourceslices.CheckTemplates(registry, []string{"vir10-3c-32g", "smlu-25p"}))
 	require.ErrorContains(t, resourceslices.CheckTemplates(registry, []string{"vir10_3c_32g"}), `"vir10_3c_32g" is the slug of no partition template (known: `)
+}
+
+// The fabric attributes come from the chip's own fields, for every vendor
+// (the claim status reads the same fields), and only where known: a chip
+// in no super pod publishes none. A partition is in its chip's super pod.
+func TestChipsPublishTheirSuperPodFromTheirOwnFields(t *testing.T) {
+	// The A3 profile's dies offer no vNPU templates; MLU370 chips do.
+	for profileName, devicesOfChip0 := range map[string]int{"atlas-800t-a3": 1, "mlu370-x8": 7} {
+		t.Run(profileName, func(t *testing.T) {
+			inv := inventoryOf(t, "node-0", profileName)
+			inv.Chips[0].SuperPod, inv.Chips[0].SuperDeviceID, inv.Chips[0].ServerIndex = "7", ptr.To[int64](12648448), ptr.To[int64](3)
+			inv.Chips[1].SuperPod = "7" // a super pod without the rest: only what is known
+			chip0, chip1 := registry.ChipDeviceName(inv.Chips[0]), registry.ChipDeviceName(inv.Chips[1])
+			seen := map[string]int{}
+			for _, s := range resourceslices.SlicesFor(registry, "node-0", inv, partitioned) {
+				for _, d := range s.Spec.Devices {
+					parent := d.Name
+					if p := d.Attributes[resourceslices.AttrParentDevice].StringValue; p != nil {
+						parent = *p
+					}
+					want := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+					switch parent {
+					case chip0:
+						want = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{names.AttrSuperPod: {StringValue: ptr.To("7")},
+							names.AttrSuperDeviceID: {IntValue: ptr.To[int64](12648448)}, names.AttrServerIndex: {IntValue: ptr.To[int64](3)}}
+					case chip1:
+						want = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{names.AttrSuperPod: {StringValue: ptr.To("7")}}
+					}
+					got := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+					for _, k := range []resourceapi.QualifiedName{names.AttrSuperPod, names.AttrSuperDeviceID, names.AttrServerIndex} {
+						if v, ok := d.Attributes[k]; ok {
+							got[k] = v
+						}
+					}
+					require.Equal(t, want, got, "device %s", d.Name)
+					seen[parent]++
+				}
+			}
+			require.Equal(t, devicesOfChip0, seen[chip0], "chip 0 and its partitions are published")
+		})
+	}
+}
+
+// The Ascend reader's super pod, read through npu-smi spod-info from the
+// 910B3 node's recordings with its chips named as npu-smi names 910_93
+// dies, is published by the slices as each die's fabric attributes: the
+// reader sets the chip's own fields, these are what reach the scheduler.
+func TestDiscoveredSuperPodIsPublished(t *testing.T) {
+	src := filepath.Join("..", "vendors", "ascend", "testdata", "atlas-800t-a2")
+	dir := t.TempDir()
+	files, err := os.ReadDir(filepath.Join(src, "npu-smi"))
+	require.NoError(t, err)
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(src, "npu-smi", f.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f.Name()), data, 0o644))
+	}
+	info, err := os.ReadFile(filepath.Join(dir, "npu-smi_info.txt"))
+	require.NoError(t, err)
+	for npu := range 8 {
+		from, to := fmt.Sprintf("| %d     910B3 ", npu), fmt.Sprintf("| %d     Ascend910 ", npu)
+		require.Contains(t, string(info), from)
+		info = []byte(strings.Replace(string(info), from, to, 1))
+		// npu-smi's spod-info of a 910_93 die (npu_chip_info_ext.c,
+		// print_npu_spod_info): super pod 7, server 3, SDID laid out as the
+		// DCMI reference says.
+		spod := fmt.Sprintf("\tSDID                           : %d\n\tSuper Pod Size                 : 384\n\tSuper Pod ID                   : 7\n\tServer Index                   : 3\n", 3<<22|npu<<18|npu*2)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, discovery.RecordingName("npu-smi", "info", "-t", "spod-info", "-i", strconv.Itoa(npu), "-c", "0")), []byte(spod), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "npu-smi_info.txt"), info, 0o644))
+	inv, err := ascend.New(ascend.Config{Root: filepath.Join(src, "root"), Runner: discovery.RecordedRunner{Dir: dir}}).Discover(t.Context())
+	require.NoError(t, err)
+	require.Len(t, inv.Chips, 8)
+	byName := map[string]resourceapi.Device{}
+	for _, s := range resourceslices.SlicesFor(registry, "node-0", inv, resourceslices.Options{}) {
+		for _, d := range s.Spec.Devices {
+			byName[d.Name] = d
+		}
+	}
+	for _, c := range inv.Chips {
+		d := byName[registry.ChipDeviceName(c)]
+		require.Equal(t, "7", ptr.Deref(d.Attributes[names.AttrSuperPod].StringValue, ""), d.Name)
+		require.Equal(t, int64(3), ptr.Deref(d.Attributes[names.AttrServerIndex].IntValue, -1), d.Name)
+		require.Equal(t, int64(3<<22|c.Index<<18|c.Index*2), ptr.Deref(d.Attributes[names.AttrSuperDeviceID].IntValue, -1), d.Name)
+	}
 }

@@ -18,9 +18,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/fabric"
 	"github.com/accel-dra/accel-dra/pkg/names"
+	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 )
 
@@ -74,4 +77,50 @@ func TestNodeGroupsCarryTheirSuperPodAndFabricLevels(t *testing.T) {
 		"sp2":   {"2", 0, 0<<22 | 1<<18 | 1<<16 | 3},
 		"roce":  {},
 	}, got)
+}
+
+// A partition of a chip in a super pod is published with its chip's
+// place, as the node agent publishes it (pkg/resourceslices copies the
+// chip's attributes to its partitions); a chip of a node in no super pod
+// publishes no fabric attribute, nor do its partitions.
+func TestPartitionsCarryTheirChipsPlaceInTheSuperPod(t *testing.T) {
+	cl, err := clusterOf(t, `nodes:
+- {name: sp, profile: mlu370-x8, superPod: "4", chipModes: Partitioned}
+- {name: none, profile: mlu370-x8, chipModes: Partitioned}
+`, simulate.ClusterOptions{})
+	require.NoError(t, err)
+	fabricOf := func(d resourceapi.Device) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
+		out := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+		for _, k := range []resourceapi.QualifiedName{fabric.AttrSuperPod, fabric.AttrServerIndex, fabric.AttrSuperDeviceID} {
+			if v, ok := d.Attributes[k]; ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	chips := map[string]map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{}
+	partitionsSeen := 0
+	for _, s := range cl.Slices {
+		for _, d := range s.Spec.Devices {
+			if *d.Attributes[names.AttrType].StringValue == names.TypeChip {
+				chips[*s.Spec.NodeName+"/"+d.Name] = fabricOf(d)
+			}
+		}
+	}
+	require.Equal(t, map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{fabric.AttrSuperPod: {StringValue: ptr.To("4")},
+		fabric.AttrServerIndex: {IntValue: ptr.To[int64](0)}, fabric.AttrSuperDeviceID: {IntValue: ptr.To[int64](1<<18 | 1<<16 | 3)}}, chips["sp/mlu-3"])
+	for _, s := range cl.Slices {
+		for _, d := range s.Spec.Devices {
+			parent := d.Attributes[resourceslices.AttrParentDevice].StringValue
+			if parent == nil {
+				continue
+			}
+			partitionsSeen++
+			require.Equal(t, chips[*s.Spec.NodeName+"/"+*parent], fabricOf(d), "partition %s of %s", d.Name, *s.Spec.NodeName)
+			if *s.Spec.NodeName == "none" {
+				require.Empty(t, fabricOf(d), "partition %s of node none", d.Name)
+			}
+		}
+	}
+	require.NotZero(t, partitionsSeen)
 }

@@ -121,7 +121,6 @@ func BuildCluster(ctx context.Context, c *v1alpha1.SimulatedCluster, opts Cluste
 			stampFabric(n, node, &inv, servers[n.SuperPod])
 			servers[n.SuperPod]++
 			nodeSlices := resourceslices.SlicesFor(opts.Registry, name, inv, resourceslices.Options{Policy: policy})
-			stampSlices(opts.Registry, nodeSlices, inv)
 			out.Nodes = append(out.Nodes, node)
 			out.chips = append(out.chips, nodeChips{node: name, inv: inv, policy: policy})
 			out.Slices = append(out.Slices, nodeSlices...)

@@ -54,6 +54,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/webhook"
 )
 
@@ -929,6 +930,20 @@ spec:
 	return s
 }
 
+// shareClaimOf is a claim or template (kind) of one request of class,
+// exactly or as a firstAvailable subrequest (way), asking for capacity.
+func shareClaimOf(kind, class, way, capacity string) string {
+	request := fmt.Sprintf("deviceClassName: %s\ncapacity: {requests: {%s}}\n", class, capacity)
+	if way == "firstAvailable" {
+		request = "- name: one\n" + indentYAML(request, "  ")
+	}
+	devices := "devices:\n  requests:\n  - name: npu\n    " + way + ":\n" + indentYAML(request, "      ")
+	if kind == "ResourceClaimTemplate" {
+		return "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: share, namespace: default}\nspec:\n  spec:\n" + indentYAML(devices, "    ")
+	}
+	return "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: share, namespace: default}\nspec:\n" + indentYAML(devices, "  ")
+}
+
 func classWith(configs ...string) string {
 	s := `apiVersion: resource.k8s.io/v1
 kind: DeviceClass
@@ -956,23 +971,18 @@ func typedResourceObject(t *testing.T, obj string) runtime.Object {
 	return typed
 }
 
-// hasOurConfig says, from the Go types, whether obj has an opaque config
-// for one of our drivers: what the matchConditions must select.
-func hasOurConfig(obj runtime.Object) bool {
+// ours says, from the Go types, whether obj has an opaque config for one
+// of our drivers, or a claim's request (or subrequest) asks for
+// accel-dra.dev/shareUnits, whose size the webhook checks: what the
+// matchConditions must select.
+func ours(obj runtime.Object) bool {
 	var drivers []string
+	var devices *resourcev1.DeviceClaim
 	switch o := obj.(type) {
 	case *resourcev1.ResourceClaim:
-		for _, c := range o.Spec.Devices.Config {
-			if c.Opaque != nil {
-				drivers = append(drivers, c.Opaque.Driver)
-			}
-		}
+		devices = &o.Spec.Devices
 	case *resourcev1.ResourceClaimTemplate:
-		for _, c := range o.Spec.Spec.Devices.Config {
-			if c.Opaque != nil {
-				drivers = append(drivers, c.Opaque.Driver)
-			}
-		}
+		devices = &o.Spec.Spec.Devices
 	case *resourcev1.DeviceClass:
 		for _, c := range o.Spec.Config {
 			if c.Opaque != nil {
@@ -980,7 +990,32 @@ func hasOurConfig(obj runtime.Object) bool {
 			}
 		}
 	}
+	if devices != nil {
+		for _, c := range devices.Config {
+			if c.Opaque != nil {
+				drivers = append(drivers, c.Opaque.Driver)
+			}
+		}
+		for _, r := range devices.Requests {
+			if r.Exactly != nil && asksForShareUnits(r.Exactly.Capacity) {
+				return true
+			}
+			for _, sub := range r.FirstAvailable {
+				if asksForShareUnits(sub.Capacity) {
+					return true
+				}
+			}
+		}
+	}
 	return slices.Contains(drivers, ascendDriver) || slices.Contains(drivers, cambriconDriver)
+}
+
+func asksForShareUnits(c *resourcev1.CapacityRequirements) bool {
+	if c == nil {
+		return false
+	}
+	_, ok := c.Requests[names.CapShareUnits]
+	return ok
 }
 
 var resourceOf = map[string]string{"ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates", "DeviceClass": "deviceclasses"}
@@ -1077,8 +1112,8 @@ func sentBy(t *testing.T, vwc *admissionregistrationv1.ValidatingWebhookConfigur
 // cannot silently turn the webhook off: with failurePolicy Ignore a CEL
 // error skips the webhook, so the test evaluates with Fail to see errors.
 // An object is sent exactly when it has an opaque config for one of our
-// drivers (judged from the Go types), and every object the webhook would
-// deny is sent.
+// drivers or asks for accel-dra.dev/shareUnits (judged from the Go
+// types), and every object the webhook would deny is sent.
 func TestTheMatchConditionsSendExactlyTheObjectsWithOurConfigs(t *testing.T) {
 	vwc := renderWebhook(t, webhookCases[0]).webhookConfiguration(t)
 	sent := func(t *testing.T, obj string) bool { return sentBy(t, vwc, obj) }
@@ -1086,7 +1121,7 @@ func TestTheMatchConditionsSendExactlyTheObjectsWithOurConfigs(t *testing.T) {
 	check := func(t *testing.T, obj string) (isSent, denied bool) {
 		t.Helper()
 		isSent = sent(t, obj)
-		require.Equal(t, hasOurConfig(typedResourceObject(t, obj)), isSent, "sent exactly with a config of ours:\n%s", obj)
+		require.Equal(t, ours(typedResourceObject(t, obj)), isSent, "sent exactly with a config of ours or a share in units:\n%s", obj)
 		denied = !webhook.Review(ctx, configs, admissionRequest(t, obj)).Allowed
 		if denied {
 			require.True(t, isSent, "the webhook denies this object, so it must be sent:\n%s", obj)
@@ -1116,6 +1151,11 @@ func TestTheMatchConditionsSendExactlyTheObjectsWithOurConfigs(t *testing.T) {
 		{"a DeviceClass with a misspelt Ascend config", classWith(opaqueConfig(ascendDriver, "AscendConfig", typo)), true, true},
 		{"a DeviceClass with another driver's config", classWith(gpu), false, false},
 		{"a DeviceClass without configs", classWith(), false, false},
+		{"a claim for units no 910B3 template has", shareClaimOf("ResourceClaim", "ascend910b3.accel-dra.dev", "exactly", `accel-dra.dev/shareUnits: "3"`), true, true},
+		{"a claim for a 910B3 template's units", shareClaimOf("ResourceClaim", "ascend910b3.accel-dra.dev", "exactly", `accel-dra.dev/shareUnits: "2"`), true, false},
+		{"a claim for units of a generic class", shareClaimOf("ResourceClaim", "ascend.accel-dra.dev", "exactly", `accel-dra.dev/shareUnits: "3"`), true, false},
+		{"a template whose subrequest asks for units no 310P3 template has", shareClaimOf("ResourceClaimTemplate", "ascend310p3.accel-dra.dev", "firstAvailable", `accel-dra.dev/shareUnits: "3"`), true, true},
+		{"a claim for memory alone", shareClaimOf("ResourceClaim", "ascend910b3.accel-dra.dev", "exactly", `accel-dra.dev/memory: 24Gi`), false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

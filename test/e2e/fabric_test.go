@@ -52,6 +52,8 @@ type superPodNode struct {
 	superPod, server int
 	// extra are more lines of the mock's fixture.
 	extra []string
+	// args are more flags of its agent.
+	args []string
 }
 
 // Two super pods of two A3 servers each: 32 dies a super pod.
@@ -91,6 +93,10 @@ func TestGangsStayInOneSuperPod(t *testing.T) {
 	t.Run("a node whose dies disagree on their super pod publishes its dies and no super pod", func(t *testing.T) {
 		testDisagreeingSuperPod(t, lib)
 	})
+	t.Run("a garbled spod-info publishes the chips and no super pod", testGarbledSpodInfo)
+	t.Run("the admin's level ConfigMap: bad ones are refused by node and field, the chips stay", func(t *testing.T) {
+		testAdminLevelMap(t, lib)
+	})
 	t.Run("a degraded link taints its die and the label stays", func(t *testing.T) {
 		testDegradedSuperPodLink(t, superPodNodes[3], fixtures[superPodNodes[3].name])
 	})
@@ -118,6 +124,11 @@ func TestGangsStayInOneSuperPod(t *testing.T) {
 	t.Run("a tier-1 HyperNode per super pod, with its nodes", f.testHyperNodes)
 	t.Run("a hard gang lands in the super pod with free dies", f.testHardGang)
 	t.Run("a gang no super pod holds waits, and spreads in soft mode", f.testTooBigGang)
+	t.Run("Kueue keeps a job in one super pod, chosen by CPU: only the other has free dies", f.testKueueKeepsAJobInOneSuperPod)
+	// Last: it restarts the real node's agent over A3 dies and back.
+	t.Run("accel-dra ranktable in an init container writes the claim's dies", func(t *testing.T) {
+		f.testRankTableInAnInitContainer(t, lib)
+	})
 }
 
 // buildMockDCMI compiles the mock libdcmi.so the agents load.
@@ -136,35 +147,51 @@ func buildMockDCMI(t *testing.T) string {
 // until its 16 dies are published. It returns the mock's fixture file.
 func startSuperPodNode(t *testing.T, lib string, n superPodNode) string {
 	t.Helper()
-	ctx := t.Context()
 	dir := t.TempDir()
 	root := a3NodeRoot(t, dir)
 	fixture := filepath.Join(dir, "dcmi.txt")
 	require.NoError(t, os.WriteFile(fixture, []byte(a3Fixture(n)), 0o644))
-	// npu-smi is asked only for the vNPU mode where DCMI reads the rest.
+	tool := vnpuModeTool(t, dir)
+
+	startFabricAgent(t, framework.NodeInfo{Name: n.name, Profile: "atlas-800t-a3", Labels: map[string]string{fabricNodeLabel: "a3"}}, append([]string{"--root=" + root, "--vendors=" + ascend.Option,
+		"--dcmi-library=" + lib, "--npu-smi=" + tool, "--fabric-labels"}, n.args...), []string{"ACCEL_DRA_DCMI_FIXTURE=" + fixture})
+	return fixture
+}
+
+// vnpuModeTool writes dir/npu-smi, the tool of an agent that reads its
+// chips through DCMI: npu-smi is asked only for the vNPU mode there.
+func vnpuModeTool(t *testing.T, dir string) string {
+	t.Helper()
 	tool := filepath.Join(dir, "npu-smi")
 	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\n[ \"$*\" = \"info -t vnpu-mode\" ] && echo 'vnpu-mode : docker' && exit 0\necho \"unexpected: $0 $*\" >&2\nexit 1\n"), 0o755))
+	return tool
+}
 
-	_, err := cluster.AddAgentNode(ctx, framework.NodeInfo{Name: n.name, Profile: "atlas-800t-a3"}, "")
+// startFabricAgent adds n as a kwok node whose agent discovers with args
+// (instead of n's profile) and env, and waits until it has published its
+// chips; the node goes when the test ends.
+func startFabricAgent(t *testing.T, n framework.NodeInfo, args, env []string) {
+	t.Helper()
+	ctx := t.Context()
+	node := n.Name
+	_, err := cluster.AddAgentNode(ctx, n, "")
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("The agent of %s (tail):\n%s", n.name, agentLogTail(t, n.name))
+			t.Logf("The agent of %s (tail):\n%s", node, agentLogTail(t, node))
 		}
-		require.NoError(t, cluster.RemoveAgentNode(context.Background(), n.name))
+		require.NoError(t, cluster.RemoveAgentNode(context.Background(), node))
 	})
-	var args []string
-	for _, a := range cluster.AgentArgs(n.name) {
+	var all []string
+	for _, a := range cluster.AgentArgs(node) {
 		if !strings.HasPrefix(a, "--profile=") && !strings.HasPrefix(a, "--root=") {
-			args = append(args, a)
+			all = append(all, a)
 		}
 	}
-	args = append(args, "--root="+root, "--vendors="+ascend.Option, "--dcmi-library="+lib, "--npu-smi="+tool, "--fabric-labels")
-	cluster.SetAgentArgs(n.name, args)
-	cluster.SetAgentEnv(n.name, []string{"ACCEL_DRA_DCMI_FIXTURE=" + fixture})
-	require.NoError(t, cluster.StartAgent(n.name))
-	require.NoError(t, cluster.WaitForAgent(ctx, n.name))
-	return fixture
+	cluster.SetAgentArgs(node, append(all, args...))
+	cluster.SetAgentEnv(node, env)
+	require.NoError(t, cluster.StartAgent(node))
+	require.NoError(t, cluster.WaitForAgent(ctx, node))
 }
 
 // a3Bus is the PCI function of die logic of an A3 node (assumed, as in
@@ -263,6 +290,140 @@ func testDisagreeingSuperPod(t *testing.T, lib string) {
 	log, err := os.ReadFile(cluster.AgentLog(n.name))
 	require.NoError(t, err)
 	require.Contains(t, string(log), `"The node's Ascend chips disagree on their super pod, publishing none for the node" npu=2 chip=1 field="super_pod_id" first=3 this=4`)
+}
+
+// testGarbledSpodInfo: an agent without DCMI reads its eight A3 dies
+// through npu-smi (the 910B3 node's recordings, the chips named Ascend910
+// as npu-smi names 910_93 dies), whose spod-info prints an SDID that is not
+// a number: all eight chips are published, none with a super pod, the
+// node gets no super pod label, and the log names the chip and the field.
+func testGarbledSpodInfo(t *testing.T) {
+	const node = "sp-garbled"
+	src := repoPath("pkg", "vendors", "ascend", "testdata", "atlas-800t-a2")
+	recordings := filepath.Join(t.TempDir(), "npu-smi.d")
+	require.NoError(t, os.MkdirAll(recordings, 0o755))
+	files, err := os.ReadDir(filepath.Join(src, "npu-smi"))
+	require.NoError(t, err)
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(src, "npu-smi", f.Name()))
+		require.NoError(t, err)
+		if f.Name() == "npu-smi_info.txt" {
+			for npu := range 8 {
+				data = []byte(strings.Replace(string(data), fmt.Sprintf("| %d     910B3 ", npu), fmt.Sprintf("| %d     Ascend910 ", npu), 1))
+			}
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(recordings, f.Name()), data, 0o644))
+	}
+	// The recorded tool: each recording by its command line
+	// (discovery.RecordingName), spod-info garbled.
+	tool := filepath.Join(t.TempDir(), "npu-smi")
+	require.NoError(t, os.WriteFile(tool, []byte(`#!/bin/sh
+f="`+recordings+`/npu-smi_$(echo "$*" | tr ' ' '_').txt"
+if [ -f "$f" ]; then cat "$f"; exit 0; fi
+case "$*" in "info -t spod-info "*)
+	printf '\tSDID                           : 0x1c?!\n\tSuper Pod Size                 : 384\n'; exit 0;;
+esac
+echo "unexpected: $0 $*" >&2
+exit 1
+`), 0o755))
+	startFabricAgent(t, framework.NodeInfo{Name: node, Profile: "atlas-800t-a2"}, []string{"--root=" + filepath.Join(src, "root"), "--vendors=" + ascend.Option, "--npu-smi=" + tool, "--fabric-labels"}, nil)
+
+	chips := nodeChips(t, node)
+	require.Len(t, chips, 8)
+	for _, d := range chips {
+		require.NotContains(t, d.Attributes, names.AttrSuperPod, "device %s", d.Name)
+	}
+	n, err := cluster.Admin.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotContains(t, n.Labels, fabric.LabelSuperPod)
+	log := agentLogTail(t, node)
+	require.Contains(t, log, `"Cannot read the super pod of an Ascend chip, publishing none for the node" npu=0 chip=0`)
+	require.Contains(t, log, "SDID is not an unsigned 32-bit number")
+}
+
+// testAdminLevelMap: an A3 node's agent reads the admin's ConfigMap of
+// fabric levels with the chart's Role (get on that one ConfigMap, by
+// name, rendered with kubeletPlugin.fabric.levelConfigMap set). A map that
+// names the node twice, gives a level twice or a level that is not a
+// valid label value is refused with an error naming the node and the
+// field; meanwhile the node keeps its chips and super pod label and gets
+// no leaf or spine. A good map then labels it.
+func testAdminLevelMap(t *testing.T, lib string) {
+	ctx := t.Context()
+	const node, cmName = "sp-admin", "fabric-levels"
+	objs, err := cluster.RenderChart(ctx, "kubeletPlugin.fabric.nodeLabels=true", "kubeletPlugin.fabric.levelConfigMap="+cmName)
+	require.NoError(t, err)
+	var rbac []*unstructured.Unstructured
+	for _, kind := range []string{"Role", "RoleBinding"} {
+		for _, o := range objs.Kinds(kind) {
+			if strings.HasSuffix(o.GetName(), "-fabric-levels") {
+				rbac = append(rbac, o)
+			}
+		}
+	}
+	require.Len(t, rbac, 2, "the chart's Role and RoleBinding of the level ConfigMap")
+	_, err = cluster.Apply(ctx, "e2e-fabric", rbac...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cluster.Delete(context.Background(), rbac...) })
+	ns := rbac[0].GetNamespace()
+	cms := cluster.Admin.CoreV1().ConfigMaps(ns)
+	setMap := func(doc string) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: ns}, Data: map[string]string{fabric.LevelMapKey: doc}}
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+	}
+	t.Cleanup(func() { _ = cms.Delete(context.Background(), cmName, metav1.DeleteOptions{}) })
+
+	setMap("nodes:\n- {name: " + node + ", leaf: leaf-a}\n- {name: " + node + ", leaf: leaf-b}\n")
+	startSuperPodNode(t, lib, superPodNode{name: node, superPod: 3, server: 1,
+		args: []string{"--fabric-level-configmap=" + ns + "/" + cmName, "--fabric-label-interval=1s"}})
+	for _, tc := range []struct{ doc, log string }{
+		{"nodes:\n- {name: " + node + ", leaf: leaf-a}\n- {name: " + node + ", leaf: leaf-b}\n", "nodes[1]: node " + node + " is named twice (also nodes[0])"},
+		{"nodes:\n- name: " + node + "\n  leaf: leaf-a\n  leaf: leaf-b\n", "nodes[0] (node " + node + "): line 4: field leaf is given twice"},
+		{"nodes:\n- {name: " + node + ", leaf: leaf a!}\n", "nodes[0] (node " + node + "): field leaf: "},
+	} {
+		setMap(tc.doc)
+		waitAgentLog(t, node, tc.log)
+		requireAdminNodeKept(t, node)
+	}
+	log := agentLogTail(t, node)
+	require.Contains(t, log, "is not a valid label value")
+	require.Contains(t, log, `"Cannot read the fabric levels of the admin's ConfigMap; the node's leaf and spine labels stay as they are"`)
+
+	setMap("nodes:\n- {name: " + node + ", leaf: leaf-a, spine: spine-1}\n")
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := cluster.Admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		return err == nil && n.Labels[fabric.LabelLeaf] == "leaf-a" && n.Labels[fabric.LabelSpine] == "spine-1", nil
+	})
+	require.NoError(t, err, "node %s: the good map's leaf and spine", node)
+}
+
+// requireAdminNodeKept: sp-admin still publishes its 16 dies in super pod
+// 3, keeps its super pod label and has no level from a bad map.
+func requireAdminNodeKept(t *testing.T, node string) {
+	t.Helper()
+	dies := nodeChips(t, node)
+	require.Len(t, dies, diesPerNode)
+	for _, d := range dies {
+		require.Equal(t, "3", ptr.Deref(d.Attributes[names.AttrSuperPod].StringValue, ""), "device %s", d.Name)
+	}
+	n, err := cluster.Admin.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "sp-3", n.Labels[fabric.LabelSuperPod])
+	require.NotContains(t, n.Labels, fabric.LabelLeaf)
+	require.NotContains(t, n.Labels, fabric.LabelSpine)
+}
+
+// waitAgentLog waits until the log of node's agent holds text.
+func waitAgentLog(t *testing.T, node, text string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		raw, err := os.ReadFile(cluster.AgentLog(node))
+		return err == nil && strings.Contains(string(raw), text), nil
+	})
+	require.NoError(t, err, "the agent of %s never logged %q", node, text)
 }
 
 // agentLogTail is the last 16 KiB of the log of node's agent.

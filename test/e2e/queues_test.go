@@ -68,19 +68,10 @@ const (
 // admission of a two-worker job, and a job that uses both vendors.
 func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	ctx := t.Context()
-	kueue, err := cluster.StartKueue(ctx, repoPath(queuesDemo, "kueue", "kueue-config.yaml"), "KueueDRAIntegration=true")
-	require.NoError(t, err)
-	t.Cleanup(func() { kueue.Stop(context.Background()) })
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Kueue's log (tail):\n%s", kueue.Log(60))
-		}
-	})
-
-	ns := newNamespace(t)
-	q := &kueueQueue{t: t, ns: ns}
+	q := startKueue(t, "kueue-config.yaml", "KueueDRAIntegration=true")
+	ns := q.ns
 	queues := readDemoObjects(t, "kueue/queues.yaml", ns)
-	_, err = cluster.Apply(ctx, framework.FieldManager, queues...)
+	_, err := cluster.Apply(ctx, framework.FieldManager, queues...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		var clusterScoped []*unstructured.Unstructured
@@ -105,6 +96,22 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 	// Last: it restarts the real node's agent with its chips Partitioned
 	// and back.
 	t.Run("partitions by chip memory and cores", q.testPartitions)
+}
+
+// startKueue runs Kueue until the test ends with the guide's Configuration
+// file config (in demo/queues/kueue) and the manager's featureGates, and
+// returns a queue user in a new namespace.
+func startKueue(t *testing.T, config, featureGates string) *kueueQueue {
+	t.Helper()
+	kueue, err := cluster.StartKueue(t.Context(), repoPath(queuesDemo, "kueue", config), featureGates)
+	require.NoError(t, err)
+	t.Cleanup(func() { kueue.Stop(context.Background()) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Kueue's log (tail):\n%s", kueue.Log(60))
+		}
+	})
+	return &kueueQueue{t: t, ns: newNamespace(t)}
 }
 
 // testQuota: the queue allows 4 × 910B3 and 2 × MLU370-X8 while the node

@@ -34,13 +34,11 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/webhook"
 )
 
-// TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook runs the real
-// webhook server and registers the chart's own ValidatingWebhookConfiguration
-// (its rules and matchConditions) with the real kube-apiserver, pointed at
-// the webhook by URL instead of the in-cluster Service: a claim with a bad
-// config for our driver is refused at create with the plugin's message, a
-// good one and one for another driver are admitted.
-func TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook(t *testing.T) {
+// serveChartWebhook runs the real webhook server in the test and
+// registers the chart's ValidatingWebhookConfiguration (failurePolicy
+// Fail) pointed at it by URL, until the test ends.
+func serveChartWebhook(t *testing.T) {
+	t.Helper()
 	ctx := t.Context()
 	certFile, keyFile, caPEM, err := cluster.ServingCert("e2e-webhook", net.ParseIP("127.0.0.1"))
 	require.NoError(t, err)
@@ -82,6 +80,17 @@ func TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook(t *testing.T) {
 			return err == nil
 		}, time.Minute, 500*time.Millisecond, "the API server stops calling the webhook after its configuration is deleted")
 	})
+}
+
+// TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook runs the real
+// webhook server and registers the chart's own ValidatingWebhookConfiguration
+// (its rules and matchConditions) with the real kube-apiserver, pointed at
+// the webhook by URL instead of the in-cluster Service: a claim with a bad
+// config for our driver is refused at create with the plugin's message, a
+// good one and one for another driver are admitted.
+func TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook(t *testing.T) {
+	ctx := t.Context()
+	serveChartWebhook(t)
 
 	claim := func(name, driver, params string) *resourceapi.ResourceClaim {
 		return &resourceapi.ResourceClaim{
@@ -109,7 +118,7 @@ func TestTheAPIServerRejectsBadConfigsThroughTheChartsWebhook(t *testing.T) {
 	require.ErrorContains(t, createErr, `spec.devices.config[0].opaque.parameters: decoding: strict decoding error: unknown field "envs"`)
 
 	wrongKind := claim("webhook-kind", "ascend.accel-dra.dev", `{"apiVersion":"accel-dra.dev/v1alpha1","kind":"CambriconConfig"}`)
-	_, err = claims.Create(ctx, wrongKind, metav1.CreateOptions{})
+	_, err := claims.Create(ctx, wrongKind, metav1.CreateOptions{})
 	require.ErrorContains(t, err, "kind CambriconConfig is not for this driver: want AscendConfig")
 
 	for _, ok := range []*resourceapi.ResourceClaim{

@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,7 +40,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/utils/ptr"
 
+	"github.com/accel-dra/accel-dra/pkg/fabric"
+	"github.com/accel-dra/accel-dra/pkg/inventory"
 	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/pkg/profile"
@@ -77,6 +81,47 @@ type Slices struct {
 	// Omit are attribute keys left out of every device
 	// (resourceslices.Options.OmitAttributes).
 	Omit []resourceapi.QualifiedName
+	// Fabric places node i in a super pod, as an A3 node's agent does: its
+	// chips publish accel-dra.dev/superPod, serverIndex and superDeviceID
+	// (FabricPlace); FabricLabels are its labels.
+	Fabric bool
+	// Sources are facts discovery would set on every chip where the
+	// node's libraries offer them (inventory.Chip.Sources), which a
+	// hardware profile does not carry.
+	Sources map[string]string
+}
+
+// ServersPerSuperPod is how many nodes the Fabric side puts in one super
+// pod; LeafsPerSpine how many of its leaves (one per super pod) share a
+// spine.
+const (
+	ServersPerSuperPod = 16
+	LeafsPerSpine      = 8
+)
+
+// FabricPlace is node i's super pod and server index on the Fabric side.
+func FabricPlace(i int) (superPod string, server int64) {
+	return strconv.Itoa(i / ServersPerSuperPod), int64(i % ServersPerSuperPod)
+}
+
+// FabricLabels are the fabric labels the agent of node i writes on the
+// Fabric side: its super pod and, as an admin's ConfigMap would give them,
+// a leaf per super pod and a spine per LeafsPerSpine leaves.
+func FabricLabels(i int) map[string]string {
+	sp := i / ServersPerSuperPod
+	return map[string]string{fabric.LabelSuperPod: fmt.Sprintf("sp-%d", sp),
+		fabric.LabelLeaf: fmt.Sprintf("leaf-%d", sp), fabric.LabelSpine: fmt.Sprintf("spine-%d", sp/LeafsPerSpine)}
+}
+
+// placeInFabric gives node i's chips their place in its super pod, the
+// SDID laid out as the 910_93 DCMI reference does (server index in bits
+// 22-31, the chip's index below).
+func placeInFabric(inv *inventory.Inventory, i int) {
+	superPod, server := FabricPlace(i)
+	for j := range inv.Chips {
+		c := &inv.Chips[j]
+		c.SuperPod, c.ServerIndex, c.SuperDeviceID = superPod, ptr.To(server), ptr.To(server<<22|int64(c.Index))
+	}
 }
 
 // LeanOmit are the attributes the scheduler cost lever leaves out
@@ -97,7 +142,7 @@ var HalfChipTemplates = []string{"vir10-3c-32g", "smlu-50p"}
 // OurResources is what the node agent of node name publishes, by driver,
 // for profile OurProfiles[i % len] with its settings s.
 func OurResources(ctx context.Context, name string, i int, s Slices) (map[string]resourceslice.DriverResources, error) {
-	return resourcesFor(ctx, name, OurProfiles[i%len(OurProfiles)], s)
+	return resourcesFor(ctx, name, i, OurProfiles[i%len(OurProfiles)], s)
 }
 
 // registry is the vendors the node agent serves, as its main builds it.
@@ -106,10 +151,10 @@ var registry = all.Registry()
 // ResourcesFor is what the node agent of node name publishes, by driver,
 // for hardware profile ref (a bundled name or a file) in chip modes modes.
 func ResourcesFor(ctx context.Context, name, ref, modes string) (map[string]resourceslice.DriverResources, error) {
-	return resourcesFor(ctx, name, ref, Slices{Modes: modes})
+	return resourcesFor(ctx, name, 0, ref, Slices{Modes: modes})
 }
 
-func resourcesFor(ctx context.Context, name, ref string, s Slices) (map[string]resourceslice.DriverResources, error) {
+func resourcesFor(ctx context.Context, name string, i int, ref string, s Slices) (map[string]resourceslice.DriverResources, error) {
 	policy, err := partitions.ParsePolicy(registry, s.Modes)
 	if err != nil {
 		return nil, fmt.Errorf("parsing chip modes %q: %w", s.Modes, err)
@@ -122,6 +167,10 @@ func resourcesFor(ctx context.Context, name, ref string, s Slices) (map[string]r
 	if err != nil {
 		return nil, fmt.Errorf("discovering the simulated chips of node %s: %w", name, err)
 	}
+	if s.Fabric {
+		placeInFabric(&inv, i)
+	}
+	withSources(&inv, s.Sources)
 	return resourceslices.DriverResourcesFor(registry, name, inv, resourceslices.Options{
 		Policy: policy, Templates: s.Templates, OmitAttributes: s.Omit}), nil
 }

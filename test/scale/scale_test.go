@@ -29,6 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/accel-dra/accel-dra/pkg/fabric"
+	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/partitions"
 	"github.com/accel-dra/accel-dra/test/fakeapi"
 )
@@ -100,20 +102,7 @@ func TestPublish(t *testing.T) {
 // omitted attributes are gone from every device and only those, and the
 // offered templates leave two slots per chip.
 func TestLeverSlices(t *testing.T) {
-	ctx := context.Background()
-	devices := func(i int, s Slices) []resourceapi.Device {
-		res, err := OurResources(ctx, NodeName(i), i, s)
-		require.NoError(t, err)
-		var out []resourceapi.Device
-		for _, r := range res {
-			for _, p := range r.Pools {
-				for _, sl := range p.Slices {
-					out = append(out, sl.Devices...)
-				}
-			}
-		}
-		return out
-	}
+	devices := func(i int, s Slices) []resourceapi.Device { return chipDevices(t, i, s) }
 	for i := range OurProfiles {
 		full := devices(i, Slices{Modes: "Whole"})
 		lean := devices(i, Slices{Modes: "Whole", Omit: LeanOmit})
@@ -167,6 +156,10 @@ func TestWorkloads(t *testing.T) {
 	require.NoError(t, err)
 	driverOnly, err := LoadWorkload("../..", "test/scale/testdata/levers.yaml", DriverOnlyTemplates)
 	require.NoError(t, err)
+	partitionedShares, err := LoadWorkload("../..", SharesFile, PartitionedShareTemplates)
+	require.NoError(t, err)
+	sharedShares, err := LoadWorkload("../..", SharesFile, SharedShareTemplates)
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name      string
 		w         Workload
@@ -175,6 +168,8 @@ func TestWorkloads(t *testing.T) {
 		{"ours", ours, OurTemplates},
 		{"per-model", perModel, PerModelTemplates},
 		{"driver-only", driverOnly, DriverOnlyTemplates},
+		{"partitioned shares", partitionedShares, PartitionedShareTemplates},
+		{"shared shares", sharedShares, SharedShareTemplates},
 		{"baseline", BaselineWorkload(), []string{BaselineTemplate}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -325,4 +320,33 @@ func TestProcStatusMiB(t *testing.T) {
 	require.ErrorContains(t, err, "no NoSuchField")
 	_, err = ProcStatusMiB(-1, "VmRSS")
 	require.Error(t, err)
+}
+
+// TestFabricSlices checks what the fabric side adds: node i's chips carry
+// its super pod, server index and an SDID with the server in bits 22-31,
+// and nothing else changes; its labels place it in one super pod, leaf
+// and spine.
+func TestFabricSlices(t *testing.T) {
+	ctx := context.Background()
+	for _, i := range []int{0, 1, 17, 300} {
+		plain, err := OurResources(ctx, NodeName(i), i, Slices{Modes: "Whole"})
+		require.NoError(t, err)
+		placed, err := OurResources(ctx, NodeName(i), i, Slices{Modes: "Whole", Fabric: true})
+		require.NoError(t, err)
+		superPod, server := FabricPlace(i)
+		for driver, r := range placed {
+			for p, pool := range r.Pools {
+				for s, sl := range pool.Slices {
+					for d, dev := range sl.Devices {
+						before := plain[driver].Pools[p].Slices[s].Devices[d]
+						require.Len(t, dev.Attributes, len(before.Attributes)+3, dev.Name)
+						require.Equal(t, superPod, *dev.Attributes[names.AttrSuperPod].StringValue, dev.Name)
+						require.Equal(t, server, *dev.Attributes[names.AttrServerIndex].IntValue, dev.Name)
+						require.Equal(t, server, *dev.Attributes[names.AttrSuperDeviceID].IntValue>>22, dev.Name)
+					}
+				}
+			}
+		}
+	}
+	require.Equal(t, map[string]string{fabric.LabelSuperPod: "sp-18", fabric.LabelLeaf: "leaf-18", fabric.LabelSpine: "spine-2"}, FabricLabels(300))
 }

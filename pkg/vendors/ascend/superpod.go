@@ -32,19 +32,7 @@ import (
 
 	"github.com/accel-dra/accel-dra/pkg/discovery"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
-	"github.com/accel-dra/accel-dra/pkg/names"
 	"github.com/accel-dra/accel-dra/pkg/vendors"
-)
-
-// The fabric attributes of the design contract, published only where
-// known.
-const (
-	// AttrSuperPod is the chip's super pod: super_pod_id, as a string.
-	AttrSuperPod = string(names.AttrSuperPod)
-	// AttrSuperDeviceID is the chip's SDID, its id in the super pod.
-	AttrSuperDeviceID = string(names.AttrSuperDeviceID)
-	// AttrServerIndex is the server's index in its super pod.
-	AttrServerIndex = string(names.AttrServerIndex)
 )
 
 // DCMI_MAIN_CMD_CHIP_INF and DCMI_CHIP_INF_SUB_CMD_SPOD_INFO
@@ -270,11 +258,9 @@ func (b *Backend) setSuperPod(ctx context.Context, found []found, chips []invent
 	}
 	for i, c := range found {
 		info := ids[c.mapping.LogicID]
-		chips[i].Extra[AttrSuperPod] = inventory.StringValue(strconv.FormatUint(uint64(info.SuperPodID), 10))
-		chips[i].Extra[AttrSuperDeviceID] = inventory.IntValue(int64(info.SDID))
-		chips[i].Extra[AttrServerIndex] = inventory.IntValue(int64(info.ServerIndex))
-		// The same facts as the chip's own fields: the claim status and
-		// device-metadata file, which rank tables are made from, read those.
+		// The chip's own fields: pkg/resourceslices publishes them as the
+		// fabric attributes, and the claim status and device-metadata file,
+		// which rank tables are made from, read the same.
 		sdid, server := int64(info.SDID), int64(info.ServerIndex)
 		chips[i].SuperPod, chips[i].SuperDeviceID, chips[i].ServerIndex = strconv.FormatUint(uint64(info.SuperPodID), 10), &sdid, &server
 		chips[i].Sources[SourceSuperPod] = source

@@ -24,9 +24,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
+	kptr "k8s.io/utils/ptr"
 
 	"github.com/accel-dra/accel-dra/pkg/discovery/discoverytest"
 	"github.com/accel-dra/accel-dra/pkg/inventory"
+	"github.com/accel-dra/accel-dra/pkg/names"
 )
 
 // sdid is the SDID of the die on card, device of server as the 910_93
@@ -71,17 +73,15 @@ func TestDiscoverReadsTheSuperPodOfA3Chips(t *testing.T) {
 			inv, err := New(Config{Root: root, Runner: runner, Library: lib}).Discover(ctx)
 			require.NoError(t, err)
 			require.NotEmpty(t, inv.Chips)
+			published := publishedFabric(t, inv)
 			for i, c := range inv.Chips {
 				if !tc.published {
-					require.NotContains(t, c.Extra, AttrSuperPod, "chip %d", i)
-					require.NotContains(t, c.Extra, AttrSuperDeviceID, "chip %d", i)
-					require.NotContains(t, c.Extra, AttrServerIndex, "chip %d", i)
+					require.Equal(t, fabricAttrs{}, published[i], "chip %d", i)
+					require.Empty(t, c.SuperPod, "chip %d", i)
 					continue
 				}
-				require.Equal(t, inventory.StringValue("7"), c.Extra[AttrSuperPod])
-				require.Equal(t, inventory.IntValue(3), c.Extra[AttrServerIndex])
-				require.Equal(t, inventory.IntValue(sdid(3, int64(i/2), int64(i%2))), c.Extra[AttrSuperDeviceID], "chip %d", i)
-				// The claim status (rank tables) reads the chip's own fields.
+				require.Equal(t, fabricAttrs{superPod: "7", serverIndex: kptr.To[int64](3), sdid: kptr.To(sdid(3, int64(i/2), int64(i%2)))}, published[i], "chip %d", i)
+				// The claim status (rank tables) reads the same fields.
 				require.Equal(t, "7", c.SuperPod)
 				require.NotNil(t, c.ServerIndex)
 				require.NotNil(t, c.SuperDeviceID)
@@ -206,13 +206,13 @@ func TestDiscoverReadsTheSuperPodThroughNpuSmi(t *testing.T) {
 			inv, err := New(Config{Root: root, Runner: runner}).Discover(ctx)
 			require.NoError(t, err)
 			require.Len(t, inv.Chips, 8)
+			published := publishedFabric(t, inv)
 			for i, c := range inv.Chips {
 				if !tc.published {
-					require.NotContains(t, c.Extra, AttrSuperPod, "chip %d", i)
+					require.Equal(t, fabricAttrs{}, published[i], "chip %d", i)
 					continue
 				}
-				require.Equal(t, inventory.StringValue("7"), c.Extra[AttrSuperPod])
-				require.Equal(t, inventory.IntValue(sdid(3, int64(i), 0)), c.Extra[AttrSuperDeviceID])
+				require.Equal(t, fabricAttrs{superPod: "7", serverIndex: kptr.To[int64](3), sdid: kptr.To(sdid(3, int64(i), 0))}, published[i], "chip %d", i)
 				require.Equal(t, "7", c.SuperPod)
 				require.NotNil(t, c.SuperDeviceID)
 				require.Equal(t, sdid(3, int64(i), 0), *c.SuperDeviceID)
@@ -223,6 +223,28 @@ func TestDiscoverReadsTheSuperPodThroughNpuSmi(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fabricAttrs are a chip's place in its super pod.
+type fabricAttrs struct {
+	superPod          string
+	serverIndex, sdid *int64
+}
+
+// publishedFabric is the place of each of inv's chips as its own fields
+// say it: pkg/resourceslices publishes those as the fabric attributes
+// (its TestDiscoveredSuperPodIsPublished), so discovery sets them and no
+// vendor extra of the same name.
+func publishedFabric(t *testing.T, inv inventory.Inventory) []fabricAttrs {
+	t.Helper()
+	out := make([]fabricAttrs, len(inv.Chips))
+	for i, c := range inv.Chips {
+		out[i] = fabricAttrs{superPod: c.SuperPod, serverIndex: c.ServerIndex, sdid: c.SuperDeviceID}
+		for _, k := range []string{string(names.AttrSuperPod), string(names.AttrServerIndex), string(names.AttrSuperDeviceID)} {
+			require.NotContains(t, c.Extra, k, "chip %d: the fabric is the chip's own fields, not a vendor extra", i)
+		}
+	}
+	return out
 }
 
 func TestParseSpodInfo(t *testing.T) {

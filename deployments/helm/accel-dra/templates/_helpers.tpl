@@ -439,6 +439,19 @@ Fails the rendering for webhook values that cannot work together.
 {{- end }}
 
 {{/*
+A CEL condition: the devices (a CEL path to a claim spec's devices) have a
+request, or a firstAvailable subrequest, that asks for the capacity
+accel-dra.dev/shareUnits (names.CapShareUnits), which the webhook checks.
+*/}}
+{{- define "accel-dra.webhook.asksForShareUnits" -}}
+(has({{ . }}.requests) && {{ . }}.requests.exists(r,
+(has(r.exactly) && has(r.exactly.capacity) && has(r.exactly.capacity.requests) &&
+'accel-dra.dev/shareUnits' in r.exactly.capacity.requests) ||
+(has(r.firstAvailable) && r.firstAvailable.exists(s, has(s.capacity) &&
+has(s.capacity.requests) && 'accel-dra.dev/shareUnits' in s.capacity.requests))))
+{{- end }}
+
+{{/*
 The fields every webhook of the ValidatingWebhookConfiguration shares.
 Call with a dict of failurePolicy, timeoutSeconds, service (name,
 namespace, path, port) and, for a certificate made by Helm, caBundle.

@@ -33,6 +33,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -47,6 +49,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -216,6 +219,12 @@ func run(cfg config) error {
 		oursSide(client, "ours, chips Whole, side 1 again (drift since #1)", ours, whole, cfg.pods, today),
 		oursSide(client, "ours, chips Partitioned (chip + 6 slots), test/bench's claims", ours, partitioned, cfg.partitionedPods, 0),
 		oursSide(client, "lever 4: Partitioned offering "+strings.Join(halves.Templates, ", ")+" only (chip + 2 slots)", ours, halves, cfg.partitionedPods, part),
+		// Issue 39's goal: the fabric costs under 5% more scheduler CPU
+		// per pod than side 1.
+		fabricSide(client, "ours, chips Whole + fabric (superPod, serverIndex, superDeviceID; superpod, leaf, spine node labels)", ours, cfg.pods, today),
+	}
+	if sides, err = withShareSides(sides, client, opts.RepoRoot, cfg.partitionedPods); err != nil {
+		return err
 	}
 	var viewResults []viewResult
 	viewSlices := 0
@@ -335,6 +344,50 @@ func oursSide(client kubernetes.Interface, name string, w scale.Workload, settin
 				return scale.DeleteSlices(ctx, client, 2*time.Minute, p.Drivers...)
 			}, nil
 		}}
+}
+
+// fabricSide is oursSide with chips Whole, each node in a super pod of
+// scale.ServersPerSuperPod nodes: its chips publish their super pod
+// attributes and the node carries the fabric labels its agent and the
+// admin's ConfigMap would give it, removed again when the side ends.
+func fabricSide(client kubernetes.Interface, name string, w scale.Workload, pods, ref int) side {
+	s := oursSide(client, name, w, scale.Slices{Modes: string(partitions.ModeWhole), Fabric: true}, pods, ref)
+	publish := s.publish
+	s.publish = func(ctx context.Context, nodes []corev1.Node) (int, func(context.Context) error, error) {
+		if err := labelFabric(ctx, client, nodes, true); err != nil {
+			return 0, nil, errors.Join(err, labelFabric(context.WithoutCancel(ctx), client, nodes, false))
+		}
+		n, cleanup, err := publish(ctx, nodes)
+		if err != nil {
+			return 0, nil, errors.Join(err, labelFabric(context.WithoutCancel(ctx), client, nodes, false))
+		}
+		return n, func(ctx context.Context) error {
+			return errors.Join(cleanup(ctx), labelFabric(ctx, client, nodes, false))
+		}, nil
+	}
+	return s
+}
+
+// labelFabric sets (on) or removes the fabric labels of nodes, node i's
+// scale.FabricLabels(i), the index Publish places its chips by.
+func labelFabric(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, on bool) error {
+	for i, n := range nodes {
+		labels := map[string]any{}
+		for k, v := range scale.FabricLabels(i) {
+			labels[k] = nil // a merge patch's null removes the label
+			if on {
+				labels[k] = v
+			}
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+		if err != nil {
+			return fmt.Errorf("encoding the fabric labels of node %s: %w", n.Name, err)
+		}
+		if _, err := client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("writing the fabric labels of node %s: %w", n.Name, err)
+		}
+	}
+	return nil
 }
 
 // snapshot is what is read before and after a side's pods.

@@ -1178,6 +1178,25 @@ static int template_known(const struct chip *c, const char *name) {
     return DCMI_ERR_INVALID_PARAMETER;
 }
 
+/* hold_after_create is a test's hook, no DCMI behaviour: with
+ * ACCEL_DRA_DCMI_HOLD_CREATE naming a file, a create that is made and
+ * recorded writes the vNPU id there and never returns, so an e2e test can
+ * kill -9 the caller between the library's create and its own checkpoint. */
+static void hold_after_create(unsigned int id) {
+    const char *path = getenv("ACCEL_DRA_DCMI_HOLD_CREATE");
+    if (path == NULL || *path == '\0') {
+        return;
+    }
+    FILE *f = fopen(path, "w");
+    if (f != NULL) {
+        fprintf(f, "%u\n", id);
+        fclose(f);
+    }
+    for (;;) {
+        pause();
+    }
+}
+
 /* dcmi_create_vdevice does not look at the vNPU mode (npu-smi does, before
  * calling it: npucli/src/npu_chip_set.c:1474-1478): dcmi_virtual_intf.c:964-1010. */
 int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_stru *vdev,
@@ -1235,6 +1254,7 @@ int dcmi_create_vdevice(int card_id, int device_id, struct dcmi_create_vdev_res_
     out->pcie_bus = c->bus;
     out->vfg_id = v->vfg;
     save_state();
+    hold_after_create(v->id);
     return DCMI_OK;
 }
 
