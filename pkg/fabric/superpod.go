@@ -71,3 +71,11 @@ func SuperPodValue(scope, id string) (string, error) {
 	}
 	return v, nil
 }
+
+// SDID is a chip's super device id in the layout the 910_93 DCMI reference
+// gives it (docs/hardware.md): server index in bits 22-31, chip 18-21, die
+// 16-17, device 0-15. A simulated chip i is die i%2 of chip i/2; the
+// simulated cluster and the benchmark's fabric side both number them so.
+func SDID(serverIndex int64, index int) int64 {
+	return serverIndex<<22 | int64(index/2)<<18 | int64(index%2)<<16 | int64(index)
+}

@@ -23,13 +23,6 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/inventory"
 )
 
-// sdid is a chip's super device id in the layout the DCMI reference gives
-// it (docs/hardware.md): server index in bits 22-31, chip 18-21, die
-// 16-17, device 0-15; a simulated chip i is die i%2 of chip i/2.
-func sdid(serverIndex int64, index int) int64 {
-	return serverIndex<<22 | int64(index/2)<<18 | int64(index%2)<<16 | int64(index)
-}
-
 // stampFabric gives a simulated node the fabric its group says: the node
 // labels its agent would write, and its chips their place in the super
 // pod (server serverIndex of it), as the vendor's discovery would read
@@ -49,6 +42,6 @@ func stampFabric(n v1alpha1.SimulatedNode, node *v1.Node, inv *inventory.Invento
 	}
 	for i := range inv.Chips {
 		c := &inv.Chips[i]
-		c.SuperPod, c.ServerIndex, c.SuperDeviceID = n.SuperPod, ptr.To(serverIndex), ptr.To(sdid(serverIndex, c.Index))
+		c.SuperPod, c.ServerIndex, c.SuperDeviceID = n.SuperPod, ptr.To(serverIndex), ptr.To(fabric.SDID(serverIndex, c.Index))
 	}
 }

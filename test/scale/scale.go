@@ -114,13 +114,13 @@ func FabricLabels(i int) map[string]string {
 }
 
 // placeInFabric gives node i's chips their place in its super pod, the
-// SDID laid out as the 910_93 DCMI reference does (server index in bits
-// 22-31, the chip's index below).
+// SDID laid out as the 910_93 DCMI reference does (fabric.SDID: server
+// index in bits 22-31, chip and die below).
 func placeInFabric(inv *inventory.Inventory, i int) {
 	superPod, server := FabricPlace(i)
 	for j := range inv.Chips {
 		c := &inv.Chips[j]
-		c.SuperPod, c.ServerIndex, c.SuperDeviceID = superPod, ptr.To(server), ptr.To(server<<22|int64(c.Index))
+		c.SuperPod, c.ServerIndex, c.SuperDeviceID = superPod, ptr.To(server), ptr.To(fabric.SDID(server, c.Index))
 	}
 }
 
