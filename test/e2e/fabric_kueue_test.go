@@ -71,16 +71,9 @@ func (f *fabricRun) testKueueKeepsAJobInOneSuperPod(t *testing.T) {
 	ctx := t.Context()
 	cfg := filepath.Join(t.TempDir(), "kueue-config.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(kueueFabricConfig), 0o644))
-	kueue, err := cluster.StartKueue(ctx, cfg, "KueueDRAIntegration=true,TopologyAwareScheduling=true")
-	require.NoError(t, err)
-	t.Cleanup(func() { kueue.Stop(context.Background()) })
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Kueue's log (tail):\n%s", kueue.Log(80))
-		}
-	})
+	runKueue(t, cfg, "KueueDRAIntegration=true,TopologyAwareScheduling=true")
 	objs := f.kueueObjects(t)
-	_, err = cluster.Apply(ctx, framework.FieldManager, objs...)
+	_, err := cluster.Apply(ctx, framework.FieldManager, objs...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		var clusterScoped []*unstructured.Unstructured

@@ -103,15 +103,23 @@ func TestKueueQueuesJobsOverDRAClaims(t *testing.T) {
 // returns a queue user in a new namespace.
 func startKueue(t *testing.T, config, featureGates string) *kueueQueue {
 	t.Helper()
-	kueue, err := cluster.StartKueue(t.Context(), repoPath(queuesDemo, "kueue", config), featureGates)
+	runKueue(t, repoPath(queuesDemo, "kueue", config), featureGates)
+	return &kueueQueue{t: t, ns: newNamespace(t)}
+}
+
+// runKueue starts Kueue's manager with the configuration file at
+// configPath for the rest of the test, and logs its tail if the test
+// fails.
+func runKueue(t *testing.T, configPath, featureGates string) {
+	t.Helper()
+	kueue, err := cluster.StartKueue(t.Context(), configPath, featureGates)
 	require.NoError(t, err)
 	t.Cleanup(func() { kueue.Stop(context.Background()) })
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Kueue's log (tail):\n%s", kueue.Log(60))
+			t.Logf("Kueue's log (tail):\n%s", kueue.Log(80))
 		}
 	})
-	return &kueueQueue{t: t, ns: newNamespace(t)}
 }
 
 // testQuota: the queue allows 4 × 910B3 and 2 × MLU370-X8 while the node
