@@ -70,12 +70,13 @@ func main() {
 	agentModes := flag.String("agent-chip-modes", "Partitioned", "the measured agents' --chip-modes")
 	agentSymbols := flag.String("agent-symbols", "", "an unstripped build of -agent-bin with the same layout (make bench-scale builds one): attribute the agent's resident file-backed pages to packages")
 	runSides := flag.Bool("sides", true, "measure the scheduler sides; false measures only the node agent")
+	order := flag.String("order", "", "the sides to measure, by their # in the table, in that order, repeats allowed (e.g. 1,11,1,11,1,11 measures a small difference against the run's drift); empty measures every side once")
 	views := flag.Bool("views", true, "also time the CLI's cluster views (accel-dra chips, why) next to kubectl get resourceslices -o json, over the side with Whole chips while its pods hold their chips")
 	flag.Parse()
 	// The many resourceslice controllers log their watches ending when
 	// they stop; the benchmark reports its errors itself.
 	klog.SetLogger(logr.Discard())
-	if err := run(config{*nodes, *pods, *partitionedPods, *timeout, *profileDir, *agentBin, *agentProfiles, *agentModes, *agentSymbols, *views, *runSides}); err != nil {
+	if err := run(config{*nodes, *pods, *partitionedPods, *timeout, *profileDir, *agentBin, *agentProfiles, *agentModes, *agentSymbols, *order, *views, *runSides}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
 	}
@@ -92,6 +93,7 @@ type config struct {
 	profileDir                   string
 	agentBin, agentProfiles      string
 	agentModes, agentSymbols     string
+	order                        string
 	views, sides                 bool
 }
 
@@ -111,6 +113,9 @@ type side struct {
 }
 
 type result struct {
+	// index is the side's number in the table; a side may run more
+	// than once (-order).
+	index                   int
 	side                    string
 	ref                     int
 	failed                  bool
@@ -239,16 +244,22 @@ func run(cfg config) error {
 			return err
 		}
 	}
+	order, err := scale.ParseOrder(cfg.order, len(sides))
+	if err != nil {
+		return err
+	}
 	if !cfg.sides {
-		sides = nil
+		order = nil
 	}
 	var results []result
-	for i, s := range sides {
+	for run, i := range order {
+		s := sides[i]
 		profile := ""
 		if cfg.profileDir != "" {
-			profile = filepath.Join(cfg.profileDir, fmt.Sprintf("kube-scheduler-side-%d.pprof", i))
+			profile = filepath.Join(cfg.profileDir, fmt.Sprintf("kube-scheduler-side-%d-run-%d.pprof", i, run))
 		}
-		r, err := measure(ctx, c, client, s, nodes, fmt.Sprintf("bench-%d", i), profile)
+		r, err := measure(ctx, c, client, s, nodes, fmt.Sprintf("bench-%d", run), profile)
+		r.index = i
 		if err != nil {
 			// One side failing (an API server timing out on a loaded
 			// machine) must not lose the others' rows.
@@ -263,6 +274,7 @@ func run(cfg config) error {
 	}
 	if results != nil {
 		printResults(results)
+		printRepeats(results)
 	}
 	if viewResults != nil {
 		printViews(viewResults, len(nodes), viewSlices)
@@ -509,29 +521,27 @@ func printResults(rs []result) {
 	fmt.Println()
 	fmt.Println("| # | side | slices | publish s | pods bound | pods/s | ratio | vs side | scheduler CPU ms/pod | nodes evaluated/pod | scheduler CPU µs/evaluated node | attempt ms/pod | failed attempts | API writes/pod (pods, claims; all) | apiserver CPU ms/pod |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	base := rs[0].sched.PodsPerSecond()
-	for i, r := range rs {
+	for j, r := range rs {
 		if r.failed {
-			fmt.Printf("| %d | %s | failed (above) |\n", i, r.side)
+			fmt.Printf("| %d | %s | failed (above) |\n", r.index, r.side)
 			continue
 		}
 		b := float64(max(r.sched.Bound, 1))
 		ratio := "—"
-		if base > 0 && i > 0 {
-			ratio = fmt.Sprintf("**%.2f**", r.sched.PodsPerSecond()/base)
+		if k := nearestRun(rs, 0, j); k >= 0 && r.index > 0 && rs[k].sched.PodsPerSecond() > 0 {
+			ratio = fmt.Sprintf("**%.2f**", r.sched.PodsPerSecond()/rs[k].sched.PodsPerSecond())
 		}
 		vs := "—"
-		if r.ref > 0 && rs[r.ref].sched.PodsPerSecond() > 0 {
-			vs = fmt.Sprintf("%.2f× #%d (CPU/pod %.2f×)", r.sched.PodsPerSecond()/rs[r.ref].sched.PodsPerSecond(), r.ref,
-				float64(r.schedCPU)/b/(float64(rs[r.ref].schedCPU)/float64(max(rs[r.ref].sched.Bound, 1))))
+		if k := nearestRun(rs, r.ref, j); r.ref > 0 && k >= 0 && rs[k].sched.PodsPerSecond() > 0 {
+			vs = fmt.Sprintf("%.2f× #%d (CPU/pod %.2f×)", r.sched.PodsPerSecond()/rs[k].sched.PodsPerSecond(), r.ref, cpuPerPod(r)/cpuPerPod(rs[k]))
 		}
 		perNode := 0.0
 		if r.evaluated > 0 {
 			perNode = float64(r.schedCPU.Microseconds()) / b / r.evaluated
 		}
 		fmt.Printf("| %d | %s | %d | %.1f | %d/%d | %.1f | %s | %s | %.1f | %.0f | %.0f | %.1f | %.0f | %.1f; %.1f | %.1f |\n",
-			i, r.side, r.slices, r.publish.Seconds(), r.sched.Bound, r.sched.Pods, r.sched.PodsPerSecond(), ratio, vs,
-			float64(r.schedCPU.Microseconds())/1000/b, r.evaluated, perNode, r.attemptSeconds*1000/b, r.unschedulable,
+			r.index, r.side, r.slices, r.publish.Seconds(), r.sched.Bound, r.sched.Pods, r.sched.PodsPerSecond(), ratio, vs,
+			cpuPerPod(r), r.evaluated, perNode, r.attemptSeconds*1000/b, r.unschedulable,
 			r.writesPods/b, r.writesAll/b, float64(r.apiCPU.Microseconds())/1000/b)
 	}
 }
