@@ -228,7 +228,7 @@ func run(cfg config) error {
 		// per pod than side 1.
 		fabricSide(client, "ours, chips Whole + fabric (superPod, serverIndex, superDeviceID; superpod, leaf, spine node labels)", ours, cfg.pods, today),
 	}
-	if sides, err = withShareSides(sides, client, opts.RepoRoot, cfg.partitionedPods); err != nil {
+	if sides, err = withShareSides(sides, client, opts.RepoRoot, cfg.pods); err != nil {
 		return err
 	}
 	var viewResults []viewResult

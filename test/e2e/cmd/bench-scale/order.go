@@ -43,9 +43,10 @@ func cpuPerPod(r result) float64 {
 }
 
 // printRepeats prints, for every side measured more than once, each
-// run's scheduler CPU per pod against the run of its reference next to
-// it, and the median and range of those ratios: the number to quote when
-// the effect is smaller than the drift of the whole run.
+// run's scheduler CPU per pod and pods/s against the run of its
+// reference next to it, and the median and range of those ratios: the
+// numbers to quote when the effect is smaller than the drift of the
+// whole run.
 func printRepeats(rs []result) {
 	runs := map[int][]int{}
 	for j, r := range rs {
@@ -55,26 +56,32 @@ func printRepeats(rs []result) {
 	}
 	var header bool
 	for _, index := range slices.Sorted(maps.Keys(runs)) {
-		var ratios []float64
+		var cpu, rate []float64
 		for _, j := range runs[index] {
-			if k := nearestRun(rs, rs[j].ref, j); k >= 0 {
-				ratios = append(ratios, cpuPerPod(rs[j])/cpuPerPod(rs[k]))
+			if k := nearestRun(rs, rs[j].ref, j); k >= 0 && rs[k].sched.PodsPerSecond() > 0 {
+				cpu = append(cpu, cpuPerPod(rs[j])/cpuPerPod(rs[k]))
+				rate = append(rate, rs[j].sched.PodsPerSecond()/rs[k].sched.PodsPerSecond())
 			}
 		}
-		if len(ratios) < 2 {
+		if len(cpu) < 2 {
 			continue
 		}
 		if !header {
-			fmt.Println("\n| side | vs side | runs | scheduler CPU/pod ratio to the adjacent run, each | median | range |")
-			fmt.Println("|---|---|---|---|---|---|")
+			fmt.Println("\n| side | vs side | runs | scheduler CPU/pod ratio to the adjacent run | median | range | pods/s ratio to the adjacent run | median | range |")
+			fmt.Println("|---|---|---|---|---|---|---|---|---|")
 			header = true
 		}
-		each := make([]string, len(ratios))
-		for i, x := range ratios {
-			each[i] = fmt.Sprintf("%.3f", x)
-		}
-		sorted := slices.Sorted(slices.Values(ratios))
-		fmt.Printf("| %d | %d | %d | %s | **%.3f×** | %.3f–%.3f |\n", index, rs[runs[index][0]].ref, len(ratios),
-			strings.Join(each, ", "), scale.Median(sorted), sorted[0], sorted[len(sorted)-1])
+		fmt.Printf("| %d | %d | %d | %s | %s |\n", index, rs[runs[index][0]].ref, len(cpu), ratios(cpu), ratios(rate))
 	}
+}
+
+// ratios is the table cells of a list of ratios: each, the median in
+// bold, the range.
+func ratios(xs []float64) string {
+	each := make([]string, len(xs))
+	for i, x := range xs {
+		each[i] = fmt.Sprintf("%.3f", x)
+	}
+	sorted := slices.Sorted(slices.Values(xs))
+	return fmt.Sprintf("%s | **%.3f×** | %.3f–%.3f", strings.Join(each, ", "), scale.Median(sorted), sorted[0], sorted[len(sorted)-1])
 }

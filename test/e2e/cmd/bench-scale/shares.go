@@ -28,6 +28,10 @@ import (
 // first as template slots of Partitioned chips (chip + 6 slots), then as
 // capacity of Shared chips whose shares the hardware enforces (one
 // device per chip), compared with the first. The goal is 3× its pods/s.
+// Both take -pods pods, not -partitioned-pods: the Shared side binds
+// 100 pods in about 10 s, where the second or so before the first pod
+// binds (its claim created, the informers caught up) would weigh on its
+// pods/s and not on the slower side's.
 func withShareSides(sides []side, client kubernetes.Interface, repo string, pods int) ([]side, error) {
 	slots, err := scale.LoadWorkload(repo, scale.SharesFile, scale.PartitionedShareTemplates)
 	if err != nil {
