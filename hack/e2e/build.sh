@@ -46,7 +46,8 @@
 #
 # Usage: build.sh [COMPONENT...]: with names (e.g. `build.sh kueue volcano`),
 # builds only those components and not this repository's binaries.
-# Environment: ACCEL_DRA_E2E_CACHE (default $REPO/_output/e2e-cache).
+# Environment: ACCEL_DRA_E2E_CACHE (default $REPO/_output/e2e-cache),
+# ACCEL_DRA_E2E_LATER (components a run without names leaves out).
 # Prints the bin directory on the last line of stdout.
 set -euo pipefail
 ONLY=("$@")
@@ -108,10 +109,15 @@ apt_prometheus() {
 sha() { cat "$@" | sha256sum | cut -c1-16; }
 
 # wanted NAME: whether this run builds NAME (every component when no
-# names were given on the command line).
+# names were given on the command line, but those in
+# ACCEL_DRA_E2E_LATER, which hack/e2e/run.sh builds while the first tests
+# run).
 wanted() {
-	[ ${#ONLY[@]} -eq 0 ] && return 0
 	local n
+	if [ ${#ONLY[@]} -eq 0 ]; then
+		for n in ${ACCEL_DRA_E2E_LATER:-}; do [ "$n" = "$1" ] && return 1; done
+		return 0
+	fi
 	for n in "${ONLY[@]}"; do [ "$n" = "$1" ] && return 0; done
 	return 1
 }
@@ -281,10 +287,12 @@ component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION nocgo $(sha "$REPO/hack/
 component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs" build_containerd
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
 component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION nocgo" build_kueue
-component volcano $VOLCANO_VERSION "$VOLCANO_VERSION $GO_VERSION nocgo $VOLCANO_LDFLAGS $(sha "$REPO/hack/e2e/volcano/go.mod" "$REPO/hack/e2e/volcano/go.sum")" build_volcano
 component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION nocgo $KWOK_STAGES $(sha "$REPO/hack/e2e/kwok/go.mod" "$REPO/hack/e2e/kwok/go.sum")" build_kwok
 component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
 component kubectl $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubectl
+# Volcano last: only two tests need it, and hack/e2e/run.sh runs them
+# after the others, so that it builds while those run.
+component volcano $VOLCANO_VERSION "$VOLCANO_VERSION $GO_VERSION nocgo $VOLCANO_LDFLAGS $(sha "$REPO/hack/e2e/volcano/go.mod" "$REPO/hack/e2e/volcano/go.sum")" build_volcano
 component pause "$(sha "$REPO/hack/e2e/pause/main.go" "$REPO/hack/e2e/pause/go.mod")" "$GO_VERSION" build_pause
 component ascend-runtime "$(sha "$REPO/hack/e2e/ascend-runtime/main.go" "$REPO/hack/e2e/ascend-runtime/go.mod")" "$GO_VERSION" build_ascend_runtime
 if [ -f "$REPO/hack/tools/go.mod" ] && grep -q 'helm.sh/helm/v4' "$REPO/hack/tools/go.mod"; then

@@ -39,6 +39,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -408,6 +409,31 @@ func (c *Cluster) proc(name string) *proc {
 }
 
 func (c *Cluster) bin(name string) string { return filepath.Join(c.opts.BinDir, name) }
+
+// ensureBuilt runs hack/e2e/build.sh component when binary is not in the
+// bin directory yet. hack/e2e/run.sh builds some components
+// (ACCEL_DRA_E2E_LATER) while the tests that do not need them run, and
+// runs the tests that do last; a test that needs one earlier waits here
+// for that build (build.sh waits for a build already under way).
+func (c *Cluster) ensureBuilt(ctx context.Context, component, binary string) error {
+	if _, err := os.Stat(c.bin(binary)); err == nil {
+		return nil
+	}
+	script := filepath.Join(c.opts.RepoRoot, "hack", "e2e", "build.sh")
+	c.logf("%s is not built yet: running %s %s", binary, script, component)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "bash", script, component)
+	// build.sh's bin directory is <cache>/bin.
+	cmd.Env = append(os.Environ(), "ACCEL_DRA_E2E_CACHE="+filepath.Dir(c.opts.BinDir))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s (%s %s): %w\n%s", component, script, component, err, out)
+	}
+	if _, err := os.Stat(c.bin(binary)); err != nil {
+		return fmt.Errorf("%s %s built, but %s is not in the bin directory: %w", script, component, binary, err)
+	}
+	c.logf("%s built in %s", component, time.Since(start).Round(time.Second))
+	return nil
+}
 
 func (c *Cluster) dir(parts ...string) (string, error) {
 	d := filepath.Join(append([]string{c.State.RunDir}, parts...)...)

@@ -84,6 +84,9 @@ func (c *Cluster) StartVolcano(ctx context.Context, configMapFile, featureGates 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if err := c.ensureBuilt(ctx, "volcano", "vc-scheduler"); err != nil {
+		return nil, err
+	}
 	if err := c.InstallCRDs(ctx, "volcano-crds.yaml"); err != nil {
 		return nil, err
 	}
