@@ -226,6 +226,9 @@ func run(cfg config) error {
 	if sides, err = withShareSides(sides, client, opts.RepoRoot, cfg.partitionedPods); err != nil {
 		return err
 	}
+	if sides, err = withPeerSides(sides, client, opts.RepoRoot, cfg.pods, cfg.partitionedPods); err != nil {
+		return err
+	}
 	var viewResults []viewResult
 	viewSlices := 0
 	if cfg.views {
@@ -263,6 +266,7 @@ func run(cfg config) error {
 	}
 	if results != nil {
 		printResults(results)
+		printPeerRatios(results)
 	}
 	if viewResults != nil {
 		printViews(viewResults, len(nodes), viewSlices)
