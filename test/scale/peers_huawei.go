@@ -29,12 +29,16 @@ import (
 // capacity), internal/device/generation_910.go and generation_950.go
 // DeviceAttributes (deviceType, the device manager's type string, and
 // physicId, an int; generation_common.go names them), pkg/consts/consts.go
-// (driver npu.huawei.com, 910 devices named Ascend910-<physicId>). The
-// node is an Atlas 800T A2, 8 × 910B, whose type ascend-common's device
-// manager reports as Ascend910B (devmanager/common/constants.go).
+// (driver npu.huawei.com). The node is an Atlas 800T A2, 8 × 910B, whose
+// type ascend-common's device manager reports as Ascend910B
+// (devmanager/common/constants.go).
 //
-// Left out: nothing the slices carry; the driver's health, CDI and
-// checkpoint paths are not slices.
+// One change: the 910 generation names its devices Ascend910-<physicId>
+// (consts.Ascend910ReleasedName), which the API server rejects (a device
+// name is a lowercase DNS label; the 20-node run of bench-scale was
+// refused every such slice), so the devices take the 950 generation's
+// form, npu-<physicId>. Left out: nothing else the slices carry; the
+// driver's health, CDI and checkpoint paths are not slices.
 
 // HuaweiDriver is the Ascend DRA driver's name.
 const HuaweiDriver = "npu.huawei.com"
@@ -49,7 +53,7 @@ func HuaweiResources(node string, _ int) resourceslice.DriverResources {
 	devices := make([]resourceapi.Device, 0, huaweiNPUsPerNode)
 	for phy := range huaweiNPUsPerNode {
 		devices = append(devices, resourceapi.Device{
-			Name: fmt.Sprintf("Ascend910-%d", phy),
+			Name: fmt.Sprintf("npu-%d", phy),
 			Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 				"deviceType": {StringValue: ptr.To(huaweiDeviceType)},
 				"physicId":   {IntValue: ptr.To(int64(phy))},

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 
@@ -143,6 +144,7 @@ func TestPeerSlices(t *testing.T) {
 				require.LessOrEqual(t, len(s.Spec.Devices), resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures, s.Name)
 				for _, d := range s.Spec.Devices {
 					devices[node]++
+					require.Empty(t, validation.IsDNS1123Label(d.Name), "device name %s", d.Name)
 					require.LessOrEqual(t, len(d.Attributes)+len(d.Capacity), resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice, d.Name)
 					kind := "npu"
 					if tc.peer.Driver == NVIDIADriver {
@@ -236,8 +238,8 @@ func TestPeerClaimsAllocate(t *testing.T) {
 		{NVIDIAMIG, "nvidia-mig-half", 1, "gpu-", 16},
 		// Three 2g.20gb per GPU: the mock H100 has three placements.
 		{NVIDIAMIG, "nvidia-mig-quarter", 1, "gpu-", 24},
-		{HuaweiNPUs, "huawei-one-by-device-type", 1, "Ascend910-", 8},
-		{HuaweiNPUs, "huawei-four", 4, "Ascend910-", 2},
+		{HuaweiNPUs, "huawei-one-by-device-type", 1, "npu-", 8},
+		{HuaweiNPUs, "huawei-four", 4, "npu-", 2},
 	} {
 		// Publishing takes the controllers' first sync: once per peer.
 		if _, ok := peers[tc.peer.Name]; !ok {
