@@ -192,6 +192,15 @@ type Publisher struct {
 // own the slices) with settings and returns when every slice is in
 // the API server, or with the first controller error.
 func Publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, settings Slices, timeout time.Duration) (*Publisher, error) {
+	return publish(ctx, client, nodes, timeout, func(ctx context.Context, name string, i int) (map[string]resourceslice.DriverResources, error) {
+		return OurResources(ctx, name, i, settings)
+	})
+}
+
+// publish is Publish of what resources says node i, named name, publishes
+// by driver.
+func publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node, timeout time.Duration,
+	resources func(ctx context.Context, name string, i int) (map[string]resourceslice.DriverResources, error)) (*Publisher, error) {
 	p := &Publisher{errs: make(chan error, 16)}
 	type start struct {
 		owner  resourceslice.Owner
@@ -201,7 +210,7 @@ func Publish(ctx context.Context, client kubernetes.Interface, nodes []corev1.No
 	var starts []start
 	drivers := map[string]bool{}
 	for i, n := range nodes {
-		res, err := OurResources(ctx, n.Name, i, settings)
+		res, err := resources(ctx, n.Name, i)
 		if err != nil {
 			return nil, err
 		}
@@ -395,10 +404,13 @@ func OurWorkload(repo string) (Workload, error) {
 // file under repo) and its claims named templates, as templates in that
 // order.
 func LoadWorkload(repo, claims string, templates []string) (Workload, error) {
-	in, err := simulate.Load([]string{
-		filepath.Join(repo, "deployments/helm/accel-dra/deviceclasses"),
-		filepath.Join(repo, claims),
-	})
+	return loadWorkload([]string{filepath.Join(repo, "deployments/helm/accel-dra/deviceclasses"), filepath.Join(repo, claims)}, claims, templates)
+}
+
+// loadWorkload reads the DeviceClasses of paths and their claims named
+// templates (in claims, the file named in errors).
+func loadWorkload(paths []string, claims string, templates []string) (Workload, error) {
+	in, err := simulate.Load(paths)
 	if err != nil {
 		return Workload{}, err
 	}

@@ -231,6 +231,9 @@ func run(cfg config) error {
 	if sides, err = withShareSides(sides, client, opts.RepoRoot, cfg.pods); err != nil {
 		return err
 	}
+	if sides, err = withPeerSides(sides, client, opts.RepoRoot, cfg.pods, cfg.partitionedPods); err != nil {
+		return err
+	}
 	var viewResults []viewResult
 	viewSlices := 0
 	if cfg.views {
@@ -275,6 +278,7 @@ func run(cfg config) error {
 	if results != nil {
 		printResults(results)
 		printRepeats(results)
+		printPeerRatios(results)
 	}
 	if viewResults != nil {
 		printViews(viewResults, len(nodes), viewSlices)
