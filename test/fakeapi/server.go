@@ -68,11 +68,11 @@ func kindsByResource() map[schema.GroupVersionResource]schema.GroupVersionKind {
 // /api/v1[/namespaces/<ns>]/<resource>[/<name>[/<subresource>]] or the
 // same under /apis/<group>/<version>.
 type request struct {
-	gvr                    schema.GroupVersionResource
-	namespace, name, sub   string
-	watch                  bool
-	query                  map[string][]string
-	contentType, patchType string
+	gvr                  schema.GroupVersionResource
+	namespace, name, sub string
+	watch                bool
+	query                map[string][]string
+	contentType          string
 }
 
 func parsePath(r *http.Request) (request, error) {
