@@ -366,6 +366,30 @@ func (k *kubeletBench) round() (prep, floor time.Duration) {
 	return prep, k.floor.round()
 }
 
+// roundIntervalEnv sets the time from one round's start to the next's
+// (a Go duration, default defaultRoundInterval).
+const roundIntervalEnv = "ACCEL_DRA_BENCH_ROUND_INTERVAL"
+
+// defaultRoundInterval paces the rounds below the agent's API request
+// rate: a round makes 4 requests (the helper's Get of the claim, the
+// status writer's Get and apply after the prepare, its Get after the
+// unprepare), and the agent's client allows 50 a second after a burst of
+// 100 (cmd/accel-dra-kubeletplugin), so rounds back to back (25–60 a
+// second) would measure client-side throttling after the first 25, not
+// the prepare. 10 claims a second on one node is still more than pods
+// start there.
+const defaultRoundInterval = 100 * time.Millisecond
+
+func roundInterval(tb testing.TB) time.Duration {
+	v := os.Getenv(roundIntervalEnv)
+	if v == "" {
+		return defaultRoundInterval
+	}
+	d, err := time.ParseDuration(v)
+	require.NoError(tb, err, "%s", roundIntervalEnv)
+	return d
+}
+
 // agentGCEnv lists the Go runtime settings BenchmarkPrepare runs the agent
 // with, separated by ";", each a comma-separated list of variables, e.g.
 // "GOGC=100;GOGC=200;GOGC=100,GOMEMLIMIT=40MiB". Unset: the agent's
@@ -388,7 +412,8 @@ func agentGCSettings() []string {
 // the same iteration it measures the floor: a child process writing every
 // file that prepare wrote, with the same bytes, directories and sync
 // discipline (writeFloor), timed from the request to its answer. The
-// latency metrics are per prepare and per floor; load1 is the load
+// latency metrics are per prepare and per floor; a round starts every
+// roundInterval (ns/op is at least that); load1 is the load
 // average when the case started; the agent's RSS and anonymous RSS are
 // read after the rounds, for the trade of the Go runtime settings
 // (agentGCEnv) against memory.
@@ -404,8 +429,12 @@ func BenchmarkPrepare(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/%d-chips%s", bn.vendor, chips, suffix), func(b *testing.B) {
 					load := loadAverage(b)
 					k := startKubeletBench(b, bn, chips, env)
+					interval := roundInterval(b)
 					var prep, floor []time.Duration
+					next := time.Now()
 					for b.Loop() {
+						time.Sleep(time.Until(next))
+						next = time.Now().Add(interval)
 						p, f := k.round()
 						prep, floor = append(prep, p), append(floor, f)
 					}
