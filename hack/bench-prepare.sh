@@ -30,7 +30,10 @@
 #
 # GC runs every case once per Go runtime setting of the agent (";"
 # between settings, "," between the variables of one) and prints the p99
-# against the agent's RSS after the rounds, per setting. TRACE=<dir> runs
+# against the agent's RSS after the rounds, per setting; any variable of
+# the agent's environment works, its flags' too (ACCEL_DRA_DEVICE_METADATA
+# =false). Rounds start every 100 ms, below the agent's API request rate
+# (ACCEL_DRA_BENCH_ROUND_INTERVAL; test/plugin/kubelet_bench_test.go). TRACE=<dir> runs
 # BenchmarkPrepareInProcess instead (driver, fake API and client in this
 # process, which runtime/trace can split): each case writes a
 # runtime/trace (<case>.trace, for go tool trace) and the report of its

@@ -392,8 +392,9 @@ func roundInterval(tb testing.TB) time.Duration {
 
 // agentGCEnv lists the Go runtime settings BenchmarkPrepare runs the agent
 // with, separated by ";", each a comma-separated list of variables, e.g.
-// "GOGC=100;GOGC=200;GOGC=100,GOMEMLIMIT=40MiB". Unset: the agent's
-// defaults only.
+// "GOGC=100;GOGC=200;GOGC=100,GOMEMLIMIT=40MiB" (any variable works,
+// the agent's flags' too: ACCEL_DRA_DEVICE_METADATA=false). Unset: the
+// agent's defaults only.
 const agentGCEnv = "ACCEL_DRA_BENCH_AGENT_GC"
 
 // agentGCSettings are the settings of agentGCEnv; "" is the defaults.
