@@ -207,11 +207,13 @@ bench: failpoint-agent
 	ACCEL_DRA_FAILPOINT_AGENT=$(FAILPOINT_AGENT) $(GO) test -count=1 -run '^$$' -bench . -benchmem -p 1 -timeout 60m $(BENCH_PKGS)
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem -benchtime 5x -timeout 60m ./test/bench/
 
-# Prepare's latency next to its floor, p50 / p99 / p99.9 and the load
-# average, as a table (docs/benchmarks.md); 2000 rounds per case, about 5
-# minutes on a quiet 2-core machine. BENCHTIME, BENCH (write $ as $$ on
-# make's command line), TRACE=<dir> (where the slowest prepares' time
-# went): see hack/bench-prepare.sh.
+# Prepare's latency as the kubelet sees it (the agent binary and the fake
+# API server each in its own process) next to its floor, p50 / p99 / p99.9
+# and the load average, then the agent's memory against the minimal
+# upstream-helper plugin's, as tables (docs/benchmarks.md); 1000 rounds per
+# case. BENCHTIME, BENCH (write $ as $$ on make's command line), GC (the
+# agent's GOGC / GOMEMLIMIT settings to compare), TRACE=<dir> (where the
+# slowest prepares' time went, in process): see hack/bench-prepare.sh.
 bench-prepare:
 	GO=$(GO) bash hack/bench-prepare.sh
 

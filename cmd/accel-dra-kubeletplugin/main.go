@@ -215,18 +215,29 @@ func (a *agentFlags) addFabricFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.Interval, "fabric-label-interval", nodeagent.DefaultFabricInterval, "how often the fabric labels are checked against their sources [ACCEL_DRA_FABRIC_LABEL_INTERVAL]")
 }
 
+// The agent's API request rate: the kubelet's own defaults
+// (--kube-api-qps, --kube-api-burst) instead of client-go's 5 and 10.
+// Each prepare takes a Get of the claim (the helper) and a Get and an
+// apply of its status (pkg/claimstatus), so at client-go's defaults a
+// burst of a few pods on a node waited hundreds of milliseconds per
+// prepare in client-side throttling (docs/benchmarks.md, "The prepare
+// tail (measurement)").
+const (
+	apiQPS   = 50
+	apiBurst = 100
+)
+
 func clientConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
 	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
+		if cfg, err = rest.InClusterConfig(); err != nil {
 			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
 		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
+	} else if cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
 	}
+	cfg.QPS, cfg.Burst = apiQPS, apiBurst
 	return cfg, nil
 }
 

@@ -15,6 +15,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -90,4 +92,21 @@ func TestFlagValuesAreChecked(t *testing.T) {
 			require.EqualError(t, cmd.Execute(), tc.want)
 		})
 	}
+}
+
+// The agent's client is not held to client-go's 5 requests per second:
+// each prepare makes three requests.
+func TestClientConfigRate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {}}]
+current-context: c
+`), 0o600))
+	cfg, err := clientConfig(path)
+	require.NoError(t, err)
+	require.Equal(t, float32(50), cfg.QPS)
+	require.Equal(t, 100, cfg.Burst)
 }

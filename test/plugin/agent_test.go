@@ -73,6 +73,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(agentEnv); cfg != "" {
 		os.Exit(childAgent(cfg))
 	}
+	if cfg := os.Getenv(floorEnv); cfg != "" {
+		os.Exit(childFloor(cfg))
+	}
 	os.Exit(m.Run())
 }
 
@@ -251,34 +254,10 @@ func reportPublished(ctx context.Context, cfg agentConfig, client *fake.Clientse
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "child agent: waiting for the slices to be published:", err)
 	}
-	var inv inventory.Inventory
-	if cfg.Profile != "" {
-		p, err := profile.Load(registry, cfg.Profile)
-		if err != nil {
-			fail(err)
-			return
-		}
-		if inv, err = profilenode.New(registry, nodeName, p).Discover(ctx); err != nil {
-			fail(err)
-			return
-		}
-	} else {
-		// The node's chips as the agent reads them (the same libraries,
-		// loaded once per process).
-		var err error
-		if inv, err = source.Discover(ctx, cfg.discovery()); err != nil {
-			fail(err)
-			return
-		}
-	}
-	policy, err := partitions.ParsePolicy(registry, cfg.ChipModes)
+	want, err := nodeSlices(ctx, cfg)
 	if err != nil {
 		fail(err)
 		return
-	}
-	want := 0
-	for _, r := range resourceslices.DriverResourcesFor(registry, nodeName, inv, resourceslices.Options{Policy: policy}) {
-		want += len(r.Pools[nodeName].Slices)
 	}
 	for ctx.Err() == nil {
 		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
@@ -290,6 +269,37 @@ func reportPublished(ctx context.Context, cfg agentConfig, client *fake.Clientse
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// nodeSlices is how many ResourceSlices the node publishes with cfg's
+// profile (or chips read through its libraries) and chip modes.
+func nodeSlices(ctx context.Context, cfg agentConfig) (int, error) {
+	var inv inventory.Inventory
+	if cfg.Profile != "" {
+		p, err := profile.Load(registry, cfg.Profile)
+		if err != nil {
+			return 0, err
+		}
+		if inv, err = profilenode.New(registry, nodeName, p).Discover(ctx); err != nil {
+			return 0, err
+		}
+	} else {
+		// The node's chips as the agent reads them (the same libraries,
+		// loaded once per process).
+		var err error
+		if inv, err = source.Discover(ctx, cfg.discovery()); err != nil {
+			return 0, err
+		}
+	}
+	policy, err := partitions.ParsePolicy(registry, cfg.ChipModes)
+	if err != nil {
+		return 0, err
+	}
+	want := 0
+	for _, r := range resourceslices.DriverResourcesFor(registry, nodeName, inv, resourceslices.Options{Policy: policy}) {
+		want += len(r.Pools[nodeName].Slices)
+	}
+	return want, nil
 }
 
 // agent is a node agent in a child process and the kubelet's side of it:
@@ -308,6 +318,15 @@ type agent struct {
 	surged bool
 	// env is added to the child's environment.
 	env []string
+	// argv, when set, is the command the agent runs as instead of this
+	// test binary (a real binary: kubelet_bench_test.go), talking to api
+	// rather than to a fake API server of its own; drivers, when set,
+	// are its driver names instead of those of the node's vendors, and
+	// slices how many ResourceSlices api holds once it has published.
+	argv    []string
+	api     *fakeAPIServer
+	drivers []string
+	slices  int
 
 	cmd     *exec.Cmd
 	exited  chan error
@@ -403,8 +422,13 @@ func (a *agent) launch(failpoints string) {
 	require.NoError(t, err)
 	a.starts++
 	fmt.Fprintf(a.log, "=== start %d, failpoints %q\n", a.starts, failpoints)
-	a.cmd = exec.Command(agentBinary(t), "-test.run=^$")
-	a.cmd.Env = append(append(os.Environ(), agentEnv+"="+string(raw), failpoint.EnvVar+"="+failpoints), a.env...)
+	if a.argv != nil {
+		a.cmd = exec.Command(a.argv[0], a.argv[1:]...) //nolint:gosec // the binaries the benchmark built
+		a.cmd.Env = append(os.Environ(), a.env...)
+	} else {
+		a.cmd = exec.Command(agentBinary(t), "-test.run=^$")
+		a.cmd.Env = append(append(os.Environ(), agentEnv+"="+string(raw), failpoint.EnvVar+"="+failpoints), a.env...)
+	}
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	require.NoError(t, a.cmd.Start())
 	a.exited = make(chan error, 1)
@@ -426,8 +450,13 @@ func (a *agent) register() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a.kubelet = map[string]drapb.DRAPluginClient{}
+	names := a.drivers
 	for _, v := range a.vendors {
-		name := registry.DriverFor(v)
+		if a.drivers == nil {
+			names = append(names, registry.DriverFor(v))
+		}
+	}
+	for _, name := range names {
 		reg := a.dial(a.registrarSocket(name))
 		info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true))
 		require.NoError(t, err, "%s registers", name)
@@ -441,6 +470,10 @@ func (a *agent) register() {
 // all of the node's ResourceSlices.
 func (a *agent) waitPublished() {
 	a.t.Helper()
+	if a.api != nil {
+		a.api.waitSlices(a.t, a.slices)
+		return
+	}
 	require.Eventually(a.t, func() bool {
 		_, err := os.Stat(a.cfg.PublishedFile)
 		return err == nil
@@ -531,6 +564,10 @@ func (a *agent) kill() {
 // addClaim makes a claim known to the child's fake API server.
 func (a *agent) addClaim(c *resourceapi.ResourceClaim) {
 	a.t.Helper()
+	if a.api != nil {
+		a.api.addClaim(a.t, c)
+		return
+	}
 	raw, err := json.Marshal(c)
 	require.NoError(a.t, err)
 	require.NoError(a.t, os.WriteFile(claimFile(a.cfg.ClaimsDir, c.Namespace, c.Name), raw, 0o644))

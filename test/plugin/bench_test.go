@@ -24,6 +24,7 @@ package plugin_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -43,11 +44,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	resourceac "k8s.io/client-go/applyconfigurations/resource/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
@@ -61,7 +60,7 @@ import (
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/vendors/ascend"
 	"github.com/accel-dra/accel-dra/pkg/vendors/cambricon"
-	"github.com/accel-dra/accel-dra/test/scale"
+	"github.com/accel-dra/accel-dra/test/fakeapi"
 )
 
 // benchNode is a synthetic 16-chip node of one vendor (testdata).
@@ -76,8 +75,8 @@ var benchNodes = []benchNode{
 	{cambricon.Vendor, "testdata/16-mlu370.yaml", "mlu"},
 }
 
-// BenchmarkPrepare measures NodePrepareResources of 1-, 8- and 16-chip
-// claims over the plugin's unix socket, with the device metadata file (as
+// BenchmarkPrepareInProcess measures, in this process, NodePrepareResources
+// of 1-, 8- and 16-chip claims over the plugin's unix socket, with the device metadata file (as
 // the node agent runs by default) and without: the claim fetched from the fake API, config
 // decoded, CDI spec written, checkpoint fsync'ed, and, with metadata=true,
 // the helper's device metadata file and its CDI spec written and fsync'ed. In the same
@@ -85,13 +84,16 @@ var benchNodes = []benchNode{
 // with the same bytes, directories and sync discipline (see
 // measureFloor). ns/op is the prepare, unprepare and floor round; the
 // latency metrics are per prepare and per floor; load1 is the load
-// average when the case started.
+// average when the case started. BenchmarkPrepare (kubelet_bench_test.go)
+// measures the real agent binary as the kubelet sees it; this one, with
+// the driver, the fake API server and the client in one process, is the
+// one runtime/trace can split:
 //
 // With ACCEL_DRA_PREPARE_TRACE=<dir> each case also writes a runtime/trace
 // of its loop to <dir>/<case>.trace and, from it, where the time of the
 // median and of the slowest prepares went to <dir>/<case>.txt
 // (tracetail_test.go).
-func BenchmarkPrepare(b *testing.B) {
+func BenchmarkPrepareInProcess(b *testing.B) {
 	for _, bn := range benchNodes {
 		for _, chips := range []int{1, 8, 16} {
 			for _, metadata := range []bool{true, false} {
@@ -166,7 +168,7 @@ func newBenchNode(tb testing.TB, bn benchNode, metadata bool) *node {
 		n.configure = func(cfg *driver.Config) { cfg.DeviceMetadata = metadata }
 		n.logger = &logger
 	}})
-	cheapStatusApply(n.client)
+	fakeapi.CheapStatusApply(n.client)
 	return n
 }
 
@@ -213,23 +215,6 @@ func traceCase(b *testing.B, name string) func() {
 	}
 }
 
-// cheapStatusApply answers the claim status applies of the driver's
-// background status writer without the fake's server-side apply: that
-// runs a field manager with a REST mapper rebuilt per call (2.2 MB, 81 %
-// of the bytes the prepare benchmark allocated) in this process beside
-// the prepare, and its GC and CPU made the prepare's p99; an API server
-// does that work in its own process. The agent's side of the apply
-// (building and sending it) is still measured.
-func cheapStatusApply(client *fake.Clientset) {
-	client.PrependReactor("patch", "resourceclaims", func(action k8stesting.Action) (bool, k8sruntime.Object, error) {
-		if action.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		obj, err := client.Tracker().Get(action.GetResource(), action.GetNamespace(), action.(k8stesting.PatchAction).GetName())
-		return true, obj, err
-	})
-}
-
 // preparedFile is a file a prepare wrote: where (relative to the node's
 // directories' parent), its bytes, and whether it was fsync'ed (with its
 // directory after the rename).
@@ -253,14 +238,21 @@ type preparedFile struct {
 func (n *node) preparedFiles(c *resourceapi.ResourceClaim) []preparedFile {
 	n.t.Helper()
 	roots := map[string]string{"cdi": n.cdiDir, "state": n.stateDir, "plugin": n.pluginDir}
+	return preparedFilesOf(n.t, roots, func() { n.mustPrepare(c) }, func() { n.unprepare(c) })
+}
+
+// preparedFilesOf is preparedFiles of any agent: roots are its CDI, state
+// and plugin directories, prepare and unprepare do that to one claim.
+func preparedFilesOf(t testing.TB, roots map[string]string, prepare, unprepare func()) []preparedFile {
+	t.Helper()
 	// Once before, so what is compared is the steady state of the
 	// benchmark's rounds (the first prepare creates the checkpoint).
-	n.mustPrepare(c)
-	n.unprepare(c)
-	before := snapshotTree(n.t, roots)
-	n.mustPrepare(c)
-	after := snapshotTree(n.t, roots)
-	n.unprepare(c)
+	prepare()
+	unprepare()
+	before := snapshotTree(t, roots)
+	prepare()
+	after := snapshotTree(t, roots)
+	unprepare()
 	var out []preparedFile
 	for rel, a := range after {
 		if a.dir {
@@ -275,12 +267,14 @@ func (n *node) preparedFiles(c *resourceapi.ResourceClaim) []preparedFile {
 			f.kind = "metadata-cdi" // the helper's: <driver>_metadata_<uid>_<request>.json
 		case strings.HasPrefix(rel, "cdi/"):
 			f.kind, f.durable = "cdi", false
-		case rel == "state/"+driver.CheckpointFile:
+		case strings.HasPrefix(rel, "state/") && filepath.Base(rel) == driver.CheckpointFile:
+			// state/<file> in this process, state/<driver>/<file> in
+			// the node agent's.
 			f.kind = "checkpoint"
 		case strings.HasSuffix(rel, "/metadata.json"):
 			f.kind = "metadata"
 		default:
-			require.Failf(n.t, "unexpected file", "prepare wrote %s", rel)
+			require.Failf(t, "unexpected file", "prepare wrote %s", rel)
 		}
 		for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
 			if _, ok := before[d]; !ok {
@@ -330,49 +324,78 @@ func snapshotTree(tb testing.TB, roots map[string]string) map[string]treeEntry {
 	return out
 }
 
-// measureFloor times writing files under root as prepare wrote them: in
-// the same order, each in its directory of the same depth (created when
-// prepare created it), through a temporary file and a rename, with the
-// file and the directory fsync'ed where prepare fsyncs them. Then, not
-// timed, it removes what unprepare removes, so the next round starts from
-// the same state.
+// measureFloor times writing files under root as prepare wrote them
+// (writeFloor), then, not timed, removes what unprepare removes
+// (cleanFloor), so the next round starts from the same state.
 func measureFloor(b testing.TB, root string, files []preparedFile) time.Duration {
 	b.Helper()
 	start := time.Now()
+	require.NoError(b, writeFloor(root, files))
+	took := time.Since(start)
+	require.NoError(b, cleanFloor(root, files))
+	return took
+}
+
+// writeFloor writes files under root as prepare wrote them: in the same
+// order, each in its directory of the same depth (created when prepare
+// created it), through a temporary file and a rename, with the file and
+// the directory fsync'ed where prepare fsyncs them.
+func writeFloor(root string, files []preparedFile) error {
 	for _, f := range files {
 		dir := filepath.Join(root, filepath.Dir(f.rel))
-		require.NoError(b, os.MkdirAll(dir, 0o750))
-		atomicWrite(b, dir, filepath.Base(f.rel), f.data, f.durable)
-	}
-	took := time.Since(start)
-	for _, f := range files {
-		if len(f.newDirs) > 0 {
-			require.NoError(b, os.RemoveAll(filepath.Join(root, f.newDirs[0])))
-		} else if f.kind != "checkpoint" {
-			require.NoError(b, os.Remove(filepath.Join(root, f.rel)))
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return fmt.Errorf("writing the floor's %s: %w", f.rel, err)
+		}
+		if err := atomicWrite(dir, filepath.Base(f.rel), f.data, f.durable); err != nil {
+			return fmt.Errorf("writing the floor's %s: %w", f.rel, err)
 		}
 	}
-	return took
+	return nil
+}
+
+// cleanFloor removes under root what unprepare removes: every file but
+// the checkpoint, which prepare replaces, and the directories prepare
+// created.
+func cleanFloor(root string, files []preparedFile) error {
+	for _, f := range files {
+		var err error
+		if len(f.newDirs) > 0 {
+			err = os.RemoveAll(filepath.Join(root, f.newDirs[0]))
+		} else if f.kind != "checkpoint" {
+			err = os.Remove(filepath.Join(root, f.rel))
+		}
+		if err != nil {
+			return fmt.Errorf("removing the floor's %s: %w", f.rel, err)
+		}
+	}
+	return nil
 }
 
 // atomicWrite replaces dir/name with data through a temporary file,
 // fsyncing the file and the directory when durable.
-func atomicWrite(b testing.TB, dir, name string, data []byte, durable bool) {
+func atomicWrite(dir, name string, data []byte, durable bool) error {
 	tmp, err := os.CreateTemp(dir, name+".tmp-*")
-	require.NoError(b, err)
+	if err != nil {
+		return err
+	}
 	_, err = tmp.Write(data)
-	require.NoError(b, err)
-	if durable {
-		require.NoError(b, tmp.Sync())
+	if err == nil && durable {
+		err = tmp.Sync()
 	}
-	require.NoError(b, tmp.Close())
-	require.NoError(b, os.Rename(tmp.Name(), filepath.Join(dir, name)))
-	if durable {
-		d, err := os.Open(dir)
-		require.NoError(b, err)
-		require.NoError(b, d.Sync())
-		require.NoError(b, d.Close())
+	if err = errors.Join(err, tmp.Close()); err != nil {
+		return err
 	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	if !durable {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
 // percentile is the p-th percentile of d (nearest rank below).
@@ -569,84 +592,6 @@ func (q *countingQueue) Done(item string) {
 	q.done.Add(1)
 }
 
-// BenchmarkAgentMemory reports the resident memory of the node agent
-// serving a 16-chip node of each vendor (chips Partitioned, the most
-// devices a node publishes) in a process of its own, with its
-// slices published, registered, and then with 16 prepared claims (one
-// chip each, one NodePrepareResources call each, as for 16 pods).
-func BenchmarkAgentMemory(b *testing.B) {
-	for _, bn := range benchNodes {
-		b.Run(string(bn.vendor), func(b *testing.B) {
-			m := agentMemory(b, bn, 16)
-			for b.Loop() {
-				// The measurement is the child's; nothing to repeat.
-			}
-			b.ReportMetric(m.idleRSS, "idle-RSS-MiB")
-			b.ReportMetric(m.rss, "RSS-MiB")
-			b.ReportMetric(m.hwm, "peak-RSS-MiB")
-			b.ReportMetric(m.anon, "anon-RSS-MiB")
-			b.ReportMetric(m.file, "file-RSS-MiB")
-		})
-	}
-}
-
-// memory is in MiB; anon and file split rss into the process's own
-// memory (heap, stacks, runtime) and the pages of its binary and
-// libraries that it touched.
-type memory struct{ idleRSS, rss, hwm, anon, file float64 }
-
-// agentMemory runs the node agent of bn in a child process (agent, as
-// the crash and soak tests do), acts as its kubelet, prepares claims
-// claims and reads the child's /proc status.
-func agentMemory(tb testing.TB, bn benchNode, claims int) memory {
-	tb.Helper()
-	driverName := registry.DriverFor(bn.vendor)
-	a := newAgent(tb, bn.profile, string(partitions.ModePartitioned))
-	objs := a.addChipClaims(driverName, bn.prefix, claims)
-	a.start("")
-	// Serving a node means its slices are published: the helper's
-	// controller starts after the gRPC servers, taking at least a second.
-	a.waitPublished()
-	pid := a.cmd.Process.Pid
-	m := memory{idleRSS: procStatusMiB(tb, pid, "VmRSS")}
-	for _, c := range objs {
-		resp, err := a.prepare(driverName, c)
-		require.NoError(tb, err)
-		require.Empty(tb, resp[string(c.UID)].Error)
-	}
-	m.rss = procStatusMiB(tb, pid, "VmRSS")
-	m.hwm = procStatusMiB(tb, pid, "VmHWM")
-	m.anon = procStatusMiB(tb, pid, "RssAnon")
-	m.file = procStatusMiB(tb, pid, "RssFile")
-	a.stop()
-	return m
-}
-
-// addChipClaims adds n claims pod-0 … pod-<n-1> of one whole chip each
-// (prefix-0, prefix-1, …) to the agent's fake API server.
-func (a *agent) addChipClaims(driverName, prefix string, n int) []*resourceapi.ResourceClaim {
-	var objs []*resourceapi.ResourceClaim
-	for i := range n {
-		c := &resourceapi.ResourceClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-pod-%d", i))},
-			Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
-				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "accel", Driver: driverName, Pool: nodeName, Device: fmt.Sprintf("%s-%d", prefix, i)}},
-			}}},
-		}
-		a.addClaim(c)
-		objs = append(objs, c)
-	}
-	return objs
-}
-
-// procStatusMiB reads a kB field of /proc/<pid>/status in MiB.
-func procStatusMiB(tb testing.TB, pid int, field string) float64 {
-	tb.Helper()
-	v, err := scale.ProcStatusMiB(pid, field)
-	require.NoError(tb, err)
-	return v
-}
-
 // TestBenchmarkSetups runs each benchmark's setup once at a small size,
 // so that make test catches a broken benchmark, and checks the counts the
 // benchmarks report: one API write per slice, none on an unchanged
@@ -659,15 +604,9 @@ func TestBenchmarkSetups(t *testing.T) {
 			require.Zero(t, r.republishWrites, "modes %q: republishing the same resources writes nothing", modes)
 		}
 	})
-	t.Run("memory", func(t *testing.T) {
-		m := agentMemory(t, benchNodes[1], 2)
-		require.Positive(t, m.idleRSS)
-		require.GreaterOrEqual(t, m.hwm, m.rss)
-		require.InDelta(t, m.rss, m.anon+m.file, 1, "RSS is anonymous plus file pages (and a little shared memory)")
-	})
 	t.Run("status apply without the fake's field manager", func(t *testing.T) {
 		n := startNode(t, nodeOptions{Profile: benchNodes[0].profile, Vendor: benchNodes[0].vendor})
-		cheapStatusApply(n.client)
+		fakeapi.CheapStatusApply(n.client)
 		c := n.claim("one", chipNames("npu", 1))
 		ac := resourceac.ResourceClaim(c.Name, c.Namespace).WithStatus(resourceac.ResourceClaimStatus().
 			WithDevices(resourceac.AllocatedDeviceStatus().WithDriver("d").WithPool("p").WithDevice("x")))

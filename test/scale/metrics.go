@@ -191,7 +191,19 @@ func intField(line []byte, key string) (int, bool) {
 // ProcStatusMiB reads a kB field of /proc/<pid>/status (VmRSS, RssAnon,
 // RssFile, VmHWM) in MiB.
 func ProcStatusMiB(pid int, field string) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	return procFileMiB(pid, "status", field)
+}
+
+// ProcSmapsRollupMiB reads a kB field of /proc/<pid>/smaps_rollup (Rss,
+// Pss, Pss_Anon, Pss_File, Anonymous) in MiB: PSS divides each page
+// shared with other processes among them, so the pages of a binary two
+// processes map count half for each.
+func ProcSmapsRollupMiB(pid int, field string) (float64, error) {
+	return procFileMiB(pid, "smaps_rollup", field)
+}
+
+func procFileMiB(pid int, file, field string) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	if err != nil {
 		return 0, fmt.Errorf("reading the memory of process %d: %w", pid, err)
 	}
@@ -204,5 +216,5 @@ func ProcStatusMiB(pid int, field string) (float64, error) {
 			return kb / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("reading the memory of process %d: no %s in /proc/%d/status", pid, field, pid)
+	return 0, fmt.Errorf("reading the memory of process %d: no %s in /proc/%d/%s", pid, field, pid, file)
 }

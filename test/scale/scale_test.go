@@ -322,6 +322,20 @@ func TestProcStatusMiB(t *testing.T) {
 	require.Error(t, err)
 }
 
+func TestProcSmapsRollupMiB(t *testing.T) {
+	rss, err := ProcSmapsRollupMiB(os.Getpid(), "Rss")
+	require.NoError(t, err)
+	pss, err := ProcSmapsRollupMiB(os.Getpid(), "Pss")
+	require.NoError(t, err)
+	anon, err := ProcSmapsRollupMiB(os.Getpid(), "Pss_Anon")
+	require.NoError(t, err)
+	require.Positive(t, anon)
+	require.GreaterOrEqual(t, rss, pss, "a shared page counts whole in RSS, in part in PSS")
+	require.GreaterOrEqual(t, pss, anon)
+	_, err = ProcSmapsRollupMiB(os.Getpid(), "NoSuchField")
+	require.ErrorContains(t, err, "no NoSuchField in /proc/")
+}
+
 // TestFabricSlices checks what the fabric side adds: node i's chips carry
 // its super pod, server index and an SDID with the server in bits 22-31,
 // and nothing else changes; its labels place it in one super pod, leaf
