@@ -357,16 +357,25 @@ func omitted(settings scale.Slices) string {
 // baseline).
 func oursSide(client kubernetes.Interface, name string, w scale.Workload, settings scale.Slices, pods, ref int) side {
 	return side{name: name, workload: w, pods: pods, ref: ref,
-		publish: func(ctx context.Context, nodes []corev1.Node) (int, func(context.Context) error, error) {
-			p, err := scale.Publish(ctx, client, nodes, settings, 5*time.Minute)
-			if err != nil {
-				return 0, nil, err
-			}
-			return p.Slices, func(ctx context.Context) error {
-				p.Stop()
-				return scale.DeleteSlices(ctx, client, 2*time.Minute, p.Drivers...)
-			}, nil
-		}}
+		publish: publishing(client, func(ctx context.Context, nodes []corev1.Node) (*scale.Publisher, error) {
+			return scale.Publish(ctx, client, nodes, settings, 5*time.Minute)
+		})}
+}
+
+// publishing is a side's publish step over the resourceslice
+// controllers start runs: their slices, and a cleanup that stops them
+// and deletes what they published.
+func publishing(client kubernetes.Interface, start func(context.Context, []corev1.Node) (*scale.Publisher, error)) func(context.Context, []corev1.Node) (int, func(context.Context) error, error) {
+	return func(ctx context.Context, nodes []corev1.Node) (int, func(context.Context) error, error) {
+		p, err := start(ctx, nodes)
+		if err != nil {
+			return 0, nil, err
+		}
+		return p.Slices, func(ctx context.Context) error {
+			p.Stop()
+			return scale.DeleteSlices(ctx, client, 2*time.Minute, p.Drivers...)
+		}, nil
+	}
 }
 
 // fabricSide is oursSide with chips Whole, each node in a super pod of

@@ -80,16 +80,9 @@ func withPeerSides(sides []side, client kubernetes.Interface, repo string, pods,
 // schedules w's pods.
 func peerSide(client kubernetes.Interface, p scale.Peer, w scale.Workload, pods int) side {
 	return side{name: peerPrefix + p.Name + " (" + strings.Join(p.Templates, ", ") + ")", workload: w, pods: pods,
-		publish: func(ctx context.Context, nodes []corev1.Node) (int, func(context.Context) error, error) {
-			pub, err := scale.PublishPeer(ctx, client, nodes, p, 5*time.Minute)
-			if err != nil {
-				return 0, nil, err
-			}
-			return pub.Slices, func(ctx context.Context) error {
-				pub.Stop()
-				return scale.DeleteSlices(ctx, client, 2*time.Minute, pub.Drivers...)
-			}, nil
-		}}
+		publish: publishing(client, func(ctx context.Context, nodes []corev1.Node) (*scale.Publisher, error) {
+			return scale.PublishPeer(ctx, client, nodes, p, 5*time.Minute)
+		})}
 }
 
 // printPeerRatios prints ours to each peer from the same run: pods/s,
