@@ -89,6 +89,10 @@ type Slices struct {
 	// node's libraries offer them (inventory.Chip.Sources), which a
 	// hardware profile does not carry.
 	Sources map[string]string
+	// Profile, when set, is every node's hardware profile (a cluster of
+	// one vendor, as the peer sides' nodes are all alike) instead of
+	// OurProfiles in turn.
+	Profile string
 }
 
 // ServersPerSuperPod is how many nodes the Fabric side puts in one super
@@ -142,7 +146,11 @@ var HalfChipTemplates = []string{"vir10-3c-32g", "smlu-50p"}
 // OurResources is what the node agent of node name publishes, by driver,
 // for profile OurProfiles[i % len] with its settings s.
 func OurResources(ctx context.Context, name string, i int, s Slices) (map[string]resourceslice.DriverResources, error) {
-	return resourcesFor(ctx, name, i, OurProfiles[i%len(OurProfiles)], s)
+	ref := OurProfiles[i%len(OurProfiles)]
+	if s.Profile != "" {
+		ref = s.Profile
+	}
+	return resourcesFor(ctx, name, i, ref, s)
 }
 
 // registry is the vendors the node agent serves, as its main builds it.
@@ -385,6 +393,16 @@ type Workload struct {
 // (test/bench/testdata/claims.yaml), the demo's shapes: one chip by
 // model, four chips in one link group, firstAvailable.
 var OurTemplates = []string{"a-one-by-model", "b-four-in-a-link-group", "c-first-available"}
+
+// OneVendorProfile and OneVendorTemplates are our side in the peers'
+// setting: every node alike (8 × Ascend 910B3 in one HCCS mesh, as the
+// peers' nodes are 8 GPUs or NPUs) and only the two shapes the peers'
+// claims have, one chip by model and four in one link group, without
+// (c)'s firstAvailable over both vendors.
+var (
+	OneVendorProfile   = OurProfiles[0]
+	OneVendorTemplates = OurTemplates[:2]
+)
 
 // PerModelTemplates are the same shapes naming the chart's per-model
 // classes without selectors (testdata/levers.yaml), DriverOnlyTemplates

@@ -127,6 +127,23 @@ func TestLeverSlices(t *testing.T) {
 	}
 }
 
+// TestOneVendorSlices checks the peers' setting of our side: every node,
+// whatever its index, publishes the one profile's 8 chips of one model in
+// one link group, as a peer node publishes 8 alike devices.
+func TestOneVendorSlices(t *testing.T) {
+	for i := range 3 {
+		res, err := OurResources(context.Background(), NodeName(i), i, Slices{Modes: "Whole", Profile: OneVendorProfile})
+		require.NoError(t, err)
+		require.Len(t, res, 1, "node %d: one driver", i)
+		devices := chipDevices(t, i, Slices{Modes: "Whole", Profile: OneVendorProfile})
+		require.Len(t, devices, 8, "node %d", i)
+		for _, d := range devices {
+			require.Equal(t, "Ascend910B3", *d.Attributes[names.AttrModel].StringValue, d.Name)
+			require.Equal(t, *devices[0].Attributes[names.AttrLinkGroup].StringValue, *d.Attributes[names.AttrLinkGroup].StringValue, d.Name)
+		}
+	}
+}
+
 // TestBaselineSlice checks the scheduler_perf shape
 // (resourceslice-basic-devices.yaml with numDevices 10, numPCIRoots 2).
 func TestBaselineSlice(t *testing.T) {
@@ -152,6 +169,8 @@ func TestBaselineSlice(t *testing.T) {
 func TestWorkloads(t *testing.T) {
 	ours, err := OurWorkload("../..")
 	require.NoError(t, err)
+	oneVendor, err := LoadWorkload("../..", "test/bench/testdata/claims.yaml", OneVendorTemplates)
+	require.NoError(t, err)
 	perModel, err := LoadWorkload("../..", "test/scale/testdata/levers.yaml", PerModelTemplates)
 	require.NoError(t, err)
 	driverOnly, err := LoadWorkload("../..", "test/scale/testdata/levers.yaml", DriverOnlyTemplates)
@@ -166,6 +185,7 @@ func TestWorkloads(t *testing.T) {
 		templates []string
 	}{
 		{"ours", ours, OurTemplates},
+		{"one vendor", oneVendor, OneVendorTemplates},
 		{"per-model", perModel, PerModelTemplates},
 		{"driver-only", driverOnly, DriverOnlyTemplates},
 		{"partitioned shares", partitionedShares, PartitionedShareTemplates},

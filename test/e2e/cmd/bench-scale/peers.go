@@ -41,6 +41,7 @@ import (
 const (
 	peerPrefix        = "peer: "
 	oursNextToPeers   = "ours, chips Whole, next to the peers (side 1's slices and claims)"
+	oursOneVendor     = "ours, chips Whole, one vendor as the peers: every node 8 × Ascend 910B3, claims a and b"
 	oursWholePrefix   = "ours, chips Whole: "
 	oursPartitioned   = "ours, chips Partitioned (chip + 6 slots)"
 	sharesPartitioned = "shares: Partitioned"
@@ -49,13 +50,21 @@ const (
 // withPeerSides appends to sides ours Whole again (so the peers have a
 // reference the machine's drift has not moved), NVIDIA's GPUs, Huawei's
 // NPUs and NVIDIA's GPUs as DynamicMIG publishes them, the last with
-// pods, the Partitioned sides' pod count.
+// pods, the Partitioned sides' pod count; then ours in the peers'
+// setting, every node alike and the peers' two claim shapes, compared
+// with the NVIDIA-shaped side.
 func withPeerSides(sides []side, client kubernetes.Interface, repo string, pods, partitionedPods int) ([]side, error) {
 	ours, err := scale.OurWorkload(repo)
 	if err != nil {
 		return nil, err
 	}
-	sides = append(sides, oursSide(client, oursNextToPeers, ours, scale.Slices{Modes: string(partitions.ModeWhole)}, pods, 0))
+	oneVendor, err := scale.LoadWorkload(repo, "test/bench/testdata/claims.yaml", scale.OneVendorTemplates)
+	if err != nil {
+		return nil, err
+	}
+	whole := scale.Slices{Modes: string(partitions.ModeWhole)}
+	sides = append(sides, oursSide(client, oursNextToPeers, ours, whole, pods, 0))
+	nvidia := len(sides)
 	for _, p := range scale.Peers {
 		w, err := scale.PeerWorkload(repo, p)
 		if err != nil {
@@ -73,7 +82,8 @@ func withPeerSides(sides []side, client kubernetes.Interface, repo string, pods,
 		}
 		sides = append(sides, s)
 	}
-	return sides, nil
+	whole.Profile = scale.OneVendorProfile
+	return append(sides, oursSide(client, oursOneVendor, oneVendor, whole, pods, nvidia)), nil
 }
 
 // peerSide publishes p's slices as its kubelet plugins would and
@@ -99,8 +109,10 @@ func printPeerRatios(rs []result) {
 		return -1
 	}
 	pairs := []struct{ ours, peer string }{
+		{oursOneVendor, scale.NVIDIAGPUs.Name},
 		{oursNextToPeers, scale.NVIDIAGPUs.Name},
 		{oursWholePrefix, scale.NVIDIAGPUs.Name},
+		{oursOneVendor, scale.HuaweiNPUs.Name},
 		{oursNextToPeers, scale.HuaweiNPUs.Name},
 		{oursWholePrefix, scale.HuaweiNPUs.Name},
 		{sharesPartitioned, scale.NVIDIAMIG.Name},
