@@ -30,7 +30,8 @@
 #
 # GC runs every case once per Go runtime setting of the agent (";"
 # between settings, "," between the variables of one) and prints the p99
-# against the agent's RSS after the rounds, per setting; any variable of
+# against the agent's RSS after the rounds, per setting, and the memory
+# table once per setting (the minimal plugin keeps its defaults); any variable of
 # the agent's environment works, its flags' too (ACCEL_DRA_DEVICE_METADATA
 # =false). Rounds start every 100 ms, below the agent's API request rate
 # (ACCEL_DRA_BENCH_ROUND_INTERVAL; test/plugin/kubelet_bench_test.go). TRACE=<dir> runs
@@ -84,7 +85,7 @@ END {
 	}
 	if (nm) {
 		if (np) print ""
-		print "| vendor, 16 chips | agent idle RSS / anon / PSS MiB | agent, 16 claims | minimal plugin idle | minimal plugin, 16 claims | anon / floor idle, 16 claims |"
+		print "| vendor / chip mode, 16 chips | agent idle RSS / anon / PSS MiB | agent, 16 claims | minimal plugin idle | minimal plugin, 16 claims | anon / floor idle, 16 claims |"
 		print "|---|---|---|---|---|---|"
 		for (i = 1; i <= nm; i++) print mem[i]
 	}

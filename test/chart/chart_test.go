@@ -772,7 +772,8 @@ func checkAgentContainer(t *testing.T, c valuesCase, want agentWant, ctr corev1.
 	}
 	require.Equal(t, &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}, env["NODE_NAME"].ValueFrom)
 	require.Equal(t, &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}, env["POD_UID"].ValueFrom)
-	wantEnv := 2
+	require.Equal(t, "50", env["GOGC"].Value, "the chart's GC target (kubeletPlugin.goGC)")
+	wantEnv := 3
 	if want.libraryPath != "" {
 		require.Equal(t, want.libraryPath, env["LD_LIBRARY_PATH"].Value)
 		wantEnv++
@@ -1001,4 +1002,35 @@ func TestTheChartNeedsKubernetes136ForGranularClaimStatusAuthorization(t *testin
 	require.ErrorContains(t, err, "kubeVersion")
 	_, err = helmTemplate(t, "", "--kube-version", "1.36.0")
 	require.NoError(t, err)
+}
+
+// TestAgentGoGC checks kubeletPlugin.goGC: the default sets the agent's
+// GOGC to the measured 50, another value replaces it, "" leaves Go's
+// default (no variable), and a value Go would not parse fails the schema.
+func TestAgentGoGC(t *testing.T) {
+	for _, tc := range []struct {
+		name, values string
+		want         string // "" for no GOGC variable
+	}{
+		{"default", "", "50"},
+		{"off", "kubeletPlugin:\n  goGC: \"off\"\n", "off"},
+		{"go's default", "kubeletPlugin:\n  goGC: \"\"\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := renderValues(t, "goGC: "+tc.name, tc.values)
+			var got []string
+			for _, e := range agentContainer(t, r.daemonSet(t)).Env {
+				if e.Name == "GOGC" {
+					got = append(got, e.Value)
+				}
+			}
+			if tc.want == "" {
+				require.Empty(t, got)
+				return
+			}
+			require.Equal(t, []string{tc.want}, got)
+		})
+	}
+	_, err := helmTemplate(t, "kubeletPlugin:\n  goGC: \"50%\"\n")
+	require.ErrorContains(t, err, "goGC")
 }

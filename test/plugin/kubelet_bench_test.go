@@ -153,7 +153,13 @@ func (s *fakeAPIServer) addClaim(tb testing.TB, c *resourceapi.ResourceClaim) {
 // default verbosity; start runs it.
 func realAgent(tb testing.TB, bn benchNode, api *fakeAPIServer, env []string) *agent {
 	tb.Helper()
-	a := newAgent(tb, bn.profile, string(partitions.ModePartitioned))
+	return realAgentIn(tb, bn, partitions.ModePartitioned, api, env)
+}
+
+// realAgentIn is realAgent with the chips in mode.
+func realAgentIn(tb testing.TB, bn benchNode, mode partitions.Mode, api *fakeAPIServer, env []string) *agent {
+	tb.Helper()
+	a := newAgent(tb, bn.profile, string(mode))
 	a.api, a.env = api, env
 	var err error
 	a.slices, err = nodeSlices(context.Background(), a.cfg)
@@ -501,12 +507,12 @@ func chipClaims(driverName string, n int, device func(int) string) []*resourceap
 }
 
 // agentVsFloorMemory measures the node agent binary on a 16-chip node of
-// bn with claims one-chip claims, and the minimal plugin with as many
+// bn, chips in mode, with claims one-chip claims, and the minimal plugin with as many
 // claims of its one device.
-func agentVsFloorMemory(tb testing.TB, bn benchNode, claims int) (agentIdle, agentLoaded, floorIdle, floorLoaded memory) {
+func agentVsFloorMemory(tb testing.TB, bn benchNode, mode partitions.Mode, claims int, env []string) (agentIdle, agentLoaded, floorIdle, floorLoaded memory) {
 	tb.Helper()
 	driverName := registry.DriverFor(bn.vendor)
-	agentIdle, agentLoaded = pluginMemory(tb, realAgent(tb, bn, startFakeAPI(tb), nil), driverName,
+	agentIdle, agentLoaded = pluginMemory(tb, realAgentIn(tb, bn, mode, startFakeAPI(tb), env), driverName,
 		chipClaims(driverName, claims, func(i int) string { return chipNames(bn.prefix, claims)[i] }))
 	floorIdle, floorLoaded = pluginMemory(tb, minPlugin(tb, startFakeAPI(tb)), minDriver,
 		chipClaims(minDriver, claims, func(int) string { return "dev-0" }))
@@ -514,30 +520,48 @@ func agentVsFloorMemory(tb testing.TB, bn benchNode, claims int) (agentIdle, age
 }
 
 // BenchmarkAgentMemory reports the resident memory of the node agent
-// binary serving a 16-chip node of each vendor (chips Partitioned) in a
+// binary serving a 16-chip node of each vendor, chips Whole (the
+// default: 16 devices) and Partitioned (chip and 6 slots each: 112), in a
 // process of its own, with its slices published and registered (idle),
 // then with 16 prepared claims of one chip each; and the same of the
 // minimal plugin on the upstream helper (test/bench/minplugin), the
-// floor, with its ratio: the agent's anonymous RSS over the floor's.
+// floor, with its ratio: the agent's anonymous RSS over the floor's. The
+// agent runs once per Go runtime setting of agentGCEnv, the floor with
+// the defaults.
 func BenchmarkAgentMemory(b *testing.B) {
-	for _, bn := range benchNodes {
-		b.Run(string(bn.vendor), func(b *testing.B) {
-			ai, al, fi, fl := agentVsFloorMemory(b, bn, 16)
-			for b.Loop() {
-				// The measurement is the children's; nothing to repeat.
+	for _, gc := range agentGCSettings() {
+		var env []string
+		suffix := ""
+		if gc != "" {
+			env, suffix = strings.Split(gc, ","), "/"+gc
+		}
+		for _, bn := range benchNodes {
+			for _, mode := range []partitions.Mode{partitions.ModeWhole, partitions.ModePartitioned} {
+				agentMemoryCase(b, bn, mode, env, suffix)
 			}
-			for _, m := range []struct {
-				name string
-				m    memory
-			}{{"idle", ai}, {"claims", al}, {"floor-idle", fi}, {"floor-claims", fl}} {
-				b.ReportMetric(m.m.rss, m.name+"-RSS-MiB")
-				b.ReportMetric(m.m.anon, m.name+"-anon-MiB")
-				b.ReportMetric(m.m.pss, m.name+"-PSS-MiB")
-			}
-			b.ReportMetric(ai.anon/fi.anon, "idle-anon/floor")
-			b.ReportMetric(al.anon/fl.anon, "claims-anon/floor")
-		})
+		}
 	}
+}
+
+// agentMemoryCase is one sub-benchmark of BenchmarkAgentMemory: bn's
+// agent with env, next to the floor.
+func agentMemoryCase(b *testing.B, bn benchNode, mode partitions.Mode, env []string, suffix string) {
+	b.Run(string(bn.vendor)+"/"+string(mode)+suffix, func(b *testing.B) {
+		ai, al, fi, fl := agentVsFloorMemory(b, bn, mode, 16, env)
+		for b.Loop() {
+			// The measurement is the children's; nothing to repeat.
+		}
+		for _, m := range []struct {
+			name string
+			m    memory
+		}{{"idle", ai}, {"claims", al}, {"floor-idle", fi}, {"floor-claims", fl}} {
+			b.ReportMetric(m.m.rss, m.name+"-RSS-MiB")
+			b.ReportMetric(m.m.anon, m.name+"-anon-MiB")
+			b.ReportMetric(m.m.pss, m.name+"-PSS-MiB")
+		}
+		b.ReportMetric(ai.anon/fi.anon, "idle-anon/floor")
+		b.ReportMetric(al.anon/fl.anon, "claims-anon/floor")
+	})
 }
 
 // TestKubeletBenchSetups runs the setups of BenchmarkPrepare and
@@ -565,7 +589,7 @@ func TestKubeletBenchSetups(t *testing.T) {
 		require.Contains(t, strings.Split(string(env), "\x00"), "GOGC=200", "the agent runs with the setting")
 	})
 	t.Run("memory", func(t *testing.T) {
-		ai, al, fi, fl := agentVsFloorMemory(t, benchNodes[0], 2)
+		ai, al, fi, fl := agentVsFloorMemory(t, benchNodes[0], partitions.ModePartitioned, 2, nil)
 		for name, m := range map[string]memory{"agent idle": ai, "agent with claims": al, "floor idle": fi, "floor with claims": fl} {
 			require.Positive(t, m.anon, name)
 			require.GreaterOrEqual(t, m.rss, m.anon, "%s: anonymous pages are part of RSS", name)
