@@ -21,7 +21,7 @@
 #   kube-controller-manager, kubelet   v1.37.2 + staging replaces)
 #   kubectl                          the same module and version, a
 #                                      component of its own (see build_kubectl)
-#   containerd, shim, ctr 2.4.2      go install -tags no_btrfs
+#   containerd, shim, ctr 2.4.2      go install -tags no_btrfs, without cgo
 #   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
 #   kwok 0.8.0 + its stage files     hack/e2e/kwok/go.mod (the k8s.io
 #                                      libraries of this repository)
@@ -160,8 +160,10 @@ component() {
 	exec {lock}>&-
 }
 
+# -s -w: no symbol table or DWARF to write at link time; the tests never
+# debug etcd.
 build_etcd() {
-	go -C "$REPO/hack/e2e/etcd" build -trimpath -o "$1/etcd" go.etcd.io/etcd/server/v3
+	go -C "$REPO/hack/e2e/etcd" build -trimpath -ldflags "-s -w" -o "$1/etcd" go.etcd.io/etcd/server/v3
 }
 
 K8S_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean"
@@ -187,8 +189,14 @@ build_kubectl() {
 	rm -rf "$mod"
 }
 
+# Without cgo, as containerd's own Makefile builds its shim
+# (SHIM_CGO_ENABLED ?= 0): no package of containerd v2.4.2 imports "C"
+# once no_btrfs leaves out the btrfs snapshotter, and the cgo variants of
+# net and os/user are the only difference. Built so, and -trimpath, it
+# takes the standard library every other build here compiles (cgo off,
+# trimmed) instead of compiling its own, and links without the C linker.
 build_containerd() {
-	GOBIN=$1 CGO_ENABLED=1 GOFLAGS=-buildvcs=false go install -tags no_btrfs \
+	GOBIN=$1 CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath -tags no_btrfs \
 		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
 		github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION \
@@ -283,8 +291,8 @@ exec {apt_lock}>&-
 # that compiled the k8s.io libraries, Go's build cache holds most of what
 # they import. .ci/run builds them all in the background during make test,
 # so the later they come, the more make test has compiled for them.
-component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION nocgo $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
-component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs" build_containerd
+component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION nocgo -s -w $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
+component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs nocgo trimpath" build_containerd
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
 component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION nocgo" build_kueue
 component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION nocgo $KWOK_STAGES $(sha "$REPO/hack/e2e/kwok/go.mod" "$REPO/hack/e2e/kwok/go.sum")" build_kwok
