@@ -403,13 +403,24 @@ func roundInterval(tb testing.TB) time.Duration {
 // agent's defaults only.
 const agentGCEnv = "ACCEL_DRA_BENCH_AGENT_GC"
 
-// agentGCSettings are the settings of agentGCEnv; "" is the defaults.
-func agentGCSettings() []string {
+// agentGCSetting is one setting of agentGCEnv: the agent's added
+// environment and the sub-benchmark name's suffix ("" for the defaults).
+type agentGCSetting struct {
+	env    []string
+	suffix string
+}
+
+// agentGCSettings are the settings of agentGCEnv; unset, the defaults.
+func agentGCSettings() []agentGCSetting {
 	v := os.Getenv(agentGCEnv)
 	if v == "" {
-		return []string{""}
+		return []agentGCSetting{{}}
 	}
-	return strings.Split(v, ";")
+	var out []agentGCSetting
+	for _, gc := range strings.Split(v, ";") {
+		out = append(out, agentGCSetting{env: strings.Split(gc, ","), suffix: "/" + gc})
+	}
+	return out
 }
 
 // BenchmarkPrepare measures NodePrepareResources of 1-, 8- and 16-chip
@@ -426,16 +437,11 @@ func agentGCSettings() []string {
 // (agentGCEnv) against memory.
 func BenchmarkPrepare(b *testing.B) {
 	for _, gc := range agentGCSettings() {
-		var env []string
-		suffix := ""
-		if gc != "" {
-			env, suffix = strings.Split(gc, ","), "/"+gc
-		}
 		for _, bn := range benchNodes {
 			for _, chips := range []int{1, 8, 16} {
-				b.Run(fmt.Sprintf("%s/%d-chips%s", bn.vendor, chips, suffix), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%d-chips%s", bn.vendor, chips, gc.suffix), func(b *testing.B) {
 					load := loadAverage(b)
-					k := startKubeletBench(b, bn, chips, env)
+					k := startKubeletBench(b, bn, chips, gc.env)
 					interval := roundInterval(b)
 					var prep, floor []time.Duration
 					next := time.Now()
@@ -530,24 +536,19 @@ func agentVsFloorMemory(tb testing.TB, bn benchNode, mode partitions.Mode, claim
 // the defaults.
 func BenchmarkAgentMemory(b *testing.B) {
 	for _, gc := range agentGCSettings() {
-		var env []string
-		suffix := ""
-		if gc != "" {
-			env, suffix = strings.Split(gc, ","), "/"+gc
-		}
 		for _, bn := range benchNodes {
 			for _, mode := range []partitions.Mode{partitions.ModeWhole, partitions.ModePartitioned} {
-				agentMemoryCase(b, bn, mode, env, suffix)
+				agentMemoryCase(b, bn, mode, gc)
 			}
 		}
 	}
 }
 
 // agentMemoryCase is one sub-benchmark of BenchmarkAgentMemory: bn's
-// agent with env, next to the floor.
-func agentMemoryCase(b *testing.B, bn benchNode, mode partitions.Mode, env []string, suffix string) {
-	b.Run(string(bn.vendor)+"/"+string(mode)+suffix, func(b *testing.B) {
-		ai, al, fi, fl := agentVsFloorMemory(b, bn, mode, 16, env)
+// agent in mode with the setting gc, next to the floor.
+func agentMemoryCase(b *testing.B, bn benchNode, mode partitions.Mode, gc agentGCSetting) {
+	b.Run(string(bn.vendor)+"/"+string(mode)+gc.suffix, func(b *testing.B) {
+		ai, al, fi, fl := agentVsFloorMemory(b, bn, mode, 16, gc.env)
 		for b.Loop() {
 			// The measurement is the children's; nothing to repeat.
 		}
