@@ -461,7 +461,14 @@ func DriverResourcesFor(reg vendors.Registry, nodeName string, inv inventory.Inv
 // name and slice number, named <node>-<driver>-<n> like the resourceslice
 // controller's generated names (which carry a random suffix instead).
 func SlicesFor(reg vendors.Registry, nodeName string, inv inventory.Inventory, opts Options) []*resourceapi.ResourceSlice {
-	drivers := DriverResourcesFor(reg, nodeName, inv, opts)
+	return SliceObjects(nodeName, DriverResourcesFor(reg, nodeName, inv, opts))
+}
+
+// SliceObjects returns the ResourceSlice objects of what a node publishes
+// by driver, each driver's pool named after the node: what the resourceslice
+// controller would write, for code that reads slices without an API
+// server (the simulator, the benchmarks).
+func SliceObjects(nodeName string, drivers map[string]resourceslice.DriverResources) []*resourceapi.ResourceSlice {
 	driverNames := make([]string, 0, len(drivers))
 	for d := range drivers {
 		driverNames = append(driverNames, d)

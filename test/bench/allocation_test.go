@@ -130,7 +130,14 @@ func stripped(slices []*resourceapi.ResourceSlice, capacity bool, keep func(reso
 // baseline classes, and the claims by name.
 func loadClaims(tb testing.TB) (*simulate.Inputs, map[string]*resourceapi.ResourceClaim) {
 	tb.Helper()
-	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "testdata/claims.yaml"})
+	return loadInputs(tb, "../../deployments/helm/accel-dra/deviceclasses", "testdata/claims.yaml")
+}
+
+// loadInputs reads the DeviceClasses and claims of paths, the claims also
+// by name.
+func loadInputs(tb testing.TB, paths ...string) (*simulate.Inputs, map[string]*resourceapi.ResourceClaim) {
+	tb.Helper()
+	in, err := simulate.Load(paths)
 	require.NoError(tb, err)
 	byName := map[string]*resourceapi.ResourceClaim{}
 	for _, c := range in.Claims {

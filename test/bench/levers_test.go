@@ -39,19 +39,32 @@ import (
 // attributes omit.
 func leverCluster(tb testing.TB, nodes int, omit []resourceapi.QualifiedName) cluster {
 	tb.Helper()
+	return wholeCluster(tb, nodes, scale.OurProfiles, omit)
+}
+
+// wholeCluster is nodes nodes, node i of hardware profile
+// profiles[i % len], chips Whole, every device without the attributes
+// omit.
+func wholeCluster(tb testing.TB, nodes int, profiles []string, omit []resourceapi.QualifiedName) cluster {
+	tb.Helper()
 	policy, err := partitions.ParsePolicy(registry, string(partitions.ModeWhole))
 	require.NoError(tb, err)
 	var c cluster
 	for i := range nodes {
-		p, err := profile.Load(registry, scale.OurProfiles[i%len(scale.OurProfiles)])
+		p, err := profile.Load(registry, profiles[i%len(profiles)])
 		require.NoError(tb, err)
 		name := fmt.Sprintf("node-%04d", i)
 		inv, err := profilenode.New(registry, name, p).Discover(context.Background())
 		require.NoError(tb, err)
-		c.nodes = append(c.nodes, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}})
+		c.nodes = append(c.nodes, benchNode(name))
 		c.slices = append(c.slices, resourceslices.SlicesFor(registry, name, inv, resourceslices.Options{Policy: policy, OmitAttributes: omit})...)
 	}
 	return c
+}
+
+// benchNode is the Node object the allocator filters named name.
+func benchNode(name string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
 }
 
 // leverAttributes are the attribute sets measured: all, each candidate
@@ -90,13 +103,7 @@ var leverForms = map[string][]string{
 
 func loadLeverClaims(tb testing.TB) (*simulate.Inputs, map[string]*resourceapi.ResourceClaim) {
 	tb.Helper()
-	in, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "testdata/claims.yaml", "../scale/testdata/levers.yaml"})
-	require.NoError(tb, err)
-	byName := map[string]*resourceapi.ResourceClaim{}
-	for _, c := range in.Claims {
-		byName[c.Name] = c
-	}
-	return in, byName
+	return loadInputs(tb, "../../deployments/helm/accel-dra/deviceclasses", "testdata/claims.yaml", "../scale/testdata/levers.yaml")
 }
 
 // BenchmarkLevers is bench-scale's Whole levers 1 and 2 in process, where

@@ -15,43 +15,18 @@
 package bench_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
-	"k8s.io/utils/ptr"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
 
-	"github.com/accel-dra/accel-dra/pkg/partitions"
-	"github.com/accel-dra/accel-dra/pkg/profile"
-	"github.com/accel-dra/accel-dra/pkg/profilenode"
 	"github.com/accel-dra/accel-dra/pkg/resourceslices"
 	"github.com/accel-dra/accel-dra/pkg/simulate"
 	"github.com/accel-dra/accel-dra/test/scale"
 )
-
-// oneVendorCluster is nodes nodes of hardware profile ref, chips Whole: the
-// cluster the peer sides run on, every node alike.
-func oneVendorCluster(tb testing.TB, nodes int, ref string) cluster {
-	tb.Helper()
-	policy, err := partitions.ParsePolicy(registry, string(partitions.ModeWhole))
-	require.NoError(tb, err)
-	p, err := profile.Load(registry, ref)
-	require.NoError(tb, err)
-	var c cluster
-	for i := range nodes {
-		name := fmt.Sprintf("node-%04d", i)
-		inv, err := profilenode.New(registry, name, p).Discover(context.Background())
-		require.NoError(tb, err)
-		c.nodes = append(c.nodes, benchNode(name))
-		c.slices = append(c.slices, resourceslices.SlicesFor(registry, name, inv, resourceslices.Options{Policy: policy})...)
-	}
-	return c
-}
 
 // peerCluster is nodes nodes of the peer's slices, as its kubelet plugin
 // publishes them (one pool per node).
@@ -60,60 +35,39 @@ func peerCluster(nodes int, p scale.Peer) cluster {
 	for i := range nodes {
 		name := fmt.Sprintf("node-%04d", i)
 		c.nodes = append(c.nodes, benchNode(name))
-		for _, pool := range p.Resources(name, i).Pools {
-			for _, s := range pool.Slices {
-				c.slices = append(c.slices, &resourceapi.ResourceSlice{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, len(c.slices))},
-					Spec: resourceapi.ResourceSliceSpec{Driver: p.Driver, NodeName: ptr.To(name),
-						Pool:    resourceapi.ResourcePool{Name: name, Generation: 1, ResourceSliceCount: int64(len(pool.Slices))},
-						Devices: s.Devices, SharedCounters: s.SharedCounters},
-				})
-			}
-		}
+		c.slices = append(c.slices, resourceslices.SliceObjects(name, map[string]resourceslice.DriverResources{p.Driver: p.Resources(name, i)})...)
 	}
 	return c
 }
 
-func benchNode(name string) *v1.Node {
-	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+// peerRun is one side of BenchmarkPeers: its cluster, its classes and
+// its two claims.
+type peerRun struct {
+	name   string
+	c      cluster
+	in     *simulate.Inputs
+	claims []*resourceapi.ResourceClaim
 }
 
 // peerRuns are the peer sides' Whole claims and ours on a cluster of one
 // vendor: the same two shapes (one chip by model, four in one link),
 // every node alike.
-func peerRuns(tb testing.TB, nodes int) []struct {
-	name   string
-	c      cluster
-	in     *simulate.Inputs
-	claims []*resourceapi.ResourceClaim
-} {
+func peerRuns(tb testing.TB, nodes int) []peerRun {
 	tb.Helper()
-	ours, err := simulate.Load([]string{"../../deployments/helm/accel-dra/deviceclasses", "testdata/claims.yaml"})
-	require.NoError(tb, err)
-	peers, err := simulate.Load([]string{"../scale/testdata/peers.yaml"})
-	require.NoError(tb, err)
-	pick := func(in *simulate.Inputs, names ...string) []*resourceapi.ResourceClaim {
+	ours, ourClaims := loadClaims(tb)
+	peers, peerClaims := loadInputs(tb, "../scale/testdata/peers.yaml")
+	pick := func(byName map[string]*resourceapi.ResourceClaim, names ...string) []*resourceapi.ResourceClaim {
 		var out []*resourceapi.ResourceClaim
 		for _, n := range names {
-			for _, c := range in.Claims {
-				if c.Name == n {
-					out = append(out, c)
-				}
-			}
+			require.Contains(tb, byName, n)
+			out = append(out, byName[n])
 		}
-		require.Len(tb, out, len(names))
 		return out
 	}
-	type run = struct {
-		name   string
-		c      cluster
-		in     *simulate.Inputs
-		claims []*resourceapi.ResourceClaim
-	}
-	return []run{
-		{"ours-atlas-800t-a2", oneVendorCluster(tb, nodes, scale.OurProfiles[0]), ours, pick(ours, scale.OurTemplates[:2]...)},
-		{"nvidia", peerCluster(nodes, scale.NVIDIAGPUs), peers, pick(peers, scale.NVIDIAGPUs.Templates...)},
-		{"huawei", peerCluster(nodes, scale.HuaweiNPUs), peers, pick(peers, scale.HuaweiNPUs.Templates...)},
+	return []peerRun{
+		{"ours-atlas-800t-a2", wholeCluster(tb, nodes, []string{scale.OneVendorProfile}, nil), ours, pick(ourClaims, scale.OneVendorTemplates...)},
+		{"nvidia", peerCluster(nodes, scale.NVIDIAGPUs), peers, pick(peerClaims, scale.NVIDIAGPUs.Templates...)},
+		{"huawei", peerCluster(nodes, scale.HuaweiNPUs), peers, pick(peerClaims, scale.HuaweiNPUs.Templates...)},
 	}
 }
 
