@@ -25,8 +25,9 @@
 #   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
 #   kwok 0.8.0 + its stage files     hack/e2e/kwok/go.mod (the k8s.io
 #                                      libraries of this repository)
-#   kueue 0.19.2 + its CRDs and      go install (docs/queues.md; the CRDs
-#     webhook configurations           and webhooks from the module's config/)
+#   kueue 0.19.2 + its CRDs and      hack/e2e/kueue/go.mod (the k8s.io
+#     webhook configurations           libraries of this repository; the CRDs
+#                                      and webhooks from the module's config/)
 #   volcano 1.14.1 vc-scheduler,     hack/e2e/volcano/go.mod (volcano.sh/apis
 #     vc-controller-manager, CRDs      v1.14.0 from the proxy, k8s 0.34.1)
 #   helm                             hack/tools/go.mod (if present)
@@ -63,7 +64,7 @@ ETCD_VERSION=v3.7.3
 CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.4.4
 KWOK_VERSION=v0.8.0
-KUEUE_VERSION=v0.19.2
+KUEUE_VERSION=$(go -C "$REPO/hack/e2e/kueue" list -m -f '{{.Version}}' sigs.k8s.io/kueue)
 VOLCANO_VERSION=v1.14.1
 
 GO_VERSION=$(go env GOVERSION)
@@ -243,12 +244,41 @@ build_kwok() {
 # v1beta2, the storage version) and the webhook configurations
 # (config/components/webhook/manifests.yaml), which the e2e framework
 # points at the manager by URL (test/e2e/framework/kueue.go).
+#
+# Built from hack/e2e/kueue/go.mod with this repository's k8s.io v0.37.2
+# libraries instead of its own v0.36.2, so that it takes the packages
+# make test and Kubernetes compiled (CI's budget in test/README.md). Two
+# things of v0.19.2 do not compile against v0.37, and neither runs here:
+# - sigs.k8s.io/scheduler-library (the alpha SchedulerLibraryIntegration
+#   gate, off by default) is left out with Kueue's own build tag
+#   exclude_scheduler_library;
+# - kubeflow/trainer's generated OpenAPI table names core/v1
+#   PodStatusResult, which k8s.io/api v0.37 no longer has. Kueue never
+#   serves trainer's OpenAPI; the build replaces the module with a copy
+#   without that line (-modfile: the replace is the build's, not
+#   go.mod's, as Go refuses an -overlay of the module cache).
+KUEUE_TRAINER_LINE='corev1.PodStatusResult{}.OpenAPIModelName()'
 build_kueue() {
-	GOBIN=$1 go install -trimpath -ldflags "-s -w" sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION
-	local mod
-	mod=$(module_dir sigs.k8s.io/kueue@$KUEUE_VERSION)
-	join_yaml "$mod"/config/components/crd/bases/*.yaml >"$1/kueue-crds.yaml"
-	cp "$mod/config/components/webhook/manifests.yaml" "$1/kueue-webhooks.yaml"
+	local mod=$REPO/hack/e2e/kueue tmp openapi
+	tmp=$(mktemp -d)
+	cp -r "$(go -C "$mod" list -m -f '{{.Dir}}' github.com/kubeflow/trainer/v2)" "$tmp/trainer"
+	chmod -R u+w "$tmp/trainer"
+	openapi=$tmp/trainer/pkg/apis/trainer/v1alpha1/zz_generated.openapi.go
+	if ! grep -qF "$KUEUE_TRAINER_LINE" "$openapi"; then
+		log "kueue: kubeflow/trainer no longer names $KUEUE_TRAINER_LINE: drop its replacement in build_kueue"
+		return 1
+	fi
+	grep -vF "$KUEUE_TRAINER_LINE" "$openapi" >"$openapi.new"
+	mv "$openapi.new" "$openapi"
+	cp "$mod/go.mod" "$mod/go.sum" "$tmp/"
+	go mod edit -replace=github.com/kubeflow/trainer/v2="$tmp/trainer" "$tmp/go.mod"
+	go -C "$mod" build -modfile "$tmp/go.mod" -trimpath -tags exclude_scheduler_library \
+		-ldflags "-s -w" -o "$1/kueue" sigs.k8s.io/kueue/cmd/kueue
+	rm -rf "$tmp"
+	local dir
+	dir=$(go -C "$mod" list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+	join_yaml "$dir"/config/components/crd/bases/*.yaml >"$1/kueue-crds.yaml"
+	cp "$dir/config/components/webhook/manifests.yaml" "$1/kueue-webhooks.yaml"
 	chmod u+w "$1/kueue-webhooks.yaml"
 }
 
@@ -285,18 +315,20 @@ apt_prometheus
 exec {apt_lock}>&-
 
 # First the components that share no compiled package with this
-# repository (their own dependency versions), then kwok, Kubernetes and
-# kubectl, whose modules require the same versions as this one
+# repository (their own dependency versions), then kwok, Kubernetes, Kueue
+# and kubectl, whose modules require the same versions as this one
 # (test/imports/modules_test.go): after make test, or after another build
 # that compiled the k8s.io libraries, Go's build cache holds most of what
-# they import. .ci/run builds them all in the background during make test,
-# so the later they come, the more make test has compiled for them.
+# they import, and Kueue comes after Kubernetes for the k8s.io/apiserver
+# and controller packages both import. .ci/run builds them all in the
+# background during make test, so the later they come, the more make test
+# has compiled for them.
 component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION nocgo -s -w $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
 component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION no_btrfs nocgo trimpath" build_containerd
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
-component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION nocgo" build_kueue
 component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION nocgo $KWOK_STAGES $(sha "$REPO/hack/e2e/kwok/go.mod" "$REPO/hack/e2e/kwok/go.sum")" build_kwok
 component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
+component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION nocgo k8s.io-shared $(sha "$REPO/hack/e2e/kueue/go.mod" "$REPO/hack/e2e/kueue/go.sum")" build_kueue
 component kubectl $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubectl
 # Volcano last: only two tests need it, and hack/e2e/run.sh runs them
 # after the others, so that it builds while those run.
