@@ -44,10 +44,14 @@ else
 	bash "$REPO/hack/e2e/build.sh" >/dev/null
 fi
 # The image the chart's pods run on the real node (make image, linux/amd64
-# only: the node is this machine), imported into its containerd.
+# only: the node is this machine), imported into its containerd. Its
+# binaries and Debian packages go to directories of the e2e tier's own,
+# not make's bin/ and _output/image: .ci/run runs make test, whose arm64
+# and image tiers write those, beside this.
 CACHE=${ACCEL_DRA_E2E_CACHE:-$REPO/_output/e2e-cache}
 export ACCEL_DRA_E2E_IMAGE=${ACCEL_DRA_E2E_IMAGE:-$CACHE/accel-dra-image-amd64.tar}
-make -C "$REPO" --no-print-directory image IMAGE_PLATFORMS=linux/amd64 IMAGE_ARCHIVE="$ACCEL_DRA_E2E_IMAGE" >&2
+make -C "$REPO" --no-print-directory image IMAGE_PLATFORMS=linux/amd64 IMAGE_ARCHIVE="$ACCEL_DRA_E2E_IMAGE" \
+	BIN=_output/e2e-bin IMAGE_OUT="$CACHE/image" >&2
 built=$SECONDS
 echo "run.sh: binaries ready in $((built - start))s" >&2
 
