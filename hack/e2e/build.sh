@@ -126,9 +126,9 @@ wanted() {
 # component NAME VERSION STAMP BUILD_FUNCTION: runs BUILD_FUNCTION with the
 # output directory as $1 unless $CACHE/NAME-VERSION/.stamp equals STAMP;
 # records the wall time of a real build in build-times.txt. A lock per
-# component lets two runs share the cache: .ci/run builds the components
-# make test shares nothing with in the background, and the e2e tier's run
-# waits for one still being built instead of building it again.
+# component lets two runs share the cache: hack/e2e/run.sh builds Volcano
+# while its first round of tests runs, and a test that needs it waits for
+# that build instead of building it again.
 component() {
 	local name=$1 version=$2 stamp=$3 fn=$4
 	local dir=$CACHE/$name-$version
@@ -328,9 +328,9 @@ exec {apt_lock}>&-
 # (test/imports/modules_test.go): after make test, or after another build
 # that compiled the k8s.io libraries, Go's build cache holds most of what
 # they import, and Kueue comes after Kubernetes for the k8s.io/apiserver
-# and controller packages both import. .ci/run builds them all in the
-# background during make test, so the later they come, the more make test
-# has compiled for them.
+# and controller packages both import. .ci/run runs the e2e tier beside
+# make test, so the later they come, the more make test has compiled for
+# them.
 component etcd $ETCD_VERSION "$ETCD_VERSION $GO_VERSION nocgo -s -w $(sha "$REPO/hack/e2e/etcd/go.mod" "$REPO/hack/e2e/etcd/go.sum")" build_etcd
 component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION $CONTAINERD_TAGS nocgo trimpath" build_containerd
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
