@@ -265,8 +265,10 @@ build_kwok() {
 #   go.mod's, as Go refuses an -overlay of the module cache).
 KUEUE_TRAINER_LINE='corev1.PodStatusResult{}.OpenAPIModelName()'
 build_kueue() {
-	local mod=$REPO/hack/e2e/kueue tmp openapi
-	tmp=$(mktemp -d)
+	# The copy and the build's go.mod in the output directory, so that a
+	# failed build leaves them where the next one clears them (component).
+	local mod=$REPO/hack/e2e/kueue tmp=$1/.build openapi
+	mkdir -p "$tmp"
 	# go mod download, not go list -m: from an empty module cache the
 	# module is not there yet before the build.
 	cp -r "$(cd "$mod" && module_dir github.com/kubeflow/trainer/v2)" "$tmp/trainer"
