@@ -25,9 +25,9 @@
 #   runc 1.4.4                       go install -tags seccomp (libseccomp-dev)
 #   kwok 0.8.0 + its stage files     hack/e2e/kwok/go.mod (the k8s.io
 #                                      libraries of this repository)
-#   kueue 0.19.2 + its CRDs and      hack/e2e/kueue/go.mod (the k8s.io
-#     webhook configurations           libraries of this repository; the CRDs
-#                                      and webhooks from the module's config/)
+#   kueue 0.19.2 + its CRDs and      hack/e2e/k8s/go.mod, with Kubernetes'
+#     webhook configurations           k8s.io libraries; the CRDs and webhooks
+#                                      from the module's config/
 #   volcano 1.14.1 vc-scheduler,     hack/e2e/volcano/go.mod (volcano.sh/apis
 #     vc-controller-manager, CRDs      v1.14.0 from the proxy, k8s 0.34.1)
 #   helm                             hack/tools/go.mod (if present)
@@ -64,7 +64,7 @@ ETCD_VERSION=v3.7.3
 CONTAINERD_VERSION=v2.4.2
 RUNC_VERSION=v1.4.4
 KWOK_VERSION=v0.8.0
-KUEUE_VERSION=$(go -C "$REPO/hack/e2e/kueue" list -m -f '{{.Version}}' sigs.k8s.io/kueue)
+KUEUE_VERSION=$(go -C "$REPO/hack/e2e/k8s" list -m -f '{{.Version}}' sigs.k8s.io/kueue)
 VOLCANO_VERSION=v1.14.1
 
 GO_VERSION=$(go env GOVERSION)
@@ -251,9 +251,9 @@ build_kwok() {
 # (config/components/webhook/manifests.yaml), which the e2e framework
 # points at the manager by URL (test/e2e/framework/kueue.go).
 #
-# Built from hack/e2e/kueue/go.mod with this repository's k8s.io v0.37.2
-# libraries instead of its own v0.36.2, so that it takes the packages
-# make test and Kubernetes compiled (CI's budget in test/README.md). Two
+# Built from hack/e2e/k8s/go.mod, Kubernetes' build module, with its and
+# this repository's k8s.io v0.37.2 libraries instead of its own v0.36.2,
+# so that it takes the packages make test and Kubernetes compiled (CI's budget in test/README.md). Two
 # things of v0.19.2 do not compile against v0.37, and neither runs here:
 # - sigs.k8s.io/scheduler-library (the alpha SchedulerLibraryIntegration
 #   gate, off by default) is left out with Kueue's own build tag
@@ -267,7 +267,7 @@ KUEUE_TRAINER_LINE='corev1.PodStatusResult{}.OpenAPIModelName()'
 build_kueue() {
 	# The copy and the build's go.mod in the output directory, so that a
 	# failed build leaves them where the next one clears them (component).
-	local mod=$REPO/hack/e2e/kueue tmp=$1/.build openapi
+	local mod=$REPO/hack/e2e/k8s tmp=$1/.build openapi
 	mkdir -p "$tmp"
 	# go mod download, not go list -m: from an empty module cache the
 	# module is not there yet before the build.
@@ -338,7 +338,7 @@ component containerd $CONTAINERD_VERSION "$CONTAINERD_VERSION $GO_VERSION $CONTA
 component runc $RUNC_VERSION "$RUNC_VERSION $GO_VERSION seccomp" build_runc
 component kwok $KWOK_VERSION "$KWOK_VERSION $GO_VERSION nocgo $KWOK_STAGES $(sha "$REPO/hack/e2e/kwok/go.mod" "$REPO/hack/e2e/kwok/go.sum")" build_kwok
 component kubernetes $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubernetes
-component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION nocgo k8s.io-shared $(sha "$REPO/hack/e2e/kueue/go.mod" "$REPO/hack/e2e/kueue/go.sum")" build_kueue
+component kueue $KUEUE_VERSION "$KUEUE_VERSION $GO_VERSION nocgo k8s.io-shared $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kueue
 component kubectl $K8S_VERSION "$K8S_VERSION $GO_VERSION nocgo $K8S_LDFLAGS $(sha "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum")" build_kubectl
 # Volcano last: only two tests need it, and hack/e2e/run.sh runs them
 # after the others, so that it builds while those run.

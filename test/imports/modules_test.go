@@ -28,7 +28,7 @@ import (
 // sharedBuildModules are the Go modules a cold CI run compiles that can
 // share one set of dependency versions: this module, its tools (helm,
 // deepcopy-gen, golangci-lint, govulncheck), the image builder, and the
-// e2e cluster's Kubernetes, kwok and Kueue. Go's build cache reuses a compiled
+// e2e cluster's Kubernetes (and Kueue, from the same module) and kwok. Go's build cache reuses a compiled
 // package only when the package and everything below it are the same
 // version, so one module a minor version behind on golang.org/x/sys made
 // Kubernetes compile its whole client stack again (test/README.md, CI's
@@ -43,7 +43,6 @@ var sharedBuildModules = []string{
 	"hack/image",
 	"hack/e2e/k8s",
 	"hack/e2e/kwok",
-	"hack/e2e/kueue",
 }
 
 type goMod struct {

@@ -14,7 +14,7 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
-// Package tools pins the Kubernetes commands this module builds, so that
+// Package tools pins the Kubernetes and Kueue commands this module builds, so that
 // `go mod tidy` keeps their dependencies.
 package tools
 
@@ -23,4 +23,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "sigs.k8s.io/kueue/cmd/kueue"
 )
