@@ -29,6 +29,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/stretchr/testify/require"
@@ -458,6 +459,20 @@ func (n *node) publishedDevices() map[string]resourceapi.Device {
 		}
 	}
 	return out
+}
+
+// publishedDevice is device name as published, once the ResourceSlice
+// controller, which writes in the background after the driver starts, has
+// published it.
+func (n *node) publishedDevice(name string) resourceapi.Device {
+	n.t.Helper()
+	var d resourceapi.Device
+	require.Eventually(n.t, func() bool {
+		var ok bool
+		d, ok = n.publishedDevices()[name]
+		return ok
+	}, 30*time.Second, 20*time.Millisecond, "%s is published", name)
+	return d
 }
 
 // mknodNull makes path a /dev/null clone (1:3), replacing what is there.

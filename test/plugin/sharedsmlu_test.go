@@ -108,7 +108,7 @@ func mockState(t *testing.T, path string) (profiles, instances []string) {
 // and unprepare destroys them and the profile.
 func TestSharesOfAnEnforcedSharedChipAreSMLUsOfTheirSize(t *testing.T) {
 	n, state := enforcedNode(t)
-	published := n.publishedDevices()["mlu-5"]
+	published := n.publishedDevice("mlu-5")
 	require.Equal(t, partitions.EnforcementHardware, *published.Attributes[partitions.AttrShareEnforcement].StringValue)
 
 	a := n.claimWithResults("a", []resourceapi.DeviceRequestAllocationResult{n.smluShare("mlu-5", "share-a", 25, 4)})
