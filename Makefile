@@ -112,19 +112,19 @@ license:
 # is the full run CI makes.
 check: $(GOLANGCI_LINT) $(LOGCHECK)
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
 	$(GOLANGCI_LINT) run --allow-serial-runners ./...
 	$(LOGCHECK) -check-contextual -check-logger-constructor -tags failpoint ./...
 	$(GO) test -vet=off -timeout 30m ./pkg/... ./api/...
 
-# go vet first and the linters' own build after it: the first compile of
-# the k8s.io libraries is then make test's, which .ci/run's e2e tier,
-# running beside it, finds in the build cache when it builds Kubernetes.
+# go vet's analyzers run as golangci-lint's govet (its default set is go
+# vet's), over this module with the tags failpoint and e2e
+# (.golangci.yaml); go vet itself runs only on hack/image, a module of its
+# own. Running both vetted every dependency twice: go vet runs its
+# analyzers on each one for their facts, about 250 CPU-seconds of a cold
+# make test (test/README.md).
 lint: verify-generate
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run ./hack/license
-	$(GO) vet ./...
-	$(GO) vet -tags e2e ./test/e2e/...
 	$(GO) -C hack/image vet ./...
 	@$(MAKE) --no-print-directory $(GOLANGCI_LINT) $(LOGCHECK)
 	$(GOLANGCI_LINT) run --allow-serial-runners ./...
@@ -141,10 +141,11 @@ chart:
 # The node agent the crash, fault and soak tests of test/plugin run as a
 # child process: that package's test binary built with the build tag
 # failpoint (production binaries have no failpoints), named to the tests
-# in ACCEL_DRA_FAILPOINT_AGENT. Without it they are skipped.
+# in ACCEL_DRA_FAILPOINT_AGENT. Without it they are skipped. Not vetted
+# again (-vet=off): make lint's golangci-lint runs with the tag.
 FAILPOINT_AGENT := $(CURDIR)/_output/failpoint/plugin.test
 failpoint-agent:
-	$(GO) test -c -tags failpoint -o $(FAILPOINT_AGENT) ./test/plugin
+	$(GO) test -c -vet=off -tags failpoint -o $(FAILPOINT_AGENT) ./test/plugin
 
 # The native backends (purego bindings to libdcmi.so and libcndev.so, the C
 # mock libraries, the struct layout tests) again for linux/arm64, the
@@ -152,6 +153,8 @@ failpoint-agent:
 # aarch64 gcc and run under qemu-user with the arm64 C runtime as root of
 # the dynamic loader. ARM64_EXEC is go test's -exec; the tests build their
 # C code with ARM64_CC and run it under the same emulator (pkg/nativetest).
+# No file of ours is built only for arm64, so golangci-lint's govet has
+# vetted them all (-vet=off).
 ARM64_CC := aarch64-linux-gnu-gcc
 ARM64_SYSROOT := /usr/aarch64-linux-gnu
 ARM64_EXEC := qemu-aarch64-static -L $(ARM64_SYSROOT)
@@ -164,7 +167,7 @@ HOST_ARCH := $(shell $(GO) env GOARCH)
 # mock-library node under qemu-user as the host's build does
 # (hack/arm64/discover.sh).
 test-arm64: testdeps
-	GOARCH=arm64 $(GO) test -count=1 -exec '$(ARM64_EXEC)' $(ARM64_PKGS)
+	GOARCH=arm64 $(GO) test -count=1 -vet=off -exec '$(ARM64_EXEC)' $(ARM64_PKGS)
 	GOOS=linux GOARCH=arm64 $(IMAGE_GO_BUILD) -o $(BIN)/linux_arm64/ ./cmd/accel-dra
 	GOOS=linux GOARCH=$(HOST_ARCH) $(IMAGE_GO_BUILD) -o $(BIN)/linux_$(HOST_ARCH)/ ./cmd/accel-dra
 	ARM64_EXEC='$(ARM64_EXEC)' ARM64_CC=$(ARM64_CC) bash hack/arm64/discover.sh $(BIN)/linux_$(HOST_ARCH)/accel-dra $(BIN)/linux_arm64/accel-dra
@@ -174,8 +177,10 @@ test-arm64: testdeps
 # C runtime (downloaded once into _output/image, as make image does).
 # pkg/failpoint's own tests of the armed points need the tag failpoint on
 # the command line. Then the native backends for arm64 (test-arm64).
-# go test's own vet is off: lint (and check) ran go vet and golangci-lint's
-# govet over the same packages, test files included, just before. The
+# go test's own vet is off: lint (and check) ran golangci-lint's govet
+# over the same packages, test files included, just before; go test's vet
+# runs a different set of analyzers, so with it on, every dependency was
+# vetted again. The
 # timeout is per package: pkg/vendors/ascend's tests, which build the
 # mock DCMI library with gcc for their cases, took over go test's default
 # 10 minutes on the 2-core machine at load 10 (2026-12-06).
