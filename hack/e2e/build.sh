@@ -181,12 +181,13 @@ build_kubernetes() {
 # the control plane, but in a copy of the module where Go may add the
 # requirements only kubectl needs (kustomize, ...), so hack/e2e/k8s/go.sum
 # and with it the kubernetes component's stamp stay as they are: adding
-# kubectl does not rebuild the cached kube-apiserver.
+# kubectl does not rebuild the cached kube-apiserver. make's GOFLAGS (no
+# DWARF) stay, so that it takes Kubernetes' compiled packages.
 build_kubectl() {
 	local mod
 	mod=$(mktemp -d)
 	cp "$REPO/hack/e2e/k8s/go.mod" "$REPO/hack/e2e/k8s/go.sum" "$mod/"
-	GOFLAGS=-mod=mod go -C "$mod" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/kubectl" k8s.io/kubernetes/cmd/kubectl
+	GOFLAGS="${GOFLAGS:-} -mod=mod" go -C "$mod" build -trimpath -ldflags "$K8S_LDFLAGS" -o "$1/kubectl" k8s.io/kubernetes/cmd/kubectl
 	rm -rf "$mod"
 }
 
@@ -202,7 +203,7 @@ build_kubectl() {
 # own build tags (BUILDING.md): 49 packages fewer to compile.
 CONTAINERD_TAGS=no_btrfs,no_devmapper,no_zfs,no_tracing
 build_containerd() {
-	GOBIN=$1 CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install -trimpath -tags "$CONTAINERD_TAGS" \
+	GOBIN=$1 CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -buildvcs=false" go install -trimpath -tags "$CONTAINERD_TAGS" \
 		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
 		github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION \

@@ -70,7 +70,9 @@ func standIn(t *testing.T, goarch string) string {
 	out := filepath.Join(dir, "standin")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, src)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=")
+	// GOFLAGS as make sets it (-trimpath, no DWARF): the standard
+	// library is then the one the other builds compiled.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	msg, err := cmd.CombinedOutput()
 	require.NoError(t, err, "building the stand-in for %s: %s", goarch, msg)
 	standIns[goarch] = out
