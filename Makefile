@@ -123,9 +123,9 @@ check: $(GOLANGCI_LINT) $(LOGCHECK)
 # go vet's analyzers run as golangci-lint's govet (its default set is go
 # vet's), over this module with the tags failpoint and e2e
 # (.golangci.yaml); go vet itself runs only on hack/image, a module of its
-# own. Running both vetted every dependency twice: go vet runs its
-# analyzers on each one for their facts, about 250 CPU-seconds of a cold
-# make test (test/README.md).
+# own. go vet ran its analyzers on every dependency for their facts, and
+# go test's vet (another set) did it again: 422 CPU-seconds of a cold
+# .ci/run (test/README.md).
 lint: verify-generate
 	@out=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run ./hack/license
