@@ -151,17 +151,6 @@ func checkSliceVersions(c *fake.Clientset, writes *atomic.Int64) {
 	})
 }
 
-// waitPublished waits until the published devices satisfy ok and returns them.
-func (m *monitoredNode) waitPublished(ok func(map[string]resourceapi.Device) bool, msg string) map[string]resourceapi.Device {
-	m.t.Helper()
-	var got map[string]resourceapi.Device
-	require.Eventually(m.t, func() bool {
-		got = m.publishedDevices()
-		return ok(got)
-	}, time.Minute, 10*time.Millisecond, msg)
-	return got
-}
-
 // healthStream is the kubelet's side of WatchHealthStatus, through the
 // real v1 health gRPC client.
 type healthStream struct {

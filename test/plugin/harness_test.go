@@ -461,18 +461,15 @@ func (n *node) publishedDevices() map[string]resourceapi.Device {
 	return out
 }
 
-// publishedDevice is device name as published, once the ResourceSlice
-// controller, which writes in the background after the driver starts, has
-// published it.
-func (n *node) publishedDevice(name string) resourceapi.Device {
+// waitPublished waits until the published devices satisfy ok and returns them.
+func (n *node) waitPublished(ok func(map[string]resourceapi.Device) bool, msg string) map[string]resourceapi.Device {
 	n.t.Helper()
-	var d resourceapi.Device
+	var got map[string]resourceapi.Device
 	require.Eventually(n.t, func() bool {
-		var ok bool
-		d, ok = n.publishedDevices()[name]
-		return ok
-	}, 30*time.Second, 20*time.Millisecond, "%s is published", name)
-	return d
+		got = n.publishedDevices()
+		return ok(got)
+	}, time.Minute, 10*time.Millisecond, msg)
+	return got
 }
 
 // mknodNull makes path a /dev/null clone (1:3), replacing what is there.

@@ -108,7 +108,7 @@ func mockState(t *testing.T, path string) (profiles, instances []string) {
 // and unprepare destroys them and the profile.
 func TestSharesOfAnEnforcedSharedChipAreSMLUsOfTheirSize(t *testing.T) {
 	n, state := enforcedNode(t)
-	published := n.publishedDevice("mlu-5")
+	published := n.waitPublished(func(d map[string]resourceapi.Device) bool { _, ok := d["mlu-5"]; return ok }, "mlu-5 is published")["mlu-5"]
 	require.Equal(t, partitions.EnforcementHardware, *published.Attributes[partitions.AttrShareEnforcement].StringValue)
 
 	a := n.claimWithResults("a", []resourceapi.DeviceRequestAllocationResult{n.smluShare("mlu-5", "share-a", 25, 4)})
