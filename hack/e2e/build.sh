@@ -254,8 +254,9 @@ build_kwok() {
 #
 # Built from hack/e2e/k8s/go.mod, Kubernetes' build module, with its and
 # this repository's k8s.io v0.37.2 libraries instead of its own v0.36.2,
-# so that it takes the packages make test and Kubernetes compiled (CI's budget in test/README.md). Two
-# things of v0.19.2 do not compile against v0.37, and neither runs here:
+# so that it takes the packages make test and Kubernetes compiled (CI's
+# budget in test/README.md). Two things of v0.19.2 do not compile
+# against v0.37, and neither runs here:
 # - sigs.k8s.io/scheduler-library (the alpha SchedulerLibraryIntegration
 #   gate, off by default) is left out with Kueue's own build tag
 #   exclude_scheduler_library;
