@@ -468,15 +468,6 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, p *proc, c
 	return nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // nodeIP is the machine's first non-loopback IPv4 address: the kubelet
 // cannot serve on loopback, and the API server reaches it there.
 func nodeIP() (string, error) {
