@@ -19,6 +19,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -118,7 +120,7 @@ func TestGangsStayInOneSuperPod(t *testing.T) {
 			t.Logf("Volcano's logs (tail):\n%s", vc.Log(80))
 		}
 	})
-	f := &fabricRun{ns: newNamespace(t), queue: "fabric-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10)}
+	f := &fabricRun{ns: newNamespace(t), queue: "fabric-" + strconv.FormatInt(time.Now().UnixNano()%100000, 10), vc: vc}
 	f.setUp(t)
 
 	t.Run("a tier-1 HyperNode per super pod, with its nodes", f.testHyperNodes)
@@ -501,6 +503,7 @@ func nodeChips(t *testing.T, node string) []resourceapi.Device {
 type fabricRun struct {
 	ns, queue string
 	jobs      []string
+	vc        *framework.Volcano
 }
 
 // setUp creates the test's open Volcano queue and the claim template of
@@ -527,62 +530,106 @@ func (f *fabricRun) setUp(t *testing.T) {
 // one domain its allocate action can leave a gang's claims "in the process
 // of being allocated" for good. The test deletes the extra ones, as
 // docs/queues.md tells an admin to, and checks that Volcano's next
-// discovery keeps exactly one per super pod.
+// discovery keeps exactly one per super pod. It looks only at what Volcano
+// has left in place for a few seconds: a pass that replaces a HyperNode
+// creates the new one before it deletes the old, and deleting the new one
+// then would leave the super pod with none until the next pass.
 func (f *fabricRun) testHyperNodes(t *testing.T) {
 	want := map[string][]string{}
 	for _, n := range superPodNodes {
 		v := fmt.Sprintf("sp-%d", n.superPod)
 		want[v] = append(want[v], n.name)
 	}
-	got := waitHyperNodes(t, want, func(names []string) bool { return len(names) > 0 })
-	for sp, names := range got {
-		slices.Sort(names)
-		for _, extra := range names[1:] {
-			t.Logf("Volcano made HyperNodes %v of super pod %s; deleting %s", names, sp, extra)
-			require.NoError(t, cluster.Dynamic.Resource(hyperNodesGVR).Delete(t.Context(), extra, metav1.DeleteOptions{}))
-		}
-	}
-	waitHyperNodes(t, want, func(names []string) bool { return len(names) == 1 })
-}
-
-// waitHyperNodes waits until the tier-1 HyperNodes are only of the super
-// pods of want, each with exactly want's nodes, and count says yes to each
-// super pod's HyperNodes; it returns their names by super pod.
-func waitHyperNodes(t *testing.T, want map[string][]string, count func([]string) bool) map[string][]string {
-	t.Helper()
-	var got map[string][]string
-	var members map[string][][]string
+	const settled = 3 * time.Second
+	var now, seen tier1HyperNodes
+	var seenAt time.Time
 	err := wait.PollUntilContextTimeout(t.Context(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := cluster.Dynamic.Resource(hyperNodesGVR).List(ctx, metav1.ListOptions{})
-		if err != nil {
+		var err error
+		if now, err = listTier1HyperNodes(ctx); err != nil || !now.haveTheNodesOf(want) {
+			seen = tier1HyperNodes{}
 			return false, nil
 		}
-		got, members = map[string][]string{}, map[string][][]string{}
-		for _, hn := range l.Items {
-			if tier, _, _ := unstructured.NestedInt64(hn.Object, "spec", "tier"); tier == 1 {
-				m := hyperNodeMembers(hn)
-				slices.Sort(m)
-				sp := hn.GetLabels()[fabric.LabelSuperPod]
-				got[sp], members[sp] = append(got[sp], hn.GetName()), append(members[sp], m)
-			}
-		}
-		if len(got) != len(want) {
+		if !maps.EqualFunc(now.names, seen.names, slices.Equal) {
+			seen, seenAt = now, time.Now()
 			return false, nil
 		}
-		for sp, nodes := range want {
-			if !count(got[sp]) {
-				return false, nil
-			}
-			for _, m := range members[sp] {
-				if !slices.Equal(m, nodes) {
-					return false, nil
+		if time.Since(seenAt) < settled {
+			return false, nil
+		}
+		if now.onePerSuperPod() {
+			return true, nil
+		}
+		for sp, names := range now.names {
+			for _, extra := range names[1:] {
+				t.Logf("Volcano made HyperNodes %v of super pod %s; deleting %s", names, sp, extra)
+				err := cluster.Dynamic.Resource(hyperNodesGVR).Delete(ctx, extra, metav1.DeleteOptions{})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return false, fmt.Errorf("deleting HyperNode %s: %w", extra, err)
 				}
 			}
 		}
-		return true, nil
+		seen = tier1HyperNodes{}
+		return false, nil
 	})
-	require.NoError(t, err, "tier-1 HyperNodes by super pod: %v with nodes %v, want the nodes %v", got, members, want)
-	return got
+	volcano := "both of its components run"
+	if exited := f.vc.Running(); exited != nil {
+		volcano = exited.Error()
+	}
+	require.NoError(t, err, "tier-1 HyperNodes by super pod: %v with nodes %v, want one per super pod with the nodes %v; Volcano: %s",
+		now.names, now.members, want, volcano)
+}
+
+// tier1HyperNodes are the tier-1 HyperNodes by their super pod label:
+// their names (sorted) and, in the same order, their members (sorted).
+type tier1HyperNodes struct {
+	names   map[string][]string
+	members map[string][][]string
+}
+
+func listTier1HyperNodes(ctx context.Context) (tier1HyperNodes, error) {
+	l, err := cluster.Dynamic.Resource(hyperNodesGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return tier1HyperNodes{}, err
+	}
+	slices.SortFunc(l.Items, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	h := tier1HyperNodes{names: map[string][]string{}, members: map[string][][]string{}}
+	for _, hn := range l.Items {
+		if tier, _, _ := unstructured.NestedInt64(hn.Object, "spec", "tier"); tier == 1 {
+			m := hyperNodeMembers(hn)
+			slices.Sort(m)
+			sp := hn.GetLabels()[fabric.LabelSuperPod]
+			h.names[sp], h.members[sp] = append(h.names[sp], hn.GetName()), append(h.members[sp], m)
+		}
+	}
+	return h, nil
+}
+
+// haveTheNodesOf: there are HyperNodes of exactly want's super pods, and
+// each lists exactly its super pod's nodes.
+func (h tier1HyperNodes) haveTheNodesOf(want map[string][]string) bool {
+	if len(h.names) != len(want) {
+		return false
+	}
+	for sp, nodes := range want {
+		if len(h.names[sp]) == 0 {
+			return false
+		}
+		for _, m := range h.members[sp] {
+			if !slices.Equal(m, nodes) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (h tier1HyperNodes) onePerSuperPod() bool {
+	for _, names := range h.names {
+		if len(names) != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // hyperNodeMembers are the exact node names a HyperNode lists.

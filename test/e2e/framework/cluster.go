@@ -449,8 +449,8 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, p *proc, c
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if p != nil {
-			if done, err := p.exited(); done {
-				return false, fmt.Errorf("%s exited (%s); last log lines:\n%s", p.Name, fmt.Sprint(err), p.logTail(30))
+			if err := p.exitErr(); err != nil {
+				return false, err
 			}
 		}
 		ok, err := cond(ctx)

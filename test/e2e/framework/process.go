@@ -88,6 +88,14 @@ func (p *proc) exited() (bool, error) {
 	return !sameProcess(p.PID, p.Args), nil
 }
 
+// exitErr is nil while p runs, else how it ended, with its last log lines.
+func (p *proc) exitErr() error {
+	if done, err := p.exited(); done {
+		return fmt.Errorf("%s exited (%s); last log lines:\n%s", p.Name, fmt.Sprint(err), p.logTail(30))
+	}
+	return nil
+}
+
 // sameProcess reports whether pid is still the process started with args
 // (and not a zombie), so a recycled pid is never signalled.
 func sameProcess(pid int, args []string) bool {

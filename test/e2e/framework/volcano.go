@@ -247,6 +247,20 @@ func (v *Volcano) Stop() {
 	}
 }
 
+// Running is nil while both components run, else which one exited and
+// how, with its last log lines: a wait on Volcano's work says so.
+func (v *Volcano) Running() error {
+	for _, p := range []*proc{v.sched, v.ctrl} {
+		if p == nil {
+			continue
+		}
+		if err := p.exitErr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Log is the tail of the scheduler's and the controller-manager's logs,
 // for failure messages.
 func (v *Volcano) Log(lines int) string {
