@@ -45,13 +45,17 @@ type portPool struct {
 }
 
 // ports is the pool of this process's cluster.
-var ports = sync.OnceValue(func() *portPool {
-	ephLow, ephHigh, err := readPortRange(ephemeralRangeFile)
+var ports = sync.OnceValue(func() *portPool { return newPortPool(ephemeralRange()) })
+
+// ephemeralRange is the machine's ephemeral port range, or Linux's
+// default where it cannot be read.
+func ephemeralRange() (low, high int) {
+	low, high, err := readPortRange(ephemeralRangeFile)
 	if err != nil {
-		ephLow, ephHigh = 32768, 60999 // Linux's default
+		return 32768, 60999
 	}
-	return newPortPool(ephLow, ephHigh)
-})
+	return low, high
+}
 
 // newPortPool is a pool next to the ephemeral range [ephLow, ephHigh]:
 // below it, above the privileged ports, unless there is more room above.
